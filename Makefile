@@ -12,7 +12,7 @@ RACE_PKGS := ./inference/... ./beam/runinference/ ./testing/stub/
 # ONNX's backend test data, beside the checkout.
 CONFORMANCE_DIR ?= ../shared/onnx-conformance
 
-.PHONY: demo test test-direct race build-nocgo lint bench bench-cpu conformance fuzz generate
+.PHONY: demo test test-direct race build-nocgo lint bench bench-cpu conformance fuzz generate kernels ptxas build-cuda
 
 demo:
 	$(GO) run ./examples/classify
@@ -65,3 +65,31 @@ fuzz:
 generate:
 	GOBIN=$(CURDIR)/out/bin $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 	PATH=$(CURDIR)/out/bin:$$PATH $(GO) generate ./inference/onnx/onnxpb/
+
+# The CUDA kernels: PTX for compute_60 (committed, embedded) and the
+# emulator's registration files. Needs nvcc (Debian's nvidia-cuda-toolkit
+# 11.8 from non-free) and clang-14 or g++-11 as its host compiler.
+NVCC ?= nvcc
+CCBIN ?= $(shell command -v clang-14 || command -v g++-11)
+KERNEL_DIR := inference/cuda/kernels
+KERNEL_SRCS := $(wildcard $(KERNEL_DIR)/*.cu)
+PTX_TARGETS := sm_60 sm_70 sm_75 sm_80 sm_86 sm_89 sm_90
+kernels:
+	$(GO) run ./$(KERNEL_DIR)/internal/genemu $(KERNEL_DIR)
+	for ptx in $(KERNEL_DIR)/ptx/*.ptx; do \
+		[ -e $(KERNEL_DIR)/$$(basename $$ptx .ptx).cu ] || rm -f $$ptx; \
+	done
+	for src in $(KERNEL_SRCS); do \
+		$(NVCC) -ccbin $(CCBIN) -ptx -arch=compute_60 -O3 -o $(KERNEL_DIR)/ptx/$$(basename $$src .cu).ptx $$src || exit 1; \
+	done
+
+# Assemble the committed PTX for every GPU generation we support.
+ptxas:
+	@for ptx in $(KERNEL_DIR)/ptx/*.ptx; do for arch in $(PTX_TARGETS); do \
+		ptxas -arch=$$arch -o /dev/null $$ptx || { echo "ptxas $$arch $$ptx failed"; exit 1; }; \
+	done; echo "ptxas ok: $$ptx for $(PTX_TARGETS)"; done
+
+# The GPU build: links gorgonia.org/cu, cuBLAS and the CUDA driver library.
+build-cuda:
+	CGO_ENABLED=1 $(GO) build -tags cuda ./...
+	CGO_ENABLED=1 $(GO) vet -tags cuda ./...

@@ -337,3 +337,37 @@ var (
 		return nil, &inference.UnsupportedOpError{Node: n.Name, Op: "Scan"}
 	}
 )
+
+// RunObserved runs m on feeds, calling observe with every tensor a node
+// computes. Backends use it to read the shapes and types of a model's
+// values at given input shapes.
+func RunObserved(ctx context.Context, m *Model, feeds map[string]inference.Tensor, observe func(name string, t inference.Tensor)) (map[string]inference.Tensor, error) {
+	outs, err := runObserved(ctx, m.g, feeds, nil, observe)
+	if err != nil {
+		return nil, err
+	}
+	res := make(map[string]inference.Tensor, len(outs))
+	for i, o := range m.g.Outputs {
+		res[o.Name] = outs[i]
+	}
+	return res, nil
+}
+
+// RunNode runs one node with the reference kernel of its operator: what
+// another backend does for a node it has no kernel for. Control-flow and
+// sequence operators are not single nodes and fail with ErrUnsupportedOp.
+func RunNode(n *graph.Node, opset int64, in []inference.Tensor) ([]inference.Tensor, error) {
+	k, ok := kernels[n.OpType]
+	if !ok {
+		return nil, &inference.UnsupportedOpError{Node: n.Name, Op: n.OpType, Opset: opset, Detail: "not a single-node operator"}
+	}
+	out, err := k(Node{n, opset}, in)
+	if err != nil {
+		return nil, fmt.Errorf("cpu: node %v: %w", n, err)
+	}
+	return out, nil
+}
+
+// IsControlFlow reports whether op runs subgraphs (If, Loop, Scan) or
+// works on sequences, which RunNode does not run.
+func IsControlFlow(op string) bool { return control[op] || seqKernels[op] != nil }

@@ -173,6 +173,7 @@ var shapeOperands = map[string]int{
 	"Squeeze": 1, "Unsqueeze": 1, "CenterCropPad": 1, "ReduceSum": 1, "ReduceMean": 1,
 	"ReduceMax": 1, "ReduceMin": 1, "ReduceProd": 1, "ReduceL1": 1, "ReduceL2": 1,
 	"ReduceLogSum": 1, "ReduceLogSumExp": 1, "ReduceSumSquare": 1, "NonMaxSuppression": 0,
+	"AffineGrid": 1, "Col2Im": 1,
 }
 
 // dataShaped lists operators whose output shape depends on their data.

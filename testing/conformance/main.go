@@ -2,7 +2,11 @@
 // that holds a model.onnx and test_data_set_N folders of input_K.pb and
 // output_K.pb TensorProtos (the layout of ONNX's onnx/backend/test/data).
 //
-//	go run ./testing/conformance --dir ../shared/onnx-conformance [--device cpu|cuda] [--run REGEXP]
+//	go run ./testing/conformance --dir ../shared/onnx-conformance [--device cpu|cuda|sim] [--run REGEXP]
+//
+// --device sim runs the CUDA backend's executor on the simulated device:
+// the host-emulated CUDA kernels and a Go GEMM (needs cgo). It is how the
+// GPU path is checked on machines without a GPU.
 //
 // It prints one line per test, "NAME: PASS", "NAME: FAIL: why" or
 // "NAME: UNSUPPORTED: op X (detail)", and ends with "N passed, N failed, N
@@ -19,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -41,7 +46,7 @@ const (
 
 func main() {
 	dir := flag.String("dir", "", "folder of tests (searched recursively for model.onnx)")
-	device := flag.String("device", "cpu", "cpu or cuda")
+	device := flag.String("device", "cpu", "cpu, cuda, or sim (the CUDA executor on the simulated device)")
 	filter := flag.String("run", "", "only tests whose path matches this regular expression")
 	flag.Parse()
 	if *dir == "" {
@@ -56,7 +61,7 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	backend, err := inference.ResolveDevice(inference.Device(*device))
+	backend, err := resolve(*device)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "conformance: %v\n", err)
 		os.Exit(2)
@@ -69,6 +74,20 @@ func main() {
 	if sum.Failed > 0 {
 		os.Exit(1)
 	}
+}
+
+// simBackend returns the CUDA backend on the simulated device; set by
+// sim.go in builds with cgo.
+var simBackend func() (inference.Backend, error)
+
+func resolve(device string) (inference.Backend, error) {
+	if device != "sim" {
+		return inference.ResolveDevice(inference.Device(device))
+	}
+	if simBackend == nil {
+		return nil, fmt.Errorf("device sim runs the emulated CUDA kernels and needs cgo (CGO_ENABLED=1 and a C++ compiler): %w", inference.ErrNoDevice)
+	}
+	return simBackend()
 }
 
 // Status is a test's outcome.
@@ -87,6 +106,8 @@ type Result struct {
 	Status Status
 	Op     string
 	Detail string
+	// hostOps lists the nodes run on the host (nil for the CPU backend).
+	hostOps *[]string
 }
 
 func (r Result) String() string {
@@ -110,7 +131,14 @@ func parens(s string) string {
 type Summary struct {
 	Passed, Failed, Skipped int
 	Results                 []Result
+	// For backends that can run nodes on the host (cuda, sim): passing
+	// tests that ran every node on the device, and host nodes by operator.
+	OnDevice int
+	HostOps  map[string]int
 }
+
+// hostReporter is a model that may run some nodes on the host.
+type hostReporter interface{ HostNodes() []string }
 
 // RunAll runs every test under dir whose path matches re (nil: all), prints
 // a line per test and the closing counts to w, and returns them.
@@ -140,6 +168,17 @@ func RunAll(w io.Writer, dir string, backend inference.Backend, re *regexp.Regex
 		}
 		r := RunTest(t, backend)
 		r.Name = filepath.ToSlash(name)
+		if r.Status == Pass && r.hostOps != nil {
+			if sum.HostOps == nil {
+				sum.HostOps = map[string]int{}
+			}
+			if len(*r.hostOps) == 0 {
+				sum.OnDevice++
+			}
+			for _, op := range *r.hostOps {
+				sum.HostOps[op]++
+			}
+		}
 		fmt.Fprintln(w, r)
 		sum.Results = append(sum.Results, r)
 		switch r.Status {
@@ -150,6 +189,16 @@ func RunAll(w io.Writer, dir string, backend inference.Backend, re *regexp.Regex
 		default:
 			sum.Skipped++
 		}
+	}
+	if len(sum.HostOps) > 0 || sum.OnDevice > 0 {
+		ops := slices.Sorted(maps.Keys(sum.HostOps))
+		slices.SortStableFunc(ops, func(a, b string) int { return sum.HostOps[b] - sum.HostOps[a] })
+		var list []string
+		for _, op := range ops {
+			list = append(list, fmt.Sprintf("%s %d", op, sum.HostOps[op]))
+		}
+		fmt.Fprintf(w, "device: %d of %d passing tests ran every node on the device; nodes run on the host, by operator: %s\n",
+			sum.OnDevice, sum.Passed, strings.Join(list, ", "))
 	}
 	fmt.Fprintf(w, "%d passed, %d failed, %d skipped\n", sum.Passed, sum.Failed, sum.Skipped)
 	return sum, nil
@@ -186,6 +235,10 @@ func RunTest(dir string, backend inference.Backend) (r Result) {
 		return verdict(err)
 	}
 	defer model.Close()
+	var hostOps *[]string
+	if h, ok := model.(hostReporter); ok {
+		defer func() { ops := h.HostNodes(); hostOps = &ops; r.hostOps = hostOps }()
+	}
 	sets, _ := filepath.Glob(filepath.Join(dir, "test_data_set_*"))
 	if len(sets) == 0 {
 		return Result{Status: Fail, Detail: "no test_data_set_N folder"}

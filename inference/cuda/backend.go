@@ -1,0 +1,108 @@
+// Package cuda is the GPU backend: an executor that runs a compiled graph
+// on a Device through the CUDA kernels of inference/cuda/kernels and
+// cuBLAS. The package itself is pure Go and builds without cgo; the
+// devices live elsewhere: the real one in inference/cuda/cu (build tag
+// cuda, gorgonia.org/cu), the simulated one in inference/cuda/sim.
+//
+// A model is compiled once per process: its weights are uploaded once and
+// shared by every concurrent Run. Each Run takes a workspace (one device
+// arena laid out by the graph's memory plan, a stream, pinned staging
+// buffers), copies each input up once, queues the graph's kernels on the
+// stream, copies each output down once and synchronises. Workspaces are
+// reused, so a steady stream of batches allocates nothing; how many run at
+// once is bounded by device memory.
+package cuda
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/cpu"
+	"github.com/beamml/beamml/inference/cuda/kernels"
+	"github.com/beamml/beamml/inference/graph"
+)
+
+// Backend runs models on one CUDA device, opened on first use.
+type Backend struct {
+	open func() (Device, error)
+
+	mu     sync.Mutex
+	opened bool
+	dev    Device
+	err    error
+	funcs  map[string]Function
+}
+
+// NewBackend returns a backend on the device open returns. Register it
+// with inference.RegisterBackend (inference/cuda/cu does, in a binary
+// built with the cuda tag).
+func NewBackend(open func() (Device, error)) *Backend {
+	return &Backend{open: open, funcs: map[string]Function{}}
+}
+
+// Device is inference.CUDA.
+func (b *Backend) Device() inference.Device { return inference.CUDA }
+
+// Available opens the device, if not yet open, and reports whether it
+// answered.
+func (b *Backend) Available() error {
+	_, err := b.Open()
+	return err
+}
+
+// Open returns the device, opening it and loading the kernel modules the
+// first time.
+func (b *Backend) Open() (Device, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.opened {
+		return b.dev, b.err
+	}
+	b.opened = true
+	dev, err := b.open()
+	if err != nil {
+		b.err = fmt.Errorf("cuda: %w", err)
+		return nil, b.err
+	}
+	for _, m := range kernels.Modules() {
+		if err := dev.LoadModule(m); err != nil {
+			dev.Close()
+			b.err = fmt.Errorf("cuda: load kernel module %s on %s: %w", m.Name, dev.Name(), err)
+			return nil, b.err
+		}
+	}
+	b.dev = dev
+	return dev, nil
+}
+
+func (b *Backend) function(name string) (Function, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if f, ok := b.funcs[name]; ok {
+		return f, nil
+	}
+	f, err := b.dev.Function(name)
+	if err != nil {
+		return nil, fmt.Errorf("kernel %s: %w", name, err)
+	}
+	b.funcs[name] = f
+	return f, nil
+}
+
+// Compile compiles g for the device: the CPU backend's checks, constant
+// folding and fusion, then the weights' upload. Plans for each input shape
+// are built on first use.
+func (b *Backend) Compile(g *graph.Graph) (inference.Model, error) {
+	dev, err := b.Open()
+	if err != nil {
+		return nil, err
+	}
+	cm, err := cpu.Backend{}.Compile(g)
+	if err != nil {
+		return nil, err
+	}
+	return newModel(b, dev, cm.(*cpu.Model))
+}
+
+var _ graph.Compiler = (*Backend)(nil)

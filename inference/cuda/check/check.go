@@ -1,0 +1,207 @@
+// Package check compares the CUDA backend with the CPU backend, one
+// operator at a time: each Case is a one-node graph on small random
+// inputs, compiled on both backends and run on both, and the outputs are
+// compared element by element. The executor tests run the cases on the
+// simulated device (host-emulated kernels); the container's selfcheck
+// command runs them on the GPU.
+package check
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/cpu"
+	"github.com/beamml/beamml/inference/graph"
+)
+
+// Input is one input of a Case's node.
+type Input struct {
+	T inference.Tensor
+	// Const makes the input an initializer: known on the host when the
+	// plan is built (Reshape's shape, Clip's bounds, …).
+	Const bool
+	// Absent leaves an optional input out ("" in the node's inputs).
+	Absent bool
+}
+
+// Case is one operator on one set of inputs.
+type Case struct {
+	Name    string // unique: "Add/broadcast-row"
+	Op      string
+	Attrs   map[string]graph.Attr
+	Inputs  []Input
+	Outputs int   // number of node outputs (1 when 0)
+	Opset   int64 // 17 when 0
+	// RTol and ATol are the float32 tolerances (1e-4 and 1e-5 when 0).
+	// A case that needs more says why in Why.
+	RTol, ATol float64
+	Why        string
+}
+
+var cases []Case
+
+// Add registers cases; the cases_*.go files call it from init.
+func Add(cs ...Case) { cases = append(cases, cs...) }
+
+// Cases returns every case, by name.
+func Cases() []Case {
+	out := slices.Clone(cases)
+	slices.SortFunc(out, func(a, b Case) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// Graph builds the case's one-node graph.
+func (c Case) Graph() (*graph.Graph, map[string]inference.Tensor, error) {
+	opset := c.Opset
+	if opset == 0 {
+		opset = 17
+	}
+	g := &graph.Graph{Name: c.Name, Opsets: map[string]int64{"": opset}, Initializers: map[string]inference.Tensor{}}
+	n := &graph.Node{Name: "node", OpType: c.Op, Attrs: c.Attrs}
+	feeds := map[string]inference.Tensor{}
+	for i, in := range c.Inputs {
+		name := fmt.Sprintf("in%d", i)
+		switch {
+		case in.Absent:
+			name = ""
+		case in.Const:
+			g.Initializers[name] = in.T
+		default:
+			g.Inputs = append(g.Inputs, graph.Value{Name: name, DType: in.T.DType(), Shape: in.T.Shape()})
+			feeds[name] = in.T
+		}
+		n.Inputs = append(n.Inputs, name)
+	}
+	for i := range max(c.Outputs, 1) {
+		name := fmt.Sprintf("out%d", i)
+		n.Outputs = append(n.Outputs, name)
+		g.Outputs = append(g.Outputs, graph.Value{Name: name})
+	}
+	g.Nodes = []*graph.Node{n}
+	if err := g.Sort(nil); err != nil {
+		return nil, nil, err
+	}
+	return g, feeds, nil
+}
+
+// Run compiles and runs c on the CPU backend and on b, and compares the
+// outputs. It returns an error describing the first mismatch.
+func Run(ctx context.Context, b graph.Compiler, c Case) error {
+	want, err := runOn(ctx, cpu.Backend{}, c)
+	if err != nil {
+		return fmt.Errorf("%s: cpu: %w", c.Name, err)
+	}
+	got, err := runOn(ctx, b, c)
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", c.Name, b.Device(), err)
+	}
+	rtol, atol := c.RTol, c.ATol
+	if rtol == 0 {
+		rtol = 1e-4
+	}
+	if atol == 0 {
+		atol = 1e-5
+	}
+	for name, w := range want {
+		if err := Compare(got[name], w, rtol, atol); err != nil {
+			return fmt.Errorf("%s: output %s: %w", c.Name, name, err)
+		}
+	}
+	return nil
+}
+
+func runOn(ctx context.Context, b graph.Compiler, c Case) (map[string]inference.Tensor, error) {
+	g, feeds, err := c.Graph() // each backend gets its own graph: Compile rewrites it
+	if err != nil {
+		return nil, err
+	}
+	m, err := b.Compile(g)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	return m.Run(ctx, feeds)
+}
+
+// Compare checks got against want: same type and shape, floats within
+// |got-want| <= atol + rtol·|want| (NaN matching NaN, infinities equal),
+// everything else exactly.
+func Compare(got, want inference.Tensor, rtol, atol float64) error {
+	if got.DType() != want.DType() || !slices.Equal(got.Shape(), want.Shape()) {
+		return fmt.Errorf("got %v, want %v", got, want)
+	}
+	if want.DType() != inference.Float32 {
+		if !inference.Equal(got, want) {
+			return fmt.Errorf("got %v, want %v (exact)", got, want)
+		}
+		return nil
+	}
+	g, _ := inference.Data[float32](got)
+	w, _ := inference.Data[float32](want)
+	for i := range w {
+		a, b := float64(g[i]), float64(w[i])
+		switch {
+		case math.IsNaN(a) && math.IsNaN(b), a == b:
+			continue
+		case math.IsNaN(a) || math.IsNaN(b) || math.IsInf(a, 0) || math.IsInf(b, 0) || math.Abs(a-b) > atol+rtol*math.Abs(b):
+			return fmt.Errorf("element %d: got %g, want %g (rtol %g, atol %g)", i, a, b, rtol, atol)
+		}
+	}
+	return nil
+}
+
+// Rand returns a float32 tensor of the given shape with values uniform in
+// [lo, hi), from a generator seeded by seed.
+func Rand(seed uint64, lo, hi float32, shape ...int) inference.Tensor {
+	r := rand.New(rand.NewPCG(seed, 0x5eed))
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = lo + (hi-lo)*r.Float32()
+	}
+	t, err := inference.New(shape, v)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// Ints returns an int64 tensor.
+func Ints(shape []int, v ...int64) inference.Tensor {
+	t, err := inference.New(shape, v)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// Floats returns a float32 tensor.
+func Floats(shape []int, v ...float32) inference.Tensor {
+	t, err := inference.New(shape, v)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// AInt, AInts, AFloat, AFloats and AStr make attributes.
+func AInt(v int64) graph.Attr         { return graph.Attr{Type: graph.AttrInt, Int: v} }
+func AInts(v ...int64) graph.Attr     { return graph.Attr{Type: graph.AttrInts, Ints: v} }
+func AFloat(v float32) graph.Attr     { return graph.Attr{Type: graph.AttrFloat, Float: v} }
+func AFloats(v ...float32) graph.Attr { return graph.Attr{Type: graph.AttrFloats, Floats: v} }
+func AStr(v string) graph.Attr        { return graph.Attr{Type: graph.AttrString, String: v} }

@@ -1,0 +1,81 @@
+package cuda
+
+import "github.com/beamml/beamml/inference/cuda/kernels"
+
+// Ptr is a device address.
+type Ptr uint64
+
+// Stream is a queue of device work that runs in order. Work on different
+// streams may overlap.
+type Stream interface{}
+
+// Dim3 is a launch grid or block shape.
+type Dim3 struct{ X, Y, Z uint32 }
+
+// Function is a kernel of a loaded module.
+type Function interface{}
+
+// Gemm is one call of cublasSgemmStridedBatched, in cuBLAS's column-major
+// terms: for each b < Batch, C_b = Alpha·op(A_b)·op(B_b) + Beta·C_b, where
+// C_b is M×N with leading dimension LDC and starts StrideC elements after
+// C_{b-1}; op(A) is A (M×K) or, with TransA, Aᵀ. The row-major product
+// Y = X·W of the executor is the column-major Yᵀ = Wᵀ·Xᵀ.
+type Gemm struct {
+	TransA, TransB bool
+	M, N, K        int
+	Alpha, Beta    float32
+	A              Ptr
+	LDA            int
+	StrideA        int64
+	B              Ptr
+	LDB            int
+	StrideB        int64
+	C              Ptr
+	LDC            int
+	StrideC        int64
+	Batch          int
+}
+
+// MemInfo is a device's memory, in bytes.
+type MemInfo struct{ Free, Total int64 }
+
+// Device is what the executor needs of a GPU. The CUDA implementation
+// (inference/cuda/cu, build tag cuda) wraps the driver API and cuBLAS; the
+// simulated one (inference/cuda/sim) keeps device memory in host slices
+// and runs the emulated kernels, so the executor is tested without a GPU.
+//
+// Errors wrap the inference sentinels: an allocation that does not fit
+// wraps inference.ErrOutOfMemory.
+type Device interface {
+	// Name describes the device: "NVIDIA L4 (sm_89)", "sim".
+	Name() string
+	// Alloc allocates device memory, aligned to 256 bytes; Free returns it.
+	Alloc(bytes int64) (Ptr, error)
+	Free(p Ptr) error
+	// AllocHost allocates page-locked host memory for staging copies;
+	// FreeHost returns it.
+	AllocHost(bytes int64) ([]byte, error)
+	FreeHost(b []byte) error
+	// CopyHtoD and CopyDtoH copy synchronously.
+	CopyHtoD(dst Ptr, src []byte) error
+	CopyDtoH(dst []byte, src Ptr) error
+	// The Async copies are queued on s; src or dst must stay untouched
+	// until s is synchronised.
+	CopyHtoDAsync(dst Ptr, src []byte, s Stream) error
+	CopyDtoHAsync(dst []byte, src Ptr, s Stream) error
+	CopyDtoDAsync(dst, src Ptr, bytes int64, s Stream) error
+	// LoadModule loads a kernel module; Function finds a kernel in it.
+	LoadModule(m kernels.Module) error
+	Function(name string) (Function, error)
+	// Launch queues a kernel on s. Every argument is 8 bytes: a Ptr, an
+	// int64, or the bits of a float64 (DESIGN.md rule 8).
+	Launch(f Function, grid, block Dim3, s Stream, args []uint64) error
+	// Gemm queues a float32 matrix product on s (cuBLAS).
+	Gemm(s Stream, g Gemm) error
+	NewStream() (Stream, error)
+	Sync(s Stream) error
+	DestroyStream(s Stream) error
+	MemInfo() (MemInfo, error)
+	// Close releases the device context.
+	Close() error
+}

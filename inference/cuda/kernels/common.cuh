@@ -1,0 +1,51 @@
+// common.cuh: what every kernel file includes. It compiles with nvcc (to PTX)
+// and, through emu.h, with the host C++ compiler for the emulated kernel
+// tests (inference/cuda/kernels/emu), so kernels use only this subset of
+// CUDA C:
+//
+//   - KERNEL for an entry point without barriers, SYNC_KERNEL for one that
+//     calls __syncthreads (the emulator runs those threads as coroutines);
+//   - parameters are pointers, long long and double only: gorgonia.org/cu
+//     copies every launch parameter as 8 bytes (DESIGN.md rule 8);
+//   - __shared__ arrays of a fixed size (no extern dynamic shared memory),
+//     no warp shuffles, no atomics across blocks;
+//   - grid-stride loops (GRID_STRIDE), so any grid covers any size.
+#pragma once
+
+#ifdef __CUDACC__
+#define KERNEL extern "C" __global__ void
+#define SYNC_KERNEL extern "C" __global__ void
+#define DEVICE static __device__ __forceinline__
+#else
+#include "emu.h"
+#endif
+
+// Threads per block of the kernels that reduce in shared memory.
+#define BLOCK 256
+
+// GRID_STRIDE(i, n) loops i over [0, n) across the whole grid.
+#define GRID_STRIDE(i, n)                                                          \
+	for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
+	     i += (long long)blockDim.x * gridDim.x)
+
+// MAXRANK is the largest rank the strided kernels take as scalar
+// parameters (shape and strides, padded with 1 and 0 on the left).
+#define MAXRANK 6
+
+DEVICE long long llmin(long long a, long long b) { return a < b ? a : b; }
+DEVICE long long llmax(long long a, long long b) { return a > b ? a : b; }
+
+// Offset of output element i in a tensor with strides s0..s5, given the
+// output dims d0..d5 (all padded to MAXRANK).
+DEVICE long long strided_offset(long long i, long long d0, long long d1, long long d2, long long d3,
+                                long long d4, long long d5, long long s0, long long s1, long long s2,
+                                long long s3, long long s4, long long s5) {
+	long long off = 0, q;
+	q = i % d5; i /= d5; off += q * s5;
+	q = i % d4; i /= d4; off += q * s4;
+	q = i % d3; i /= d3; off += q * s3;
+	q = i % d2; i /= d2; off += q * s2;
+	q = i % d1; i /= d1; off += q * s1;
+	off += i * s0;
+	return off;
+}

@@ -1,0 +1,57 @@
+// emu.h maps the CUDA C subset of common.cuh onto host C++, so the kernels
+// compile with the host compiler and run on the CPU, a thread at a time
+// (inference/cuda/kernels/emu). Blocks run one after another; within a
+// block the threads of a SYNC_KERNEL run as coroutines that switch at
+// __syncthreads, so shared memory and barriers keep their meaning.
+#pragma once
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cstddef>
+#include <utility>
+
+struct emu_dim3 {
+	unsigned int x, y, z;
+};
+extern thread_local emu_dim3 threadIdx, blockIdx, blockDim, gridDim;
+
+void emu_syncthreads(void);
+
+#define KERNEL extern "C" void
+#define SYNC_KERNEL extern "C" void
+#define DEVICE static inline
+#define __device__
+#define __forceinline__ inline
+#define __shared__ static
+#define __restrict__ __restrict
+#define __syncthreads() emu_syncthreads()
+
+static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+static inline float __fdividef(float a, float b) { return a / b; }
+static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
+static inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }
+
+// Launch parameters arrive as 8-byte words; emu_arg converts one to the
+// kernel's parameter type.
+template <class T> static inline T emu_arg(uint64_t v) { return (T)v; }
+template <> inline double emu_arg<double>(uint64_t v) { double d; memcpy(&d, &v, 8); return d; }
+
+typedef void (*emu_entry)(const uint64_t *args);
+int emu_register(const char *name, emu_entry fn, int nargs, int sync);
+
+template <class F> struct emu_sig;
+template <class... A> struct emu_sig<void (*)(A...)> {
+	static const int nargs = sizeof...(A);
+	template <void (*F)(A...), size_t... I> static void call_(const uint64_t *a, std::index_sequence<I...>) {
+		F(emu_arg<A>(a[I])...);
+	}
+	template <void (*F)(A...)> static void call(const uint64_t *a) { call_<F>(a, std::index_sequence_for<A...>{}); }
+};
+
+// EMU_KERNEL registers a kernel by name with its parameter count and
+// whether it synchronises; the generated emu/*_gen.cc files use it.
+#define EMU_KERNEL(name, sync)                                                                      \
+	static int emu_reg_##name = emu_register(#name, &emu_sig<decltype(&name)>::template call<&name>, \
+	                                         emu_sig<decltype(&name)>::nargs, sync)

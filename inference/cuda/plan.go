@@ -1,0 +1,442 @@
+package cuda
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"unsafe"
+
+	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/cpu"
+	"github.com/beamml/beamml/inference/graph"
+)
+
+// shapeClass holds the shapes of every value for the inputs of one shape
+// class: all batch sizes of one set of non-batch dimensions, as functions
+// of the batch size (or exact shapes for models without a batch axis).
+type shapeClass struct {
+	shapes map[string]graph.Shape
+	dtypes map[string]inference.DType
+}
+
+// probe runs the CPU backend on inputs of batch size b made of the rows
+// of feeds (repeated where feeds has fewer), or on feeds themselves when b
+// is 0, and records every value. Real rows, not zeros: an index, a divisor
+// or a size read from the inputs must be valid for the probe to run.
+func (m *Model) probe(ctx context.Context, feeds map[string]inference.Tensor, b int) (map[string]inference.Tensor, error) {
+	probe := map[string]inference.Tensor{}
+	seen := map[string]inference.Tensor{}
+	for _, in := range m.g.Inputs {
+		t := feeds[in.Name]
+		if b > 0 {
+			rows, err := inference.Unstack(t)
+			if err != nil {
+				return nil, fmt.Errorf("input %q: %w", in.Name, err)
+			}
+			pick := make([]inference.Tensor, b)
+			for i := range pick {
+				pick[i] = rows[i%len(rows)]
+			}
+			if t, err = inference.Stack(pick); err != nil {
+				return nil, fmt.Errorf("input %q: %w", in.Name, err)
+			}
+		}
+		probe[in.Name], seen[in.Name] = t, t
+	}
+	if _, err := cpu.RunObserved(ctx, m.cpu, probe, func(name string, t inference.Tensor) { seen[name] = t }); err != nil {
+		return nil, err
+	}
+	return seen, nil
+}
+
+func (m *Model) shapeClass(ctx context.Context, class string, feeds map[string]inference.Tensor) (*shapeClass, error) {
+	if c, ok := m.classes[class]; ok {
+		return c, nil
+	}
+	c := &shapeClass{dtypes: map[string]inference.DType{}}
+	if _, _, batch := m.signature(feeds); batch > 0 {
+		s1, err := m.probe(ctx, feeds, 1)
+		if err != nil {
+			return nil, fmt.Errorf("cuda: shapes at batch 1: %w", err)
+		}
+		s2, err := m.probe(ctx, feeds, 2)
+		if err != nil {
+			return nil, fmt.Errorf("cuda: shapes at batch 2: %w", err)
+		}
+		if c.shapes, err = graph.SymbolicShapes(1, 2, s1, s2); err != nil {
+			return nil, fmt.Errorf("cuda: %w", err)
+		}
+		for name, t := range s1 {
+			c.dtypes[name] = t.DType()
+		}
+	} else {
+		s, err := m.probe(ctx, feeds, 0)
+		if err != nil {
+			return nil, fmt.Errorf("cuda: shapes: %w", err)
+		}
+		c.shapes = map[string]graph.Shape{}
+		for name, t := range s {
+			dims := make([]graph.Dim, t.Rank())
+			for i, d := range t.Shape() {
+				dims[i] = graph.Dim{Offset: d}
+			}
+			c.shapes[name] = graph.Shape{DType: t.DType(), Dims: dims}
+			c.dtypes[name] = t.DType()
+		}
+	}
+	m.classes[class] = c
+	return c, nil
+}
+
+// plan is everything a Run of one input signature needs: the steps, the
+// workspace layout, and the values computed on the host at plan time.
+type plan struct {
+	key        string
+	batch      int
+	steps      []step
+	size       int64 // workspace bytes
+	scratchOff int64
+	inputs     []ioSlot
+	outputs    []ioSlot
+	inBytes    int64 // staging bytes
+	outBytes   int64
+	consts     Ptr // host-computed values, uploaded once
+	hostNodes  []string
+	hostOps    []string // operator types of hostNodes
+	users      int
+	evicted    bool
+}
+
+type ioSlot struct {
+	name  string
+	at    loc
+	stage int64 // offset in the staging buffer
+	bytes int64
+	dtype inference.DType
+	shape []int
+}
+
+// plan returns the plan for feeds' shapes, building it on first use, and
+// holds it until release.
+func (m *Model) plan(ctx context.Context, feeds map[string]inference.Tensor) (*plan, error) {
+	key, class, batch := m.signature(feeds)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, fmt.Errorf("cuda: run of a closed model: %w", inference.ErrBadModel)
+	}
+	if p, ok := m.plans[key]; ok {
+		p.users++
+		i := slices.Index(m.order, key)
+		m.order = append(slices.Delete(m.order, i, i+1), key)
+		return p, nil
+	}
+	c, err := m.shapeClass(ctx, class, feeds)
+	if err != nil {
+		return nil, err
+	}
+	p, err := m.build(c, feeds, batch)
+	if err != nil {
+		return nil, err
+	}
+	p.key = key
+	if len(m.plans) >= maxPlans {
+		old := m.order[0]
+		m.order = m.order[1:]
+		q := m.plans[old]
+		delete(m.plans, old)
+		q.evicted = true
+		if q.users == 0 {
+			m.freePlan(q)
+		}
+	}
+	m.plans[key] = p
+	m.order = append(m.order, key)
+	p.users++
+	return p, nil
+}
+
+func (m *Model) release(p *plan) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p.users--
+	if p.users == 0 && p.evicted {
+		m.freePlan(p)
+	}
+}
+
+func (m *Model) freePlan(p *plan) {
+	if p.consts != 0 {
+		m.dev.Free(p.consts)
+		p.consts = 0
+	}
+}
+
+// planBuilder lays out one plan.
+type planBuilder struct {
+	m      *Model
+	shapes map[string][]int
+	dtypes map[string]inference.DType
+	host   map[string]*inference.Tensor
+	locs   map[string]loc
+}
+
+// build plans a run at the feeds' shapes.
+func (m *Model) build(c *shapeClass, feeds map[string]inference.Tensor, batch int) (*plan, error) {
+	b := &planBuilder{m: m, shapes: map[string][]int{}, dtypes: map[string]inference.DType{},
+		host: map[string]*inference.Tensor{}, locs: map[string]loc{}}
+	for name, s := range c.shapes {
+		b.shapes[name] = s.At(batch)
+		b.dtypes[name] = c.dtypes[name]
+	}
+	for _, in := range m.g.Inputs {
+		b.shapes[in.Name] = feeds[in.Name].Shape()
+		b.dtypes[in.Name] = feeds[in.Name].DType()
+	}
+	for name, t := range m.g.Initializers {
+		t := t
+		b.shapes[name], b.dtypes[name], b.host[name] = t.Shape(), t.DType(), &t
+		b.locs[name] = loc{reg: regWeights, off: m.weightOff[name]}
+	}
+	p := &plan{batch: batch}
+
+	// Values computed from shapes and constants only are computed here, on
+	// the host, once per plan.
+	onHost := make([]bool, len(m.g.Nodes))
+	var consts []string
+	for i, n := range m.g.Nodes {
+		if !b.hostComputable(n) {
+			continue
+		}
+		outs, err := b.evalHost(n)
+		if err != nil {
+			return nil, fmt.Errorf("cuda: plan node %v: %w", n, err)
+		}
+		onHost[i] = true
+		for j, name := range n.Outputs {
+			if name != "" && j < len(outs) {
+				t := outs[j]
+				b.host[name], b.shapes[name], b.dtypes[name] = &t, t.Shape(), t.DType()
+				consts = append(consts, name)
+			}
+		}
+	}
+
+	// The workspace: intermediates by the memory plan, then inputs,
+	// outputs and scratch.
+	shapes := map[string]graph.Shape{}
+	for name, s := range b.shapes {
+		if b.host[name] != nil {
+			continue
+		}
+		dims := make([]graph.Dim, len(s))
+		for i, d := range s {
+			dims[i] = graph.Dim{Offset: d}
+		}
+		shapes[name] = graph.Shape{DType: b.dtypes[name], Dims: dims}
+	}
+	mem := graph.PlanMemory(m.g, shapes, batch)
+	if missing := slices.DeleteFunc(mem.Unplanned, func(v string) bool { return b.host[v] != nil }); len(missing) > 0 {
+		return nil, fmt.Errorf("cuda: no shape for %q: %w", missing, inference.ErrShape)
+	}
+	for name, off := range mem.Offsets {
+		b.locs[name] = loc{reg: regWorkspace, off: off}
+	}
+	size := alignUp(mem.Size)
+	for _, in := range m.g.Inputs {
+		n := int64(feeds[in.Name].ByteSize())
+		b.locs[in.Name] = loc{reg: regWorkspace, off: size}
+		p.inputs = append(p.inputs, ioSlot{name: in.Name, at: b.locs[in.Name], stage: p.inBytes, bytes: n})
+		size += alignUp(n)
+		p.inBytes += alignUp(n)
+	}
+	var constBytes int64
+	constOff := map[string]int64{}
+	for _, name := range consts {
+		constOff[name] = constBytes
+		b.locs[name] = loc{reg: regConsts, off: constBytes}
+		constBytes += alignUp(b.host[name].ByteSize())
+	}
+	for _, o := range m.g.Outputs {
+		if _, placed := b.locs[o.Name]; !placed {
+			n := int64(inference.DType(b.dtypes[o.Name]).Size()) * numElems(b.shapes[o.Name])
+			b.locs[o.Name] = loc{reg: regWorkspace, off: size}
+			size += alignUp(n)
+		}
+	}
+	for _, o := range m.g.Outputs {
+		s, ok := b.shapes[o.Name]
+		if !ok {
+			return nil, fmt.Errorf("cuda: output %q has no shape: %w", o.Name, inference.ErrShape)
+		}
+		n := int64(b.dtypes[o.Name].Size()) * numElems(s)
+		p.outputs = append(p.outputs, ioSlot{name: o.Name, at: b.locs[o.Name], stage: p.outBytes, bytes: n,
+			dtype: b.dtypes[o.Name], shape: s})
+		p.outBytes += alignUp(n)
+	}
+
+	// Lower every node that runs per batch.
+	var scratch int64
+	for i, n := range m.g.Nodes {
+		if onHost[i] {
+			continue
+		}
+		l := &Lower{Node: n, Opset: m.opset, p: b}
+		for _, name := range n.Inputs {
+			l.In = append(l.In, b.operand(name))
+		}
+		for _, name := range n.Outputs {
+			l.Out = append(l.Out, b.operand(name))
+		}
+		err := errNoKernel
+		if f, ok := lowerings[n.OpType]; ok {
+			err = f(l)
+		}
+		if errors.Is(err, errNoKernel) {
+			why := "no device kernel"
+			if e := err.Error(); e != errNoKernel.Error() {
+				why = e[:len(e)-len(": "+errNoKernel.Error())]
+			}
+			p.hostNodes = append(p.hostNodes, fmt.Sprintf("%v: %s", n, why))
+			p.hostOps = append(p.hostOps, n.OpType)
+			l.steps = []step{{kind: stepHost, host: &hostStep{node: n, why: why, in: l.In, out: l.Out}}}
+			l.scratch = 0
+		} else if err != nil {
+			return nil, err
+		}
+		p.steps = append(p.steps, l.steps...)
+		scratch = max(scratch, l.scratch)
+	}
+	p.scratchOff = size
+	p.size = size + scratch
+	if p.size == 0 {
+		p.size = graph.Align
+	}
+
+	if constBytes > 0 {
+		host := make([]byte, constBytes)
+		for name, off := range constOff {
+			copy(host[off:], tensorBytes(*b.host[name]))
+		}
+		ptr, err := m.dev.Alloc(constBytes)
+		if err != nil {
+			return nil, fmt.Errorf("cuda: plan constants of %d bytes: %w", constBytes, err)
+		}
+		if err := m.dev.CopyHtoD(ptr, host); err != nil {
+			m.dev.Free(ptr)
+			return nil, fmt.Errorf("cuda: plan constants: %w", err)
+		}
+		p.consts = ptr
+	}
+	return p, nil
+}
+
+func numElems(s []int) int64 {
+	n := int64(1)
+	for _, d := range s {
+		n *= int64(d)
+	}
+	return n
+}
+
+func (b *planBuilder) operand(name string) Operand {
+	if name == "" {
+		return Operand{}
+	}
+	return Operand{Name: name, DType: b.dtypes[name], Shape: slices.Clone(b.shapes[name]), loc: b.locs[name], host: b.host[name]}
+}
+
+// hostComputable reports whether n reads only shapes and host values, and
+// its outputs are small: then it runs once per plan, on the host.
+func (b *planBuilder) hostComputable(n *graph.Node) bool {
+	if random[n.OpType] || cpu.IsControlFlow(n.OpType) {
+		return false
+	}
+	shapeOnly := n.OpType == "Shape" || n.OpType == "Size"
+	for i, in := range n.Inputs {
+		if in == "" || (shapeOnly && i == 0) {
+			continue
+		}
+		if b.host[in] == nil {
+			return false
+		}
+	}
+	for _, out := range n.Outputs {
+		if out == "" {
+			continue
+		}
+		s, ok := b.shapes[out]
+		if !ok || numElems(s)*int64(max(1, b.dtypes[out].Size())) > hostOutputLimit {
+			return false
+		}
+	}
+	return true
+}
+
+func (b *planBuilder) evalHost(n *graph.Node) ([]inference.Tensor, error) {
+	switch n.OpType {
+	case "Shape": // reads only the shape of its input
+		s := b.shapes[n.Inputs[0]]
+		r := int64(len(s))
+		clamp := func(v int64) int64 {
+			if v < 0 {
+				v += r
+			}
+			return min(max(v, 0), r)
+		}
+		start, end := clamp(n.Int("start", 0)), clamp(n.Int("end", r))
+		dims := []int64{}
+		for _, d := range s[start:max(start, end)] {
+			dims = append(dims, int64(d))
+		}
+		t, err := inference.New([]int{len(dims)}, dims)
+		return []inference.Tensor{t}, err
+	case "Size":
+		t, err := inference.New([]int{}, []int64{numElems(b.shapes[n.Inputs[0]])})
+		return []inference.Tensor{t}, err
+	}
+	in := make([]inference.Tensor, len(n.Inputs))
+	for i, name := range n.Inputs {
+		if name != "" {
+			in[i] = *b.host[name]
+		}
+	}
+	return cpu.RunNode(n, b.m.opset, in)
+}
+
+// tensorBytes returns the bytes of t's data, without copying.
+func tensorBytes(t inference.Tensor) []byte {
+	var p unsafe.Pointer
+	switch t.DType() {
+	case inference.Float32:
+		d, _ := inference.Data[float32](t)
+		if len(d) > 0 {
+			p = unsafe.Pointer(&d[0])
+		}
+	case inference.Int64:
+		d, _ := inference.Data[int64](t)
+		if len(d) > 0 {
+			p = unsafe.Pointer(&d[0])
+		}
+	case inference.Int32:
+		d, _ := inference.Data[int32](t)
+		if len(d) > 0 {
+			p = unsafe.Pointer(&d[0])
+		}
+	case inference.Bool:
+		d, _ := inference.Data[bool](t)
+		if len(d) > 0 {
+			p = unsafe.Pointer(&d[0])
+		}
+	case inference.Uint8:
+		d, _ := inference.Data[uint8](t)
+		if len(d) > 0 {
+			p = unsafe.Pointer(&d[0])
+		}
+	}
+	if p == nil {
+		return nil
+	}
+	return unsafe.Slice((*byte)(p), t.ByteSize())
+}

@@ -1,0 +1,426 @@
+// Package sim is a simulated CUDA device: device memory is host memory,
+// kernels run through a Runner (the host-emulated kernels of
+// inference/cuda/kernels/emu), GEMMs run in Go with cuBLAS's column-major
+// semantics, and every allocation, copy, launch and GEMM is counted. The
+// executor of inference/cuda runs on it unchanged, which is how the GPU
+// path is tested on machines without a GPU (DESIGN.md rule 6).
+//
+// Each allocation is followed by guard bytes; Free and Check report a
+// kernel that wrote past the end of its buffer.
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"unsafe"
+
+	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/cuda"
+	"github.com/beamml/beamml/inference/cuda/kernels"
+)
+
+// Runner runs a kernel launch; emu.Runner is one.
+type Runner interface {
+	Launch(name string, grid, block [3]uint32, args []uint64) error
+}
+
+// Options configure a Device.
+type Options struct {
+	// Memory is the device memory in bytes (16 GiB when 0). An allocation
+	// beyond it fails with inference.ErrOutOfMemory, as on a GPU.
+	Memory int64
+	// Runner runs the kernels. Without one, Launch fails.
+	Runner Runner
+}
+
+// Stats counts what the device was asked to do.
+type Stats struct {
+	Allocs, Frees         int   // device allocations and frees
+	HostAllocs, HostFrees int   // pinned host buffers
+	AllocatedBytes        int64 // device bytes allocated now
+	PeakBytes             int64
+	CopiesHtoD            int // host→device copies, sync and async
+	CopiesDtoH            int
+	CopiesDtoD            int
+	BytesHtoD, BytesDtoH  int64
+	Launches              int
+	Gemms                 int
+	Streams               int // streams created
+	Syncs                 int
+}
+
+// Device is a simulated GPU. It is safe for concurrent use.
+type Device struct {
+	opts Options
+
+	mu      sync.Mutex
+	allocs  map[cuda.Ptr]*alloc
+	bases   []cuda.Ptr // sorted
+	funcs   map[string]bool
+	stats   Stats
+	nstream int
+	closed  bool
+}
+
+type alloc struct {
+	mem  []byte // the whole backing array: data, then guard
+	size int64
+}
+
+const (
+	align = 256
+	guard = 64
+	fill  = 0xA5
+)
+
+// New returns a simulated device.
+func New(opts Options) *Device {
+	if opts.Memory == 0 {
+		opts.Memory = 16 << 30
+	}
+	return &Device{opts: opts, allocs: map[cuda.Ptr]*alloc{}, funcs: map[string]bool{}}
+}
+
+// Name is "sim".
+func (d *Device) Name() string { return "sim" }
+
+// Stats returns the counters.
+func (d *Device) Stats() Stats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stats
+}
+
+// Alloc allocates device memory.
+func (d *Device) Alloc(bytes int64) (cuda.Ptr, error) {
+	if bytes <= 0 {
+		return 0, fmt.Errorf("sim: alloc of %d bytes", bytes)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stats.AllocatedBytes+bytes > d.opts.Memory {
+		return 0, fmt.Errorf("sim: alloc of %d bytes with %d of %d in use: %w",
+			bytes, d.stats.AllocatedBytes, d.opts.Memory, inference.ErrOutOfMemory)
+	}
+	raw := make([]byte, bytes+align+guard)
+	for i := range raw { // device memory starts as garbage, not zeros: NaN for floats
+		raw[i] = 0xFF
+	}
+	off := int64(0)
+	if r := uintptr(unsafe.Pointer(&raw[0])) % align; r != 0 {
+		off = int64(align - r)
+	}
+	mem := raw[off : off+bytes+guard]
+	for i := bytes; i < bytes+guard; i++ {
+		mem[i] = fill
+	}
+	p := cuda.Ptr(uintptr(unsafe.Pointer(&mem[0])))
+	d.allocs[p] = &alloc{mem: mem, size: bytes}
+	i, _ := slices.BinarySearch(d.bases, p)
+	d.bases = slices.Insert(d.bases, i, p)
+	d.stats.Allocs++
+	d.stats.AllocatedBytes += bytes
+	d.stats.PeakBytes = max(d.stats.PeakBytes, d.stats.AllocatedBytes)
+	return p, nil
+}
+
+// Free releases an allocation, failing if a kernel wrote past its end.
+func (d *Device) Free(p cuda.Ptr) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	a, ok := d.allocs[p]
+	if !ok {
+		return fmt.Errorf("sim: free of %#x, which is not an allocation", p)
+	}
+	delete(d.allocs, p)
+	i, _ := slices.BinarySearch(d.bases, p)
+	d.bases = slices.Delete(d.bases, i, i+1)
+	d.stats.Frees++
+	d.stats.AllocatedBytes -= a.size
+	return a.check(p)
+}
+
+func (a *alloc) check(p cuda.Ptr) error {
+	for i := a.size; i < a.size+guard; i++ {
+		if a.mem[i] != fill {
+			return fmt.Errorf("sim: a kernel wrote past the end of the %d-byte buffer at %#x (byte %d)", a.size, p, i)
+		}
+	}
+	return nil
+}
+
+// Check verifies the guard bytes of every live allocation.
+func (d *Device) Check() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var errs []error
+	for p, a := range d.allocs {
+		errs = append(errs, a.check(p))
+	}
+	return errors.Join(errs...)
+}
+
+// Live returns the number of allocations not yet freed.
+func (d *Device) Live() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.allocs)
+}
+
+// bytes returns the device memory [p, p+n), which must lie in one allocation.
+func (d *Device) bytes(p cuda.Ptr, n int64) ([]byte, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	i := sort.Search(len(d.bases), func(i int) bool { return d.bases[i] > p }) - 1
+	if i < 0 {
+		return nil, fmt.Errorf("sim: address %#x is not in device memory", p)
+	}
+	base := d.bases[i]
+	a := d.allocs[base]
+	off := int64(p - base)
+	if off+n > a.size {
+		return nil, fmt.Errorf("sim: [%#x, +%d) runs past the end of the %d-byte allocation at %#x", p, n, a.size, base)
+	}
+	return a.mem[off : off+n], nil
+}
+
+// AllocHost allocates host memory (the simulation of pinned memory).
+func (d *Device) AllocHost(bytes int64) ([]byte, error) {
+	d.mu.Lock()
+	d.stats.HostAllocs++
+	d.mu.Unlock()
+	return make([]byte, bytes), nil
+}
+
+// FreeHost releases host memory from AllocHost.
+func (d *Device) FreeHost(b []byte) error {
+	d.mu.Lock()
+	d.stats.HostFrees++
+	d.mu.Unlock()
+	return nil
+}
+
+func (d *Device) count(f func(s *Stats)) {
+	d.mu.Lock()
+	f(&d.stats)
+	d.mu.Unlock()
+}
+
+// CopyHtoD copies host memory to the device.
+func (d *Device) CopyHtoD(dst cuda.Ptr, src []byte) error {
+	b, err := d.bytes(dst, int64(len(src)))
+	if err != nil {
+		return fmt.Errorf("copy to device: %w", err)
+	}
+	copy(b, src)
+	d.count(func(s *Stats) { s.CopiesHtoD++; s.BytesHtoD += int64(len(src)) })
+	return nil
+}
+
+// CopyDtoH copies device memory to the host.
+func (d *Device) CopyDtoH(dst []byte, src cuda.Ptr) error {
+	b, err := d.bytes(src, int64(len(dst)))
+	if err != nil {
+		return fmt.Errorf("copy from device: %w", err)
+	}
+	copy(dst, b)
+	d.count(func(s *Stats) { s.CopiesDtoH++; s.BytesDtoH += int64(len(dst)) })
+	return nil
+}
+
+// CopyHtoDAsync copies at once: the simulated streams are synchronous.
+func (d *Device) CopyHtoDAsync(dst cuda.Ptr, src []byte, s cuda.Stream) error {
+	return d.CopyHtoD(dst, src)
+}
+
+// CopyDtoHAsync copies at once.
+func (d *Device) CopyDtoHAsync(dst []byte, src cuda.Ptr, s cuda.Stream) error {
+	return d.CopyDtoH(dst, src)
+}
+
+// CopyDtoDAsync copies device memory.
+func (d *Device) CopyDtoDAsync(dst, src cuda.Ptr, n int64, s cuda.Stream) error {
+	from, err := d.bytes(src, n)
+	if err != nil {
+		return fmt.Errorf("device copy: %w", err)
+	}
+	to, err := d.bytes(dst, n)
+	if err != nil {
+		return fmt.Errorf("device copy: %w", err)
+	}
+	copy(to, from)
+	d.count(func(s *Stats) { s.CopiesDtoD++ })
+	return nil
+}
+
+// LoadModule records the module's kernels.
+func (d *Device) LoadModule(m kernels.Module) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, e := range m.Entries {
+		d.funcs[e] = true
+	}
+	return nil
+}
+
+// Function returns the kernel's name, which Launch passes to the Runner.
+func (d *Device) Function(name string) (cuda.Function, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.funcs[name] {
+		return nil, fmt.Errorf("sim: no kernel %q in the loaded modules", name)
+	}
+	return name, nil
+}
+
+// Launch runs the kernel through the Runner.
+func (d *Device) Launch(f cuda.Function, grid, block cuda.Dim3, s cuda.Stream, args []uint64) error {
+	name, ok := f.(string)
+	if !ok {
+		return fmt.Errorf("sim: launch of %v, which is not a sim function", f)
+	}
+	if d.opts.Runner == nil {
+		return fmt.Errorf("sim: launch of %s: the device has no kernel runner", name)
+	}
+	d.count(func(s *Stats) { s.Launches++ })
+	return d.opts.Runner.Launch(name, [3]uint32{grid.X, grid.Y, grid.Z}, [3]uint32{block.X, block.Y, block.Z}, args)
+}
+
+// Gemm runs the product in Go, with cuBLAS's column-major layout.
+func (d *Device) Gemm(s cuda.Stream, g cuda.Gemm) error {
+	if g.M < 0 || g.N < 0 || g.K < 0 || g.Batch < 1 {
+		return fmt.Errorf("sim: gemm with M=%d N=%d K=%d batch %d", g.M, g.N, g.K, g.Batch)
+	}
+	aRows, aCols := g.M, g.K
+	if g.TransA {
+		aRows, aCols = g.K, g.M
+	}
+	bRows, bCols := g.K, g.N
+	if g.TransB {
+		bRows, bCols = g.N, g.K
+	}
+	if g.LDA < max(1, aRows) || g.LDB < max(1, bRows) || g.LDC < max(1, g.M) {
+		return fmt.Errorf("sim: gemm leading dimensions lda=%d ldb=%d ldc=%d too small for %dx%d, %dx%d, %dx%d",
+			g.LDA, g.LDB, g.LDC, aRows, aCols, bRows, bCols, g.M, g.N)
+	}
+	for b := range g.Batch {
+		a, err := d.floats(g.A+cuda.Ptr(4*int64(b)*g.StrideA), g.LDA, aRows, aCols)
+		if err != nil {
+			return fmt.Errorf("sim: gemm A: %w", err)
+		}
+		bm, err := d.floats(g.B+cuda.Ptr(4*int64(b)*g.StrideB), g.LDB, bRows, bCols)
+		if err != nil {
+			return fmt.Errorf("sim: gemm B: %w", err)
+		}
+		c, err := d.floats(g.C+cuda.Ptr(4*int64(b)*g.StrideC), g.LDC, g.M, g.N)
+		if err != nil {
+			return fmt.Errorf("sim: gemm C: %w", err)
+		}
+		gemm(g, a, bm, c)
+	}
+	d.count(func(s *Stats) { s.Gemms++ })
+	return nil
+}
+
+// floats returns the column-major rows×cols matrix at p with leading
+// dimension ld as a float32 slice.
+func (d *Device) floats(p cuda.Ptr, ld, rows, cols int) ([]float32, error) {
+	if rows == 0 || cols == 0 {
+		return nil, nil
+	}
+	n := int64(ld)*int64(cols-1) + int64(rows)
+	b, err := d.bytes(p, 4*n)
+	if err != nil {
+		return nil, err
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), n), nil
+}
+
+func gemm(g cuda.Gemm, a, b, c []float32) {
+	opA := func(i, p int) float32 {
+		if g.TransA {
+			return a[p+i*g.LDA]
+		}
+		return a[i+p*g.LDA]
+	}
+	col := make([]float32, g.M)
+	for j := range g.N {
+		clear(col)
+		for p := range g.K {
+			var bv float32
+			if g.TransB {
+				bv = b[j+p*g.LDB]
+			} else {
+				bv = b[p+j*g.LDB]
+			}
+			if bv == 0 {
+				continue
+			}
+			if !g.TransA { // column p of A is contiguous
+				ap := a[p*g.LDA : p*g.LDA+g.M]
+				for i, av := range ap {
+					col[i] += av * bv
+				}
+				continue
+			}
+			for i := range g.M {
+				col[i] += opA(i, p) * bv
+			}
+		}
+		cj := c[j*g.LDC : j*g.LDC+g.M]
+		for i := range cj {
+			if g.Beta == 0 { // cuBLAS does not read C when beta is 0
+				cj[i] = g.Alpha * col[i]
+			} else {
+				cj[i] = g.Alpha*col[i] + g.Beta*cj[i]
+			}
+		}
+	}
+}
+
+type stream struct{ id int }
+
+// NewStream returns a stream; simulated streams run work at once.
+func (d *Device) NewStream() (cuda.Stream, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.nstream++
+	d.stats.Streams++
+	return &stream{d.nstream}, nil
+}
+
+// Sync waits for s (nothing to wait for) and checks the guard bytes.
+func (d *Device) Sync(s cuda.Stream) error {
+	d.count(func(s *Stats) { s.Syncs++ })
+	return nil
+}
+
+// DestroyStream releases s.
+func (d *Device) DestroyStream(s cuda.Stream) error { return nil }
+
+// MemInfo reports the simulated memory.
+func (d *Device) MemInfo() (cuda.MemInfo, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return cuda.MemInfo{Free: d.opts.Memory - d.stats.AllocatedBytes, Total: d.opts.Memory}, nil
+}
+
+// Close fails if allocations are still live or a guard was overwritten.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	live := len(d.allocs)
+	d.closed = true
+	d.mu.Unlock()
+	if err := d.Check(); err != nil {
+		return err
+	}
+	if live > 0 {
+		return fmt.Errorf("sim: closed with %d allocations not freed", live)
+	}
+	return nil
+}
+
+var _ cuda.Device = (*Device)(nil)
