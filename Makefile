@@ -24,6 +24,7 @@ test: lint build-nocgo
 		$(MAKE) --no-print-directory race; \
 	else \
 		echo "NOT RUN: go test -race needs cgo and a C compiler ($$($(GO) env CC)); make race runs it"; \
+		echo "NOT RUN: the CUDA executor tests on the simulated device need cgo and a C++ compiler (the kernels are emulated as C++)"; \
 	fi
 
 test-direct:
@@ -89,7 +90,22 @@ ptxas:
 		ptxas -arch=$$arch -o /dev/null $$ptx || { echo "ptxas $$arch $$ptx failed"; exit 1; }; \
 	done; echo "ptxas ok: $$ptx for $(PTX_TARGETS)"; done
 
-# The GPU build: links gorgonia.org/cu, cuBLAS and the CUDA driver library.
+# The GPU build: links gorgonia.org/cu, cuBLAS and the CUDA driver library,
+# and links the cuda-tagged tests, which run only where a GPU is (their
+# binary exits with status 2 at init without one; inference/cuda/cu).
 build-cuda:
 	CGO_ENABLED=1 $(GO) build -tags cuda ./...
 	CGO_ENABLED=1 $(GO) vet -tags cuda ./...
+	CGO_ENABLED=1 $(GO) test -tags cuda -c -o /dev/null ./inference/cuda/cu/
+
+# The GPU self-check: lists the GPUs, compares every operator case (and
+# SELFCHECK_ARGS='--model m.onnx') on the GPU with the CPU. Exit 0: all
+# match, 1: a mismatch, 2: no GPU. Built without SELFCHECK_TAGS=cuda it has
+# no GPU code, says so and exits 2. Built, then run, so that make sees the
+# status (go run reports every failure as 1).
+SELFCHECK_TAGS ?=
+SELFCHECK_ARGS ?=
+.PHONY: selfcheck
+selfcheck:
+	$(GO) build -tags '$(SELFCHECK_TAGS)' -o out/bin/selfcheck ./container/selfcheck
+	out/bin/selfcheck $(SELFCHECK_ARGS)

@@ -3,11 +3,13 @@ module github.com/beamml/beamml
 go 1.26.0
 
 require (
+	github.com/NVIDIA/go-nvml v0.13.3-0
 	github.com/apache/beam/sdks/v2 v2.77.0
 	github.com/google/uuid v1.6.0
 	golang.org/x/sys v0.48.0
 	gonum.org/v1/gonum v0.17.0
 	google.golang.org/protobuf v1.36.12
+	gorgonia.org/cu v0.9.6
 )
 
 require (
@@ -49,6 +51,7 @@ require (
 	github.com/moby/moby/client v0.6.0 // indirect
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/image-spec v1.1.1 // indirect
+	github.com/pkg/errors v0.9.1 // indirect
 	github.com/planetscale/vtprotobuf v0.6.1-0.20240319094008-0393e58bdf10 // indirect
 	github.com/spiffe/go-spiffe/v2 v2.7.0 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect

@@ -43,6 +43,14 @@ type Model interface {
 	Close() error
 }
 
+// BatchLimiter is a Model whose largest batch is bounded by the memory of
+// its device. MaxBatch returns the largest batch size whose working memory
+// fits in what the device has free (with headroom), or 0 when it sets no
+// bound. RunInference caps its MaxBatchSize at it.
+type BatchLimiter interface {
+	MaxBatch() int
+}
+
 // Device names where a model runs.
 type Device string
 

@@ -170,6 +170,12 @@ func (b *batcher) acquire(ctx context.Context) error {
 			b.maxBatch = min(b.maxBatch, in.Shape[0])
 		}
 	}
+	if bl, ok := h.Model().(inference.BatchLimiter); ok {
+		// A GPU model: no larger batch than the device memory holds.
+		if c := bl.MaxBatch(); c > 0 {
+			b.maxBatch = min(b.maxBatch, c)
+		}
+	}
 	return nil
 }
 

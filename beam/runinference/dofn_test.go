@@ -141,19 +141,25 @@ func TestBundleErrorNamesElement(t *testing.T) {
 	}
 }
 
-// MaxBatchBytes cuts batches by size, but never below MinBatchSize.
+// MaxBatchBytes cuts batches by size, but never below MinBatchSize; a
+// model's memory ceiling (inference.BatchLimiter) caps MaxBatchSize.
 func TestMaxBatchBytes(t *testing.T) {
 	for _, tc := range []struct {
 		min, max int
 		bytes    int64
+		ceiling  int // stub.WithMaxBatch: inference.BatchLimiter
 		want     []int
 	}{
 		{min: 1, max: 10, bytes: 24, want: []int{3, 3, 3, 1}}, // 8-byte examples: 3 fit in 24 bytes
 		{min: 4, max: 10, bytes: 24, want: []int{4, 4, 2}},    // MinBatchSize wins over the byte cap
 		{min: 1, max: 2, bytes: 1 << 20, want: []int{2, 2, 2, 2, 2}},
+		{min: 1, max: 10, ceiling: 4, want: []int{4, 4, 2}}, // the model's memory ceiling (a GPU's) caps MaxBatchSize
 	} {
 		t.Run(fmt.Sprintf("min%d_max%d_bytes%d", tc.min, tc.max, tc.bytes), func(t *testing.T) {
 			spec := stub.Tag(stub.WithRecording(stub.Echo(2)), t.Name())
+			if tc.ceiling > 0 {
+				spec = stub.WithMaxBatch(spec, tc.ceiling)
+			}
 			fn := &inferFn{batcher{Spec: spec, Config: config{MinBatchSize: tc.min, MaxBatchSize: tc.max, MaxBatchBytes: tc.bytes}}}
 			r := &bundleRunner{fn: fn, emit: func(beam.EventTime, PredictionResult) {}, fail: func(beam.EventTime, Failure) {}}
 			ctx := context.Background()

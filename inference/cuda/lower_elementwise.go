@@ -3,8 +3,10 @@ package cuda
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/cpu"
 )
 
 // Codes of unary_f32 (elementwise.cu's U_* constants).
@@ -48,6 +50,8 @@ const (
 	uThresholdedRelu
 	uCelu
 	uMish
+	uShrink
+	uSwish
 )
 
 // unaryOps maps an operator to its unary_f32 code and attributes.
@@ -96,6 +100,10 @@ var unaryOps = map[string]func(l *Lower) (code int, a, b float64){
 	"ThresholdedRelu": func(l *Lower) (int, float64, float64) {
 		return uThresholdedRelu, float64(l.Float("alpha", 1)), 0
 	},
+	"Shrink": func(l *Lower) (int, float64, float64) {
+		return uShrink, float64(l.Float("lambd", 0.5)), float64(l.Float("bias", 0))
+	},
+	"Swish": func(l *Lower) (int, float64, float64) { return uSwish, float64(l.Float("alpha", 1)), 0 },
 	"Gelu": func(l *Lower) (int, float64, float64) {
 		if l.Str("approximate", "none") == "tanh" {
 			return uGeluTanh, 0, 0
@@ -103,6 +111,10 @@ var unaryOps = map[string]func(l *Lower) (code int, a, b float64){
 		return uGelu, 0, 0
 	},
 }
+
+// intUnaryOps are the unary operators with an int64 and int32 kernel
+// (unary_i64, unary_i32), by their U_* code.
+var intUnaryOps = map[string]int{"Neg": uNeg, "Abs": uAbs, "Sign": uSign, "Relu": uRelu}
 
 func init() {
 	for op, attrs := range unaryOps {
@@ -112,45 +124,129 @@ func init() {
 	for op, code := range binaryOps {
 		registerLowering(op, func(l *Lower) error { return lowerBinary(l, code) })
 	}
+	registerLowering("Pow", lowerPow)
+	registerLowering("Mod", lowerMod)
+	for op, code := range variadicOps {
+		registerLowering(op, func(l *Lower) error { return lowerVariadic(l, code) })
+	}
 }
 
 func lowerUnary(l *Lower, attrs func(*Lower) (int, float64, float64)) error {
 	x, y := l.In[0], l.Out[0]
-	if x.DType != inference.Float32 {
-		if l.Node.OpType == "Identity" {
-			return l.Copy(y, x)
-		}
+	switch {
+	case x.DType == inference.Float32:
+		code, a, b := attrs(l)
+		return l.Launch("unary_f32", y.Len(), I(code), P(y), P(x), I(y.Len()), F(a), F(b))
+	case l.Node.OpType == "Identity":
+		return l.Copy(y, x)
+	}
+	code, ok := intUnaryOps[l.Node.OpType]
+	kernel := intKernel("unary", x.DType)
+	if !ok || kernel == "" {
 		return l.NoKernel("%v input", x.DType)
 	}
-	code, a, b := attrs(l)
-	return l.Launch("unary_f32", y.Len(), I(code), P(y), P(x), I(y.Len()), F(a), F(b))
+	return l.Launch(kernel, y.Len(), I(code), P(y), P(x), I(y.Len()), I(0), I(0))
 }
 
-// lowerClip handles Clip-6 (min and max attributes) and Clip-11+ (min and
-// max inputs, known on the host).
+// intKernel names the int64 or int32 kernel of a family ("binary" gives
+// binary_i64), or "" for other types.
+func intKernel(family string, t inference.DType) string {
+	switch t {
+	case inference.Int64:
+		return family + "_i64"
+	case inference.Int32:
+		return family + "_i32"
+	}
+	return ""
+}
+
+// lowerClip handles Clip-1 and Clip-6 (min and max attributes; absent,
+// they are ∓inf and ∓FLT_MAX) and Clip-11+ (optional min and max inputs,
+// known on the host; absent, ∓inf), on float32, int64 and int32.
 func lowerClip(l *Lower) error {
 	x, y := l.In[0], l.Out[0]
-	if x.DType != inference.Float32 {
-		return l.NoKernel("%v input", x.DType)
-	}
-	lo, hi := float64(l.Float("min", -math.MaxFloat32)), float64(l.Float("max", math.MaxFloat32))
-	for i, bound := range []*float64{&lo, &hi} {
-		if o := l.Arg(i + 1); o.Present() {
-			t, ok := o.Host()
-			if !ok {
-				return l.NoKernel("Clip bound %q computed on the device", o.Name)
-			}
-			v, err := inference.Data[float32](t)
-			if err != nil || len(v) != 1 {
-				return l.Errorf(inference.ErrShape, "Clip bound %q is %v, want one float", o.Name, t)
-			}
-			*bound = float64(v[0])
+	if l.Opset < 11 {
+		if x.DType != inference.Float32 {
+			return l.NoKernel("%v input", x.DType)
 		}
+		lo, hi := math.Inf(-1), math.Inf(1)
+		if l.Opset >= 6 {
+			lo, hi = -math.MaxFloat32, math.MaxFloat32
+		}
+		lo, hi = float64(l.Float("min", float32(lo))), float64(l.Float("max", float32(hi)))
+		return l.Launch("unary_f32", y.Len(), I(uClip), P(y), P(x), I(y.Len()), F(lo), F(hi))
 	}
-	return l.Launch("unary_f32", y.Len(), I(uClip), P(y), P(x), I(y.Len()), F(lo), F(hi))
+	var bounds [2]inference.Tensor
+	onDevice := false
+	for i := range bounds {
+		o := l.Arg(i + 1)
+		if !o.Present() {
+			continue
+		}
+		t, ok := o.Host()
+		if !ok {
+			onDevice = true
+			continue
+		}
+		if t.DType() != x.DType || t.Len() != 1 {
+			return l.Errorf(inference.ErrShape, "Clip bound %q is %v, want one %v", o.Name, t, x.DType)
+		}
+		bounds[i] = t
+	}
+	if onDevice {
+		return clipOnDevice(l)
+	}
+	switch x.DType {
+	case inference.Float32:
+		lim := [2]float64{math.Inf(-1), math.Inf(1)}
+		for i, t := range bounds {
+			if v, err := inference.Data[float32](t); err == nil {
+				lim[i] = float64(v[0])
+			}
+		}
+		return l.Launch("unary_f32", y.Len(), I(uClip), P(y), P(x), I(y.Len()), F(lim[0]), F(lim[1]))
+	case inference.Int64, inference.Int32:
+		lim := [2]int64{math.MinInt64, math.MaxInt64}
+		if x.DType == inference.Int32 {
+			lim = [2]int64{math.MinInt32, math.MaxInt32}
+		}
+		for i, t := range bounds {
+			if t.DType() != 0 {
+				v, _ := cpu.Int64s(t)
+				lim[i] = v[0]
+			}
+		}
+		return l.Launch(intKernel("unary", x.DType), y.Len(), I(uClip), P(y), P(x), I(y.Len()), I(lim[0]), I(lim[1]))
+	}
+	return l.NoKernel("%v input", x.DType)
 }
 
-// Codes of binary_f32 (elementwise.cu's B_* constants).
+// clipOnDevice launches unary_clip_*, which reads the bounds from device
+// memory: bounds computed on the device, one element each.
+func clipOnDevice(l *Lower) error {
+	x, y := l.In[0], l.Out[0]
+	kernel := map[inference.DType]string{inference.Float32: "unary_clip_f32",
+		inference.Int64: "unary_clip_i64", inference.Int32: "unary_clip_i32"}[x.DType]
+	if kernel == "" {
+		return l.NoKernel("%v input", x.DType)
+	}
+	args := []Arg{P(y), P(x), I(y.Len())}
+	var has []Arg
+	for i := 1; i <= 2; i++ {
+		o := l.Arg(i)
+		if !o.Present() {
+			args, has = append(args, P(x)), append(has, I(0)) // not read
+			continue
+		}
+		if o.DType != x.DType || o.Len() != 1 {
+			return l.NoKernel("Clip bound %q is %v %v, want one %v", o.Name, o.DType, o.Shape, x.DType)
+		}
+		args, has = append(args, P(o)), append(has, I(1))
+	}
+	return l.Launch(kernel, y.Len(), append(args, has...)...)
+}
+
+// Codes of binary_f32, binary_i64, binary_i32 and variadic_* (elementwise.cu's B_* constants).
 const (
 	bAdd = iota
 	bSub
@@ -160,87 +256,351 @@ const (
 	bMax
 	bMin
 	bPRelu
-	bMod
+	bMod   // the sign of the dividend (fmod=1)
+	bPyMod // the sign of the divisor (fmod=0)
 )
 
 var binaryOps = map[string]int{
-	"Add": bAdd, "Sub": bSub, "Mul": bMul, "Div": bDiv, "Pow": bPow, "PRelu": bPRelu,
+	"Add": bAdd, "Sub": bSub, "Mul": bMul, "Div": bDiv, "PRelu": bPRelu,
 }
 
+// lowerBinary handles Add, Sub, Mul, Div and PRelu on float32, int64 and
+// int32. An integer Div runs on the device only when its divisor is known
+// on the host and holds no zero: the CPU backend reports a zero divisor
+// as an error, which a kernel cannot.
 func lowerBinary(l *Lower, code int) error {
 	x, y, z := l.In[0], l.In[1], l.Out[0]
-	if x.DType != inference.Float32 || y.DType != inference.Float32 {
+	if x.DType != y.DType {
 		return l.NoKernel("%v and %v inputs", x.DType, y.DType)
 	}
-	return launchBroadcast(l, "binary_f32", code, z, x, y)
+	var err error
+	if code == bPRelu {
+		y = preluSlope(l, x, y)
+	} else if y, err = legacyBroadcast(l, x, y); err != nil {
+		return err
+	}
+	if x.DType == inference.Float32 {
+		return launchBroadcast(l, "binary_f32", code, z, x, y)
+	}
+	kernel := intKernel("binary", x.DType)
+	if kernel == "" {
+		return l.NoKernel("%v inputs", x.DType)
+	}
+	if code == bDiv {
+		if err := hostNonzero(l, y, z); err != nil {
+			return err
+		}
+	}
+	return launchBroadcast(l, kernel, code, z, x, y)
 }
 
-// launchBroadcast launches a broadcasting binary kernel with the
-// signature of binary_f32: (op, z, x, y, n, dims[6], xstrides[6], ystrides[6]).
-func launchBroadcast(l *Lower, kernel string, code int, z, x, y Operand) error {
-	if equalShapes(x.Shape, z.Shape) && equalShapes(y.Shape, z.Shape) && kernel == "binary_f32" {
-		return l.Launch("binary_same_f32", z.Len(), I(code), P(z), P(x), P(y), I(z.Len()))
+// preluSlope returns PRelu's slope as it broadcasts to x: before opset 7
+// a 1-D slope as long as x's dimension 1 is per channel.
+func preluSlope(l *Lower, x, slope Operand) Operand {
+	if l.Opset < 7 && slope.Rank() == 1 && x.Rank() >= 2 && slope.Shape[0] == x.Shape[1] && slope.Shape[0] != 1 {
+		s := make([]int, x.Rank()-1)
+		for i := range s {
+			s[i] = 1
+		}
+		s[0] = x.Shape[1]
+		slope.Shape = s
 	}
-	dims, strides, err := broadcastStrides(z.Shape, x.Shape, y.Shape)
+	return slope
+}
+
+// hostNonzero checks that the integer divisor y is known on the host and
+// holds no zero (when the output is not empty).
+func hostNonzero(l *Lower, y, z Operand) error {
+	t, ok := y.Host()
+	if !ok {
+		return l.NoKernel("integer divisor %q computed on the device (a zero divisor is an error)", y.Name)
+	}
+	v, err := cpu.Int64s(t)
+	if err != nil {
+		return l.NoKernel("divisor %v: %v", t, err)
+	}
+	if z.Len() > 0 && slices.Contains(v, 0) {
+		return l.NoKernel("integer divisor %q holds 0", y.Name)
+	}
+	return nil
+}
+
+// legacyBroadcast returns y as it broadcasts to x in a binary operator of
+// opset < 7 (Add, Sub, Mul, Div, Pow, And, Or, Xor, Equal, Greater,
+// Less): only with broadcast=1, y's dimensions aligned with x's from axis
+// (default: at the right), or y a single element. From opset 7 on it
+// returns y unchanged (numpy broadcasting).
+func legacyBroadcast(l *Lower, x, y Operand) (Operand, error) {
+	if l.Opset >= 7 {
+		return y, nil
+	}
+	if l.Int("broadcast", 0) == 0 {
+		if !slices.Equal(x.Shape, y.Shape) {
+			return y, l.NoKernel("shapes %v and %v with broadcast=0", x.Shape, y.Shape)
+		}
+		return y, nil
+	}
+	if y.Len() == 1 {
+		y.Shape = nil
+		return y, nil
+	}
+	axis := int64(x.Rank() - y.Rank())
+	if l.Node.Has("axis") {
+		if axis = l.Int("axis", 0); axis < 0 {
+			axis += int64(x.Rank())
+		}
+	}
+	if axis < 0 || axis+int64(y.Rank()) > int64(x.Rank()) {
+		return y, l.NoKernel("input 1 of shape %v does not fit %v at axis %d", y.Shape, x.Shape, axis)
+	}
+	aligned := make([]int, x.Rank())
+	for i := range aligned {
+		aligned[i] = 1
+	}
+	copy(aligned[axis:], y.Shape)
+	y.Shape = aligned
+	return y, nil
+}
+
+// Element type codes of binary_pow_mixed and the integer reductions.
+const (
+	tF32 = iota
+	tI64
+	tI32
+	tU8
+)
+
+func typeCode(t inference.DType) (int, bool) {
+	switch t {
+	case inference.Float32:
+		return tF32, true
+	case inference.Int64:
+		return tI64, true
+	case inference.Int32:
+		return tI32, true
+	case inference.Uint8:
+		return tU8, true
+	}
+	return 0, false
+}
+
+// lowerPow handles a float32, int64 or int32 base with a float32, int64,
+// int32 or uint8 exponent.
+func lowerPow(l *Lower) error {
+	x, y, z := l.In[0], l.In[1], l.Out[0]
+	y, err := legacyBroadcast(l, x, y)
+	if err != nil {
+		return err
+	}
+	if x.DType == inference.Float32 && y.DType == inference.Float32 {
+		return launchBroadcast(l, "binary_f32", bPow, z, x, y)
+	}
+	xt, okx := typeCode(x.DType)
+	yt, oky := typeCode(y.DType)
+	if !okx || !oky || xt == tU8 {
+		return l.NoKernel("%v base, %v exponent", x.DType, y.DType)
+	}
+	b, err := broadcastArgs(z, x, y)
 	if err != nil {
 		return l.NoKernel("%v", err)
 	}
-	args := []Arg{I(code), P(z), P(x), P(y), I(z.Len())}
-	for _, v := range [][MaxRank]int64{dims, strides[0], strides[1]} {
+	return l.Launch("binary_pow_mixed", z.Len(), append([]Arg{I(xt), I(yt), P(z), P(x), P(y)}, b...)...)
+}
+
+// lowerMod handles float32 Mod (either fmod), and int64 and int32 Mod
+// with a divisor known on the host that holds no zero (see lowerBinary).
+func lowerMod(l *Lower) error {
+	x, y, z := l.In[0], l.In[1], l.Out[0]
+	if x.DType != y.DType {
+		return l.NoKernel("%v and %v inputs", x.DType, y.DType)
+	}
+	code := bPyMod
+	if l.Int("fmod", 0) != 0 {
+		code = bMod
+	}
+	if x.DType == inference.Float32 {
+		return launchBroadcast(l, "binary_f32", code, z, x, y)
+	}
+	kernel := intKernel("binary", x.DType)
+	if kernel == "" {
+		return l.NoKernel("%v inputs", x.DType)
+	}
+	if err := hostNonzero(l, y, z); err != nil {
+		return err
+	}
+	return launchBroadcast(l, kernel, code, z, x, y)
+}
+
+var variadicOps = map[string]int{"Sum": bAdd, "Max": bMax, "Min": bMin, "Mean": bAdd}
+
+// lowerVariadic handles Sum, Max, Min (float32, int64, int32) and Mean
+// (float32): a launch per input folds it into the output (variadic_*),
+// the first storing it; Mean divides on the last.
+func lowerVariadic(l *Lower, code int) error {
+	z, x := l.Out[0], l.In[0]
+	mean := l.Node.OpType == "Mean"
+	var kernel, pair string // the folding kernel, and the kernel of two inputs
+	switch {
+	case x.DType == inference.Float32:
+		kernel, pair = "variadic_f32", "binary_f32"
+	case !mean:
+		kernel, pair = intKernel("variadic", x.DType), intKernel("binary", x.DType)
+	}
+	if kernel == "" {
+		return l.NoKernel("%v inputs", x.DType)
+	}
+	for _, in := range l.In {
+		if !in.Present() || in.DType != x.DType {
+			return l.NoKernel("inputs of different types")
+		}
+		if l.Opset < 8 && !slices.Equal(in.Shape, z.Shape) {
+			return l.NoKernel("shapes differ and opset %d < 8 does not broadcast", l.Opset)
+		}
+	}
+	switch {
+	case len(l.In) == 1:
+		return l.Copy(z, x)
+	case len(l.In) == 2 && !mean:
+		return launchBroadcast(l, pair, code, z, l.In[0], l.In[1])
+	}
+	for i, in := range l.In {
+		b, err := broadcastArgs(z, in)
+		if err != nil {
+			return l.NoKernel("%v", err)
+		}
+		args := append([]Arg{I(code), P(z), P(in)}, b...)
+		args = append(args, I(b2i(i == 0)))
+		if kernel == "variadic_f32" {
+			div := 0
+			if mean && i == len(l.In)-1 {
+				div = len(l.In)
+			}
+			args = append(args, F(float64(div)))
+		}
+		if err := l.Launch(kernel, z.Len(), args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// b2i is 1 for true and 0 for false: a flag as a kernel parameter.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// launchBroadcast launches a broadcasting binary kernel with the
+// signature of binary_f32: (op, z, x, y, n, dims[6], xstrides[6],
+// ystrides[6]). Operands of z's shape take binary_same_f32 when the
+// kernel is binary_f32.
+func launchBroadcast(l *Lower, kernel string, code int, z, x, y Operand) error {
+	if kernel == "binary_f32" && equalShapes(x.Shape, z.Shape) && equalShapes(y.Shape, z.Shape) {
+		return l.Launch("binary_same_f32", z.Len(), I(code), P(z), P(x), P(y), I(z.Len()))
+	}
+	b, err := broadcastArgs(z, x, y)
+	if err != nil {
+		return l.NoKernel("%v", err)
+	}
+	return l.Launch(kernel, z.Len(), append([]Arg{I(code), P(z), P(x), P(y)}, b...)...)
+}
+
+// broadcastArgs returns the broadcasting parameters of a kernel writing
+// z from the operands ins: z's element count, its dims and each
+// operand's strides (see broadcastStrides).
+func broadcastArgs(z Operand, ins ...Operand) ([]Arg, error) {
+	shapes := make([][]int, len(ins))
+	for i, in := range ins {
+		shapes[i] = in.Shape
+	}
+	dims, strides, err := broadcastStrides(z.Shape, shapes...)
+	if err != nil {
+		return nil, err
+	}
+	args := []Arg{I(z.Len())}
+	for _, v := range append([][MaxRank]int64{dims}, strides...) {
 		for _, d := range v {
 			args = append(args, I(d))
 		}
 	}
-	return l.Launch(kernel, z.Len(), args...)
+	return args, nil
 }
 
 // MaxRank is the largest rank of the strided kernels (common.cuh MAXRANK).
 const MaxRank = 6
 
-// broadcastStrides pads out to MaxRank dims and returns, for each input,
-// its element strides along out's dims (0 where it is broadcast).
+// broadcastStrides returns out's dims, padded with 1 on the left to
+// MaxRank, and for each input its element strides along them (0 where it
+// is broadcast). Dimensions of size 1 are dropped and neighbours that
+// every input steps through contiguously (or broadcasts along both) are
+// merged first, so higher ranks fit when they reduce to MaxRank, and
+// same-shape operands and scalars come out as one dimension.
 func broadcastStrides(out []int, ins ...[]int) (dims [MaxRank]int64, strides [][MaxRank]int64, err error) {
-	if len(out) > MaxRank {
-		return dims, nil, fmt.Errorf("rank %d > %d", len(out), MaxRank)
-	}
-	pad := MaxRank - len(out)
-	for i := range dims {
-		dims[i] = 1
-	}
-	for i, d := range out {
-		dims[pad+i] = int64(d)
-	}
-	for _, in := range ins {
+	full := make([][]int64, len(ins))
+	for k, in := range ins {
 		if len(in) > len(out) {
 			return dims, nil, fmt.Errorf("input rank %d > output rank %d", len(in), len(out))
 		}
-		var s [MaxRank]int64
+		s := make([]int64, len(out))
 		stride := int64(1)
-		for k := len(in) - 1; k >= 0; k-- {
-			o := MaxRank - len(in) + k
+		for j := len(in) - 1; j >= 0; j-- {
+			o := len(out) - len(in) + j
 			switch {
-			case int64(in[k]) == dims[o]:
+			case in[j] == out[o]:
 				s[o] = stride
-			case in[k] == 1:
+			case in[j] == 1:
 				s[o] = 0
 			default:
 				return dims, nil, fmt.Errorf("shape %v does not broadcast to %v", in, out)
 			}
-			stride *= int64(in[k])
+			stride *= int64(in[j])
 		}
-		strides = append(strides, s)
+		full[k] = s
+	}
+	type axis struct {
+		d int64
+		s []int64
+	}
+	var axes []axis
+	for i, d := range out {
+		if d == 1 {
+			continue
+		}
+		a := axis{d: int64(d), s: make([]int64, len(ins))}
+		for k := range ins {
+			a.s[k] = full[k][i]
+		}
+		if n := len(axes); n > 0 {
+			prev := &axes[n-1]
+			merge := true
+			for k := range ins {
+				merge = merge && prev.s[k] == a.s[k]*a.d
+			}
+			if merge {
+				prev.d *= a.d
+				prev.s = a.s
+				continue
+			}
+		}
+		axes = append(axes, a)
+	}
+	if len(axes) > MaxRank {
+		return dims, nil, fmt.Errorf("rank %d > %d after merging dimensions", len(axes), MaxRank)
+	}
+	pad := MaxRank - len(axes)
+	for i := range dims {
+		dims[i] = 1
+	}
+	strides = make([][MaxRank]int64, len(ins))
+	for i, a := range axes {
+		dims[pad+i] = a.d
+		for k := range ins {
+			strides[k][pad+i] = a.s[k]
+		}
 	}
 	return dims, strides, nil
 }
 
-func equalShapes(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
+func equalShapes(a, b []int) bool { return slices.Equal(a, b) }

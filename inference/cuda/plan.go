@@ -102,6 +102,7 @@ type plan struct {
 	inBytes    int64 // staging bytes
 	outBytes   int64
 	consts     Ptr // host-computed values, uploaded once
+	constBytes int64
 	hostNodes  []string
 	hostOps    []string // operator types of hostNodes
 	users      int
@@ -184,6 +185,12 @@ type planBuilder struct {
 
 // build plans a run at the feeds' shapes.
 func (m *Model) build(c *shapeClass, feeds map[string]inference.Tensor, batch int) (*plan, error) {
+	return m.layout(c, feeds, batch, false)
+}
+
+// layout lays out a plan; dry leaves the plan's constants on the host
+// (for sizing only).
+func (m *Model) layout(c *shapeClass, feeds map[string]inference.Tensor, batch int, dry bool) (*plan, error) {
 	b := &planBuilder{m: m, shapes: map[string][]int{}, dtypes: map[string]inference.DType{},
 		host: map[string]*inference.Tensor{}, locs: map[string]loc{}}
 	for name, s := range c.shapes {
@@ -191,7 +198,11 @@ func (m *Model) build(c *shapeClass, feeds map[string]inference.Tensor, batch in
 		b.dtypes[name] = c.dtypes[name]
 	}
 	for _, in := range m.g.Inputs {
-		b.shapes[in.Name] = feeds[in.Name].Shape()
+		s := feeds[in.Name].Shape()
+		if batch > 0 {
+			s[0] = batch // feeds may be a probe of another batch size (MaxBatch)
+		}
+		b.shapes[in.Name] = s
 		b.dtypes[in.Name] = feeds[in.Name].DType()
 	}
 	for name, t := range m.g.Initializers {
@@ -245,7 +256,7 @@ func (m *Model) build(c *shapeClass, feeds map[string]inference.Tensor, batch in
 	}
 	size := alignUp(mem.Size)
 	for _, in := range m.g.Inputs {
-		n := int64(feeds[in.Name].ByteSize())
+		n := int64(b.dtypes[in.Name].Size()) * numElems(b.shapes[in.Name])
 		b.locs[in.Name] = loc{reg: regWorkspace, off: size}
 		p.inputs = append(p.inputs, ioSlot{name: in.Name, at: b.locs[in.Name], stage: p.inBytes, bytes: n})
 		size += alignUp(n)
@@ -314,7 +325,8 @@ func (m *Model) build(c *shapeClass, feeds map[string]inference.Tensor, batch in
 		p.size = graph.Align
 	}
 
-	if constBytes > 0 {
+	p.constBytes = constBytes
+	if constBytes > 0 && !dry {
 		host := make([]byte, constBytes)
 		for name, off := range constOff {
 			copy(host[off:], tensorBytes(*b.host[name]))

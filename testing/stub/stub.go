@@ -38,6 +38,7 @@ const (
 	optLoadDown  = "load_down"  // loading fails with this message, as an unreachable store would
 	optTag       = "tag"        // ignored by the model; makes the Spec distinct
 	optRecord    = "record"     // keep the first value of every row of every Run
+	optMaxBatch  = "max_batch"  // MaxBatch reports this (a device-memory ceiling)
 )
 
 func init() { inference.RegisterLoader(Format, load) }
@@ -99,6 +100,12 @@ func WithLoadFailure(s inference.Spec, msg string) inference.Spec {
 // batched.
 func WithRecording(s inference.Spec) inference.Spec { return with(s, optRecord, "true") }
 
+// WithMaxBatch makes the model report n as its memory-bound batch ceiling
+// (inference.BatchLimiter), as a GPU model does.
+func WithMaxBatch(s inference.Spec, n int) inference.Spec {
+	return with(s, optMaxBatch, strconv.Itoa(n))
+}
+
 // WithUnavailableStore makes loading the model fail with msg as a
 // transient error (one that wraps no inference sentinel), as when the model
 // store cannot be reached.
@@ -122,12 +129,13 @@ func with(s inference.Spec, k, v string) inference.Spec {
 
 // Model is a loaded stub model. Its methods are safe for concurrent use.
 type Model struct {
-	in, out int
-	w, b    []float32 // w is [out, in] row-major; nil for echo
-	failOn  *float32
-	delay   time.Duration
-	backend inference.Device
-	record  bool
+	in, out  int
+	w, b     []float32 // w is [out, in] row-major; nil for echo
+	failOn   *float32
+	delay    time.Duration
+	backend  inference.Device
+	record   bool
+	maxBatch int
 
 	mu      sync.Mutex
 	batches [][]float32 // guarded by mu; with record set
@@ -156,6 +164,9 @@ func (m *Model) Batches() [][]float32 {
 	return slices.Clone(m.batches)
 }
 
+// MaxBatch is the ceiling set WithMaxBatch, or 0 (none).
+func (m *Model) MaxBatch() int { return m.maxBatch }
+
 // Closed reports whether Close was called.
 func (m *Model) Closed() bool { return m.closed.Load() }
 
@@ -182,6 +193,11 @@ func load(ctx context.Context, spec inference.Spec, backend inference.Backend) (
 	}
 	m := &Model{backend: backend.Device(), record: o[optRecord] == "true"}
 	var err error
+	if v, ok := o[optMaxBatch]; ok {
+		if m.maxBatch, err = strconv.Atoi(v); err != nil || m.maxBatch < 0 {
+			return nil, fmt.Errorf("stub: option %s=%q is not a batch size: %w", optMaxBatch, v, inference.ErrBadModel)
+		}
+	}
 	if m.delay, err = durationOption(o, optDelay); err != nil {
 		return nil, err
 	}

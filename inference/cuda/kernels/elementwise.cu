@@ -43,8 +43,8 @@
 #define U_THRESHOLDEDRELU 36 // a: alpha
 #define U_CELU 37            // a: alpha
 #define U_MISH 38
-#define U_ISNAN 39 // output 0/1 as float; see unary_f32_bool
-#define U_ISINF 40 // a: detect negative, b: detect positive
+#define U_SHRINK 39 // a: lambd, b: bias
+#define U_SWISH 40  // a: alpha
 
 DEVICE float round_half_even(float x) {
 	float r = rintf(x);
@@ -76,7 +76,10 @@ DEVICE float unary(long long op, float x, float a, float b) {
 	case U_HARDSWISH: return x * fmaxf(0.0f, fminf(1.0f, x / 6.0f + 0.5f));
 	case U_SOFTPLUS: return x > 0.0f ? x + log1pf(expf(-x)) : log1pf(expf(x));
 	case U_SOFTSIGN: return x / (1.0f + fabsf(x));
-	case U_CLIP: return x < a ? a : (x > b ? b : x);
+	case U_CLIP: { // a > b gives b everywhere; NaN stays
+		float v = x < a ? a : x;
+		return v > b ? b : v;
+	}
 	case U_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
 	case U_GELU_TANH: return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
 	case U_IDENTITY: return x;
@@ -92,6 +95,8 @@ DEVICE float unary(long long op, float x, float a, float b) {
 	case U_THRESHOLDEDRELU: return x > a ? x : 0.0f;
 	case U_CELU: return fmaxf(0.0f, x) + fminf(0.0f, a * (expf(x / a) - 1.0f));
 	case U_MISH: return x * tanhf(x > 20.0f ? x : log1pf(expf(x)));
+	case U_SHRINK: return x < -a ? x + b : (x > a ? x - b : 0.0f);
+	case U_SWISH: return x * (a * x >= 0.0f ? 1.0f / (1.0f + expf(-a * x)) : expf(a * x) / (1.0f + expf(a * x)));
 	}
 	return x;
 }
@@ -104,22 +109,46 @@ KERNEL unary_f32(long long op, float *__restrict__ y, const float *__restrict__ 
 	GRID_STRIDE(i, n) { y[i] = unary(op, x[i], fa, fb); }
 }
 
-// Binary operator codes (float32 in, float32 out).
+// unary_clip_*: Clip with bounds in device memory, one element each; a
+// bound that is absent (has_lo or has_hi 0) is not read and does not
+// limit. A lower bound above the upper one gives the upper one.
+template <class T> DEVICE void clip(T *y, const T *x, long long n, const T *lo, const T *hi, long long has_lo,
+                                    long long has_hi) {
+	T l = has_lo ? *lo : (T)0, h = has_hi ? *hi : (T)0;
+	GRID_STRIDE(i, n) {
+		T v = x[i];
+		if (has_lo && v < l) v = l;
+		if (has_hi && v > h) v = h;
+		y[i] = v;
+	}
+}
+
+KERNEL unary_clip_f32(float *__restrict__ y, const float *__restrict__ x, long long n, const float *lo,
+                      const float *hi, long long has_lo, long long has_hi) {
+	clip(y, x, n, lo, hi, has_lo, has_hi);
+}
+
+KERNEL unary_clip_i64(long long *__restrict__ y, const long long *__restrict__ x, long long n, const long long *lo,
+                      const long long *hi, long long has_lo, long long has_hi) {
+	clip(y, x, n, lo, hi, has_lo, has_hi);
+}
+
+KERNEL unary_clip_i32(int *__restrict__ y, const int *__restrict__ x, long long n, const int *lo, const int *hi,
+                      long long has_lo, long long has_hi) {
+	clip(y, x, n, lo, hi, has_lo, has_hi);
+}
+
+// Binary operator codes (binary_f32, binary_i64, binary_i32, variadic_*).
 #define B_ADD 0
 #define B_SUB 1
 #define B_MUL 2
-#define B_DIV 3
+#define B_DIV 3   // integers: truncated; the lowering passes only nonzero divisors
 #define B_POW 4
-#define B_MAX 5
+#define B_MAX 5   // float: NaN propagates
 #define B_MIN 6
 #define B_PRELU 7 // x < 0 ? x * y : x
-#define B_MOD 8   // fmod (ONNX Mod with fmod=1)
-// Comparison codes (float32 in, bool out): binary_cmp_f32.
-#define C_EQ 0
-#define C_LT 1
-#define C_LE 2
-#define C_GT 3
-#define C_GE 4
+#define B_MOD 8   // remainder with the sign of x (C's fmod; ONNX Mod with fmod=1)
+#define B_PYMOD 9 // remainder with the sign of y (Python's %; ONNX Mod with fmod=0)
 
 DEVICE float binary(long long op, float a, float b) {
 	switch (op) {
@@ -132,26 +161,197 @@ DEVICE float binary(long long op, float a, float b) {
 	case B_MIN: return (a != a || b != b) ? a + b : fminf(a, b);
 	case B_PRELU: return a < 0.0f ? a * b : a;
 	case B_MOD: return fmodf(a, b);
+	case B_PYMOD: {
+		// fmod is exact; the correction is added in double, as the CPU
+		// backend does, so the result rounds once.
+		float r = fmodf(a, b);
+		return (r != 0.0f && (r < 0.0f) != (b < 0.0f)) ? (float)((double)r + (double)b) : r;
+	}
 	}
 	return a;
 }
+
+// bcast_offset is strided_offset with the common cases cheap: the
+// lowerings merge dimensions, so operands of the output's shape, scalars
+// and rows usually arrive with one or two dimensions that are not 1.
+DEVICE long long bcast_offset(long long i, long long d0, long long d1, long long d2, long long d3, long long d4,
+                              long long d5, long long s0, long long s1, long long s2, long long s3, long long s4,
+                              long long s5) {
+	if (d0 == 1 && d1 == 1 && d2 == 1 && d3 == 1 && d4 == 1) return i * s5;
+	return strided_offset(i, d0, d1, d2, d3, d4, d5, s0, s1, s2, s3, s4, s5);
+}
+
+#define BCAST_PARAMS                                                                                          \
+	long long n, long long d0, long long d1, long long d2, long long d3, long long d4, long long d5, long long xs0, \
+	    long long xs1, long long xs2, long long xs3, long long xs4, long long xs5, long long ys0, long long ys1,   \
+	    long long ys2, long long ys3, long long ys4, long long ys5
+#define X_OFFSET(i) bcast_offset(i, d0, d1, d2, d3, d4, d5, xs0, xs1, xs2, xs3, xs4, xs5)
+#define Y_OFFSET(i) bcast_offset(i, d0, d1, d2, d3, d4, d5, ys0, ys1, ys2, ys3, ys4, ys5)
 
 // binary_f32: z = op(x, y) with broadcasting. The output has dims d0..d5
 // (padded with 1 on the left to MAXRANK) and n elements; x and y are read
 // with strides xs0..xs5 and ys0..ys5 (0 along broadcast dimensions).
 KERNEL binary_f32(long long op, float *__restrict__ z, const float *__restrict__ x, const float *__restrict__ y,
-                  long long n, long long d0, long long d1, long long d2, long long d3, long long d4, long long d5,
-                  long long xs0, long long xs1, long long xs2, long long xs3, long long xs4, long long xs5,
-                  long long ys0, long long ys1, long long ys2, long long ys3, long long ys4, long long ys5) {
-	GRID_STRIDE(i, n) {
-		long long xi = strided_offset(i, d0, d1, d2, d3, d4, d5, xs0, xs1, xs2, xs3, xs4, xs5);
-		long long yi = strided_offset(i, d0, d1, d2, d3, d4, d5, ys0, ys1, ys2, ys3, ys4, ys5);
-		z[i] = binary(op, x[xi], y[yi]);
-	}
+                  BCAST_PARAMS) {
+	GRID_STRIDE(i, n) { z[i] = binary(op, x[X_OFFSET(i)], y[Y_OFFSET(i)]); }
 }
 
 // binary_same_f32: z = op(x, y) for operands of the same shape.
 KERNEL binary_same_f32(long long op, float *__restrict__ z, const float *__restrict__ x,
                        const float *__restrict__ y, long long n) {
 	GRID_STRIDE(i, n) { z[i] = binary(op, x[i], y[i]); }
+}
+
+// Integer arithmetic wraps, as Go's does: it is done on the unsigned type
+// U of the same width, where overflow is defined.
+template <class T, class U> DEVICE T ineg(T a) { return (T)((U)0 - (U)a); }
+
+// ipow is a^b exactly (wrapping); a negative b gives the truncated 1/a^|b|.
+DEVICE long long ipow(long long a, long long b) {
+	if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
+	unsigned long long r = 1, x = (unsigned long long)a;
+	for (; b > 0; b >>= 1) {
+		if (b & 1) r *= x;
+		x *= x;
+	}
+	return (long long)r;
+}
+
+template <class T, class U> DEVICE T ibinary(long long op, T a, T b) {
+	switch (op) {
+	case B_ADD: return (T)((U)a + (U)b);
+	case B_SUB: return (T)((U)a - (U)b);
+	case B_MUL: return (T)((U)a * (U)b);
+	// x / -1 and x % -1 overflow for the least x (and trap on x86): Go
+	// defines them as -x (wrapped) and 0.
+	case B_DIV: return b == -1 ? ineg<T, U>(a) : (b == 0 ? (T)0 : a / b);
+	case B_MAX: return a > b ? a : b;
+	case B_MIN: return a < b ? a : b;
+	case B_PRELU: return a < 0 ? (T)((U)a * (U)b) : a;
+	case B_MOD: return (b == -1 || b == 0) ? (T)0 : a % b;
+	case B_PYMOD: {
+		T r = (b == -1 || b == 0) ? (T)0 : a % b;
+		return (r != 0 && (r < 0) != (b < 0)) ? (T)((U)r + (U)b) : r;
+	}
+	}
+	return a;
+}
+
+// binary_i64 and binary_i32: binary_f32 on integers (no B_POW: see
+// binary_pow_mixed).
+KERNEL binary_i64(long long op, long long *__restrict__ z, const long long *__restrict__ x,
+                  const long long *__restrict__ y, BCAST_PARAMS) {
+	GRID_STRIDE(i, n) { z[i] = ibinary<long long, unsigned long long>(op, x[X_OFFSET(i)], y[Y_OFFSET(i)]); }
+}
+
+KERNEL binary_i32(long long op, int *__restrict__ z, const int *__restrict__ x, const int *__restrict__ y,
+                  BCAST_PARAMS) {
+	GRID_STRIDE(i, n) { z[i] = ibinary<int, unsigned int>(op, x[X_OFFSET(i)], y[Y_OFFSET(i)]); }
+}
+
+// Element type codes of binary_pow_mixed (the lowering's typeCode).
+#define T_F32 0
+#define T_I64 1
+#define T_I32 2
+#define T_U8 3
+
+DEVICE double load_number(long long t, const void *p, long long i) {
+	switch (t) {
+	case T_F32: return (double)((const float *)p)[i];
+	case T_I64: return (double)((const long long *)p)[i];
+	case T_I32: return (double)((const int *)p)[i];
+	}
+	return (double)((const unsigned char *)p)[i];
+}
+
+DEVICE long long load_integer(long long t, const void *p, long long i) {
+	switch (t) {
+	case T_I64: return ((const long long *)p)[i];
+	case T_I32: return (long long)((const int *)p)[i];
+	}
+	return (long long)((const unsigned char *)p)[i];
+}
+
+// binary_pow_mixed: Pow for every pair of types but float32^float32
+// (binary_f32). The result has the base's type xt (float32, int64 or
+// int32); the exponent has type yt. Two integers give the exact power
+// (wrapping), anything else the double power, truncated for an integer
+// base: the CPU backend's rules.
+KERNEL binary_pow_mixed(long long xt, long long yt, void *__restrict__ z, const void *__restrict__ x,
+                        const void *__restrict__ y, BCAST_PARAMS) {
+	GRID_STRIDE(i, n) {
+		long long xi = X_OFFSET(i), yi = Y_OFFSET(i);
+		if (xt != T_F32 && yt != T_F32) {
+			long long r = ipow(load_integer(xt, x, xi), load_integer(yt, y, yi));
+			if (xt == T_I64) ((long long *)z)[i] = r;
+			else ((int *)z)[i] = (int)r;
+			continue;
+		}
+		double r = pow(load_number(xt, x, xi), load_number(yt, y, yi));
+		switch (xt) {
+		case T_F32: ((float *)z)[i] = (float)r; break;
+		case T_I64: ((long long *)z)[i] = (long long)r; break;
+		default: ((int *)z)[i] = (int)(long long)r; break;
+		}
+	}
+}
+
+// Integer unary codes of unary_i64 and unary_i32 are the U_* codes of
+// the same operators.
+template <class T, class U> DEVICE T iunary(long long op, T x, T a, T b) {
+	switch (op) {
+	case U_NEG: return ineg<T, U>(x);
+	case U_ABS: return x < 0 ? ineg<T, U>(x) : x;
+	case U_SIGN: return (T)((x > 0) - (x < 0));
+	case U_RELU: return x < 0 ? (T)0 : x;
+	case U_CLIP: {
+		T v = x < a ? a : x;
+		return v > b ? b : v;
+	}
+	}
+	return x;
+}
+
+// unary_i64 and unary_i32: y[i] = op(x[i]); a and b are Clip's bounds.
+KERNEL unary_i64(long long op, long long *__restrict__ y, const long long *__restrict__ x, long long n, long long a,
+                 long long b) {
+	GRID_STRIDE(i, n) { y[i] = iunary<long long, unsigned long long>(op, x[i], a, b); }
+}
+
+KERNEL unary_i32(long long op, int *__restrict__ y, const int *__restrict__ x, long long n, long long a,
+                 long long b) {
+	GRID_STRIDE(i, n) { y[i] = iunary<int, unsigned int>(op, x[i], (int)a, (int)b); }
+}
+
+// The variadic operators (Sum, Max, Min, Mean) fold one input per launch
+// into the output z, which has n elements and dims d0..d5; y is read with
+// strides ys0..ys5. The first launch (first=1) stores y broadcast; later
+// ones z = op(z, y). div, when not 0, divides the result (Mean's last
+// launch). z is read and written by the same thread only.
+#define FOLD_PARAMS                                                                                              \
+	long long n, long long d0, long long d1, long long d2, long long d3, long long d4, long long d5, long long ys0, \
+	    long long ys1, long long ys2, long long ys3, long long ys4, long long ys5, long long first
+
+KERNEL variadic_f32(long long op, float *z, const float *__restrict__ y, FOLD_PARAMS, double div) {
+	float fdiv = (float)div;
+	GRID_STRIDE(i, n) {
+		float v = y[Y_OFFSET(i)];
+		if (!first) v = binary(op, z[i], v);
+		if (div != 0.0) v = v / fdiv;
+		z[i] = v;
+	}
+}
+
+KERNEL variadic_i64(long long op, long long *z, const long long *__restrict__ y, FOLD_PARAMS) {
+	GRID_STRIDE(i, n) {
+		long long v = y[Y_OFFSET(i)];
+		z[i] = first ? v : ibinary<long long, unsigned long long>(op, z[i], v);
+	}
+}
+
+KERNEL variadic_i32(long long op, int *z, const int *__restrict__ y, FOLD_PARAMS) {
+	GRID_STRIDE(i, n) {
+		int v = y[Y_OFFSET(i)];
+		z[i] = first ? v : ibinary<int, unsigned int>(op, z[i], v);
+	}
 }

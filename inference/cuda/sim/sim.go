@@ -34,6 +34,9 @@ type Options struct {
 	Memory int64
 	// Runner runs the kernels. Without one, Launch fails.
 	Runner Runner
+	// FailAlloc, when set, is asked before each allocation; an error it
+	// returns fails the allocation (tests inject out-of-memory with it).
+	FailAlloc func(bytes int64) error
 }
 
 // Stats counts what the device was asked to do.
@@ -98,6 +101,11 @@ func (d *Device) Stats() Stats {
 func (d *Device) Alloc(bytes int64) (cuda.Ptr, error) {
 	if bytes <= 0 {
 		return 0, fmt.Errorf("sim: alloc of %d bytes", bytes)
+	}
+	if d.opts.FailAlloc != nil {
+		if err := d.opts.FailAlloc(bytes); err != nil {
+			return 0, err
+		}
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -1,0 +1,191 @@
+//go:build cgo
+
+package runinference_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+
+	"github.com/beamml/beamml/beam/runinference"
+	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/cuda"
+	"github.com/beamml/beamml/inference/cuda/check"
+	"github.com/beamml/beamml/inference/cuda/kernels/emu"
+	"github.com/beamml/beamml/inference/cuda/sim"
+	"github.com/beamml/beamml/inference/onnx"
+)
+
+// This test binary registers the CUDA backend on the simulated device:
+// RunInference with Device(CUDA) then runs the GPU executor, its memory
+// plan and the host-emulated CUDA kernels, as a worker built with the cuda
+// tag would on a GPU.
+var (
+	simDev = sim.New(sim.Options{Runner: emu.NewRunner(), FailAlloc: failAlloc})
+	// oomAbove, when positive, fails every device allocation larger than it.
+	oomAbove atomic.Int64
+)
+
+func failAlloc(bytes int64) error {
+	if limit := oomAbove.Load(); limit > 0 && bytes > limit {
+		return fmt.Errorf("injected: %d bytes > %d: %w", bytes, limit, inference.ErrOutOfMemory)
+	}
+	return nil
+}
+
+func init() {
+	inference.RegisterBackend(cuda.NewBackend(func() (cuda.Device, error) { return simDev, nil }))
+	register.Function1x1(checkDigit)
+	register.Function2x0(mismatches)
+}
+
+const digitsPath = "../../examples/classify/digits.onnx"
+
+var cpuDigits = sync.OnceValues(func() (inference.Model, error) {
+	h, err := inference.Acquire(context.Background(), onnx.Model(digitsPath).WithDevice(inference.CPU))
+	if err != nil {
+		return nil, err
+	}
+	return h.Model(), nil // held for the life of the test binary
+})
+
+// mismatches passes on the checks that did not say "ok".
+func mismatches(r string, emit func(string)) {
+	if r != "ok" {
+		emit(r)
+	}
+}
+
+// checkDigit compares a result with the CPU backend's for the same row.
+func checkDigit(r runinference.PredictionResult) string {
+	m, err := cpuDigits()
+	if err != nil {
+		return "cpu model: " + err.Error()
+	}
+	batch := map[string]inference.Tensor{}
+	for name, t := range r.Example {
+		b, err := inference.Stack([]inference.Tensor{t})
+		if err != nil {
+			return err.Error()
+		}
+		batch[name] = b
+	}
+	want, err := m.Run(context.Background(), batch)
+	if err != nil {
+		return "cpu run: " + err.Error()
+	}
+	for name, w := range want {
+		rows, _ := inference.Unstack(w)
+		if err := check.Compare(r.Outputs[name], rows[0], 1e-4, 1e-5); err != nil {
+			return fmt.Sprintf("output %s: %v", name, err)
+		}
+	}
+	return "ok"
+}
+
+// digitRows returns the first n held-out digits of the example's data.
+func digitRows(t *testing.T, n int) []inference.Example {
+	t.Helper()
+	data, err := os.ReadFile("../../examples/classify/testdata/digits.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")[1:] // id, p0..p63, label, …
+	var in []inference.Example
+	for _, line := range lines[:n] {
+		f := strings.Split(line, ",")
+		px := make([]float32, 64)
+		for i := range px {
+			v, err := strconv.ParseFloat(f[1+i], 32)
+			if err != nil {
+				t.Fatal(err)
+			}
+			px[i] = float32(v)
+		}
+		tensor, err := inference.New([]int{64}, px)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in = append(in, inference.Example{"pixels": tensor})
+	}
+	return in
+}
+
+// copyModel gives a test its own model URI, so the shared cache loads it
+// afresh.
+func copyModel(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(digitsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "digits.onnx")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// RunInference with Device(CUDA) on the simulated device: one model load
+// for the process, every result equal to the CPU backend's.
+func TestCUDAOnSimulatedDevice(t *testing.T) {
+	spec := onnx.Model(copyModel(t))
+	const n = 300
+	before := simDev.Stats()
+	p, s := beam.NewPipelineWithRoot()
+	results := runinference.RunInference(s, spec, beam.CreateList(s, digitRows(t, n)),
+		runinference.Device(inference.CUDA), runinference.MaxBatchSize(32))
+	checked := beam.ParDo(s, checkDigit, results)
+	passert.Count(s, checked, "results", n)
+	passert.Empty(s, beam.ParDo(s, mismatches, checked))
+	ptest.RunAndValidate(t, p)
+
+	st := inference.Shared().StatsFor(spec.WithDevice(inference.CUDA))
+	if st.Loads != 1 {
+		t.Errorf("%d model loads, want 1 per process", st.Loads)
+	}
+	after := simDev.Stats()
+	if after.Launches == before.Launches || after.Gemms == before.Gemms {
+		t.Errorf("the simulated GPU ran %d launches and %d GEMMs: the model did not run on it",
+			after.Launches-before.Launches, after.Gemms-before.Gemms)
+	}
+}
+
+// An out-of-memory error on large batches splits them until they fit:
+// every element gets its result and none fails.
+func TestCUDAOutOfMemorySplitsBatches(t *testing.T) {
+	spec := onnx.Model(copyModel(t)).WithDevice(inference.CUDA)
+	h, err := inference.Acquire(context.Background(), spec) // load before the injection
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release()
+	// The digits MLP's workspace is about 0.8 KiB per row: allow about 8.
+	oomAbove.Store(7 << 10)
+	defer oomAbove.Store(0)
+
+	const n = 100
+	p, s := beam.NewPipelineWithRoot()
+	results, failures := runinference.RunInferenceWithFailures(s, spec, beam.CreateList(s, digitRows(t, n)),
+		runinference.Device(inference.CUDA), runinference.MaxBatchSize(64))
+	checked := beam.ParDo(s, checkDigit, results)
+	passert.Count(s, checked, "results", n)
+	passert.Empty(s, beam.ParDo(s, mismatches, checked))
+	passert.Empty(s, failures)
+	ptest.RunAndValidate(t, p)
+	if st := inference.Shared().StatsFor(spec); st.Loads != 1 {
+		t.Errorf("%d loads, want 1", st.Loads)
+	}
+}
+

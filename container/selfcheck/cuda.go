@@ -1,0 +1,30 @@
+//go:build cuda
+
+package main
+
+import (
+	"fmt"
+
+	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/cuda"
+	_ "github.com/beamml/beamml/inference/cuda/cu" // registers the CUDA backend on device 0
+	"github.com/beamml/beamml/inference/graph"
+)
+
+func init() {
+	openGPU = func() (graph.Compiler, string, error) {
+		b, err := inference.ResolveDevice(inference.CUDA)
+		if err != nil {
+			return nil, "", err
+		}
+		cb, ok := b.(*cuda.Backend)
+		if !ok {
+			return nil, "", fmt.Errorf("the backend registered as %q is a %T, not the CUDA backend", inference.CUDA, b)
+		}
+		dev, err := cb.Open()
+		if err != nil {
+			return nil, "", err
+		}
+		return cb, dev.Name(), nil
+	}
+}

@@ -1,0 +1,433 @@
+//go:build cuda
+
+// These tests need a GPU: the test binary links gorgonia.org/cu, so on a
+// machine whose driver does not answer cuInit it exits with status 2
+// before any test runs (see the package doc). Build them anywhere with
+//
+//	go test -tags cuda -c -o /dev/null ./inference/cuda/cu/
+package cu_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+
+	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/cpu"
+	"github.com/beamml/beamml/inference/cuda"
+	"github.com/beamml/beamml/inference/cuda/check"
+	"github.com/beamml/beamml/inference/cuda/cu"
+	"github.com/beamml/beamml/inference/cuda/sim"
+	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/onnx"
+)
+
+// suites is ONNX's backend test data beside the checkout (../shared).
+var suites = filepath.Join("..", "..", "..", "..", "shared", "onnx-conformance")
+
+func open(t testing.TB) *cu.Device {
+	t.Helper()
+	d, err := cu.Open(0)
+	if err != nil {
+		t.Fatalf("Open(0): %v", err)
+	}
+	t.Cleanup(func() {
+		if err := d.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return d
+}
+
+func newBackend(t testing.TB) *cuda.Backend {
+	t.Helper()
+	b := cuda.NewBackend(func() (cuda.Device, error) { return open(t), nil })
+	if err := b.Available(); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestRegistered(t *testing.T) {
+	b, err := inference.ResolveDevice(inference.CUDA)
+	if err != nil {
+		t.Fatalf("ResolveDevice(cuda): %v", err)
+	}
+	if auto, err := inference.ResolveDevice(inference.Auto); err != nil || auto != b {
+		t.Errorf("ResolveDevice(auto) = %v, %v; want the CUDA backend", auto, err)
+	}
+}
+
+func TestOpenBadOrdinal(t *testing.T) {
+	_, err := cu.Open(1 << 20)
+	if !errors.Is(err, inference.ErrNoDevice) {
+		t.Fatalf("Open(1<<20): %v, want ErrNoDevice", err)
+	}
+}
+
+func TestCopies(t *testing.T) {
+	d := open(t)
+	t.Log(d.Name())
+	const n = 1<<20 + 13
+	src := make([]byte, n)
+	for i := range src {
+		src[i] = byte(i * 7)
+	}
+	a, err := d.Alloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Free(a)
+	if a%256 != 0 {
+		t.Errorf("Alloc returned %#x, not 256-byte aligned", a)
+	}
+	b, err := d.Alloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Free(b)
+	if err := d.CopyHtoD(a, src); err != nil {
+		t.Fatal(err)
+	}
+	s, err := d.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.DestroyStream(s)
+	if err := d.CopyDtoDAsync(b, a, n, s); err != nil {
+		t.Fatal(err)
+	}
+	pinned, err := d.AllocHost(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.FreeHost(pinned)
+	if err := d.CopyDtoHAsync(pinned, b, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Sync(s); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(pinned, src) {
+		t.Error("device-to-device and async copies lost data")
+	}
+	clear(pinned)
+	if err := d.CopyHtoDAsync(a, pinned, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Sync(s); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, n)
+	if err := d.CopyDtoH(got, a); err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(got, func(b byte) bool { return b != 0 }) {
+		t.Error("async host-to-device copy of zeros left other bytes")
+	}
+}
+
+func TestErrors(t *testing.T) {
+	d := open(t)
+	info, err := d.MemInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Total <= 0 || info.Free <= 0 || info.Free > info.Total {
+		t.Errorf("MemInfo: %+v", info)
+	}
+	if p, err := d.Alloc(2 * info.Total); !errors.Is(err, inference.ErrOutOfMemory) {
+		t.Errorf("Alloc(2×total): %v, want ErrOutOfMemory", err)
+		if err == nil {
+			d.Free(p)
+		}
+	} else {
+		t.Log(err)
+	}
+	if err := d.Free(12345); err == nil {
+		t.Error("Free of a stray address succeeded")
+	}
+	if _, err := d.Function("no_such_kernel"); err == nil {
+		t.Error("Function of an unknown kernel succeeded")
+	}
+	if err := d.Gemm(nil, cuda.Gemm{M: 2, N: 2, K: 2, LDA: 1, LDB: 2, LDC: 2, Batch: 1}); err == nil {
+		t.Error("Gemm with lda < M succeeded")
+	}
+}
+
+// TestGemmMatchesSim runs the same products on the GPU (cuBLAS) and on the
+// simulated device, whose Gemm is the reference for cuda.Gemm's
+// column-major semantics.
+func TestGemmMatchesSim(t *testing.T) {
+	d := open(t)
+	ref := sim.New(sim.Options{})
+	s, err := d.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.DestroyStream(s)
+	rs, _ := ref.NewStream()
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, tc := range []struct {
+		transA, transB bool
+		m, n, k, batch int
+		alpha, beta    float32
+	}{
+		{false, false, 3, 5, 7, 1, 1, 0},
+		{true, false, 17, 9, 33, 1, 1, 0},
+		{false, true, 64, 31, 16, 1, 0.5, 1},
+		{true, true, 8, 8, 8, 4, 1, 0},
+		{false, false, 129, 65, 257, 3, 2, 0.25},
+		{false, false, 1, 1, 0, 1, 1, 1},
+	} {
+		t.Run(fmt.Sprintf("%+v", tc), func(t *testing.T) {
+			rowsA, colsA := tc.m, tc.k
+			if tc.transA {
+				rowsA, colsA = tc.k, tc.m
+			}
+			rowsB, colsB := tc.k, tc.n
+			if tc.transB {
+				rowsB, colsB = tc.n, tc.k
+			}
+			lda, ldb, ldc := max(1, rowsA)+1, max(1, rowsB)+2, tc.m+3
+			sa, sb, sc := lda*colsA+5, ldb*colsB+7, ldc*tc.n+1
+			g := cuda.Gemm{TransA: tc.transA, TransB: tc.transB, M: tc.m, N: tc.n, K: tc.k,
+				Alpha: tc.alpha, Beta: tc.beta, LDA: lda, StrideA: int64(sa), LDB: ldb, StrideB: int64(sb),
+				LDC: ldc, StrideC: int64(sc), Batch: tc.batch}
+			inputs := [3][]float32{}
+			for i, n := range []int{sa * tc.batch, sb * tc.batch, sc * tc.batch} {
+				inputs[i] = make([]float32, max(n, 1))
+				for j := range inputs[i] {
+					inputs[i][j] = 2*r.Float32() - 1
+				}
+			}
+			run := func(dev cuda.Device, st cuda.Stream) []float32 {
+				var ptrs [3]cuda.Ptr
+				for i, v := range inputs {
+					p, err := dev.Alloc(int64(4 * len(v)))
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer dev.Free(p)
+					if err := dev.CopyHtoD(p, floatBytes(v)); err != nil {
+						t.Fatal(err)
+					}
+					ptrs[i] = p
+				}
+				g.A, g.B, g.C = ptrs[0], ptrs[1], ptrs[2]
+				if err := dev.Gemm(st, g); err != nil {
+					t.Fatal(err)
+				}
+				if err := dev.Sync(st); err != nil {
+					t.Fatal(err)
+				}
+				out := make([]byte, 4*len(inputs[2]))
+				if err := dev.CopyDtoH(out, ptrs[2]); err != nil {
+					t.Fatal(err)
+				}
+				return bytesFloat(out)
+			}
+			got, want := run(d, s), run(ref, rs)
+			for i := range want {
+				if math.Abs(float64(got[i]-want[i])) > 1e-4*float64(tc.k+1) {
+					t.Fatalf("element %d: cuBLAS %g, sim %g", i, got[i], want[i])
+				}
+			}
+		})
+	}
+}
+
+func floatBytes(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+	}
+	return b
+}
+
+func bytesFloat(b []byte) []float32 {
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
+}
+
+// TestOpsMatchCPU runs every check case on the GPU and compares with the
+// CPU backend, as the container's selfcheck does.
+func TestOpsMatchCPU(t *testing.T) {
+	b := newBackend(t)
+	for _, c := range check.Cases() {
+		t.Run(c.Name, func(t *testing.T) {
+			if err := check.Run(context.Background(), b, c); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestConcurrentRuns runs one model from many goroutines at once: each
+// call finds the context on whatever thread it lands on, and the runs'
+// streams and cuBLAS calls do not mix.
+func TestConcurrentRuns(t *testing.T) {
+	b := newBackend(t)
+	want, err := cpu.Backend{}.Compile(mlp(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer want.Close()
+	m, err := b.Compile(mlp(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Go(func() {
+			for i := range 20 {
+				feeds := map[string]inference.Tensor{"x": check.Rand(uint64(100*w+i), -1, 1, 1+(w+i)%9, 64)}
+				ctx := context.Background()
+				got, err := m.Run(ctx, feeds)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				exp, err := want.Run(ctx, feeds)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if err := check.Compare(got["y"], exp["y"], 1e-4, 1e-5); err != nil {
+					t.Errorf("worker %d run %d: %v", w, i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// mlp is y = Relu(x·w + bias), x of shape [batch, 64].
+func mlp(t *testing.T) *graph.Graph {
+	t.Helper()
+	g := &graph.Graph{Name: "mlp", Opsets: map[string]int64{"": 17}, Initializers: map[string]inference.Tensor{
+		"w": check.Rand(1, -1, 1, 64, 32), "bias": check.Rand(2, -1, 1, 32),
+	}}
+	g.Inputs = []graph.Value{{Name: "x", DType: inference.Float32, Shape: []int{inference.Dynamic, 64}}}
+	g.Outputs = []graph.Value{{Name: "y"}}
+	g.Nodes = []*graph.Node{
+		{Name: "mm", OpType: "MatMul", Inputs: []string{"x", "w"}, Outputs: []string{"h"}},
+		{Name: "add", OpType: "Add", Inputs: []string{"h", "bias"}, Outputs: []string{"a"}},
+		{Name: "relu", OpType: "Relu", Inputs: []string{"a"}, Outputs: []string{"y"}},
+	}
+	if err := g.Sort(nil); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestConformance runs ONNX's backend tests on the GPU and on the CPU: every
+// test that passes on the CPU must pass on the GPU.
+func TestConformance(t *testing.T) {
+	if _, err := os.Stat(suites); err != nil {
+		t.Skipf("conformance data not found at %s: %v", suites, err)
+	}
+	gpu := newBackend(t)
+	var dirs []string
+	filepath.WalkDir(suites, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == "model.onnx" {
+			dirs = append(dirs, filepath.Dir(path))
+		}
+		return err
+	})
+	sort.Strings(dirs)
+	if len(dirs) == 0 {
+		t.Fatalf("no model.onnx under %s", suites)
+	}
+	var cpuPass, gpuPass int
+	for _, dir := range dirs {
+		name, _ := filepath.Rel(suites, dir)
+		cpuErr := conformanceTest(dir, cpu.Backend{})
+		if cpuErr != nil {
+			continue
+		}
+		cpuPass++
+		if err := conformanceTest(dir, gpu); err != nil {
+			t.Errorf("%s: passes on the CPU, not on the GPU: %v", name, err)
+			continue
+		}
+		gpuPass++
+	}
+	t.Logf("%d of %d tests pass on the CPU; %d of those pass on the GPU", cpuPass, len(dirs), gpuPass)
+}
+
+// conformanceTest runs one test folder on b, as testing/conformance does:
+// each test_data_set_N's inputs, outputs compared with rtol 1e-3, atol 1e-4.
+func conformanceTest(dir string, b graph.Compiler) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	data, err := os.ReadFile(filepath.Join(dir, "model.onnx"))
+	if err != nil {
+		return err
+	}
+	g, err := onnx.Decode(data, dir)
+	if err != nil {
+		return err
+	}
+	inputs, outputs := slices.Clone(g.Inputs), slices.Clone(g.Outputs)
+	m, err := b.Compile(g)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	sets, _ := filepath.Glob(filepath.Join(dir, "test_data_set_*"))
+	if len(sets) == 0 {
+		return fmt.Errorf("no test_data_set_N folder")
+	}
+	for _, set := range sets {
+		feeds := map[string]inference.Tensor{}
+		for k, in := range inputs {
+			t, err := readTensor(filepath.Join(set, fmt.Sprintf("input_%d.pb", k)))
+			if err != nil {
+				return err
+			}
+			feeds[in.Name] = t
+		}
+		got, err := m.Run(context.Background(), feeds)
+		if err != nil {
+			return err
+		}
+		for k, o := range outputs {
+			want, err := readTensor(filepath.Join(set, fmt.Sprintf("output_%d.pb", k)))
+			if err != nil {
+				return err
+			}
+			if err := check.Compare(got[o.Name], want, 1e-3, 1e-4); err != nil {
+				return fmt.Errorf("%s output %q: %w", filepath.Base(set), o.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func readTensor(path string) (inference.Tensor, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return inference.Tensor{}, err
+	}
+	_, t, err := onnx.ReadTensor(b)
+	return t, err
+}

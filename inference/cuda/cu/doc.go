@@ -1,0 +1,71 @@
+//go:build cuda
+
+// Package cu is the CUDA Device of the GPU backend: the driver API through
+// gorgonia.org/cu v0.9.6 (primary context, device and pinned host memory,
+// copies, PTX modules, kernel launches, streams) and cuBLAS through a small
+// cgo binding of its own (cublasSgemm_v2, cublasSgemmStridedBatched on
+// device pointers, bound to the caller's stream; DESIGN.md rule 9).
+// Importing it registers the cuda backend on device 0:
+//
+//	import _ "github.com/beamml/beamml/inference/cuda/cu" // in a binary built with CGO_ENABLED=1 -tags cuda
+//
+// Every file has the build constraint cuda, so the default build never links
+// CUDA (DESIGN.md rules 1–3).
+//
+// # No GPU: the process exits at init
+//
+// gorgonia.org/cu v0.9.6's package init calls cuInit(0) and, when it fails
+// (no driver, no device, CUDA_VISIBLE_DEVICES empty), prints
+//
+//	Error in initialization, please refer to "https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__INITIALIZE.html" for details on: NoDevice
+//
+// on stdout and calls os.Exit(1), before main runs. Checked on a machine
+// with Debian's driver library (libcuda 535) and no GPU, where cuInit
+// answers CUDA_ERROR_NO_DEVICE. A binary that imports this package cannot
+// fall back to the CPU at run time, and its tests cannot run without a GPU.
+// This package imports internal/cuinit, whose init runs first (see there why),
+// calls cuInit itself, and on failure prints the CUDA error name and
+// description on stderr and exits with status 2 (the project's "no device"
+// status), so the self-check and the conformance runner built with the
+// cuda tag report a missing GPU as such.
+//
+// # Contexts and OS threads
+//
+// A CUDA context is current per OS thread, and goroutines move between
+// threads between any two statements. Open retains the device's primary
+// context (the one the CUDA runtime, and so cuBLAS, uses too). Every method
+// then locks its goroutine to its thread (runtime.LockOSThread), makes the
+// context current there (cuCtxSetCurrent), makes its driver calls, and
+// unlocks. So any goroutine may call any method, concurrently; the caller
+// never sees a thread. The context stays current on the threads it was
+// made current on, which matters only to other CUDA code in the process
+// that expects a different context there without setting it. gorgonia.org/cu's own answer, Ctx, funnels every call
+// through one locked goroutine; that serialises all concurrent runs of a
+// process behind one channel, which is why it is not used.
+//
+// cuBLAS work goes through one handle per Device. Binding the handle to a
+// stream and queuing the product are two calls, so they run under a mutex;
+// both return at once (the product is queued), so the mutex is held for
+// microseconds.
+//
+// # Streams and synchronous copies
+//
+// Streams are created non-blocking (CU_STREAM_NON_BLOCKING): work on one
+// never waits for the legacy default stream, so a synchronous copy made by
+// one Run does not stall the streams of the others. CopyHtoD therefore waits
+// for the legacy stream after cuMemcpyHtoD: from pageable memory that call
+// may return before the DMA has landed, and a kernel queued next on a
+// non-blocking stream would not wait for it. CopyDtoH returns once the data
+// is on the host, as cuMemcpyDtoH does.
+//
+// # Errors
+//
+// Every failed call returns an *Error naming the call, its arguments and the
+// CUDA or cuBLAS status. CUDA_ERROR_OUT_OF_MEMORY and
+// CUBLAS_STATUS_ALLOC_FAILED wrap inference.ErrOutOfMemory; no device, no
+// or mismatched driver, an unavailable device and MPS connection failures
+// wrap inference.ErrNoDevice, and so does every failure of Open. A kernel
+// fault (CUDA_ERROR_ILLEGAL_ADDRESS, CUDA_ERROR_LAUNCH_FAILED) is reported
+// by the next Sync and leaves the context unusable: every later call fails,
+// and only a new process recovers.
+package cu

@@ -1,0 +1,287 @@
+// Neural-network kernels: the data movement around the GEMMs of Conv,
+// ConvTranspose and Gemm (im2col, col2im, bias and fused clamp), a direct
+// convolution for depthwise layers, and the pooling operators. Lowerings in
+// inference/cuda/lower_nn.go. Spatial geometry is always 3-D: a 1-D or 2-D
+// window is padded on the left with dimensions of size 1 (kernel 1, stride
+// 1, dilation 1, no padding). Images are NC[D]HW, row-major.
+#include "common.cuh"
+
+// Pool kinds (pool_f32's kind; poolMax… in lower_nn.go).
+#define POOL_MAX 0
+#define POOL_AVG 1
+#define POOL_LP 2
+// Global pool kinds (pool_global_f32's kind).
+#define GPOOL_AVG 0
+#define GPOOL_MAX 1
+
+#define NN_INF __int_as_float(0x7f800000)
+
+// nn_clamp is the fused activation of a Conv: NaN stays NaN, as Relu and
+// Clip keep it (inference/cpu/fuse.go).
+DEVICE float nn_clamp(float v, float lo, float hi) {
+	if (v < lo) return lo;
+	if (v > hi) return hi;
+	return v;
+}
+
+// conv_im2col_f32 fills col, [images·channels][kd·kh·kw][od·oh·ow], with
+// the taps of x, [images·channels][id·ih·iw]: row (c, tz, ty, tx) and
+// column (oz, oy, ox) read x at z = oz·sd − pd + tz·dd (likewise y and x),
+// zero in the padding. total is the number of elements of col.
+KERNEL conv_im2col_f32(float *__restrict__ col, const float *__restrict__ x, long long total, long long id,
+                       long long ih, long long iw, long long kd, long long kh, long long kw, long long od,
+                       long long oh, long long ow, long long sd, long long sh, long long sw, long long dd,
+                       long long dh, long long dw, long long pd, long long ph, long long pw) {
+	long long isp = id * ih * iw;
+	GRID_STRIDE(i, total) {
+		long long r = i;
+		long long ox = r % ow; r /= ow;
+		long long oy = r % oh; r /= oh;
+		long long oz = r % od; r /= od;
+		long long tx = r % kw; r /= kw;
+		long long ty = r % kh; r /= kh;
+		long long tz = r % kd; r /= kd;
+		long long z = oz * sd - pd + tz * dd, y = oy * sh - ph + ty * dh, xx = ox * sw - pw + tx * dw;
+		float v = 0.0f;
+		if (z >= 0 && z < id && y >= 0 && y < ih && xx >= 0 && xx < iw) v = x[r * isp + (z * ih + y) * iw + xx];
+		col[i] = v;
+	}
+}
+
+// conv_direct_f32 is a convolution without GEMM, for layers whose products
+// are too small to pay for one (depthwise: one input channel per group):
+// y[n, m, o] = bias[m] + Σ_{c < cg, t} w[m, c, t] · x[n, g·cg + c, o·s − p
+// + t·d] with g = m / mg, then the fused clamp when clamp is 1. bias may be
+// null. total is the number of elements of y.
+KERNEL conv_direct_f32(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ w,
+                       const float *__restrict__ bias, long long total, long long channels, long long outChannels,
+                       long long cg, long long mg, long long id, long long ih, long long iw, long long kd,
+                       long long kh, long long kw, long long od, long long oh, long long ow, long long sd,
+                       long long sh, long long sw, long long dd, long long dh, long long dw, long long pd,
+                       long long ph, long long pw, long long clamp, double lo, double hi) {
+	long long isp = id * ih * iw, ksz = kd * kh * kw;
+	float flo = (float)lo, fhi = (float)hi;
+	GRID_STRIDE(i, total) {
+		long long r = i;
+		long long ox = r % ow; r /= ow;
+		long long oy = r % oh; r /= oh;
+		long long oz = r % od; r /= od;
+		long long m = r % outChannels, n = r / outChannels;
+		long long g = m / mg;
+		float acc = 0.0f;
+		for (long long c = 0; c < cg; c++) {
+			const float *xp = x + (n * channels + g * cg + c) * isp;
+			const float *wp = w + (m * cg + c) * ksz;
+			for (long long tz = 0; tz < kd; tz++) {
+				long long z = oz * sd - pd + tz * dd;
+				if (z < 0 || z >= id) continue;
+				for (long long ty = 0; ty < kh; ty++) {
+					long long yy = oy * sh - ph + ty * dh;
+					if (yy < 0 || yy >= ih) continue;
+					const float *xrow = xp + (z * ih + yy) * iw;
+					const float *wrow = wp + (tz * kh + ty) * kw;
+					for (long long tx = 0; tx < kw; tx++) {
+						long long xx = ox * sw - pw + tx * dw;
+						if (xx >= 0 && xx < iw) acc += wrow[tx] * xrow[xx];
+					}
+				}
+			}
+		}
+		if (bias) acc += bias[m];
+		y[i] = clamp ? nn_clamp(acc, flo, fhi) : acc;
+	}
+}
+
+// conv_bias_act_f32 finishes a GEMM convolution in place: y[i] += bias[c]
+// (bias may be null) for y [images][channels][size], then the fused clamp
+// when clamp is 1.
+KERNEL conv_bias_act_f32(float *__restrict__ y, const float *__restrict__ bias, long long total, long long size,
+                         long long channels, long long clamp, double lo, double hi) {
+	float flo = (float)lo, fhi = (float)hi;
+	GRID_STRIDE(i, total) {
+		float v = y[i];
+		if (bias) v += bias[(i / size) % channels];
+		y[i] = clamp ? nn_clamp(v, flo, fhi) : v;
+	}
+}
+
+// conv_col2im_f32 is ConvTranspose's gather: y[n, m, o] = bias[m] + Σ_t
+// col[n, m, t, i] over the taps t whose input position i, with
+// i·s − p + t·d = o, lies inside the input (id, ih, iw). col is [images]
+// [outChannels][kd·kh·kw][id·ih·iw], the GEMM's output; bias may be null.
+// Gathering per output element needs no atomics.
+KERNEL conv_col2im_f32(float *__restrict__ y, const float *__restrict__ col, const float *__restrict__ bias,
+                       long long total, long long outChannels, long long id, long long ih, long long iw,
+                       long long kd, long long kh, long long kw, long long od, long long oh, long long ow,
+                       long long sd, long long sh, long long sw, long long dd, long long dh, long long dw,
+                       long long pd, long long ph, long long pw) {
+	long long isp = id * ih * iw, ksz = kd * kh * kw;
+	GRID_STRIDE(i, total) {
+		long long r = i;
+		long long ox = r % ow; r /= ow;
+		long long oy = r % oh; r /= oh;
+		long long oz = r % od; r /= od;
+		// r = n·outChannels + m
+		const float *cp = col + r * ksz * isp;
+		float acc = 0.0f;
+		for (long long tz = 0; tz < kd; tz++) {
+			long long z = oz + pd - tz * dd;
+			if (z < 0 || z % sd != 0 || z / sd >= id) continue;
+			z /= sd;
+			for (long long ty = 0; ty < kh; ty++) {
+				long long yy = oy + ph - ty * dh;
+				if (yy < 0 || yy % sh != 0 || yy / sh >= ih) continue;
+				yy /= sh;
+				for (long long tx = 0; tx < kw; tx++) {
+					long long xx = ox + pw - tx * dw;
+					if (xx < 0 || xx % sw != 0 || xx / sw >= iw) continue;
+					xx /= sw;
+					acc += cp[((tz * kh + ty) * kw + tx) * isp + (z * ih + yy) * iw + xx];
+				}
+			}
+		}
+		if (bias) acc += bias[r % outChannels];
+		y[i] = acc;
+	}
+}
+
+// pool_f32 is MaxPool, AveragePool and LpPool over planes of x: output
+// position o's window reads z = o·s − pb + t·d for taps t < k in each
+// dimension, skipping positions outside the input. Max ignores NaN (as
+// v > best does); Avg divides by the taps inside the input or, with
+// includePad, by those inside the padded extent [−pb, in + pe); Lp is
+// (Σ|v|^p)^(1/p). total is the number of elements of y.
+KERNEL pool_f32(long long kind, float *__restrict__ y, const float *__restrict__ x, long long total, long long id,
+                long long ih, long long iw, long long od, long long oh, long long ow, long long kd, long long kh,
+                long long kw, long long sd, long long sh, long long sw, long long dd, long long dh, long long dw,
+                long long pd, long long ph, long long pw, long long ed, long long eh, long long ew,
+                long long includePad, double p) {
+	long long isp = id * ih * iw;
+	float fp = (float)p;
+	GRID_STRIDE(i, total) {
+		long long r = i;
+		long long ox = r % ow; r /= ow;
+		long long oy = r % oh; r /= oh;
+		long long oz = r % od; r /= od;
+		const float *xp = x + r * isp;
+		float acc = kind == POOL_MAX ? -NN_INF : 0.0f;
+		long long inside = 0;
+		for (long long tz = 0; tz < kd; tz++) {
+			long long z = oz * sd - pd + tz * dd;
+			if (z < 0 || z >= id) continue;
+			for (long long ty = 0; ty < kh; ty++) {
+				long long yy = oy * sh - ph + ty * dh;
+				if (yy < 0 || yy >= ih) continue;
+				for (long long tx = 0; tx < kw; tx++) {
+					long long xx = ox * sw - pw + tx * dw;
+					if (xx < 0 || xx >= iw) continue;
+					float v = xp[(z * ih + yy) * iw + xx];
+					inside++;
+					if (kind == POOL_MAX) {
+						if (v > acc) acc = v;
+					} else if (kind == POOL_AVG) {
+						acc += v;
+					} else {
+						acc += powf(fabsf(v), fp);
+					}
+				}
+			}
+		}
+		if (kind == POOL_AVG) {
+			long long count = inside;
+			if (includePad) {
+				long long cz = 0, cy = 0, cx = 0;
+				for (long long t = 0; t < kd; t++) cz += oz * sd - pd + t * dd < id + ed;
+				for (long long t = 0; t < kh; t++) cy += oy * sh - ph + t * dh < ih + eh;
+				for (long long t = 0; t < kw; t++) cx += ox * sw - pw + t * dw < iw + ew;
+				count = cz * cy * cx;
+			}
+			acc = acc / (float)count;
+		} else if (kind == POOL_LP) {
+			acc = powf(acc, 1.0f / fp);
+		}
+		y[i] = acc;
+	}
+}
+
+// pool_max_index_f32 is MaxPool with its Indices output: y as pool_f32's
+// POOL_MAX, and indices the flat position in x of the element chosen (the
+// first tap inside the input, then each strictly greater one), counting
+// each plane row-major or, with colMajor, column-major; 0 when no tap is
+// inside.
+KERNEL pool_max_index_f32(float *__restrict__ y, long long *__restrict__ indices, const float *__restrict__ x,
+                          long long total, long long id, long long ih, long long iw, long long od, long long oh,
+                          long long ow, long long kd, long long kh, long long kw, long long sd, long long sh,
+                          long long sw, long long dd, long long dh, long long dw, long long pd, long long ph,
+                          long long pw, long long colMajor) {
+	long long isp = id * ih * iw;
+	GRID_STRIDE(i, total) {
+		long long r = i;
+		long long ox = r % ow; r /= ow;
+		long long oy = r % oh; r /= oh;
+		long long oz = r % od; r /= od;
+		const float *xp = x + r * isp;
+		float best = -NN_INF;
+		long long at = -1;
+		for (long long tz = 0; tz < kd; tz++) {
+			long long z = oz * sd - pd + tz * dd;
+			if (z < 0 || z >= id) continue;
+			for (long long ty = 0; ty < kh; ty++) {
+				long long yy = oy * sh - ph + ty * dh;
+				if (yy < 0 || yy >= ih) continue;
+				for (long long tx = 0; tx < kw; tx++) {
+					long long xx = ox * sw - pw + tx * dw;
+					if (xx < 0 || xx >= iw) continue;
+					float v = xp[(z * ih + yy) * iw + xx];
+					if (v > best || at < 0) {
+						best = v;
+						at = colMajor ? z + (yy + xx * ih) * id : (z * ih + yy) * iw + xx;
+					}
+				}
+			}
+		}
+		y[i] = best;
+		indices[i] = at < 0 ? 0 : r * isp + at;
+	}
+}
+
+// pool_global_f32 reduces each of planes planes of size elements of x to
+// one value of y: the mean (GPOOL_AVG) or the maximum, NaN winning
+// (GPOOL_MAX, as Go's max does). A block per plane.
+SYNC_KERNEL pool_global_f32(long long kind, float *__restrict__ y, const float *__restrict__ x, long long planes,
+                            long long size) {
+	__shared__ float buf[BLOCK];
+	for (long long pl = blockIdx.x; pl < planes; pl += gridDim.x) {
+		const float *xp = x + pl * size;
+		float acc = kind == GPOOL_MAX ? -NN_INF : 0.0f;
+		for (long long k = threadIdx.x; k < size; k += BLOCK) {
+			float v = xp[k];
+			if (kind == GPOOL_MAX) {
+				if (v != v || v > acc) acc = acc != acc ? acc : v;
+			} else {
+				acc += v;
+			}
+		}
+		buf[threadIdx.x] = acc;
+		__syncthreads();
+		for (unsigned s = BLOCK / 2; s > 0; s >>= 1) {
+			if (threadIdx.x < s) {
+				float a = buf[threadIdx.x], b = buf[threadIdx.x + s];
+				if (kind == GPOOL_MAX)
+					buf[threadIdx.x] = a != a ? a : (b != b || b > a ? b : a);
+				else
+					buf[threadIdx.x] = a + b;
+			}
+			__syncthreads();
+		}
+		if (threadIdx.x == 0) y[pl] = kind == GPOOL_MAX ? buf[0] : buf[0] / (float)size;
+		__syncthreads();
+	}
+}
+
+// gemm_fill_f32 writes Gemm's C, broadcast, into y [m][n]: y[i, j] =
+// c[i·rs + j·cs] (a stride is 0 along a broadcast dimension).
+KERNEL gemm_fill_f32(float *__restrict__ y, const float *__restrict__ c, long long m, long long n, long long rs,
+                     long long cs) {
+	GRID_STRIDE(i, m * n) { y[i] = c[(i / n) * rs + (i % n) * cs]; }
+}

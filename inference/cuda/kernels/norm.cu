@@ -1,0 +1,191 @@
+// Normalisation kernels: BatchNormalization (inference), the row
+// normalisations (Instance, Group, Layer and RMS: a row is a contiguous
+// block normalised by its own statistics), LpNormalization, LRN, and
+// Softmax, LogSoftmax and Hardmax. Lowerings in inference/cuda/lower_norm.go. Statistics
+// accumulate in float, reduced in shared memory, a block per row.
+#include "common.cuh"
+
+// softmax_f32's kinds (softmaxKind… in lower_norm.go).
+#define SOFTMAX 0
+#define LOG_SOFTMAX 1
+#define HARDMAX 2
+
+#define NORM_INF __int_as_float(0x7f800000)
+
+// norm_block_sum returns the sum of every thread's v to every thread of
+// the block (blockDim.x == BLOCK).
+DEVICE float norm_block_sum(float *buf, float v) {
+	buf[threadIdx.x] = v;
+	__syncthreads();
+	for (unsigned s = BLOCK / 2; s > 0; s >>= 1) {
+		if (threadIdx.x < s) buf[threadIdx.x] += buf[threadIdx.x + s];
+		__syncthreads();
+	}
+	float r = buf[0];
+	__syncthreads();
+	return r;
+}
+
+// norm_block_max returns the largest of every thread's v, ignoring NaN
+// unless every value is NaN.
+DEVICE float norm_block_max(float *buf, float v) {
+	buf[threadIdx.x] = v;
+	__syncthreads();
+	for (unsigned s = BLOCK / 2; s > 0; s >>= 1) {
+		if (threadIdx.x < s) buf[threadIdx.x] = fmaxf(buf[threadIdx.x], buf[threadIdx.x + s]);
+		__syncthreads();
+	}
+	float r = buf[0];
+	__syncthreads();
+	return r;
+}
+
+// norm_batch_f32 is BatchNormalization in inference mode: element i of x
+// belongs to statistic c = (i / repeat) % params, and y = x·a + (B − mean·a)
+// with a = scale / √(var + eps).
+KERNEL norm_batch_f32(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ scale,
+                      const float *__restrict__ bias, const float *__restrict__ mean, const float *__restrict__ var,
+                      long long n, long long params, long long repeat, double eps) {
+	float feps = (float)eps;
+	GRID_STRIDE(i, n) {
+		long long c = (i / repeat) % params;
+		float a = scale[c] / sqrtf(var[c] + feps);
+		y[i] = x[i] * a + (bias[c] - mean[c] * a);
+	}
+}
+
+// norm_rows_f32 normalises each of rows rows of size elements of x:
+// y = (x − μ)·inv·scale + bias with inv = 1/√(σ² + eps), or, with rms,
+// μ = 0 and σ² = mean(x²). Element g (counting over the whole tensor)
+// reads scale[(g / sdiv) % smod] and bias[(g / bdiv) % bmod]; bias may be
+// null. mean and inv, when not null, receive each row's μ and inv. A block
+// per row; the variance takes a second pass over the row.
+SYNC_KERNEL norm_rows_f32(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ scale,
+                          const float *__restrict__ bias, float *__restrict__ mean, float *__restrict__ inv,
+                          long long rows, long long size, double eps, long long rms, long long sdiv, long long smod,
+                          long long bdiv, long long bmod) {
+	__shared__ float buf[BLOCK];
+	for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+		const float *xr = x + r * size;
+		float mu = 0.0f;
+		if (!rms) {
+			float s = 0.0f;
+			for (long long k = threadIdx.x; k < size; k += BLOCK) s += xr[k];
+			mu = norm_block_sum(buf, s) / (float)size;
+		}
+		float q = 0.0f;
+		for (long long k = threadIdx.x; k < size; k += BLOCK) {
+			float d = xr[k] - mu;
+			q += d * d;
+		}
+		float is = 1.0f / sqrtf(norm_block_sum(buf, q) / (float)size + (float)eps);
+		if (threadIdx.x == 0) {
+			if (mean) mean[r] = mu;
+			if (inv) inv[r] = is;
+		}
+		for (long long k = threadIdx.x; k < size; k += BLOCK) {
+			long long g = r * size + k;
+			float v = (xr[k] - mu) * is * scale[(g / sdiv) % smod];
+			if (bias) v += bias[(g / bdiv) % bmod];
+			y[g] = v;
+		}
+	}
+}
+
+// norm_lp_f32 is LpNormalization: y = x / ‖x‖_p over rows of size
+// elements, inner apart (as softmax_f32's), p 1 or 2; a row whose norm is
+// 0 gives 0. A block per row.
+SYNC_KERNEL norm_lp_f32(float *__restrict__ y, const float *__restrict__ x, long long outer, long long size,
+                        long long inner, long long p) {
+	__shared__ float buf[BLOCK];
+	long long rows = outer * inner;
+	for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+		long long base = (r / inner) * size * inner + r % inner;
+		const float *xr = x + base;
+		float *yr = y + base;
+		float s = 0.0f;
+		for (long long k = threadIdx.x; k < size; k += BLOCK) {
+			float v = xr[k * inner];
+			s += p == 1 ? fabsf(v) : v * v;
+		}
+		s = norm_block_sum(buf, s);
+		if (p != 1) s = sqrtf(s);
+		for (long long k = threadIdx.x; k < size; k += BLOCK) yr[k * inner] = s == 0.0f ? 0.0f : xr[k * inner] / s;
+	}
+}
+
+// lrn_f32 is LRN across channels: y = x / (bias + alpha/size · Σ x²)^beta,
+// the sum over channels c − lo … c + hi clipped to [0, channels). x is
+// [images][channels][spatial]; n is its number of elements.
+KERNEL lrn_f32(float *__restrict__ y, const float *__restrict__ x, long long n, long long channels,
+               long long spatial, long long size, long long lo, long long hi, double alpha, double beta,
+               double bias) {
+	float a = (float)alpha / (float)size, b = (float)beta, k = (float)bias;
+	GRID_STRIDE(i, n) {
+		long long s = i % spatial, c = (i / spatial) % channels, img = i / (spatial * channels);
+		const float *xp = x + img * channels * spatial + s;
+		float sq = 0.0f;
+		for (long long j = llmax(0, c - lo); j <= llmin(channels - 1, c + hi); j++) {
+			float v = xp[j * spatial];
+			sq += v * v;
+		}
+		y[i] = x[i] / powf(k + a * sq, b);
+	}
+}
+
+// softmax_f32 is Softmax, LogSoftmax and Hardmax over rows of size
+// elements, inner apart: row r = o·inner + j starts at o·size·inner + j,
+// for outer·inner rows. Softmax is exp(x − max)/Σ exp(x − max), LogSoftmax
+// x − (max + log Σ exp(x − max)). Hardmax puts 1 at the first maximum
+// (NaN never wins, but a NaN first element does, as a scan with v > best
+// from element 0 finds) and 0 elsewhere. A block per row.
+SYNC_KERNEL softmax_f32(long long kind, float *__restrict__ y, const float *__restrict__ x, long long outer,
+                        long long size, long long inner) {
+	__shared__ float buf[BLOCK];
+	__shared__ long long at[BLOCK];
+	long long rows = outer * inner;
+	for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+		long long base = (r / inner) * size * inner + r % inner;
+		const float *xr = x + base;
+		float *yr = y + base;
+		if (kind == HARDMAX) {
+			float best = -NORM_INF;
+			long long bi = -1;
+			for (long long k = threadIdx.x; k < size; k += BLOCK) {
+				float v = xr[k * inner];
+				if (v == v && (bi < 0 || v > best)) best = v, bi = k;
+			}
+			buf[threadIdx.x] = best;
+			at[threadIdx.x] = bi;
+			__syncthreads();
+			for (unsigned s = BLOCK / 2; s > 0; s >>= 1) {
+				if (threadIdx.x < s) {
+					float ov = buf[threadIdx.x + s];
+					long long oi = at[threadIdx.x + s], mi = at[threadIdx.x];
+					if (oi >= 0 && (mi < 0 || ov > buf[threadIdx.x] || (ov == buf[threadIdx.x] && oi < mi))) {
+						buf[threadIdx.x] = ov;
+						at[threadIdx.x] = oi;
+					}
+				}
+				__syncthreads();
+			}
+			long long win = at[0];
+			__syncthreads();
+			if (size > 0 && xr[0] != xr[0]) win = 0;
+			for (long long k = threadIdx.x; k < size; k += BLOCK) yr[k * inner] = k == win ? 1.0f : 0.0f;
+			continue;
+		}
+		float m = -NORM_INF;
+		for (long long k = threadIdx.x; k < size; k += BLOCK) m = fmaxf(m, xr[k * inner]);
+		m = norm_block_max(buf, m);
+		float s = 0.0f;
+		for (long long k = threadIdx.x; k < size; k += BLOCK) s += expf(xr[k * inner] - m);
+		s = norm_block_sum(buf, s);
+		if (kind == LOG_SOFTMAX) {
+			float ls = m + logf(s);
+			for (long long k = threadIdx.x; k < size; k += BLOCK) yr[k * inner] = xr[k * inner] - ls;
+		} else {
+			for (long long k = threadIdx.x; k < size; k += BLOCK) yr[k * inner] = expf(xr[k * inner] - m) / s;
+		}
+	}
+}

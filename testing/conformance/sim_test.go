@@ -1,0 +1,56 @@
+//go:build cgo
+
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/beamml/beamml/inference"
+)
+
+// TestConformanceSimMatchesCPU runs every suite through the CUDA executor
+// on the simulated device (host-emulated kernels) and requires the same
+// outcome as the CPU backend for every test: the same PASS list, no FAIL.
+func TestConformanceSimMatchesCPU(t *testing.T) {
+	if _, err := os.Stat(suites); err != nil {
+		t.Fatalf("conformance data not found at %s: %v", suites, err)
+	}
+	cpuBackend, err := inference.ResolveDevice(inference.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	simulated, err := resolve("sim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, suite := range []string{"node", "pytorch-converted", "pytorch-operator", "simple"} {
+		t.Run(suite, func(t *testing.T) {
+			want, err := RunAll(io.Discard, filepath.Join(suites, suite), cpuBackend, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := RunAll(io.Discard, filepath.Join(suites, suite), simulated, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			status := map[string]Status{}
+			for _, r := range want.Results {
+				status[r.Name] = r.Status
+			}
+			for _, r := range got.Results {
+				if r.Status != status[r.Name] {
+					t.Errorf("%s: %s on the simulated device, %s on the CPU", r, r.Status, status[r.Name])
+				}
+			}
+			if len(got.Results) != len(want.Results) || got.Failed > 0 {
+				t.Errorf("sim: %d passed, %d failed, %d skipped; cpu: %d passed, %d failed, %d skipped",
+					got.Passed, got.Failed, got.Skipped, want.Passed, want.Failed, want.Skipped)
+			}
+			t.Logf("%d passed on the simulated device (%d ran every node on the device), %d failed, %d skipped",
+				got.Passed, got.OnDevice, got.Failed, got.Skipped)
+		})
+	}
+}
