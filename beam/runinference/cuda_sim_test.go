@@ -188,4 +188,3 @@ func TestCUDAOutOfMemorySplitsBatches(t *testing.T) {
 		t.Errorf("%d loads, want 1", st.Loads)
 	}
 }
-

@@ -268,7 +268,7 @@ func workspaceBytes(t *testing.T, m *cuda.Model, g *graph.Graph, n int) int64 {
 func TestMaxBatch(t *testing.T) {
 	g := digits(t)
 	prev := 0
-	for _, mem := range []int64{300 << 20, 1 << 30, 4 << 30} {
+	for _, mem := range []int64{260 << 20, 270 << 20, 300 << 20} {
 		dev := sim.New(sim.Options{Runner: runner, Memory: mem})
 		b := cuda.NewBackend(func() (cuda.Device, error) { return dev, nil })
 		m := compile(t, b, g).(*cuda.Model)
@@ -278,10 +278,23 @@ func TestMaxBatch(t *testing.T) {
 			t.Errorf("%d MiB: MaxBatch %d, below %d for less memory", mem>>20, mb, prev)
 		}
 		prev = mb
-		if mb < 1<<16 { // the largest batch must run; one more must not fit the budget
-			if _, err := m.Run(context.Background(), batchOf(g, mb, 1)); err != nil {
-				t.Errorf("%d MiB: batch of MaxBatch %d: %v", mem>>20, mb, err)
-			}
+		budget, err := m.Budget()
+		if err != nil {
+			t.Fatal(err)
+		}
+		at, err := m.WorkspaceBytes(mb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next, err := m.WorkspaceBytes(mb + 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if at > budget || (mb < 1<<16 && next <= budget) {
+			t.Errorf("%d MiB: budget %d bytes; MaxBatch %d needs %d, one more %d", mem>>20, budget, mb, at, next)
+		}
+		if _, err := m.Run(context.Background(), batchOf(g, mb, 1)); err != nil {
+			t.Errorf("%d MiB: batch of MaxBatch %d: %v", mem>>20, mb, err)
 		}
 		m.Close()
 		if err := dev.Close(); err != nil {

@@ -28,12 +28,10 @@ func (m *Model) MaxBatch() int {
 	if !m.batched || m.fallback != "" {
 		return 0
 	}
-	info, err := m.dev.MemInfo()
+	budget, err := m.Budget()
 	if err != nil {
 		return 0
 	}
-	headroom := max(int64(float64(info.Total)*HeadroomFraction), MinHeadroom)
-	budget := info.Free - headroom
 	if budget <= 0 {
 		return 1
 	}
@@ -54,6 +52,31 @@ func (m *Model) MaxBatch() int {
 		}
 	}
 	return lo
+}
+
+// WorkspaceBytes returns the device memory one Run at batch size b takes
+// (its workspace and its plan's constants), at the model's declared input
+// shapes with other dynamic dimensions at 1. Weights are not included
+// (ByteSize).
+func (m *Model) WorkspaceBytes(b int) (int64, error) {
+	if !m.batched || m.fallback != "" {
+		return 0, fmt.Errorf("cuda: workspace size: the model has no batch dimension or runs on the CPU")
+	}
+	size, err := m.workspaceSizer()
+	if err != nil {
+		return 0, err
+	}
+	return size(b)
+}
+
+// Budget returns the device bytes MaxBatch lets one batch use: the free
+// memory less the headroom.
+func (m *Model) Budget() (int64, error) {
+	info, err := m.dev.MemInfo()
+	if err != nil {
+		return 0, err
+	}
+	return info.Free - max(int64(float64(info.Total)*HeadroomFraction), MinHeadroom), nil
 }
 
 // workspaceSizer returns the device bytes one Run needs at batch b: its

@@ -28,20 +28,87 @@ std::vector<std::string> names;
 
 // Coroutine state of the block being run by a SYNC_KERNEL launch.
 const size_t stack_size = 64 << 10;
-ucontext_t main_ctx;
-std::vector<ucontext_t> thread_ctx;
 std::vector<char *> stacks;
 std::vector<char> done;
-emu_dim3 *thread_idx;
 int current = -1;
 emu_entry call_fn;
 const uint64_t *call_args;
 const char *misuse;
 
+#if defined(__x86_64__)
+// A coroutine switch of our own: glibc's swapcontext makes a sigprocmask
+// system call on every switch, which made barrier-heavy kernels (a block
+// per softmax row) hundreds of times slower. emu_switch saves the
+// callee-saved registers on the current stack, stores the stack pointer in
+// *from, and resumes the coroutine whose stack pointer is to.
+extern "C" void emu_switch(void **from, void *to);
+asm(R"(
+	.text
+	.globl emu_switch
+	.type emu_switch,@function
+emu_switch:
+	pushq %rbp
+	pushq %rbx
+	pushq %r12
+	pushq %r13
+	pushq %r14
+	pushq %r15
+	movq %rsp, (%rdi)
+	movq %rsi, %rsp
+	popq %r15
+	popq %r14
+	popq %r13
+	popq %r12
+	popq %rbx
+	popq %rbp
+	ret
+	.size emu_switch, .-emu_switch
+)");
+
+void *main_sp;
+std::vector<void *> thread_sp;
+
+[[noreturn]] void thread_main() {
+	call_fn(call_args);
+	done[current] = 1;
+	void *dead;
+	emu_switch(&dead, main_sp);
+	__builtin_unreachable();
+}
+
+// start prepares thread t's stack so that the first switch to it enters
+// thread_main as if called (the stack 8 bytes off 16-byte alignment).
+void start(unsigned t) {
+	uintptr_t top = ((uintptr_t)stacks[t] + stack_size) & ~(uintptr_t)15;
+	void **sp = (void **)top;
+	*--sp = nullptr;               // thread_main's return address: never used
+	*--sp = (void *)&thread_main;  // emu_switch returns here
+	for (int i = 0; i < 6; i++) *--sp = nullptr;  // rbp rbx r12 r13 r14 r15
+	thread_sp[t] = sp;
+}
+
+void resume(unsigned t) { emu_switch(&main_sp, thread_sp[t]); }
+void yield_to_main() { emu_switch(&thread_sp[current], main_sp); }
+#else
+ucontext_t main_ctx;
+std::vector<ucontext_t> thread_ctx;
+
 void thread_main() {
 	call_fn(call_args);
 	done[current] = 1;
 }
+
+void start(unsigned t) {
+	getcontext(&thread_ctx[t]);
+	thread_ctx[t].uc_stack.ss_sp = stacks[t];
+	thread_ctx[t].uc_stack.ss_size = stack_size;
+	thread_ctx[t].uc_link = &main_ctx;
+	makecontext(&thread_ctx[t], thread_main, 0);
+}
+
+void resume(unsigned t) { swapcontext(&main_ctx, &thread_ctx[t]); }
+void yield_to_main() { swapcontext(&thread_ctx[current], &main_ctx); }
+#endif
 
 }  // namespace
 
@@ -55,7 +122,7 @@ void emu_syncthreads(void) {
 		misuse = "calls __syncthreads but is declared KERNEL, not SYNC_KERNEL";
 		return;
 	}
-	swapcontext(&thread_ctx[current], &main_ctx);
+	yield_to_main();
 }
 
 extern "C" int emu_kernel_count(void) {
@@ -91,7 +158,11 @@ extern "C" int emu_launch(const char *name, const unsigned *dims, const uint64_t
 	for (unsigned t = 0; t < threads; t++)
 		idx[t] = emu_dim3{t % dims[3], (t / dims[3]) % dims[4], t / (dims[3] * dims[4])};
 	if (k.sync) {
+#if defined(__x86_64__)
+		thread_sp.resize(threads);
+#else
 		thread_ctx.resize(threads);
+#endif
 		done.assign(threads, 0);
 		while (stacks.size() < threads) stacks.push_back((char *)malloc(stack_size));
 		call_fn = k.fn;
@@ -111,11 +182,7 @@ extern "C" int emu_launch(const char *name, const unsigned *dims, const uint64_t
 				}
 				for (unsigned t = 0; t < threads; t++) {
 					done[t] = 0;
-					getcontext(&thread_ctx[t]);
-					thread_ctx[t].uc_stack.ss_sp = stacks[t];
-					thread_ctx[t].uc_stack.ss_size = stack_size;
-					thread_ctx[t].uc_link = &main_ctx;
-					makecontext(&thread_ctx[t], thread_main, 0);
+					start(t);
 				}
 				// Each pass runs every live thread to its next barrier or its
 				// end; a pass ends with all of them at the same barrier.
@@ -125,7 +192,7 @@ extern "C" int emu_launch(const char *name, const unsigned *dims, const uint64_t
 						if (done[t]) continue;
 						current = (int)t;
 						threadIdx = idx[t];
-						swapcontext(&main_ctx, &thread_ctx[t]);
+						resume(t);
 						if (!done[t]) live++;
 					}
 				}
