@@ -19,7 +19,7 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 # ONNX's backend test data, beside the checkout.
 CONFORMANCE_DIR ?= ../shared/onnx-conformance
 
-.PHONY: demo test test-direct race build-nocgo lint bench bench-cpu conformance fuzz generate kernels ptxas build-cuda
+.PHONY: demo test test-direct race build-nocgo lint bench bench-cpu conformance fuzz generate kernels ptxas build-cuda worker container
 
 demo:
 	$(GO) run ./examples/classify
@@ -117,3 +117,15 @@ SELFCHECK_ARGS ?=
 selfcheck:
 	$(GO) build -tags '$(SELFCHECK_TAGS)' -o out/bin/selfcheck ./container/selfcheck
 	out/bin/selfcheck $(SELFCHECK_ARGS)
+
+# The Dataflow GPU worker: the pipeline binary built with cgo and the cuda
+# tag, for linux/amd64 (needs the CUDA toolkit: Debian's nvidia-cuda-toolkit
+# or NVIDIA's). Pass it to the launcher with --worker_binary.
+WORKER_PKG ?= ./examples/dataflow
+worker:
+	CGO_ENABLED=1 GOOS=linux GOARCH=amd64 $(GO) build -tags cuda -trimpath -o out/worker $(WORKER_PKG)
+
+# The container image (where Docker runs): make container IMAGE=…
+IMAGE ?= beamml-gpu:dev
+container:
+	docker build -f container/Dockerfile --build-arg WORKER_PKG=$(WORKER_PKG) -t $(IMAGE) .

@@ -52,12 +52,14 @@
 package runinference
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/contextreg"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 
 	"github.com/beamml/beamml/inference"
@@ -156,7 +158,7 @@ func newConfig(spec inference.Spec, opts []Option) (inference.Spec, config) {
 //
 // It panics at construction on an invalid spec or option, naming it.
 func RunInference(s beam.Scope, spec inference.Spec, col beam.PCollection, opts ...Option) beam.PCollection {
-	s = s.Scope("runinference.RunInference")
+	s = scope(s, "runinference.RunInference", spec)
 	results, _ := expand(s, spec, col, false, false, opts)
 	return results
 }
@@ -165,7 +167,7 @@ func RunInference(s beam.Scope, spec inference.Spec, col beam.PCollection, opts 
 // PCollection<Failure> of the elements that could not be predicted. Results
 // plus failures hold every input element exactly once.
 func RunInferenceWithFailures(s beam.Scope, spec inference.Spec, col beam.PCollection, opts ...Option) (results, failures beam.PCollection) {
-	s = s.Scope("runinference.RunInferenceWithFailures")
+	s = scope(s, "runinference.RunInferenceWithFailures", spec)
 	return expand(s, spec, col, false, true, opts)
 }
 
@@ -173,7 +175,7 @@ func RunInferenceWithFailures(s beam.Scope, spec inference.Spec, col beam.PColle
 // and returns a PCollection<KV<K, PredictionResult>>: each result keeps its
 // element's key.
 func RunInferenceKeyed(s beam.Scope, spec inference.Spec, col beam.PCollection, opts ...Option) beam.PCollection {
-	s = s.Scope("runinference.RunInferenceKeyed")
+	s = scope(s, "runinference.RunInferenceKeyed", spec)
 	results, _ := expand(s, spec, col, true, false, opts)
 	return results
 }
@@ -181,8 +183,34 @@ func RunInferenceKeyed(s beam.Scope, spec inference.Spec, col beam.PCollection, 
 // RunInferenceKeyedWithFailures is RunInferenceKeyed with a second output,
 // a PCollection<KV<K, Failure>>.
 func RunInferenceKeyedWithFailures(s beam.Scope, spec inference.Spec, col beam.PCollection, opts ...Option) (results, failures beam.PCollection) {
-	s = s.Scope("runinference.RunInferenceKeyedWithFailures")
+	s = scope(s, "runinference.RunInferenceKeyedWithFailures", spec)
 	return expand(s, spec, col, true, true, opts)
+}
+
+// Annotation marks the composite PTransform of every RunInference in the
+// pipeline proto; its value is the model's URI. beam/dataflowgpu finds
+// the transforms to give a GPU by it (right fitting).
+const Annotation = "beamml:runinference:v1"
+
+type annotationKey struct{}
+
+// scope opens the transform's composite scope with a context whose value
+// becomes the PTransform's Annotation (through Beam's context registry,
+// which the Go SDK applies to composite transforms).
+func scope(s beam.Scope, name string, spec inference.Spec) beam.Scope {
+	return s.WithContext(context.WithValue(context.Background(), annotationKey{}, spec.URI), name)
+}
+
+func init() {
+	// contextreg is marked for Beam's internal use; it is how the Go SDK
+	// (v2.77.0) puts annotations on composite transforms.
+	contextreg.Default().TransformExtractor(func(ctx context.Context) contextreg.TransformMetadata {
+		uri, ok := ctx.Value(annotationKey{}).(string)
+		if !ok {
+			return contextreg.TransformMetadata{}
+		}
+		return contextreg.TransformMetadata{Annotations: map[string][]byte{Annotation: []byte(uri)}}
+	})
 }
 
 func expand(s beam.Scope, spec inference.Spec, col beam.PCollection, keyed, withFailures bool, opts []Option) (beam.PCollection, beam.PCollection) {
