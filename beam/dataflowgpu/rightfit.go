@@ -107,8 +107,13 @@ func (o Options) RightFitHint() string {
 //	--beamml_accelerator=type:T;count:N;install-nvidia-driver;machine_type:M
 //	--disk_size_gb=D
 //	--sdk_container_image=I
-//	--worker_binary=B
+//	--beamml_gpu_worker_binary=B
 //	--experiments=use_runner_v2
+//
+// WorkerBinary (the cuda-built worker) runs the RunInference steps only:
+// it cannot start on a worker without a GPU (gorgonia.org/cu exits at
+// init, DESIGN.md rule 1), so the other steps run Beam's usual worker,
+// --worker_binary built without the cuda tag or the launcher itself.
 //
 // There is no worker_accelerator service option (Dataflow does not allow
 // it with right fitting) and no pipeline-level accelerator hint; the other
@@ -127,7 +132,7 @@ func (o Options) RightFitFlags() ([]string, error) {
 		"--beamml_accelerator=" + o.RightFitHint(),
 		"--disk_size_gb=" + fmt.Sprint(o.DiskSizeGB),
 		"--sdk_container_image=" + o.ContainerImage,
-		"--worker_binary=" + o.WorkerBinary,
+		"--beamml_gpu_worker_binary=" + o.WorkerBinary,
 		"--experiments=use_runner_v2",
 	}, nil
 }

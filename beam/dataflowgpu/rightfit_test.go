@@ -105,7 +105,7 @@ func TestRightFitFlags(t *testing.T) {
 		"--beamml_accelerator=type:nvidia-l4;count:1;install-nvidia-driver;machine_type:g2-standard-8",
 		"--disk_size_gb=50",
 		"--sdk_container_image=us-docker.pkg.dev/p/r/beamml-gpu:v1",
-		"--worker_binary=./worker",
+		"--beamml_gpu_worker_binary=./worker",
 		"--experiments=use_runner_v2",
 	}
 	if strings.Join(got, " ") != strings.Join(want, " ") {

@@ -1,6 +1,7 @@
 package dataflowgpu
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,11 +9,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"cloud.google.com/go/storage"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
@@ -27,6 +30,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/dataflow/dataflowlib"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/util/gcsx"
 	df "google.golang.org/api/dataflow/v1b3"
+	"google.golang.org/protobuf/proto"
 )
 
 // RunnerName is the name the right-fitting Dataflow runner registers
@@ -37,6 +41,12 @@ const RunnerName = "dataflowgpu"
 var rightFitHint = flag.String("beamml_accelerator", "",
 	"Right fitting on Dataflow (--runner=dataflowgpu): the accelerator resource hint for the RunInference steps only, "+
 		`e.g. "type:nvidia-l4;count:1;install-nvidia-driver;machine_type:g2-standard-8"`)
+
+// gpuWorker is the worker binary of the RunInference steps.
+var gpuWorker = flag.String("beamml_gpu_worker_binary", "",
+	"Right fitting on Dataflow (--runner=dataflowgpu): the worker binary of the RunInference steps, built with "+
+		"CGO_ENABLED=1 -tags cuda (make worker). The other steps run --worker_binary, or the launcher itself: "+
+		"a cuda-built binary cannot start on a worker without a GPU.")
 
 func init() {
 	beam.RegisterRunner(RunnerName, Execute)
@@ -70,6 +80,12 @@ func LastDryRun() *DryRun { return lastDryRun.Load() }
 func Execute(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
 	if *rightFitHint == "" {
 		return nil, errors.New("dataflowgpu runner: --beamml_accelerator is required (the RunInference steps' accelerator hint)")
+	}
+	if *gpuWorker == "" {
+		return nil, errors.New("dataflowgpu runner: --beamml_gpu_worker_binary is required (the RunInference steps' worker, built with -tags cuda)")
+	}
+	if *gpuWorker == *jobopts.WorkerBinary {
+		return nil, errors.New("dataflowgpu runner: --worker_binary is the GPU worker: the steps without a GPU need a binary built without the cuda tag (or no --worker_binary, and the launcher is used)")
 	}
 	if hs := jobopts.GetPipelineResourceHints().Payloads(); hs["beam:resources:accelerator:v1"] != nil {
 		return nil, errors.New("dataflowgpu runner: --resource_hints sets an accelerator for the whole pipeline; right fitting gives it to RunInference only (drop it)")
@@ -111,7 +127,16 @@ func Execute(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error)
 		return nil, err
 	}
 	log.Infof(ctx, "dataflowgpu: right fitting: %d steps run on %s workers: %s", len(moved), *rightFitHint, strings.Join(moved, ", "))
-	if flagValue("dry_run") == "true" {
+	gpuURL := gcsx.Join(staging, id, "gpu-worker")
+	dry := flagValue("dry_run") == "true"
+	hash, err := stageGPUWorker(ctx, opts.Project, gpuURL, *gpuWorker, dry)
+	if err != nil {
+		return nil, err
+	}
+	if err := setGPUWorker(model, gpuURL, hash); err != nil {
+		return nil, err
+	}
+	if dry {
 		log.Info(ctx, "Dry-run: not submitting job!")
 		log.Info(ctx, model.String())
 		hash := sha256.Sum256(protox.MustEncode(model))
@@ -127,6 +152,59 @@ func Execute(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error)
 }
 
 var unique int32
+
+// stageGPUWorker uploads the GPU worker binary to url (not on a dry run)
+// and returns its SHA-256.
+func stageGPUWorker(ctx context.Context, project, url, path string, dry bool) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("dataflowgpu runner: GPU worker binary: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	if dry {
+		return hex.EncodeToString(sum[:]), nil
+	}
+	bucket, object, err := gcsx.ParseObject(url)
+	if err != nil {
+		return "", fmt.Errorf("dataflowgpu runner: staging location %s: %w", url, err)
+	}
+	client, err := gcsx.NewClient(ctx, storage.ScopeReadWrite)
+	if err != nil {
+		return "", fmt.Errorf("dataflowgpu runner: staging the GPU worker: %w", err)
+	}
+	defer client.Close()
+	if _, err := gcsx.Upload(ctx, client, project, bucket, object, bytes.NewReader(data)); err != nil {
+		return "", fmt.Errorf("dataflowgpu runner: staging the GPU worker to %s: %w", url, err)
+	}
+	log.Infof(ctx, "dataflowgpu: staged the GPU worker binary: %s", url)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// setGPUWorker points the Go worker dependency of every environment that
+// carries an accelerator hint at the staged GPU worker. The Dataflow
+// runner sets the default environment's own (graphx.UpdateDefaultEnvWorkerType).
+func setGPUWorker(p *pipepb.Pipeline, url, hash string) error {
+	payload, err := proto.Marshal(&pipepb.ArtifactUrlPayload{Url: url, Sha256: hash})
+	if err != nil {
+		return err
+	}
+	n := 0
+	for id, env := range p.GetComponents().GetEnvironments() {
+		if env.GetResourceHints()["beam:resources:accelerator:v1"] == nil {
+			continue
+		}
+		for _, dep := range env.GetDependencies() {
+			if dep.GetRoleUrn() == graphx.URNArtifactGoWorkerRole {
+				dep.TypeUrn, dep.TypePayload = graphx.URNArtifactURLType, payload
+				n++
+			}
+		}
+		if n == 0 {
+			return fmt.Errorf("dataflowgpu runner: environment %q has no Go worker dependency to point at the GPU worker", id)
+		}
+	}
+	return nil
+}
 
 func flagValue(name string) string {
 	f := flag.Lookup(name)

@@ -102,6 +102,11 @@ func TestDataflowDryRun(t *testing.T) {
 		if strings.Contains(out, "worker_accelerator") {
 			t.Error("right fitting must not set the worker_accelerator service option")
 		}
+		// The GPU environment runs the cuda worker, staged beside the job;
+		// the others run Beam's usual worker.
+		if !regexp.MustCompile(`gs://fake-bucket/staging/go-[0-9]+-[0-9]+/gpu-worker`).MatchString(out) {
+			t.Error("the GPU environment's worker is not the staged GPU worker binary")
+		}
 		gpuSteps := regexp.MustCompile(`unique_name:\s*\\"([^\\"]*)\\"[^{}]*(?:\{[^{}]*\}[^{}]*)*environment_id:\s*\\"go-accelerator\\"`).FindAllStringSubmatch(out, -1)
 		if len(gpuSteps) == 0 {
 			t.Fatal("no step runs in the GPU environment")
