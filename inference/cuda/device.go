@@ -1,6 +1,10 @@
 package cuda
 
-import "github.com/beamml/beamml/inference/cuda/kernels"
+import (
+	"fmt"
+
+	"github.com/beamml/beamml/inference/cuda/kernels"
+)
 
 // Ptr is a device address.
 type Ptr uint64
@@ -34,6 +38,29 @@ type Gemm struct {
 	LDC            int
 	StrideC        int64
 	Batch          int
+}
+
+// Shapes returns the rows and columns of the stored A and B matrices (op
+// applied or not), after checking the sizes and leading dimensions as
+// cuBLAS does: a bad product fails with this message on every device
+// instead of CUBLAS_STATUS_INVALID_VALUE.
+func (g Gemm) Shapes() (aRows, aCols, bRows, bCols int, err error) {
+	if g.M < 0 || g.N < 0 || g.K < 0 || g.Batch < 1 {
+		return 0, 0, 0, 0, fmt.Errorf("gemm with M=%d N=%d K=%d batch %d", g.M, g.N, g.K, g.Batch)
+	}
+	aRows, aCols = g.M, g.K
+	if g.TransA {
+		aRows, aCols = g.K, g.M
+	}
+	bRows, bCols = g.K, g.N
+	if g.TransB {
+		bRows, bCols = g.N, g.K
+	}
+	if g.LDA < max(1, aRows) || g.LDB < max(1, bRows) || g.LDC < max(1, g.M) {
+		return 0, 0, 0, 0, fmt.Errorf("gemm leading dimensions lda=%d ldb=%d ldc=%d too small for %dx%d, %dx%d, %dx%d",
+			g.LDA, g.LDB, g.LDC, aRows, aCols, bRows, bCols, g.M, g.N)
+	}
+	return aRows, aCols, bRows, bCols, nil
 }
 
 // MemInfo is a device's memory, in bytes.

@@ -60,20 +60,8 @@ func destroyBLAS(h C.cublasHandle_t) error {
 // product fails with the same message on both instead of cuBLAS's
 // CUBLAS_STATUS_INVALID_VALUE.
 func checkGemm(g cuda.Gemm) error {
-	if g.M < 0 || g.N < 0 || g.K < 0 || g.Batch < 1 {
-		return fmt.Errorf("cu: gemm with M=%d N=%d K=%d batch %d", g.M, g.N, g.K, g.Batch)
-	}
-	aRows, aCols := g.M, g.K
-	if g.TransA {
-		aRows, aCols = g.K, g.M
-	}
-	bRows, bCols := g.K, g.N
-	if g.TransB {
-		bRows, bCols = g.N, g.K
-	}
-	if g.LDA < max(1, aRows) || g.LDB < max(1, bRows) || g.LDC < max(1, g.M) {
-		return fmt.Errorf("cu: gemm leading dimensions lda=%d ldb=%d ldc=%d too small for %dx%d, %dx%d, %dx%d",
-			g.LDA, g.LDB, g.LDC, aRows, aCols, bRows, bCols, g.M, g.N)
+	if _, _, _, _, err := g.Shapes(); err != nil {
+		return fmt.Errorf("cu: %w", err)
 	}
 	for _, v := range []int{g.M, g.N, g.K, g.LDA, g.LDB, g.LDC, g.Batch} {
 		if v > math.MaxInt32 {

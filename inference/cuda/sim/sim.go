@@ -299,20 +299,9 @@ func (d *Device) Launch(f cuda.Function, grid, block cuda.Dim3, s cuda.Stream, a
 
 // Gemm runs the product in Go, with cuBLAS's column-major layout.
 func (d *Device) Gemm(s cuda.Stream, g cuda.Gemm) error {
-	if g.M < 0 || g.N < 0 || g.K < 0 || g.Batch < 1 {
-		return fmt.Errorf("sim: gemm with M=%d N=%d K=%d batch %d", g.M, g.N, g.K, g.Batch)
-	}
-	aRows, aCols := g.M, g.K
-	if g.TransA {
-		aRows, aCols = g.K, g.M
-	}
-	bRows, bCols := g.K, g.N
-	if g.TransB {
-		bRows, bCols = g.N, g.K
-	}
-	if g.LDA < max(1, aRows) || g.LDB < max(1, bRows) || g.LDC < max(1, g.M) {
-		return fmt.Errorf("sim: gemm leading dimensions lda=%d ldb=%d ldc=%d too small for %dx%d, %dx%d, %dx%d",
-			g.LDA, g.LDB, g.LDC, aRows, aCols, bRows, bCols, g.M, g.N)
+	aRows, aCols, bRows, bCols, err := g.Shapes()
+	if err != nil {
+		return fmt.Errorf("sim: %w", err)
 	}
 	for b := range g.Batch {
 		a, err := d.floats(g.A+cuda.Ptr(4*int64(b)*g.StrideA), g.LDA, aRows, aCols)
