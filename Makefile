@@ -129,3 +129,11 @@ worker:
 IMAGE ?= beamml-gpu:dev
 container:
 	docker build -f container/Dockerfile --build-arg WORKER_PKG=$(WORKER_PKG) -t $(IMAGE) .
+
+# The Dataflow worker path without Docker (testing/e2e): builds Beam's boot
+# binary and prism from go.mod's Beam version, and the pipeline twice
+# (launcher, and CGO_ENABLED=0 worker); boot fetches the staged worker from
+# prism and runs it. go test ./... runs it too; this runs it alone, verbosely.
+.PHONY: e2e
+e2e:
+	$(GO) test -count=1 -v -run '^TestWorkerPath$$' ./testing/e2e/

@@ -17,6 +17,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -40,6 +41,7 @@ import (
 	"github.com/beamml/beamml/beam/runinference"
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/onnx"
+	"github.com/beamml/beamml/internal/digits"
 )
 
 var (
@@ -55,8 +57,6 @@ const (
 	rtol = 1e-4
 	atol = 1e-5
 )
-
-const pixels = 64
 
 func init() {
 	register.Function3x0(parseRecord)
@@ -88,41 +88,16 @@ func Build(s beam.Scope, modelURI, input, out string) {
 // logit0..logit9". The header and blank lines are skipped; a line that does
 // not parse goes to reject with the reason, so no record is lost silently.
 func parseRecord(line string, emit func(string, inference.Example), reject func(string)) {
-	line = strings.TrimSpace(line)
-	f := strings.Split(line, ",")
-	if line == "" || f[0] == "id" {
-		return
+	id, ex, rest, err := digits.Parse(line)
+	switch {
+	case errors.Is(err, digits.ErrSkip):
+	case err != nil:
+		reject(err.Error())
+	case len(rest) != 2+10:
+		reject(fmt.Sprintf("record %s: %d fields after the pixels, want 12 (label, PyTorch's prediction, 10 logits)", id, len(rest)))
+	default:
+		emit(id+","+strings.Join(rest, ","), ex)
 	}
-	if len(f) != 1+pixels+2+10 {
-		reject(fmt.Sprintf("%.40q…: %d fields, want %d", line, len(f), 1+pixels+2+10))
-		return
-	}
-	x := make([]float32, pixels)
-	for i := range x {
-		v, err := strconv.ParseFloat(f[i+1], 32)
-		if err != nil {
-			reject(fmt.Sprintf("record %s: pixel %d: %v", f[0], i, err))
-			return
-		}
-		x[i] = float32(v)
-	}
-	t, err := inference.New([]int{pixels}, x)
-	if err != nil {
-		reject(fmt.Sprintf("record %s: %v", f[0], err))
-		return
-	}
-	emit(f[0]+","+strings.Join(f[1+pixels:], ","), inference.Example{"pixels": t})
-}
-
-// argmax returns the index of the largest logit.
-func argmax(logits []float32) int {
-	best := 0
-	for i, v := range logits {
-		if v > logits[best] {
-			best = i
-		}
-	}
-	return best
 }
 
 func logits(r runinference.PredictionResult) []float32 {
@@ -136,7 +111,7 @@ func logits(r runinference.PredictionResult) []float32 {
 // formatPrediction writes "id,predicted,label,torch_prediction".
 func formatPrediction(key string, r runinference.PredictionResult) string {
 	f := strings.Split(key, ",")
-	return fmt.Sprintf("%s,%d,%s,%s", f[0], argmax(logits(r)), f[1], f[2])
+	return fmt.Sprintf("%s,%d,%s,%s", f[0], digits.Argmax(logits(r)), f[1], f[2])
 }
 
 // score counts correct predictions and agreement with PyTorch.
@@ -148,7 +123,7 @@ type score struct {
 func scoreOne(key string, r runinference.PredictionResult) score {
 	f := strings.Split(key, ",")
 	ours := logits(r)
-	pred := strconv.Itoa(argmax(ours))
+	pred := strconv.Itoa(digits.Argmax(ours))
 	s := score{Total: 1}
 	if pred == f[1] {
 		s.Correct = 1

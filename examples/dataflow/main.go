@@ -24,11 +24,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -46,6 +46,7 @@ import (
 	"github.com/beamml/beamml/beam/runinference"
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/onnx"
+	"github.com/beamml/beamml/internal/digits"
 )
 
 var (
@@ -55,8 +56,6 @@ var (
 	rightFit = flag.Bool("right_fit", false, "On Dataflow, give the GPU to the RunInference steps only (right fitting).")
 	gpu      = dataflowgpu.RegisterFlags(flag.CommandLine)
 )
-
-const pixels = 64
 
 func init() {
 	register.Function3x0(parseRecord)
@@ -69,29 +68,14 @@ func init() {
 // parseRecord turns "id,p0..p63,…" into {pixels: [p0..p63]} keyed by id;
 // the header and blank lines are skipped, and a bad line goes to reject.
 func parseRecord(line string, emit func(string, inference.Example), reject func(string)) {
-	f := strings.Split(strings.TrimSpace(line), ",")
-	if f[0] == "" || f[0] == "id" {
-		return
+	id, ex, _, err := digits.Parse(line)
+	switch {
+	case errors.Is(err, digits.ErrSkip):
+	case err != nil:
+		reject(err.Error())
+	default:
+		emit(id, ex)
 	}
-	if len(f) < 1+pixels {
-		reject(fmt.Sprintf("record %.20q: %d fields, want at least %d", f[0], len(f), 1+pixels))
-		return
-	}
-	x := make([]float32, pixels)
-	for i := range x {
-		v, err := strconv.ParseFloat(f[i+1], 32)
-		if err != nil {
-			reject(fmt.Sprintf("record %s: pixel %d: %v", f[0], i, err))
-			return
-		}
-		x[i] = float32(v)
-	}
-	t, err := inference.New([]int{pixels}, x)
-	if err != nil {
-		reject(fmt.Sprintf("record %s: %v", f[0], err))
-		return
-	}
-	emit(f[0], inference.Example{"pixels": t})
 }
 
 // formatPrediction writes "id,digit" (the largest logit).
@@ -100,13 +84,7 @@ func formatPrediction(id string, r runinference.PredictionResult) string {
 	if err != nil || len(l) == 0 {
 		return fmt.Sprintf("%s,error: no logits", id)
 	}
-	best := 0
-	for i, v := range l {
-		if v > l[best] {
-			best = i
-		}
-	}
-	return fmt.Sprintf("%s,%d", id, best)
+	return fmt.Sprintf("%s,%d", id, digits.Argmax(l))
 }
 
 // formatFailure writes "id: stage: error".
