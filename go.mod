@@ -3,11 +3,13 @@ module github.com/beamml/beamml
 go 1.26.0
 
 require (
+	cloud.google.com/go/storage v1.67.1
 	github.com/NVIDIA/go-nvml v0.13.3-0
 	github.com/apache/beam/sdks/v2 v2.77.0
 	github.com/google/uuid v1.6.0
 	golang.org/x/sys v0.48.0
 	gonum.org/v1/gonum v0.17.0
+	google.golang.org/api v0.297.0
 	google.golang.org/protobuf v1.36.12
 	gorgonia.org/cu v0.9.6
 )
@@ -21,7 +23,6 @@ require (
 	cloud.google.com/go/iam v1.12.0 // indirect
 	cloud.google.com/go/monitoring v1.30.0 // indirect
 	cloud.google.com/go/profiler v0.6.0 // indirect
-	cloud.google.com/go/storage v1.67.1 // indirect
 	github.com/GoogleCloudPlatform/opentelemetry-operations-go/detectors/gcp v1.33.0 // indirect
 	github.com/GoogleCloudPlatform/opentelemetry-operations-go/exporter/metric v0.57.0 // indirect
 	github.com/GoogleCloudPlatform/opentelemetry-operations-go/internal/resourcemapping v0.57.0 // indirect
@@ -70,7 +71,6 @@ require (
 	golang.org/x/sync v0.23.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
-	google.golang.org/api v0.297.0 // indirect
 	google.golang.org/genproto v0.0.0-20260715232425-e75dac1f907d // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260715232425-e75dac1f907d // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260819154853-08b0e4226688 // indirect
