@@ -4,10 +4,10 @@ package runinference_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +25,7 @@ import (
 	"github.com/beamml/beamml/inference/cuda/kernels/emu"
 	"github.com/beamml/beamml/inference/cuda/sim"
 	"github.com/beamml/beamml/inference/onnx"
+	"github.com/beamml/beamml/internal/digits"
 )
 
 // This test binary registers the CUDA backend on the simulated device:
@@ -101,23 +102,18 @@ func digitRows(t *testing.T, n int) []inference.Example {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")[1:] // id, p0..p63, label, …
 	var in []inference.Example
-	for _, line := range lines[:n] {
-		f := strings.Split(line, ",")
-		px := make([]float32, 64)
-		for i := range px {
-			v, err := strconv.ParseFloat(f[1+i], 32)
-			if err != nil {
-				t.Fatal(err)
-			}
-			px[i] = float32(v)
+	for _, line := range strings.Split(string(data), "\n") {
+		_, ex, _, err := digits.Parse(line)
+		if errors.Is(err, digits.ErrSkip) {
+			continue
 		}
-		tensor, err := inference.New([]int{64}, px)
 		if err != nil {
 			t.Fatal(err)
 		}
-		in = append(in, inference.Example{"pixels": tensor})
+		if in = append(in, ex); len(in) == n {
+			break
+		}
 	}
 	return in
 }

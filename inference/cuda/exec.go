@@ -324,15 +324,15 @@ func (f frame) addr(l loc) Ptr {
 func (m *Model) do(s *step, f frame, ws *workspace) error {
 	switch s.kind {
 	case stepLaunch:
-		args := make([]uint64, len(s.args))
-		for i, a := range s.args {
+		ws.args = ws.args[:0] // devices copy the arguments at Launch
+		for _, a := range s.args {
 			if a.ptr {
-				args[i] = uint64(f.addr(a.at))
+				ws.args = append(ws.args, uint64(f.addr(a.at)))
 			} else {
-				args[i] = a.lit
+				ws.args = append(ws.args, a.lit)
 			}
 		}
-		if err := m.dev.Launch(s.fn, s.grid, s.block, ws.stream, args); err != nil {
+		if err := m.dev.Launch(s.fn, s.grid, s.block, ws.stream, ws.args); err != nil {
 			return fmt.Errorf("cuda: launch %s: %w", s.kernel, err)
 		}
 	case stepGemm:

@@ -541,8 +541,7 @@ func lowerWhere(l *Lower) error {
 
 // ---- joining and splitting -----------------------------------------------------
 
-// lowerConcat copies each input into its columns of the output, viewed as
-// [outer, axis·inner].
+// lowerConcat copies each input into its columns of the output.
 func lowerConcat(l *Lower) error {
 	y := l.Out[0]
 	if !l.Node.Has("axis") && l.Opset >= 4 {
@@ -552,68 +551,55 @@ func lowerConcat(l *Lower) error {
 	if err != nil {
 		return l.NoKernel("axis %d for output %v", l.Int("axis", 1), y.Shape)
 	}
-	outer, inner := shProduct(y.Shape[:axis]), shProduct(y.Shape[axis+1:])
-	total := int64(y.Shape[axis])
-	var at int64
-	for i, x := range l.In {
-		if !x.Present() || x.DType != y.DType || x.Rank() != y.Rank() {
-			return l.NoKernel("input %d %v%v for output %v%v", i, x.DType, x.Shape, y.DType, y.Shape)
-		}
-		for k := range x.Shape {
-			if k != axis && x.Shape[k] != y.Shape[k] {
-				return l.NoKernel("input %d %v for output %v", i, x.Shape, y.Shape)
-			}
-		}
-		a := int64(x.Shape[axis])
-		if at+a > total {
-			return l.NoKernel("inputs overflow output %v on axis %d", y.Shape, axis)
-		}
-		err := shLaunchCopy(l, y, x, []int64{outer, a * inner}, at*inner, 0, []int64{total * inner, 1}, []int64{a * inner, 1})
-		if err != nil {
-			return err
-		}
-		at += a
-	}
-	if at != total {
-		return l.NoKernel("inputs fill %d of %d along axis %d", at, total, axis)
-	}
-	return nil
+	return copyParts(l, y, l.In, axis, true)
 }
 
-// lowerSplit copies each output's columns of the input, viewed as
-// [outer, axis·inner]. The parts are the planned outputs' lengths along
-// the axis, whichever way the node gave them (split input or attribute,
-// num_outputs, equal parts).
+// lowerSplit copies each output's columns of the input. The parts are the
+// planned outputs' lengths along the axis, whichever way the node gave
+// them (split input or attribute, num_outputs, equal parts).
 func lowerSplit(l *Lower) error {
 	x := l.In[0]
 	axis, err := cpu.NormAxis(l.Int("axis", 0), x.Rank())
 	if err != nil {
 		return l.NoKernel("axis %d for input %v", l.Int("axis", 0), x.Shape)
 	}
-	outer, inner := shProduct(x.Shape[:axis]), shProduct(x.Shape[axis+1:])
-	total := int64(x.Shape[axis])
+	return copyParts(l, x, l.Out, axis, false)
+}
+
+// copyParts copies between whole and parts laid side by side along axis,
+// all viewed as [outer, axis·inner]: into whole (Concat) or out of it
+// (Split). The parts must fill whole exactly.
+func copyParts(l *Lower, whole Operand, parts []Operand, axis int, into bool) (err error) {
+	outer, inner := shProduct(whole.Shape[:axis]), shProduct(whole.Shape[axis+1:])
+	total := int64(whole.Shape[axis])
 	var at int64
-	for i, y := range l.Out {
-		if !y.Present() || y.DType != x.DType || y.Rank() != x.Rank() {
-			return l.NoKernel("output %d %v%v for input %v%v", i, y.DType, y.Shape, x.DType, x.Shape)
+	for i, p := range parts {
+		if !p.Present() || p.DType != whole.DType || p.Rank() != whole.Rank() {
+			return l.NoKernel("part %d %v%v of %v%v", i, p.DType, p.Shape, whole.DType, whole.Shape)
 		}
-		for k := range y.Shape {
-			if k != axis && x.Shape[k] != y.Shape[k] {
-				return l.NoKernel("output %d %v for input %v", i, y.Shape, x.Shape)
+		for k := range p.Shape {
+			if k != axis && p.Shape[k] != whole.Shape[k] {
+				return l.NoKernel("part %d %v of %v", i, p.Shape, whole.Shape)
 			}
 		}
-		a := int64(y.Shape[axis])
+		a := int64(p.Shape[axis])
 		if at+a > total {
-			return l.NoKernel("outputs overflow input %v on axis %d", x.Shape, axis)
+			return l.NoKernel("parts overflow %v on axis %d", whole.Shape, axis)
 		}
-		err := shLaunchCopy(l, y, x, []int64{outer, a * inner}, 0, at*inner, []int64{a * inner, 1}, []int64{total * inner, 1})
+		dims := []int64{outer, a * inner}
+		wholeStrides, partStrides := []int64{total * inner, 1}, []int64{a * inner, 1}
+		if into {
+			err = shLaunchCopy(l, whole, p, dims, at*inner, 0, wholeStrides, partStrides)
+		} else {
+			err = shLaunchCopy(l, p, whole, dims, 0, at*inner, partStrides, wholeStrides)
+		}
 		if err != nil {
 			return err
 		}
 		at += a
 	}
 	if at != total {
-		return l.NoKernel("outputs take %d of %d along axis %d", at, total, axis)
+		return l.NoKernel("parts fill %d of %d along axis %d", at, total, axis)
 	}
 	return nil
 }

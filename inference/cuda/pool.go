@@ -16,6 +16,7 @@ type workspace struct {
 	stream  Stream
 	hostIn  []byte
 	hostOut []byte
+	args    []uint64 // a launch's arguments, reused from launch to launch
 }
 
 // pool keeps the workspaces of a model. Runs take one and put it back, so
