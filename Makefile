@@ -98,13 +98,15 @@ ptxas:
 		ptxas -arch=$$arch -o /dev/null $$ptx || { echo "ptxas $$arch $$ptx failed"; exit 1; }; \
 	done; echo "ptxas ok: $$ptx for $(PTX_TARGETS)"; done
 
-# The GPU build: links gorgonia.org/cu, cuBLAS and the CUDA driver library,
-# and links the cuda-tagged tests, which run only where a GPU is (their
-# binary exits with status 2 at init without one; inference/cuda/cu).
+# The GPU build: links gorgonia.org/cu and the CUDA driver library, and
+# links the cuda-tagged tests, which run only where a GPU is (their binary
+# exits with status 2 at init without one; inference/cuda/cu). The cuBLAS
+# loader's tests need no GPU and run here.
 build-cuda:
 	CGO_ENABLED=1 $(GO) build -tags cuda ./...
 	CGO_ENABLED=1 $(GO) vet -tags cuda ./...
 	CGO_ENABLED=1 $(GO) test -tags cuda -c -o /dev/null ./inference/cuda/cu/
+	CGO_ENABLED=1 $(GO) test -count=1 -tags cuda ./inference/cuda/cu/internal/cublas/
 
 # The GPU self-check: lists the GPUs, compares every operator case (and
 # SELFCHECK_ARGS='--model m.onnx') on the GPU with the CPU. Exit 0: all
@@ -120,10 +122,14 @@ selfcheck:
 
 # The Dataflow GPU worker: the pipeline binary built with cgo and the cuda
 # tag, for linux/amd64 (needs the CUDA toolkit: Debian's nvidia-cuda-toolkit
-# or NVIDIA's). Pass it to the launcher with --worker_binary.
+# or NVIDIA's), then checked (container/checkworker): the worker's program,
+# and that it can start in container/Dockerfile's image (glibc, shared
+# libraries; cuBLAS is loaded at run time, so any toolkit major will do).
+# Pass it to the launcher with --gpu_worker_binary.
 WORKER_PKG ?= ./examples/dataflow
 worker:
 	CGO_ENABLED=1 GOOS=linux GOARCH=amd64 $(GO) build -tags cuda -trimpath -o out/worker $(WORKER_PKG)
+	$(GO) run ./container/checkworker --package "$$($(GO) list $(WORKER_PKG))" out/worker
 
 # The container image (where Docker runs): make container IMAGE=…
 IMAGE ?= beamml-gpu:dev

@@ -7,7 +7,13 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/beamml/beamml/beam/dataflowgpu"
 )
+
+// glibc is the C library version of each Ubuntu that nvidia/cuda images
+// are built on (Ubuntu's libc6 package).
+var glibc = map[string]string{"ubuntu20.04": "2.31", "ubuntu22.04": "2.35", "ubuntu24.04": "2.39"}
 
 // stage is one FROM of a Dockerfile, with its instructions.
 type stage struct {
@@ -77,7 +83,7 @@ func checkDockerfile(dockerfile, gomod string) []error {
 	if len(stages) < 2 {
 		return []error{fmt.Errorf("%d stages, want a build stage and a runtime stage", len(stages))}
 	}
-	cuda := regexp.MustCompile(`^nvidia/cuda:(\d+)\.(\d+\.\d+)-(devel|runtime)-`)
+	cuda := regexp.MustCompile(`^nvidia/cuda:(\d+)\.(\d+\.\d+)-(devel|runtime)-(\S+)$`)
 	build, final := stages[0], stages[len(stages)-1]
 	b, f := cuda.FindStringSubmatch(build.image), cuda.FindStringSubmatch(final.image)
 	switch {
@@ -93,6 +99,19 @@ func checkDockerfile(dockerfile, gomod string) []error {
 		errs = append(errs, fmt.Errorf("final stage CUDA %s.%s, want major 12", f[1], f[2]))
 	case b != nil && (b[1] != f[1] || b[2] != f[2]):
 		errs = append(errs, fmt.Errorf("build stage CUDA %s.%s, final stage %s.%s: they must match", b[1], b[2], f[1], f[2]))
+	}
+	// What the launcher checks worker binaries against must be this image.
+	if f != nil {
+		img := dataflowgpu.Image
+		if f[1] != fmt.Sprint(img.CUDAMajor) {
+			errs = append(errs, fmt.Errorf("final stage CUDA %s, and dataflowgpu.Image says CUDA %d", f[1], img.CUDAMajor))
+		}
+		switch g, ok := glibc[f[4]]; {
+		case !ok:
+			errs = append(errs, fmt.Errorf("final stage on %s: its glibc version is not in this test's table", f[4]))
+		case g != img.GLIBC:
+			errs = append(errs, fmt.Errorf("final stage on %s (glibc %s), and dataflowgpu.Image says glibc %s", f[4], g, img.GLIBC))
+		}
 	}
 	// Beam's boot: from apache/beam_go_sdk at go.mod's version, directly or
 	// through a named stage.
@@ -151,7 +170,8 @@ func TestDockerfile(t *testing.T) {
 }
 
 // The check fails when go.mod moves to another Beam version, or the
-// Dockerfile to another CUDA major or entry point.
+// Dockerfile to another CUDA major, Ubuntu (glibc), entry point or driver
+// path.
 func TestDockerfileCheckCatchesDrift(t *testing.T) {
 	dockerfile, gomod := read(t, "Dockerfile"), read(t, "../go.mod")
 	for name, tc := range map[string]struct{ dockerfile, gomod, want string }{
@@ -159,6 +179,7 @@ func TestDockerfileCheckCatchesDrift(t *testing.T) {
 		"cuda 13":                 {strings.ReplaceAll(dockerfile, "CUDA_VERSION=12.", "CUDA_VERSION=13."), gomod, "want major 12"},
 		"entry point":             {strings.ReplaceAll(dockerfile, `ENTRYPOINT ["/opt/apache/beam/boot"]`, `ENTRYPOINT ["/bin/sh"]`), gomod, "ENTRYPOINT"},
 		"driver path":             {strings.ReplaceAll(dockerfile, "/usr/local/nvidia/lib64:", ""), gomod, "/usr/local/nvidia/lib64"},
+		"ubuntu 24.04":            {strings.ReplaceAll(dockerfile, "UBUNTU=ubuntu22.04", "UBUNTU=ubuntu24.04"), gomod, "dataflowgpu.Image says glibc 2.35"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			errs := checkDockerfile(tc.dockerfile, tc.gomod)

@@ -61,7 +61,9 @@ func TestApply(t *testing.T) {
 		}
 	}
 
+	worker := plainWorker(t)
 	l4 := withMPS(gpuOptions(dataflowgpu.L4, 1, "g2-standard-8"))
+	l4.WorkerBinary = worker
 	if err := l4.Apply(); err != nil {
 		t.Fatalf("Apply() error:\n%v", err)
 	}
@@ -70,16 +72,17 @@ func TestApply(t *testing.T) {
 		"worker_machine_type":      "g2-standard-8",
 		"disk_size_gb":             "50",
 		"sdk_container_image":      testImage,
-		"worker_binary":            testWorker,
+		"worker_binary":            worker,
 		"experiments":              "enable_stackdriver_agent_metrics,use_runner_v2",
 	}
 	checkCommandLine(t, want, "type:nvidia-l4;count:1;install-nvidia-driver")
-	if *jobopts.WorkerBinary != testWorker {
-		t.Errorf("jobopts.WorkerBinary = %q, want %q", *jobopts.WorkerBinary, testWorker)
+	if *jobopts.WorkerBinary != worker {
+		t.Errorf("jobopts.WorkerBinary = %q, want %q", *jobopts.WorkerBinary, worker)
 	}
 
 	// A second Apply replaces the accelerator and does not repeat use_runner_v2.
 	a100 := gpuOptions(dataflowgpu.A100, 4, "a2-highgpu-4g")
+	a100.WorkerBinary = worker
 	if err := a100.Apply(); err != nil {
 		t.Fatalf("Apply() error:\n%v", err)
 	}

@@ -46,7 +46,8 @@ func RegisterFlags(fs *flag.FlagSet) *Options {
 	return o
 }
 
-// Apply validates o and sets its flags (those [Options.Flags] lists) on
+// Apply validates o, checks its worker binary ([Options.CheckWorker]) and
+// sets its flags (those [Options.Flags] lists) on
 // flag.CommandLine, for beamx.Run and the Dataflow runner to read. Call it
 // after flag.Parse.
 //
@@ -59,6 +60,9 @@ func RegisterFlags(fs *flag.FlagSet) *Options {
 // last hint given for a URN.
 func (o Options) Apply() error {
 	if err := o.Validate(); err != nil {
+		return err
+	}
+	if err := o.checkWorker(); err != nil {
 		return err
 	}
 	for _, f := range o.beamFlags() {

@@ -1,10 +1,13 @@
 package dataflowgpu
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 )
 
 // ErrInvalidOptions is the error every failed [Options.Validate] wraps, ahead
@@ -49,8 +52,44 @@ type Options struct {
 	ContainerImage string
 	// WorkerBinary is the path of the pipeline program built with
 	// CGO_ENABLED=1 -tags cuda, which Dataflow runs inside ContainerImage
-	// (--worker_binary).
+	// (--worker_binary). Apply reads it and refuses a binary that cannot
+	// start in Container (see [Options.CheckWorker]).
 	WorkerBinary string
+	// Container describes what ContainerImage provides to the worker
+	// binary; nil means [Image], container/Dockerfile's.
+	Container *Container
+}
+
+// CheckWorker reads WorkerBinary and reports why it cannot run on the GPU
+// workers ([Worker.Check]): another platform than linux/amd64, another
+// program or Beam version than the running launcher, a newer glibc than
+// the container's, or a shared library the container lacks, such as
+// CUDA 11's libcublas.so.11 in a CUDA 12 image.
+func (o Options) CheckWorker() (*Worker, error) {
+	w, err := ReadWorker(o.WorkerBinary)
+	if err != nil {
+		return nil, fmt.Errorf("dataflowgpu: %w", err)
+	}
+	c := Image
+	if o.Container != nil {
+		c = *o.Container
+	}
+	return w, w.Check(c, launcherInfo())
+}
+
+// checkWorker is CheckWorker for Apply and ApplyRightFit: a worker without
+// the GPU backend is logged, since the job would pay for GPUs it does not
+// use.
+func (o Options) checkWorker() error {
+	w, err := o.CheckWorker()
+	if err != nil {
+		return err
+	}
+	if !w.CUDA() {
+		log.Warnf(context.Background(), "dataflowgpu: worker binary %s was built without cgo and the cuda tag (tags %q): "+
+			"its models run on the CPU of the GPU workers; build it with make worker", w.Path, w.Tags)
+	}
+	return nil
 }
 
 // Validate reports every problem with o in one error that wraps

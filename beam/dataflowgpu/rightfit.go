@@ -137,11 +137,15 @@ func (o Options) RightFitFlags() ([]string, error) {
 	}, nil
 }
 
-// ApplyRightFit sets the flags of RightFitFlags on flag.CommandLine (after
-// flag.Parse, before beamx.Run).
+// ApplyRightFit checks the worker binary ([Options.CheckWorker]) and sets
+// the flags of RightFitFlags on flag.CommandLine (after flag.Parse, before
+// beamx.Run).
 func (o Options) ApplyRightFit() error {
 	flags, err := o.RightFitFlags()
 	if err != nil {
+		return err
+	}
+	if err := o.checkWorker(); err != nil {
 		return err
 	}
 	for _, f := range flags {

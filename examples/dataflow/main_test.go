@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -47,12 +48,25 @@ func launcher(t *testing.T) string {
 	return bin
 }
 
-// dataflowFlags are a fake project's: a dry run contacts nothing.
-func dataflowFlags(t *testing.T) []string {
-	worker := filepath.Join(t.TempDir(), "worker")
-	if err := os.WriteFile(worker, []byte("stand-in for make worker"), 0o755); err != nil {
-		t.Fatal(err)
+// worker builds this program as the GPU workers run it, for linux/amd64,
+// but with CGO_ENABLED=0: the cuda build needs the CUDA toolkit (make
+// worker), and the launcher's checks take this one with a warning.
+func worker(t *testing.T, launcher string) string {
+	t.Helper()
+	if runtime.GOOS == "linux" && runtime.GOARCH == "amd64" {
+		return launcher
 	}
+	bin := filepath.Join(t.TempDir(), "worker")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// dataflowFlags are a fake project's: a dry run contacts nothing.
+func dataflowFlags(worker string) []string {
 	return []string{"--runner=dataflow", "--dry_run", "--project=fake-project", "--region=us-central1",
 		"--staging_location=gs://fake-bucket/staging", "--gpu_type=nvidia-l4", "--gpu_machine_type=g2-standard-8",
 		"--gpu_container_image=us-docker.pkg.dev/fake/repo/beamml-gpu:v1", "--gpu_worker_binary=" + worker}
@@ -76,8 +90,9 @@ func hint(value string) *regexp.Regexp {
 // with the GPU machine type, and there is no worker_accelerator.
 func TestDataflowDryRun(t *testing.T) {
 	bin := launcher(t)
+	w := worker(t, bin)
 	t.Run("whole pipeline", func(t *testing.T) {
-		out, err := run(t, bin, append(dataflowFlags(t), "--gpu_mps")...)
+		out, err := run(t, bin, append(dataflowFlags(w), "--gpu_mps")...)
 		if err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
@@ -90,9 +105,15 @@ func TestDataflowDryRun(t *testing.T) {
 		if !strings.Contains(out, "g2-standard-8") || !strings.Contains(out, "us-docker.pkg.dev/fake/repo/beamml-gpu:v1") {
 			t.Errorf("the job lacks the machine type or the container image")
 		}
+		// The worker binary was read before submission: this one has no
+		// GPU backend, which is said, not refused.
+		if !strings.Contains(out, "built without cgo and the cuda tag") {
+			t.Errorf("no warning that the worker binary lacks the GPU backend:\n%.3000s", out)
+		}
+		multiCore(t, out, 1)
 	})
 	t.Run("right fitting", func(t *testing.T) {
-		out, err := run(t, bin, append(dataflowFlags(t), "--right_fit", "--worker_machine_type=n1-standard-2")...)
+		out, err := run(t, bin, append(dataflowFlags(w), "--right_fit", "--worker_machine_type=n1-standard-2")...)
 		if err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
@@ -117,9 +138,10 @@ func TestDataflowDryRun(t *testing.T) {
 			}
 		}
 		t.Logf("steps on the GPU workers: %v", gpuSteps[0][1])
+		multiCore(t, out, 2)
 	})
 	t.Run("invalid options fail before submission", func(t *testing.T) {
-		args := append(dataflowFlags(t), "--gpu_type=nvidia-tesla-t4", "--gpu_count=3", "--gpu_machine_type=n1-standard-8")
+		args := append(dataflowFlags(w), "--gpu_type=nvidia-tesla-t4", "--gpu_count=3", "--gpu_machine_type=n1-standard-8")
 		out, err := run(t, bin, args...)
 		if code := exitCode(err); code != 2 {
 			t.Fatalf("exit %d, want 2:\n%s", code, out)
@@ -128,6 +150,53 @@ func TestDataflowDryRun(t *testing.T) {
 			t.Errorf("want an error listing the valid counts and no job:\n%s", out)
 		}
 	})
+}
+
+// A worker binary of another program, or for another platform, is refused
+// before anything is submitted, with and without right fitting.
+func TestDataflowDryRunRefusesWorker(t *testing.T) {
+	bin := launcher(t)
+	other := filepath.Join(t.TempDir(), "classify")
+	cmd := exec.Command("go", "build", "-o", other, "../classify")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	text := filepath.Join(t.TempDir(), "worker")
+	if err := os.WriteFile(text, []byte("not a program"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, worker, want string }{
+		{"another program", other, "it is the program github.com/beamml/beamml/examples/classify, and the launcher is github.com/beamml/beamml/examples/dataflow"},
+		{"not an executable", text, "is not a Linux executable"},
+	} {
+		for _, extra := range [][]string{nil, {"--right_fit", "--worker_machine_type=n1-standard-2"}} {
+			out, err := run(t, bin, append(dataflowFlags(c.worker), extra...)...)
+			if code := exitCode(err); code != 2 {
+				t.Errorf("%s %q: exit %d, want 2:\n%s", c.name, extra, code, out)
+			}
+			if !strings.Contains(out, c.want) || strings.Contains(out, "Dry-run") {
+				t.Errorf("%s %q: want an error saying %q and no job:\n%s", c.name, extra, c.want, out)
+			}
+		}
+	}
+}
+
+// multiCore checks that the job asks Dataflow for one multi-core SDK
+// container per worker in each of its environments (the Go SDK's
+// capability): one process per GPU worker, so one copy of the weights.
+func multiCore(t *testing.T, out string, envs int) {
+	t.Helper()
+	job := out[strings.LastIndex(out, "sdkHarnessContainerImages"):]
+	if n := strings.Count(job, `\"environmentId\"`); n != envs {
+		t.Errorf("%d SDK container images in the job, want %d", n, envs)
+	}
+	if n := strings.Count(job, "beam:protocol:multi_core_bundle_processing:v1"); n != envs {
+		t.Errorf("%d of %d SDK container images declare multi-core bundle processing", n, envs)
+	}
+	if strings.Contains(job, `useSingleCorePerContainer\": true`) {
+		t.Error("the job asks for a single-core SDK container")
+	}
 }
 
 func exitCode(err error) int {

@@ -2,58 +2,38 @@
 
 package cu
 
-/*
-#include <cuda.h>
-#include <cublas_v2.h>
-
-// The device pointers travel as CUdeviceptr (an integer) and become float
-// pointers here, so the Go side never turns an integer into a pointer.
-static cublasStatus_t beammlSgemm(cublasHandle_t h, int transA, int transB, int m, int n, int k,
-		float alpha, CUdeviceptr a, int lda, long long strideA,
-		CUdeviceptr b, int ldb, long long strideB,
-		float beta, CUdeviceptr c, int ldc, long long strideC, int batch) {
-	cublasOperation_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
-	cublasOperation_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
-	if (batch == 1) {
-		return cublasSgemm_v2(h, opA, opB, m, n, k, &alpha,
-			(const float *)a, lda, (const float *)b, ldb, &beta, (float *)c, ldc);
-	}
-	return cublasSgemmStridedBatched(h, opA, opB, m, n, k, &alpha,
-		(const float *)a, lda, strideA, (const float *)b, ldb, strideB,
-		&beta, (float *)c, ldc, strideC, batch);
-}
-*/
-import "C"
-
 import (
+	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"unsafe"
 
+	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cuda"
+	"github.com/beamml/beamml/inference/cuda/cu/internal/cublas"
 	gocu "gorgonia.org/cu"
 )
 
-// newBLAS creates the cuBLAS handle; the context must be current.
-func newBLAS() (C.cublasHandle_t, error) {
-	var h C.cublasHandle_t
-	if s := C.cublasCreate_v2(&h); s != C.CUBLAS_STATUS_SUCCESS {
-		return nil, blasErr("cublasCreate_v2", s)
+// newBLAS loads cuBLAS (at run time: see package cublas) and creates a
+// handle with the default math mode; the context must be current.
+func newBLAS() (*cublas.Handle, error) {
+	lib, err := cublas.Load()
+	if err != nil {
+		return nil, fmt.Errorf("cu: %w", err)
 	}
-	// The default math mode keeps float32 products in float32: no TF32
-	// tensor cores, so results stay within the CPU backend's tolerances.
-	if s := C.cublasSetMathMode(h, C.CUBLAS_DEFAULT_MATH); s != C.CUBLAS_STATUS_SUCCESS {
-		C.cublasDestroy_v2(h)
-		return nil, blasErr("cublasSetMathMode(CUBLAS_DEFAULT_MATH)", s)
+	h, err := lib.Create()
+	if err != nil {
+		return nil, blasErr(lib.Path()+": ", err)
 	}
 	return h, nil
 }
 
-func destroyBLAS(h C.cublasHandle_t) error {
-	if s := C.cublasDestroy_v2(h); s != C.CUBLAS_STATUS_SUCCESS {
-		return blasErr("cublasDestroy_v2", s)
+func destroyBLAS(h *cublas.Handle) error {
+	if h == nil {
+		return nil
 	}
-	return nil
+	return blasErr("", h.Destroy())
 }
 
 // checkGemm validates g as the simulated device does, so that a bad
@@ -75,27 +55,42 @@ func checkGemm(g cuda.Gemm) error {
 // gemm binds the handle to s and queues g; the context must be current and
 // d.blasMu held.
 func (d *Device) gemm(s gocu.Stream, g cuda.Gemm) error {
-	if st := C.cublasSetStream_v2(d.blas, C.cudaStream_t(unsafe.Pointer(s.C()))); st != C.CUBLAS_STATUS_SUCCESS {
-		return blasErr("cublasSetStream_v2", st)
+	if err := d.blas.SetStream(unsafe.Pointer(s.C())); err != nil {
+		return blasErr("", err)
 	}
-	st := C.beammlSgemm(d.blas, cbool(g.TransA), cbool(g.TransB), C.int(g.M), C.int(g.N), C.int(g.K),
-		C.float(g.Alpha), C.CUdeviceptr(g.A), C.int(g.LDA), C.longlong(g.StrideA),
-		C.CUdeviceptr(g.B), C.int(g.LDB), C.longlong(g.StrideB),
-		C.float(g.Beta), C.CUdeviceptr(g.C), C.int(g.LDC), C.longlong(g.StrideC), C.int(g.Batch))
-	if st != C.CUBLAS_STATUS_SUCCESS {
-		call := "cublasSgemm_v2"
-		if g.Batch > 1 {
-			call = "cublasSgemmStridedBatched"
-		}
-		return blasErr(fmt.Sprintf("%s(transA=%t transB=%t M=%d N=%d K=%d lda=%d ldb=%d ldc=%d batch %d)",
-			call, g.TransA, g.TransB, g.M, g.N, g.K, g.LDA, g.LDB, g.LDC, g.Batch), st)
+	err := d.blas.Sgemm(cublas.Gemm{
+		TransA: g.TransA, TransB: g.TransB,
+		M: int32(g.M), N: int32(g.N), K: int32(g.K),
+		Alpha: g.Alpha, Beta: g.Beta,
+		A: uint64(g.A), B: uint64(g.B), C: uint64(g.C),
+		LDA: int32(g.LDA), LDB: int32(g.LDB), LDC: int32(g.LDC),
+		StrideA: int64(g.StrideA), StrideB: int64(g.StrideB), StrideC: int64(g.StrideC),
+		Batch: int32(g.Batch),
+	})
+	if err != nil {
+		return blasErr("", err, fmt.Sprintf("(transA=%t transB=%t M=%d N=%d K=%d lda=%d ldb=%d ldc=%d batch %d)",
+			g.TransA, g.TransB, g.M, g.N, g.K, g.LDA, g.LDB, g.LDC, g.Batch))
 	}
 	return nil
 }
 
-func cbool(b bool) C.int {
-	if b {
-		return 1
+// blasErr describes a failed cuBLAS call from an error of package cublas:
+// the call is prefix, the function's name, then args (its arguments). nil
+// stays nil.
+func blasErr(prefix string, err error, args ...string) error {
+	if err == nil {
+		return nil
 	}
-	return 0
+	var s *cublas.Status
+	if !errors.As(err, &s) {
+		return fmt.Errorf("cu: %s%w", prefix, err)
+	}
+	e := &Error{Call: prefix + s.Call + strings.Join(args, ""), Code: s.Code, Status: s.Name, Detail: s.Detail}
+	switch s.Code {
+	case cublas.StatusAllocFailed:
+		e.Kind = inference.ErrOutOfMemory
+	case cublas.StatusNotInitialized, cublas.StatusArchMismatch:
+		e.Kind = inference.ErrNoDevice
+	}
+	return e
 }

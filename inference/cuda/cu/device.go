@@ -2,11 +2,6 @@
 
 package cu
 
-/*
-#include <cublas_v2.h>
-*/
-import "C"
-
 import (
 	"bytes"
 	"errors"
@@ -17,6 +12,7 @@ import (
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cuda"
+	"github.com/beamml/beamml/inference/cuda/cu/internal/cublas"
 	_ "github.com/beamml/beamml/inference/cuda/cu/internal/cuinit" // must init before gorgonia.org/cu: see the package doc
 	"github.com/beamml/beamml/inference/cuda/kernels"
 	gocu "gorgonia.org/cu"
@@ -46,7 +42,7 @@ type Device struct {
 	closed bool
 
 	blasMu sync.Mutex // binding the handle to a stream and queuing a product
-	blas   C.cublasHandle_t
+	blas   *cublas.Handle
 
 	memMu   sync.Mutex
 	allocs  map[cuda.Ptr]int64 // live device allocations, by address

@@ -5,6 +5,12 @@
 // copies, PTX modules, kernel launches, streams) and cuBLAS through a small
 // cgo binding of its own (cublasSgemm_v2, cublasSgemmStridedBatched on
 // device pointers, bound to the caller's stream; DESIGN.md rule 9).
+//
+// cuBLAS is loaded at run time (internal/cublas: dlopen of libcublas.so.12,
+// .13 or .11, or $BEAMML_CUBLAS), not linked: a binary links only libcuda
+// and libc, so a worker built with Debian's CUDA 11.8 toolkit starts in the
+// CUDA 12 container, and a missing cuBLAS is an error of Open that lists
+// the files tried rather than a loader failure before main.
 // Importing it registers the cuda backend on device 0:
 //
 //	import _ "github.com/beamml/beamml/inference/cuda/cu" // in a binary built with CGO_ENABLED=1 -tags cuda

@@ -9,7 +9,7 @@ package cu
 
 /*
 #cgo linux CFLAGS: -I/usr/local/cuda/include
-#cgo linux LDFLAGS: -L/usr/local/cuda/lib64 -L/usr/local/cuda/lib64/stubs -lcublas -lcuda
+#cgo linux LDFLAGS: -L/usr/local/cuda/lib64 -L/usr/local/cuda/lib64/stubs -lcuda
 #include <cuda.h>
 #include <stdint.h>
 #include <stdlib.h>

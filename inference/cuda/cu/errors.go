@@ -4,7 +4,6 @@ package cu
 
 /*
 #include <cuda.h>
-#include <cublas_v2.h>
 
 static const char *cuErrorName(CUresult r) {
 	const char *s = 0;
@@ -94,23 +93,6 @@ func cuResultErr(call string, r C.CUresult) *Error {
 		C.CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, C.CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE,
 		C.CUDA_ERROR_MPS_CONNECTION_FAILED, C.CUDA_ERROR_MPS_RPC_FAILURE, C.CUDA_ERROR_MPS_SERVER_NOT_READY,
 		C.CUDA_ERROR_MPS_MAX_CLIENTS_REACHED, C.CUDA_ERROR_MPS_MAX_CONNECTIONS_REACHED:
-		e.Kind = inference.ErrNoDevice
-	}
-	return e
-}
-
-// blasErr describes a cuBLAS status other than CUBLAS_STATUS_SUCCESS.
-func blasErr(call string, s C.cublasStatus_t) error {
-	e := &Error{
-		Call:   call,
-		Code:   int(s),
-		Status: C.GoString(C.cublasGetStatusName(s)),
-		Detail: C.GoString(C.cublasGetStatusString(s)),
-	}
-	switch s {
-	case C.CUBLAS_STATUS_ALLOC_FAILED:
-		e.Kind = inference.ErrOutOfMemory
-	case C.CUBLAS_STATUS_NOT_INITIALIZED, C.CUBLAS_STATUS_ARCH_MISMATCH:
 		e.Kind = inference.ErrNoDevice
 	}
 	return e
