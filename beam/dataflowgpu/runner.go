@@ -188,11 +188,11 @@ func setGPUWorker(p *pipepb.Pipeline, url, hash string) error {
 	if err != nil {
 		return err
 	}
-	n := 0
 	for id, env := range p.GetComponents().GetEnvironments() {
 		if env.GetResourceHints()["beam:resources:accelerator:v1"] == nil {
 			continue
 		}
+		n := 0
 		for _, dep := range env.GetDependencies() {
 			if dep.GetRoleUrn() == graphx.URNArtifactGoWorkerRole {
 				dep.TypeUrn, dep.TypePayload = graphx.URNArtifactURLType, payload

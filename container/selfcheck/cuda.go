@@ -25,6 +25,10 @@ func init() {
 		if err != nil {
 			return nil, "", err
 		}
-		return cb, dev.Name(), nil
+		name := dev.Name()
+		if b, ok := dev.(interface{ BLAS() string }); ok {
+			name += ", " + b.BLAS()
+		}
+		return cb, name, nil
 	}
 }

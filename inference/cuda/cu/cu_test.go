@@ -17,6 +17,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"sync"
@@ -66,6 +67,16 @@ func TestRegistered(t *testing.T) {
 	if auto, err := inference.ResolveDevice(inference.Auto); err != nil || auto != b {
 		t.Errorf("ResolveDevice(auto) = %v, %v; want the CUDA backend", auto, err)
 	}
+}
+
+// Open loads cuBLAS at run time and says which: "cuBLAS 12.4.2
+// (libcublas.so.12)".
+func TestBLAS(t *testing.T) {
+	d := open(t)
+	if got := d.BLAS(); !regexp.MustCompile(`^cuBLAS 1[1-9]\.\d+\.\d+ \(libcublas\.so[.0-9]*\)$`).MatchString(got) {
+		t.Errorf("BLAS() = %q", got)
+	}
+	t.Logf("%s: %s", d.Name(), d.BLAS())
 }
 
 func TestOpenBadOrdinal(t *testing.T) {

@@ -16,18 +16,27 @@ import (
 )
 
 // newBLAS loads cuBLAS (at run time: see package cublas) and creates a
-// handle with the default math mode; the context must be current.
-func newBLAS() (*cublas.Handle, error) {
+// handle with the default math mode; the context must be current. It also
+// describes the library: "cuBLAS 12.4.2 (libcublas.so.12)".
+func newBLAS() (*cublas.Handle, string, error) {
 	lib, err := cublas.Load()
 	if err != nil {
-		return nil, fmt.Errorf("cu: %w", err)
+		return nil, "", fmt.Errorf("cu: %w", err)
 	}
 	h, err := lib.Create()
 	if err != nil {
-		return nil, blasErr(lib.Path()+": ", err)
+		return nil, "", blasErr(lib.Path()+": ", err)
 	}
-	return h, nil
+	v, err := h.Version()
+	if err != nil {
+		h.Destroy()
+		return nil, "", blasErr(lib.Path()+": ", err)
+	}
+	return h, fmt.Sprintf("cuBLAS %d.%d.%d (%s)", v/10000, v/100%100, v%100, lib.Path()), nil
 }
+
+// BLAS says which cuBLAS the device uses: "cuBLAS 12.4.2 (libcublas.so.12)".
+func (d *Device) BLAS() string { return d.blasInfo }
 
 func destroyBLAS(h *cublas.Handle) error {
 	if h == nil {

@@ -41,8 +41,9 @@ type Device struct {
 	mu     sync.RWMutex
 	closed bool
 
-	blasMu sync.Mutex // binding the handle to a stream and queuing a product
-	blas   *cublas.Handle
+	blasMu   sync.Mutex // binding the handle to a stream and queuing a product
+	blas     *cublas.Handle
+	blasInfo string // see BLAS
 
 	memMu   sync.Mutex
 	allocs  map[cuda.Ptr]int64 // live device allocations, by address
@@ -102,7 +103,7 @@ func Open(ordinal int) (*Device, error) {
 	}
 	err = d.bind("open", func() error {
 		var err error
-		d.blas, err = newBLAS()
+		d.blas, d.blasInfo, err = newBLAS()
 		return err
 	})
 	if err != nil {
