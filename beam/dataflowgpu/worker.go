@@ -124,7 +124,10 @@ func (w *Worker) Check(c Container, launcher *debug.BuildInfo) error {
 		problems = append(problems, fmt.Errorf("built for %s/%s; Dataflow workers run linux/amd64", w.GOOS, w.GOARCH))
 	}
 	if launcher != nil {
-		if w.Package != launcher.Path {
+		// A program built from a file list ("go build main.go") has no
+		// package path to compare.
+		const files = "command-line-arguments"
+		if w.Package != launcher.Path && w.Package != files && launcher.Path != files {
 			problems = append(problems, fmt.Errorf("it is the program %s, and the launcher is %s: the worker must be the launcher's program, built with CGO_ENABLED=1 -tags cuda (make worker WORKER_PKG=%s), or its steps will not find their functions",
 				w.Package, launcher.Path, launcher.Path))
 		}

@@ -179,6 +179,7 @@ func TestWorkerCheck(t *testing.T) {
 		{"another program", func(w *dataflowgpu.Worker) { w.Package = "github.com/beamml/beamml/examples/dataflow" },
 			[]string{"it is the program github.com/beamml/beamml/examples/dataflow, and the launcher is example.com/pipeline",
 				"make worker WORKER_PKG=example.com/pipeline"}},
+		{"built from a file list", func(w *dataflowgpu.Worker) { w.Package = "command-line-arguments" }, nil},
 		{"another Beam", func(w *dataflowgpu.Worker) { w.Beam = "v2.60.0" },
 			[]string{"built with Beam v2.60.0, and the launcher with Beam v2.77.0"}},
 		{"all at once", func(w *dataflowgpu.Worker) { w.GLIBC, w.Needed = "2.39", []string{"libcublas.so.11"} },
