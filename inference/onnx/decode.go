@@ -61,6 +61,9 @@ type decoder struct {
 }
 
 func (d *decoder) graph(gp *onnxpb.GraphProto, outer map[string]bool) (*graph.Graph, error) {
+	if gp == nil { // an attribute of type GRAPH without its graph
+		return nil, fmt.Errorf("onnx: missing graph: %w", inference.ErrBadModel)
+	}
 	g := &graph.Graph{Name: gp.Name, Opsets: d.opsets, Initializers: map[string]inference.Tensor{}}
 	for _, tp := range gp.Initializer {
 		t, err := d.tensor(tp)

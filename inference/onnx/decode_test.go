@@ -187,6 +187,17 @@ func TestUnsupportedOpFails(t *testing.T) {
 	}
 }
 
+// An attribute typed GRAPH or TENSOR without its value (found by
+// FuzzDecode: the GRAPH case dereferenced nil) is a bad model, named.
+func TestAttributeWithoutValueFails(t *testing.T) {
+	for _, typ := range []onnxpb.AttributeProto_AttributeType{onnxpb.AttributeProto_GRAPH, onnxpb.AttributeProto_TENSOR} {
+		m := model(weights(), &onnxpb.NodeProto{Name: "cond", OpType: "If", Input: []string{"x"}, Output: []string{"y"},
+			Attribute: []*onnxpb.AttributeProto{{Name: "then_branch", Type: typ}}})
+		_, err := onnx.Decode(marshal(t, m), "")
+		wantErr(t, err, inference.ErrBadModel, `"cond" (If)`, `"then_branch"`, "missing")
+	}
+}
+
 func TestNotAModelFails(t *testing.T) {
 	_, err := onnx.Decode([]byte("this is not protobuf \xff\xff"), "")
 	wantErr(t, err, inference.ErrBadModel)
