@@ -139,7 +139,6 @@ func (w *Worker) Check(c Container, launcher *debug.BuildInfo) error {
 		problems = append(problems, fmt.Errorf("needs glibc %s, and %s has glibc %s: build it on a system with glibc %s or older, or in the image (container/README.md)",
 			w.GLIBC, c.Name, c.GLIBC, c.GLIBC))
 	}
-	cudaLib := regexp.MustCompile(`^lib(cu|nv|npp)[a-zA-Z0-9_]*\.so\.([0-9]+)$`)
 	for _, lib := range w.Needed {
 		if slices.Contains(c.Libraries, lib) {
 			continue
@@ -159,6 +158,9 @@ func (w *Worker) Check(c Container, launcher *debug.BuildInfo) error {
 	}
 	return fmt.Errorf("dataflowgpu: worker binary %s cannot run on the GPU workers:\n%w", w.Path, errors.Join(problems...))
 }
+
+// cudaLib matches the soname of a CUDA toolkit library and its major.
+var cudaLib = regexp.MustCompile(`^lib(cu|nv|npp)[a-zA-Z0-9_]*\.so\.([0-9]+)$`)
 
 // launcherInfo is the build information of the running program, the
 // launcher, or nil inside a go test binary, which is not the program its
