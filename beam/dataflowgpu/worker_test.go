@@ -14,16 +14,11 @@ import (
 	"github.com/beamml/beamml/beam/dataflowgpu"
 )
 
-// build builds the program in dir (under testdata) for goos/goarch into a
-// temporary file, with cgo on or off and the given tags.
-func build(t *testing.T, dir, goos, goarch string, cgo bool, tags string) string {
+// goBuild builds ./testdata/<dir> into out for goos/goarch, with cgo on or
+// off and the given tags.
+func goBuild(t *testing.T, out, dir, goos, goarch string, cgo bool, tags string) {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), dir+"-"+goos+"-"+goarch)
-	cmd := exec.Command("go", "build", "-o", out)
-	if tags != "" {
-		cmd.Args = append(cmd.Args, "-tags", tags)
-	}
-	cmd.Args = append(cmd.Args, "./testdata/"+dir)
+	cmd := exec.Command("go", "build", "-o", out, "-tags", tags, "./testdata/"+dir)
 	enabled := "0"
 	if cgo {
 		enabled = "1"
@@ -32,6 +27,13 @@ func build(t *testing.T, dir, goos, goarch string, cgo bool, tags string) string
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", cmd, err, b)
 	}
+}
+
+// build is goBuild into a temporary file of t.
+func build(t *testing.T, dir, goos, goarch string, cgo bool, tags string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), dir+"-"+goos+"-"+goarch)
+	goBuild(t, out, dir, goos, goarch, cgo, tags)
 	return out
 }
 
@@ -59,11 +61,7 @@ func plainWorker(t *testing.T) string {
 			t.Fatal(err)
 		}
 		workerPath = filepath.Join(workerDir, "worker")
-		cmd := exec.Command("go", "build", "-o", workerPath, "./testdata/worker")
-		cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=amd64", "CGO_ENABLED=0")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", cmd, err, b)
-		}
+		goBuild(t, workerPath, "worker", "linux", "amd64", false, "")
 	})
 	if _, err := os.Stat(workerPath); err != nil {
 		t.Fatal(err)

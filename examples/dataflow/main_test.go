@@ -187,7 +187,11 @@ func TestDataflowDryRunRefusesWorker(t *testing.T) {
 // capability): one process per GPU worker, so one copy of the weights.
 func multiCore(t *testing.T, out string, envs int) {
 	t.Helper()
-	job := out[strings.LastIndex(out, "sdkHarnessContainerImages"):]
+	at := strings.LastIndex(out, "sdkHarnessContainerImages")
+	if at < 0 {
+		t.Fatal("the dry run printed no job with SDK container images")
+	}
+	job := out[at:]
 	if n := strings.Count(job, `\"environmentId\"`); n != envs {
 		t.Errorf("%d SDK container images in the job, want %d", n, envs)
 	}
