@@ -16,8 +16,8 @@ CUDA_RACE_TESTS := TestConcurrentBatchesShareWeights|TestSteadyStateCopiesAndAll
 # hundreds of warnings.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-# ONNX's backend test data, beside the checkout.
-CONFORMANCE_DIR ?= ../shared/onnx-conformance
+# ONNX's backend test data, in the repository (testing/conformance/testdata/README.md).
+CONFORMANCE_DIR ?= testing/conformance/testdata
 
 .PHONY: demo test test-direct race build-nocgo lint bench bench-cpu conformance fuzz generate kernels ptxas build-cuda worker container
 

@@ -18,8 +18,8 @@ import (
 	"github.com/beamml/beamml/inference/graph"
 )
 
-// suites is ONNX's backend test data beside the checkout (../shared).
-var suites = filepath.Join("..", "..", "..", "shared", "onnx-conformance")
+// suites is ONNX's backend test data, in the repository.
+var suites = filepath.Join("..", "..", "testing", "conformance", "testdata")
 
 // useSim makes the command's GPU the CUDA executor on the simulated
 // device, so that everything but the cuda-tagged wiring runs here.
@@ -37,7 +37,7 @@ func TestRunOnSim(t *testing.T) {
 	useSim(t)
 	model := filepath.Join(suites, "node", "test_gemm_default_vector_bias", "model.onnx")
 	if _, err := os.Stat(model); err != nil {
-		t.Skipf("conformance data not found: %v", err)
+		t.Fatalf("conformance data not found: %v", err)
 	}
 	var out bytes.Buffer
 	code := run(&out, []string{"--run", "^binary/Add/", "--model", model})
@@ -68,7 +68,7 @@ func TestRunModelMismatch(t *testing.T) {
 	useSim(t)
 	model := filepath.Join(suites, "node", "test_relu", "model.onnx")
 	if _, err := os.Stat(model); err != nil {
-		t.Skipf("conformance data not found: %v", err)
+		t.Fatalf("conformance data not found: %v", err)
 	}
 	inner := openGPU
 	openGPU = func() (graph.Compiler, string, error) {

@@ -2,7 +2,7 @@
 // that holds a model.onnx and test_data_set_N folders of input_K.pb and
 // output_K.pb TensorProtos (the layout of ONNX's onnx/backend/test/data).
 //
-//	go run ./testing/conformance --dir ../shared/onnx-conformance [--device cpu|cuda|sim] [--run REGEXP]
+//	go run ./testing/conformance --dir testing/conformance/testdata [--device cpu|cuda|sim] [--run REGEXP]
 //
 // --device sim runs the CUDA backend's executor on the simulated device:
 // the host-emulated CUDA kernels and a Go GEMM (needs cgo). It is how the

@@ -8,6 +8,7 @@
 package cu_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -33,8 +34,9 @@ import (
 	"github.com/beamml/beamml/inference/onnx"
 )
 
-// suites is ONNX's backend test data beside the checkout (../shared).
-var suites = filepath.Join("..", "..", "..", "..", "shared", "onnx-conformance")
+// suites is ONNX's backend test data, in the repository; BEAMML_CONFORMANCE_DIR
+// names another copy, for a test binary run outside the checkout.
+var suites = cmp.Or(os.Getenv("BEAMML_CONFORMANCE_DIR"), filepath.Join("..", "..", "..", "testing", "conformance", "testdata"))
 
 func open(t testing.TB) *cu.Device {
 	t.Helper()
@@ -351,7 +353,7 @@ func mlp(t *testing.T) *graph.Graph {
 // test that passes on the CPU must pass on the GPU.
 func TestConformance(t *testing.T) {
 	if _, err := os.Stat(suites); err != nil {
-		t.Skipf("conformance data not found at %s: %v", suites, err)
+		t.Fatalf("conformance data not found at %s (set BEAMML_CONFORMANCE_DIR): %v", suites, err)
 	}
 	gpu := newBackend(t)
 	var dirs []string
