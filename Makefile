@@ -70,21 +70,21 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz=FuzzTensorUnmarshal -fuzztime=$(FUZZTIME) ./inference/
 	$(GO) test -run '^$$' -fuzz=FuzzDecodeTensors -fuzztime=$(FUZZTIME) ./inference/
 
-# The ONNX protobuf code, from inference/onnx/onnxpb/onnx.proto.
+# The ONNX protobuf code, from internal/onnxpb/onnx.proto.
 generate:
 	GOBIN=$(CURDIR)/out/bin $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
-	PATH=$(CURDIR)/out/bin:$$PATH $(GO) generate ./inference/onnx/onnxpb/
+	PATH=$(CURDIR)/out/bin:$$PATH $(GO) generate ./internal/onnxpb/
 
 # The CUDA kernels: PTX for compute_60 (committed, embedded) and the
 # emulator's registration files. Needs nvcc (Debian's nvidia-cuda-toolkit
 # 11.8 from non-free) and clang-14 or g++-11 as its host compiler.
 NVCC ?= nvcc
 CCBIN ?= $(shell command -v clang-14 || command -v g++-11)
-KERNEL_DIR := inference/cuda/kernels
+KERNEL_DIR := internal/kernels
 KERNEL_SRCS := $(wildcard $(KERNEL_DIR)/*.cu)
 PTX_TARGETS := sm_60 sm_70 sm_75 sm_80 sm_86 sm_89 sm_90
 kernels:
-	$(GO) run ./$(KERNEL_DIR)/internal/genemu $(KERNEL_DIR)
+	$(GO) run ./$(KERNEL_DIR)/kernelgen $(KERNEL_DIR)
 	for ptx in $(KERNEL_DIR)/ptx/*.ptx; do \
 		[ -e $(KERNEL_DIR)/$$(basename $$ptx .ptx).cu ] || rm -f $$ptx; \
 	done

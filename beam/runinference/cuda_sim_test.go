@@ -21,9 +21,9 @@ import (
 	"github.com/beamml/beamml/beam/runinference"
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cuda"
-	"github.com/beamml/beamml/inference/cuda/check"
-	"github.com/beamml/beamml/inference/cuda/kernels/emu"
-	"github.com/beamml/beamml/inference/cuda/sim"
+	"github.com/beamml/beamml/internal/check"
+	"github.com/beamml/beamml/internal/kernels/emu"
+	"github.com/beamml/beamml/internal/sim"
 	"github.com/beamml/beamml/inference/onnx"
 	"github.com/beamml/beamml/internal/digits"
 )

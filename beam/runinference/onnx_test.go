@@ -14,7 +14,7 @@ import (
 	"github.com/beamml/beamml/beam/runinference"
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/onnx"
-	"github.com/beamml/beamml/inference/onnx/onnxpb"
+	"github.com/beamml/beamml/internal/onnxpb"
 )
 
 func init() {

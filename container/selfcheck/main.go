@@ -1,6 +1,6 @@
 // Command selfcheck checks the GPU build inside the CUDA container: it
 // lists the GPUs the NVIDIA driver sees (inference/gpuinfo), runs every
-// operator case of inference/cuda/check on the CUDA backend and on the CPU
+// operator case of internal/check on the CUDA backend and on the CPU
 // backend and compares them, and with --model runs an ONNX model on random
 // inputs on both backends and compares the outputs.
 //
@@ -27,7 +27,7 @@ import (
 	"strings"
 
 	"github.com/beamml/beamml/inference"
-	"github.com/beamml/beamml/inference/cuda/check"
+	"github.com/beamml/beamml/internal/check"
 	"github.com/beamml/beamml/inference/gpuinfo"
 	"github.com/beamml/beamml/inference/graph"
 	"github.com/beamml/beamml/inference/onnx"

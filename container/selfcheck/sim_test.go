@@ -13,8 +13,8 @@ import (
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cuda"
-	"github.com/beamml/beamml/inference/cuda/kernels/emu"
-	"github.com/beamml/beamml/inference/cuda/sim"
+	"github.com/beamml/beamml/internal/kernels/emu"
+	"github.com/beamml/beamml/internal/sim"
 	"github.com/beamml/beamml/inference/graph"
 )
 

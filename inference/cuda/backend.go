@@ -1,8 +1,8 @@
 // Package cuda is the GPU backend: an executor that runs a compiled graph
-// on a Device through the CUDA kernels of inference/cuda/kernels and
+// on a Device through the CUDA kernels of internal/kernels and
 // cuBLAS. The package itself is pure Go and builds without cgo; the
 // devices live elsewhere: the real one in inference/cuda/cu (build tag
-// cuda, gorgonia.org/cu), the simulated one in inference/cuda/sim.
+// cuda, gorgonia.org/cu), the simulated one in internal/sim.
 //
 // A model is compiled once per process: its weights are uploaded once and
 // shared by every concurrent Run. Each Run takes a workspace (one device
@@ -19,7 +19,7 @@ import (
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cpu"
-	"github.com/beamml/beamml/inference/cuda/kernels"
+	"github.com/beamml/beamml/internal/kernels"
 	"github.com/beamml/beamml/inference/graph"
 )
 

@@ -3,7 +3,7 @@ package cuda
 import (
 	"fmt"
 
-	"github.com/beamml/beamml/inference/cuda/kernels"
+	"github.com/beamml/beamml/internal/kernels"
 )
 
 // Ptr is a device address.
@@ -68,7 +68,7 @@ type MemInfo struct{ Free, Total int64 }
 
 // Device is what the executor needs of a GPU. The CUDA implementation
 // (inference/cuda/cu, build tag cuda) wraps the driver API and cuBLAS; the
-// simulated one (inference/cuda/sim) keeps device memory in host slices
+// simulated one (internal/sim) keeps device memory in host slices
 // and runs the emulated kernels, so the executor is tested without a GPU.
 //
 // Errors wrap the inference sentinels: an allocation that does not fit

@@ -13,8 +13,8 @@ import (
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cpu"
 	"github.com/beamml/beamml/inference/cuda"
-	"github.com/beamml/beamml/inference/cuda/check"
-	"github.com/beamml/beamml/inference/cuda/sim"
+	"github.com/beamml/beamml/internal/check"
+	"github.com/beamml/beamml/internal/sim"
 	"github.com/beamml/beamml/inference/graph"
 	"github.com/beamml/beamml/inference/onnx"
 )

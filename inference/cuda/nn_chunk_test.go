@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/beamml/beamml/inference/cuda"
-	"github.com/beamml/beamml/inference/cuda/check"
+	"github.com/beamml/beamml/internal/check"
 )
 
 // TestConvChunks runs the Conv and ConvTranspose cases with the im2col

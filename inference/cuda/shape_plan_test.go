@@ -11,7 +11,7 @@ import (
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cpu"
 	"github.com/beamml/beamml/inference/cuda"
-	"github.com/beamml/beamml/inference/cuda/check"
+	"github.com/beamml/beamml/internal/check"
 	"github.com/beamml/beamml/inference/graph"
 )
 

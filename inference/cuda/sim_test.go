@@ -11,10 +11,10 @@ import (
 	"testing"
 
 	"github.com/beamml/beamml/inference/cuda"
-	"github.com/beamml/beamml/inference/cuda/check"
-	"github.com/beamml/beamml/inference/cuda/kernels"
-	"github.com/beamml/beamml/inference/cuda/kernels/emu"
-	"github.com/beamml/beamml/inference/cuda/sim"
+	"github.com/beamml/beamml/internal/check"
+	"github.com/beamml/beamml/internal/kernels"
+	"github.com/beamml/beamml/internal/kernels/emu"
+	"github.com/beamml/beamml/internal/sim"
 )
 
 // runner is shared by every simulated device of the test binary, so

@@ -22,7 +22,7 @@ import (
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
-	"github.com/beamml/beamml/inference/onnx/onnxpb"
+	"github.com/beamml/beamml/internal/onnxpb"
 )
 
 // Decode parses a serialized ModelProto into a sorted, checked Graph. dir

@@ -14,7 +14,7 @@ import (
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/onnx"
-	"github.com/beamml/beamml/inference/onnx/onnxpb"
+	"github.com/beamml/beamml/internal/onnxpb"
 )
 
 func floatInfo(name string, dims ...int64) *onnxpb.ValueInfoProto {

@@ -5,8 +5,8 @@ package main
 import (
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cuda"
-	"github.com/beamml/beamml/inference/cuda/kernels/emu"
-	"github.com/beamml/beamml/inference/cuda/sim"
+	"github.com/beamml/beamml/internal/kernels/emu"
+	"github.com/beamml/beamml/internal/sim"
 )
 
 func init() {

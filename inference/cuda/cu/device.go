@@ -14,7 +14,7 @@ import (
 	"github.com/beamml/beamml/inference/cuda"
 	"github.com/beamml/beamml/inference/cuda/cu/internal/cublas"
 	_ "github.com/beamml/beamml/inference/cuda/cu/internal/cuinit" // must init before gorgonia.org/cu: see the package doc
-	"github.com/beamml/beamml/inference/cuda/kernels"
+	"github.com/beamml/beamml/internal/kernels"
 	gocu "gorgonia.org/cu"
 )
 

@@ -1,6 +1,6 @@
 // Package sim is a simulated CUDA device: device memory is host memory,
 // kernels run through a Runner (the host-emulated kernels of
-// inference/cuda/kernels/emu), GEMMs run in Go with cuBLAS's column-major
+// internal/kernels/emu), GEMMs run in Go with cuBLAS's column-major
 // semantics, and every allocation, copy, launch and GEMM is counted. The
 // executor of inference/cuda runs on it unchanged, which is how the GPU
 // path is tested on machines without a GPU (DESIGN.md rule 6).
@@ -19,7 +19,7 @@ import (
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cuda"
-	"github.com/beamml/beamml/inference/cuda/kernels"
+	"github.com/beamml/beamml/internal/kernels"
 )
 
 // Runner runs a kernel launch; emu.Runner is one.

@@ -1,9 +1,9 @@
-// Package emu runs the CUDA kernels of inference/cuda/kernels on the host.
+// Package emu runs the CUDA kernels of internal/kernels on the host.
 // The same .cu sources that nvcc compiles to PTX compile here with the
 // host C++ compiler (emu.h maps blockIdx, threadIdx, __shared__ and
 // __syncthreads onto a loop over threads and coroutines), so the kernels
 // are tested against the CPU backend on machines without a GPU
-// (DESIGN.md rule 6). The simulated device (inference/cuda/sim) launches
+// (DESIGN.md rule 6). The simulated device (internal/sim) launches
 // them through a Runner.
 //
 // Nothing in a production binary imports this package: it exists for

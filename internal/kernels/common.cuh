@@ -1,6 +1,6 @@
 // common.cuh: what every kernel file includes. It compiles with nvcc (to PTX)
 // and, through emu.h, with the host C++ compiler for the emulated kernel
-// tests (inference/cuda/kernels/emu), so kernels use only this subset of
+// tests (internal/kernels/emu), so kernels use only this subset of
 // CUDA C:
 //
 //   - KERNEL for an entry point without barriers, SYNC_KERNEL for one that

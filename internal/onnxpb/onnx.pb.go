@@ -1770,7 +1770,7 @@ const file_onnx_proto_rawDesc = "" +
 	"\x11SparseTensorProto\x120\n" +
 	"\x06values\x18\x01 \x01(\v2\x18.beamml.onnx.TensorProtoR\x06values\x122\n" +
 	"\aindices\x18\x02 \x01(\v2\x18.beamml.onnx.TensorProtoR\aindices\x12\x12\n" +
-	"\x04dims\x18\x03 \x03(\x03R\x04dimsB0Z.github.com/beamml/beamml/inference/onnx/onnxpbb\x06proto3"
+	"\x04dims\x18\x03 \x03(\x03R\x04dimsB*Z(github.com/beamml/beamml/internal/onnxpbb\x06proto3"
 
 var (
 	file_onnx_proto_rawDescOnce sync.Once

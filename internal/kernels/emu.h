@@ -1,6 +1,6 @@
 // emu.h maps the CUDA C subset of common.cuh onto host C++, so the kernels
 // compile with the host compiler and run on the CPU, a thread at a time
-// (inference/cuda/kernels/emu). Blocks run one after another; within a
+// (internal/kernels/emu). Blocks run one after another; within a
 // block the threads of a SYNC_KERNEL run as coroutines that switch at
 // __syncthreads, so shared memory and barriers keep their meaning.
 #pragma once
