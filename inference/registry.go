@@ -12,6 +12,19 @@ import (
 // register under their device name from their package's init function; a
 // Loader receives the one the Spec's device resolves to and compiles the
 // model for it.
+//
+// The compile contract. A backend that runs ONNX models (every backend of
+// this module) also implements graph.Compiler, whose method
+//
+//	Compile(g *graph.Graph) (Model, error)
+//
+// the onnx loader calls with the decoded, validated graph. Compile owns g:
+// it runs the graph passes its kernels rely on (graph/passes: constant
+// folding, fusions), fails with an *UnsupportedOpError (wrapping
+// ErrUnsupportedOp) for an operator it cannot run, before anything runs,
+// and returns a Model safe for concurrent Runs. The interface lives in
+// package graph because this package cannot name the graph type; a
+// Backend that lacks it fails the load with ErrNoDevice.
 type Backend interface {
 	// Device is the name the backend registers under.
 	Device() Device

@@ -21,11 +21,11 @@ import (
 	"github.com/beamml/beamml/beam/runinference"
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cuda"
+	"github.com/beamml/beamml/inference/onnx"
 	"github.com/beamml/beamml/internal/check"
+	"github.com/beamml/beamml/internal/digits"
 	"github.com/beamml/beamml/internal/kernels/emu"
 	"github.com/beamml/beamml/internal/sim"
-	"github.com/beamml/beamml/inference/onnx"
-	"github.com/beamml/beamml/internal/digits"
 )
 
 // This test binary registers the CUDA backend on the simulated device:

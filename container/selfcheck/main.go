@@ -27,10 +27,10 @@ import (
 	"strings"
 
 	"github.com/beamml/beamml/inference"
-	"github.com/beamml/beamml/internal/check"
 	"github.com/beamml/beamml/inference/gpuinfo"
 	"github.com/beamml/beamml/inference/graph"
 	"github.com/beamml/beamml/inference/onnx"
+	"github.com/beamml/beamml/internal/check"
 )
 
 // Exit statuses.

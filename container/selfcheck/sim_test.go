@@ -13,9 +13,9 @@ import (
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cuda"
+	"github.com/beamml/beamml/inference/graph"
 	"github.com/beamml/beamml/internal/kernels/emu"
 	"github.com/beamml/beamml/internal/sim"
-	"github.com/beamml/beamml/inference/graph"
 )
 
 // suites is ONNX's backend test data, in the repository.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/graph/passes"
 )
 
 // Node is what a kernel sees: the graph node (attributes, names) and the
@@ -47,35 +48,25 @@ func Ops() []string {
 // control-flow operators run subgraphs; the executor implements them.
 var control = map[string]bool{"If": true, "Loop": true, "Scan": true}
 
-// Compile checks that every node of g (and of its subgraphs) has a kernel
-// and returns the model. Compile is the graph.Compiler method of Backend.
+// Compile checks that every node of g (and of its subgraphs) has a kernel,
+// runs the graph passes (constant folding with the reference kernels,
+// then the activation fusions the Conv kernel honours) and returns the
+// model. Compile is the graph.Compiler method of Backend.
 func (Backend) Compile(g *graph.Graph) (inference.Model, error) {
-	if err := check(g); err != nil {
+	if err := Check(g); err != nil {
 		return nil, err
 	}
-	opset := g.Opset()
-	if _, err := graph.FoldConstants(g, func(n *graph.Node, in []inference.Tensor) ([]inference.Tensor, error) {
-		k, ok := kernels[n.OpType]
-		if !ok { // control flow and sequences run only at run time
-			return nil, &inference.UnsupportedOpError{Op: n.OpType, Detail: "not folded"}
-		}
-		return k(Node{n, opset}, in)
-	}); err != nil {
+	if err := passes.Optimize(g, passes.FoldConstants(RunNode), passes.FuseActivations()); err != nil {
 		return nil, err
 	}
-	if fuseActivations(g) {
-		if err := g.Sort(nil); err != nil {
-			return nil, err
-		}
-	}
-	m := &Model{g: g}
-	for _, t := range g.Initializers {
-		m.bytes += t.ByteSize()
-	}
-	return m, nil
+	return NewModel(g), nil
 }
 
-func check(g *graph.Graph) error {
+// Check reports the first node of g (or of its subgraphs) that the CPU
+// backend cannot run: an operator outside the ai.onnx domain or without a
+// kernel, as an *inference.UnsupportedOpError. A backend that runs on the
+// host what it has no kernel for (inference/cuda) checks with it.
+func Check(g *graph.Graph) error {
 	for _, n := range g.Nodes {
 		if n.Domain != "" {
 			return &inference.UnsupportedOpError{Node: n.Name, Op: n.Domain + "." + n.OpType, Detail: "only the ai.onnx domain is implemented"}
@@ -84,12 +75,23 @@ func check(g *graph.Graph) error {
 			return &inference.UnsupportedOpError{Node: n.Name, Op: n.OpType, Opset: g.Opset()}
 		}
 		for _, sub := range n.Subgraphs() {
-			if err := check(sub); err != nil {
+			if err := Check(sub); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// NewModel returns the model that runs g as it is, without graph passes:
+// for a backend that has run its own passes and checked g (Check) and
+// runs some of it, or all of it, on the host.
+func NewModel(g *graph.Graph) *Model {
+	m := &Model{g: g}
+	for _, t := range g.Initializers {
+		m.bytes += t.ByteSize()
+	}
+	return m
 }
 
 // Model is a graph compiled for the CPU. It keeps no state between runs,
@@ -339,18 +341,11 @@ var (
 )
 
 // RunObserved runs m on feeds, calling observe with every tensor a node
-// computes. Backends use it to read the shapes and types of a model's
-// values at given input shapes.
-func RunObserved(ctx context.Context, m *Model, feeds map[string]inference.Tensor, observe func(name string, t inference.Tensor)) (map[string]inference.Tensor, error) {
-	outs, err := runObserved(ctx, m.g, feeds, nil, observe)
-	if err != nil {
-		return nil, err
-	}
-	res := make(map[string]inference.Tensor, len(outs))
-	for i, o := range m.g.Outputs {
-		res[o.Name] = outs[i]
-	}
-	return res, nil
+// computes: a graph.Runner, with which graph.InferShapes reads the shapes
+// of a model's values.
+func (m *Model) RunObserved(ctx context.Context, feeds map[string]inference.Tensor, observe func(name string, t inference.Tensor)) error {
+	_, err := runObserved(ctx, m.g, feeds, nil, observe)
+	return err
 }
 
 // RunNode runs one node with the reference kernel of its operator: what

@@ -19,8 +19,9 @@ import (
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cpu"
-	"github.com/beamml/beamml/internal/kernels"
 	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/graph/passes"
+	"github.com/beamml/beamml/internal/kernels"
 )
 
 // Backend runs models on one CUDA device, opened on first use.
@@ -90,19 +91,23 @@ func (b *Backend) function(name string) (Function, error) {
 	return f, nil
 }
 
-// Compile compiles g for the device: the CPU backend's checks, constant
-// folding and fusion, then the weights' upload. Plans for each input shape
-// are built on first use.
+// Compile compiles g for the device: the CPU backend's check (a node
+// without a device kernel runs on the host with the CPU's), the graph
+// passes (constant folding with the CPU's reference kernels, then the
+// activation fusions the Conv lowering honours), then the weights'
+// upload. Plans for each input shape are built on first use.
 func (b *Backend) Compile(g *graph.Graph) (inference.Model, error) {
 	dev, err := b.Open()
 	if err != nil {
 		return nil, err
 	}
-	cm, err := cpu.Backend{}.Compile(g)
-	if err != nil {
+	if err := cpu.Check(g); err != nil {
 		return nil, err
 	}
-	return newModel(b, dev, cm.(*cpu.Model))
+	if err := passes.Optimize(g, passes.FoldConstants(cpu.RunNode), passes.FuseActivations()); err != nil {
+		return nil, err
+	}
+	return newModel(b, dev, g)
 }
 
 var _ graph.Compiler = (*Backend)(nil)

@@ -58,18 +58,11 @@ var random = map[string]bool{
 	"Bernoulli": true, "Multinomial": true,
 }
 
-func newModel(b *Backend, dev Device, cm *cpu.Model) (*Model, error) {
-	g := cm.Graph()
-	m := &Model{b: b, dev: dev, cpu: cm, g: g, opset: g.Opset(),
+func newModel(b *Backend, dev Device, g *graph.Graph) (*Model, error) {
+	m := &Model{b: b, dev: dev, cpu: cpu.NewModel(g), g: g, opset: g.Opset(), batched: g.Batched(),
 		classes: map[string]*shapeClass{}, plans: map[string]*plan{}}
 	m.pool.dev = dev
 	m.pool.cond = sync.NewCond(&m.pool.mu)
-	m.batched = len(g.Inputs) > 0
-	for _, in := range g.Inputs {
-		if len(in.Shape) == 0 || in.Shape[0] != inference.Dynamic {
-			m.batched = false
-		}
-	}
 	for _, n := range g.Nodes {
 		if cpu.IsControlFlow(n.OpType) {
 			m.fallback = fmt.Sprintf("node %v runs subgraphs or sequences", n)

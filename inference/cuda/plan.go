@@ -14,77 +14,21 @@ import (
 
 // shapeClass holds the shapes of every value for the inputs of one shape
 // class: all batch sizes of one set of non-batch dimensions, as functions
-// of the batch size (or exact shapes for models without a batch axis).
+// of the batch size (or exact shapes for models without a batch axis),
+// read off the CPU's reference kernels by graph.InferShapes.
 type shapeClass struct {
 	shapes map[string]graph.Shape
-	dtypes map[string]inference.DType
-}
-
-// probe runs the CPU backend on inputs of batch size b made of the rows
-// of feeds (repeated where feeds has fewer), or on feeds themselves when b
-// is 0, and records every value. Real rows, not zeros: an index, a divisor
-// or a size read from the inputs must be valid for the probe to run.
-func (m *Model) probe(ctx context.Context, feeds map[string]inference.Tensor, b int) (map[string]inference.Tensor, error) {
-	probe := map[string]inference.Tensor{}
-	seen := map[string]inference.Tensor{}
-	for _, in := range m.g.Inputs {
-		t := feeds[in.Name]
-		if b > 0 {
-			rows, err := inference.Unstack(t)
-			if err != nil {
-				return nil, fmt.Errorf("input %q: %w", in.Name, err)
-			}
-			pick := make([]inference.Tensor, b)
-			for i := range pick {
-				pick[i] = rows[i%len(rows)]
-			}
-			if t, err = inference.Stack(pick); err != nil {
-				return nil, fmt.Errorf("input %q: %w", in.Name, err)
-			}
-		}
-		probe[in.Name], seen[in.Name] = t, t
-	}
-	if _, err := cpu.RunObserved(ctx, m.cpu, probe, func(name string, t inference.Tensor) { seen[name] = t }); err != nil {
-		return nil, err
-	}
-	return seen, nil
 }
 
 func (m *Model) shapeClass(ctx context.Context, class string, feeds map[string]inference.Tensor) (*shapeClass, error) {
 	if c, ok := m.classes[class]; ok {
 		return c, nil
 	}
-	c := &shapeClass{dtypes: map[string]inference.DType{}}
-	if _, _, batch := m.signature(feeds); batch > 0 {
-		s1, err := m.probe(ctx, feeds, 1)
-		if err != nil {
-			return nil, fmt.Errorf("cuda: shapes at batch 1: %w", err)
-		}
-		s2, err := m.probe(ctx, feeds, 2)
-		if err != nil {
-			return nil, fmt.Errorf("cuda: shapes at batch 2: %w", err)
-		}
-		if c.shapes, err = graph.SymbolicShapes(1, 2, s1, s2); err != nil {
-			return nil, fmt.Errorf("cuda: %w", err)
-		}
-		for name, t := range s1 {
-			c.dtypes[name] = t.DType()
-		}
-	} else {
-		s, err := m.probe(ctx, feeds, 0)
-		if err != nil {
-			return nil, fmt.Errorf("cuda: shapes: %w", err)
-		}
-		c.shapes = map[string]graph.Shape{}
-		for name, t := range s {
-			dims := make([]graph.Dim, t.Rank())
-			for i, d := range t.Shape() {
-				dims[i] = graph.Dim{Offset: d}
-			}
-			c.shapes[name] = graph.Shape{DType: t.DType(), Dims: dims}
-			c.dtypes[name] = t.DType()
-		}
+	shapes, err := graph.InferShapes(ctx, m.g, m.cpu.RunObserved, feeds)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %w", err)
 	}
+	c := &shapeClass{shapes: shapes}
 	m.classes[class] = c
 	return c, nil
 }
@@ -195,7 +139,7 @@ func (m *Model) layout(c *shapeClass, feeds map[string]inference.Tensor, batch i
 		host: map[string]*inference.Tensor{}, locs: map[string]loc{}}
 	for name, s := range c.shapes {
 		b.shapes[name] = s.At(batch)
-		b.dtypes[name] = c.dtypes[name]
+		b.dtypes[name] = s.DType
 	}
 	for _, in := range m.g.Inputs {
 		s := feeds[in.Name].Shape()

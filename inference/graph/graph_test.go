@@ -85,40 +85,6 @@ func TestSubgraphFreeValues(t *testing.T) {
 	}
 }
 
-func TestFoldConstants(t *testing.T) {
-	one, _ := inference.New([]int{1}, []float32{1})
-	g := &graph.Graph{
-		Inputs:       []graph.Value{{Name: "x"}},
-		Outputs:      []graph.Value{{Name: "y"}},
-		Initializers: map[string]inference.Tensor{"w": one},
-		Nodes: []*graph.Node{
-			node("k", "Neg", []string{"w"}, "nw"),      // constant: folded
-			node("m", "Add", []string{"x", "nw"}, "y"), // reads the input: kept
-		},
-	}
-	if err := g.Sort(nil); err != nil {
-		t.Fatal(err)
-	}
-	folded, err := graph.FoldConstants(g, func(n *graph.Node, in []inference.Tensor) ([]inference.Tensor, error) {
-		v, _ := inference.Data[float32](in[0])
-		neg, _ := inference.New([]int{1}, []float32{-v[0]})
-		return []inference.Tensor{neg}, nil
-	})
-	if err != nil || folded != 1 {
-		t.Fatalf("FoldConstants = %d, %v; want 1 node folded", folded, err)
-	}
-	if names(g.Nodes) != "m" {
-		t.Errorf("nodes %q, want only m", names(g.Nodes))
-	}
-	v, _ := inference.Data[float32](g.Initializers["nw"])
-	if len(v) != 1 || v[0] != -1 {
-		t.Errorf("folded nw = %v, want [-1]", v)
-	}
-	if _, ok := g.Initializers["w"]; ok {
-		t.Error("w is still an initializer after its only reader was folded")
-	}
-}
-
 func TestDimString(t *testing.T) {
 	for d, want := range map[graph.Dim]string{{Offset: 3}: "3", {Scale: 1}: "b", {Scale: 2}: "2·b", {Scale: 1, Offset: -1}: "b-1", {Scale: 3, Offset: 2}: "3·b+2"} {
 		if got := d.String(); got != want {

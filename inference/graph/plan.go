@@ -1,91 +1,9 @@
 package graph
 
 import (
-	"fmt"
 	"slices"
 	"sort"
-
-	"github.com/beamml/beamml/inference"
 )
-
-// Dim is one dimension of a value as a function of the batch size b:
-// Scale·b + Offset. Static dimensions have Scale 0.
-type Dim struct{ Scale, Offset int }
-
-// At returns the dimension's size at batch size b.
-func (d Dim) At(b int) int { return d.Scale*b + d.Offset }
-
-func (d Dim) String() string {
-	if d.Scale == 0 {
-		return fmt.Sprint(d.Offset)
-	}
-	s := fmt.Sprintf("%d·b", d.Scale)
-	if d.Scale == 1 {
-		s = "b"
-	}
-	if d.Offset != 0 {
-		s += fmt.Sprintf("%+d", d.Offset)
-	}
-	return s
-}
-
-// Shape is a value's element type and symbolic shape.
-type Shape struct {
-	DType inference.DType
-	Dims  []Dim
-}
-
-// At returns the concrete shape at batch size b.
-func (s Shape) At(b int) []int {
-	out := make([]int, len(s.Dims))
-	for i, d := range s.Dims {
-		out[i] = d.At(b)
-	}
-	return out
-}
-
-// Bytes returns the value's size in bytes at batch size b.
-func (s Shape) Bytes(b int) int64 {
-	n := int64(s.DType.Size())
-	for _, d := range s.Dims {
-		n *= int64(d.At(b))
-	}
-	return n
-}
-
-// SymbolicShapes derives each value's symbolic shape from its concrete
-// shapes at two batch sizes b1 < b2 (shapes[i] at sizes[i]): a dimension
-// that differs is taken to grow linearly with the batch. A value whose rank
-// or type differs between the two, or that is missing from either, is left
-// out: its shape depends on the data, and a plan cannot place it.
-func SymbolicShapes(b1, b2 int, s1, s2 map[string]inference.Tensor) (map[string]Shape, error) {
-	if b1 >= b2 {
-		return nil, fmt.Errorf("graph: batch sizes %d and %d: want b1 < b2", b1, b2)
-	}
-	out := map[string]Shape{}
-	for name, t1 := range s1 {
-		t2, ok := s2[name]
-		if !ok || t1.DType() != t2.DType() || t1.Rank() != t2.Rank() {
-			continue
-		}
-		d1, d2 := t1.Shape(), t2.Shape()
-		dims := make([]Dim, len(d1))
-		linear := true
-		for i := range d1 {
-			diff := d2[i] - d1[i]
-			if diff%(b2-b1) != 0 {
-				linear = false
-				break
-			}
-			scale := diff / (b2 - b1)
-			dims[i] = Dim{Scale: scale, Offset: d1[i] - scale*b1}
-		}
-		if linear {
-			out[name] = Shape{DType: t1.DType(), Dims: dims}
-		}
-	}
-	return out, nil
-}
 
 // Plan places the intermediate values of a graph at one batch size in one
 // arena: each value gets an offset, and values whose lifetimes do not
@@ -162,56 +80,4 @@ func PlanMemory(g *Graph, shapes map[string]Shape, b int) Plan {
 		})
 	}
 	return p
-}
-
-// shapeOperands lists operators whose output shape depends on the values
-// of some inputs, by the index of the first such input: Reshape's shape,
-// Slice's starts and ends, Range's bounds, …
-var shapeOperands = map[string]int{
-	"Reshape": 1, "Expand": 1, "Tile": 1, "Slice": 1, "Range": 0, "ConstantOfShape": 0,
-	"OneHot": 1, "TopK": 1, "Resize": 1, "Upsample": 1, "Pad": 1, "Split": 1,
-	"Squeeze": 1, "Unsqueeze": 1, "CenterCropPad": 1, "ReduceSum": 1, "ReduceMean": 1,
-	"ReduceMax": 1, "ReduceMin": 1, "ReduceProd": 1, "ReduceL1": 1, "ReduceL2": 1,
-	"ReduceLogSum": 1, "ReduceLogSumExp": 1, "ReduceSumSquare": 1, "NonMaxSuppression": 0,
-	"AffineGrid": 1, "Col2Im": 1,
-}
-
-// dataShaped lists operators whose output shape depends on their data.
-var dataShaped = map[string]bool{
-	"NonZero": true, "Unique": true, "NonMaxSuppression": true, "Compress": true,
-	"If": true, "Loop": true, "SequenceAt": true, "ConcatFromSequence": true,
-}
-
-// DataDependentShapes marks true the values whose shapes depend on the values
-// (not only the shapes) of the graph's inputs: outputs of data-shaped
-// operators (NonZero, Unique, If, …), of operators whose shape operand
-// (Reshape's shape, Slice's bounds, …) is computed from input data, and
-// everything computed from those. Shape and Size read only shapes, so
-// Reshape(x, Shape(y)) is not data-dependent.
-func DataDependentShapes(g *Graph) map[string]bool {
-	valueTainted := map[string]bool{}
-	for _, in := range g.Inputs {
-		valueTainted[in.Name] = true
-	}
-	shapeTainted := map[string]bool{}
-	for _, n := range g.Nodes {
-		anyValue, anyShape := false, false
-		for _, in := range n.Inputs {
-			anyValue = anyValue || valueTainted[in]
-			anyShape = anyShape || shapeTainted[in]
-		}
-		if from, ok := shapeOperands[n.OpType]; ok {
-			for _, in := range n.Inputs[min(from, len(n.Inputs)):] {
-				anyShape = anyShape || valueTainted[in]
-			}
-		}
-		anyShape = anyShape || dataShaped[n.OpType]
-		for _, out := range n.Outputs {
-			if n.OpType != "Shape" && n.OpType != "Size" {
-				valueTainted[out] = anyValue
-			}
-			shapeTainted[out] = anyShape
-		}
-	}
-	return shapeTainted
 }

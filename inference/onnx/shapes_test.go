@@ -21,7 +21,8 @@ func TestDigitsShapesAndPlan(t *testing.T) {
 	}
 	defer h.Release()
 	m := h.Model().(*cpu.Model)
-	shapes, err := cpu.InferShapes(context.Background(), m)
+	row, _ := inference.Zeros(inference.Float32, []int{1, 64})
+	shapes, err := graph.InferShapes(context.Background(), m.Graph(), m.RunObserved, map[string]inference.Tensor{"pixels": row})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,26 +1,35 @@
-package graph
+package passes
 
 import (
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/graph"
 )
 
-// Evaluator computes one node on constant inputs; backends pass their
-// reference kernels.
-type Evaluator func(n *Node, in []inference.Tensor) ([]inference.Tensor, error)
+// Evaluator computes one node on constant inputs, with the semantics of
+// the given ai.onnx opset; backends pass the CPU's reference kernels
+// (cpu.RunNode).
+type Evaluator func(n *graph.Node, opset int64, in []inference.Tensor) ([]inference.Tensor, error)
 
 // FoldConstants replaces every node whose inputs are all constants
 // (initializers, or outputs of nodes folded before it) by initializers
 // holding its outputs, computed with eval: Constant nodes, and the
 // Shape-free arithmetic on weights that exporters emit. Nodes with
 // subgraphs are left alone, and so is a node eval fails on (the error
-// surfaces when the graph runs). It returns the number of nodes folded and
-// re-sorts the graph.
-func FoldConstants(g *Graph, eval Evaluator) (int, error) {
+// surfaces when the graph runs). Initializers that nothing reads any more
+// are dropped.
+func FoldConstants(eval Evaluator) Pass {
+	return Pass{Name: "FoldConstants", Run: func(g *graph.Graph) (bool, error) {
+		return foldConstants(g, eval) > 0, nil
+	}}
+}
+
+func foldConstants(g *graph.Graph, eval Evaluator) int {
 	feeds := map[string]bool{}
 	for _, in := range g.Inputs {
 		feeds[in.Name] = true
 	}
-	var kept []*Node
+	opset := g.Opset()
+	var kept []*graph.Node
 	folded := 0
 	for _, n := range g.Nodes {
 		if !foldable(g, n, feeds) {
@@ -33,7 +42,7 @@ func FoldConstants(g *Graph, eval Evaluator) (int, error) {
 				in[i] = g.Initializers[name]
 			}
 		}
-		out, err := eval(n, in)
+		out, err := eval(n, opset, in)
 		if err != nil || len(out) < countNamed(n.Outputs) {
 			kept = append(kept, n)
 			continue
@@ -46,10 +55,9 @@ func FoldConstants(g *Graph, eval Evaluator) (int, error) {
 		folded++
 	}
 	if folded == 0 {
-		return 0, nil
+		return 0
 	}
 	g.Nodes = kept
-	// Initializers nothing reads any more (a folded node's weights) go.
 	used := map[string]bool{}
 	for _, n := range g.Nodes {
 		for _, in := range n.Inputs {
@@ -69,10 +77,10 @@ func FoldConstants(g *Graph, eval Evaluator) (int, error) {
 			delete(g.Initializers, name)
 		}
 	}
-	return folded, g.Sort(nil)
+	return folded
 }
 
-func foldable(g *Graph, n *Node, feeds map[string]bool) bool {
+func foldable(g *graph.Graph, n *graph.Node, feeds map[string]bool) bool {
 	if len(n.Subgraphs()) > 0 || n.Domain != "" {
 		return false
 	}
@@ -87,6 +95,7 @@ func foldable(g *Graph, n *Node, feeds map[string]bool) bool {
 	return true
 }
 
+// countNamed is the number of outputs up to the last one the node names.
 func countNamed(names []string) int {
 	n := 0
 	for i, s := range names {
