@@ -75,8 +75,11 @@ generate:
 	GOBIN=$(CURDIR)/out/bin $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 	PATH=$(CURDIR)/out/bin:$$PATH $(GO) generate ./internal/onnxpb/
 
-# The CUDA kernels: PTX for compute_60 (committed, embedded) and the
-# emulator's registration files. Needs nvcc (Debian's nvidia-cuda-toolkit
+# The CUDA kernels: PTX for compute_60 (committed, embedded), and what
+# kernelgen derives from the sources: the Go constants of their codes and
+# entry points (internal/kernels/codes_gen.go) and the emulator's
+# registration files. go test ./internal/kernels/... checks the latter two
+# without nvcc. Needs nvcc (Debian's nvidia-cuda-toolkit
 # 11.8 from non-free) and clang-14 or g++-11 as its host compiler.
 NVCC ?= nvcc
 CCBIN ?= $(shell command -v clang-14 || command -v g++-11)

@@ -28,6 +28,14 @@
 	for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
 	     i += (long long)blockDim.x * gridDim.x)
 
+// Element type codes, for kernels that take an operand's type as a
+// parameter (cast_convert, binary_pow_mixed, reduce_int, shape_range).
+#define T_F32 0
+#define T_I64 1
+#define T_I32 2
+#define T_U8 3
+#define T_BOOL 4
+
 // MAXRANK is the largest rank the strided kernels take as scalar
 // parameters (shape and strides, padded with 1 and 0 on the left).
 #define MAXRANK 6

@@ -249,12 +249,6 @@ KERNEL binary_i32(long long op, int *__restrict__ z, const int *__restrict__ x, 
 	GRID_STRIDE(i, n) { z[i] = ibinary<int, unsigned int>(op, x[X_OFFSET(i)], y[Y_OFFSET(i)]); }
 }
 
-// Element type codes of binary_pow_mixed (the lowering's typeCode).
-#define T_F32 0
-#define T_I64 1
-#define T_I32 2
-#define T_U8 3
-
 DEVICE double load_number(long long t, const void *p, long long i) {
 	switch (t) {
 	case T_F32: return (double)((const float *)p)[i];

@@ -20,10 +20,6 @@
 
 #define F_INF __int_as_float(0x7f800000)
 
-// Element type codes of the integer kernels (the lowering's typeCode).
-#define T_I64 1
-#define T_I32 2
-
 // max_nan and min_nan keep a NaN once taken, as the CPU backend does.
 DEVICE float max_nan(float acc, float v) { return (v != v || v > acc) ? v : acc; }
 DEVICE float min_nan(float acc, float v) { return (v != v || v < acc) ? v : acc; }

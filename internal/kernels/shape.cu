@@ -135,13 +135,6 @@ KERNEL shape_fill(void *y, long long w, long long n, long long bits) {
 
 // ---- Cast -----------------------------------------------------------------------
 
-// Element type codes of cast_convert (lower_shape.go's castCodes).
-#define T_F32 0
-#define T_I64 1
-#define T_I32 2
-#define T_U8 3
-#define T_BOOL 4
-
 // cast_convert: y[i] = x[i] converted from type from to type to, as the CPU
 // backend's Cast does: floats to integers through int64 (f2ll), integers
 // narrow by wrapping, bool is x != 0 (NaN is true), true is 1.
