@@ -12,3 +12,39 @@ func ClipBounds(n Node) (lo, hi float32) {
 	}
 	return n.Float("min", lo), n.Float("max", hi)
 }
+
+// ActivationAttrs returns the attributes of the unary activations that
+// take them, with their defaults: alpha of LeakyRelu (0.01), Elu, Celu,
+// ThresholdedRelu and Swish (1); alpha and gamma of Selu
+// (1.6732632423543772, 1.0507009873554805, as float32); alpha and beta of
+// HardSigmoid (0.2, 0.5); lambd and bias of Shrink (0.5, 0). Both are 0
+// for the others.
+func ActivationAttrs(n Node) (a, b float64) {
+	f := func(name string, def float32) float64 { return float64(n.Float(name, def)) }
+	switch n.OpType {
+	case "LeakyRelu":
+		return f("alpha", 0.01), 0
+	case "Elu", "Celu", "ThresholdedRelu", "Swish":
+		return f("alpha", 1), 0
+	case "Selu":
+		return f("alpha", 1.67326319217681884765625), f("gamma", 1.05070102214813232421875)
+	case "HardSigmoid":
+		return f("alpha", 0.2), f("beta", 0.5)
+	case "Shrink":
+		return f("lambd", 0.5), f("bias", 0)
+	}
+	return 0, 0
+}
+
+// GeluTanh reports whether Gelu uses the tanh approximation (attribute
+// approximate: "none", the default, or "tanh").
+func GeluTanh(n Node) (bool, error) {
+	switch a := n.Str("approximate", "none"); a {
+	case "none":
+		return false, nil
+	case "tanh":
+		return true, nil
+	default:
+		return false, n.Unsupported("approximate %q", a)
+	}
+}

@@ -1,6 +1,11 @@
 package opsem
 
-import "github.com/beamml/beamml/inference"
+import (
+	"fmt"
+	"math"
+
+	"github.com/beamml/beamml/inference"
+)
 
 // Strides returns the row-major strides of shape, in elements: stride[i]
 // = ∏ shape[i+1:].
@@ -29,4 +34,21 @@ func Count(dims []int) int {
 // SplitAxis views shape as [outer, shape[axis], inner] around axis.
 func SplitAxis(shape []int, axis int) (outer, n, inner int) {
 	return Count(shape[:axis]), shape[axis], Count(shape[axis+1:])
+}
+
+// Dims returns the shape an operand gives (Expand's shape,
+// ConstantOfShape's input, …; what names it in errors): every dimension in
+// [0, 2³¹), and an element count that does not overflow.
+func Dims(v []int64, what string) ([]int, error) {
+	out := make([]int, len(v))
+	for i, d := range v {
+		if d < 0 || d > math.MaxInt32 {
+			return nil, fmt.Errorf("%s %v: dimension %d is %d: %w", what, v, i, d, inference.ErrShape)
+		}
+		out[i] = int(d)
+	}
+	if _, err := inference.NumElements(out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

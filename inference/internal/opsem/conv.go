@@ -1,0 +1,271 @@
+package opsem
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/graph"
+)
+
+// Window is the geometry of a sliding window over the spatial dimensions
+// of a convolution or a pool (and, read backwards, of a transposed
+// convolution): window position o (an index into Out) reads, in dimension
+// d, the input indices o·Stride[d] − PadBegin[d] + t·Dilation[d] for taps
+// t = 0…Kernel[d]−1; indices outside [0, In[d]) fall in the padding.
+type Window struct {
+	In, Out, Kernel, Stride, Dilation, PadBegin, PadEnd []int
+}
+
+// intsAttr returns an integer-list attribute with want values, or want
+// copies of def when the node lacks it (or gives an empty list).
+func intsAttr(n Node, name string, want, def int) ([]int, error) {
+	v := n.Ints(name, nil)
+	out := make([]int, want)
+	if len(v) == 0 {
+		for i := range out {
+			out[i] = def
+		}
+		return out, nil
+	}
+	if len(v) != want {
+		return nil, fmt.Errorf("attribute %s has %d values, want %d: %w", name, len(v), want, inference.ErrShape)
+	}
+	for i, x := range v {
+		out[i] = int(x)
+	}
+	return out, nil
+}
+
+// KernelShape returns the window shape of a node over rank spatial
+// dimensions: the kernel_shape attribute, which must agree with the
+// weights' spatial shape w when that is known (non-nil; a Conv may leave
+// the attribute out, a pool must give it).
+func KernelShape(n Node, rank int, w []int) ([]int, error) {
+	if !n.Has("kernel_shape") {
+		if w == nil {
+			return nil, fmt.Errorf("attribute kernel_shape is missing: %w", inference.ErrBadModel)
+		}
+		return w, nil
+	}
+	k, err := intsAttr(n, "kernel_shape", rank, 1)
+	if err != nil {
+		return nil, err
+	}
+	if w != nil && !slices.Equal(k, w) {
+		return nil, fmt.Errorf("kernel_shape %v differs from the weights' spatial shape %v: %w", k, w, inference.ErrShape)
+	}
+	for _, d := range k {
+		if d < 1 {
+			return nil, fmt.Errorf("kernel_shape %v has a dimension < 1: %w", k, inference.ErrShape)
+		}
+	}
+	return k, nil
+}
+
+// ConvOperands checks Conv's or (transposed) ConvTranspose's input X and
+// weights W (equal ranks of 3 or more; W is [M, C/group, k…] for Conv and
+// [C, M/group, k…] for ConvTranspose, with X [N, C, …]) and returns the
+// group count (attribute group, default 1) and the kernel's spatial shape.
+func ConvOperands(n Node, x, w []int, transposed bool) (group int, kernel []int, err error) {
+	if len(x) < 3 || len(w) != len(x) {
+		return 0, nil, fmt.Errorf("X is %v, W is %v; want equal ranks ≥ 3: %w", x, w, inference.ErrShape)
+	}
+	group = int(n.Int("group", 1))
+	if group < 1 {
+		return 0, nil, fmt.Errorf("group %d < 1: %w", group, inference.ErrShape)
+	}
+	if transposed {
+		if w[0] != x[1] || x[1]%group != 0 {
+			return 0, nil, fmt.Errorf("X is %v, W is %v, group %d: want W's dimension 0 = X's channels, divisible by group: %w", x, w, group, inference.ErrShape)
+		}
+	} else if w[1]*group != x[1] || w[0]%group != 0 {
+		return 0, nil, fmt.Errorf("X is %v, W is %v, group %d: want X's channels = W's dimension 1 × group and W's dimension 0 divisible by group: %w", x, w, group, inference.ErrShape)
+	}
+	kernel, err = KernelShape(n, len(x)-2, w[2:])
+	return group, kernel, err
+}
+
+// windowAttrs reads the strides and dilations (default 1) and the pads
+// (default 0; PadBegin and PadEnd are its halves) of a window of shape
+// kernel over the spatial shape in, leaving Out to the caller.
+func windowAttrs(n Node, in, kernel []int) (w Window, pads []int, err error) {
+	r := len(in)
+	w = Window{In: in, Kernel: kernel, Out: make([]int, r)}
+	if w.Stride, err = intsAttr(n, "strides", r, 1); err != nil {
+		return w, nil, err
+	}
+	if w.Dilation, err = intsAttr(n, "dilations", r, 1); err != nil {
+		return w, nil, err
+	}
+	if pads, err = intsAttr(n, "pads", 2*r, 0); err != nil {
+		return w, nil, err
+	}
+	w.PadBegin, w.PadEnd = pads[:r], pads[r:]
+	return w, pads, nil
+}
+
+// SlidingWindow returns the window of Conv and the pools (MaxPool,
+// AveragePool, LpPool), of shape kernel over the spatial shape in, from
+// the attributes strides, dilations, pads and auto_pad. The output has
+// floor((in + padBegin + padEnd − (kernel−1)·dilation − 1) / stride) + 1
+// positions; ceil (the pools' ceil_mode) rounds up instead, dropping a last
+// window that would start in the end padding. SAME_UPPER and SAME_LOWER
+// give ceil(in/stride) positions, padding the odd element at the end or at
+// the start; VALID pads nothing.
+func SlidingWindow(n Node, in, kernel []int, ceil bool) (Window, error) {
+	w, pads, err := windowAttrs(n, in, kernel)
+	if err != nil {
+		return w, err
+	}
+	r := len(in)
+	for d := range r {
+		if w.Stride[d] < 1 || w.Dilation[d] < 1 || w.PadBegin[d] < 0 || w.PadEnd[d] < 0 {
+			return w, fmt.Errorf("strides %v, dilations %v, pads %v: strides and dilations must be ≥ 1, pads ≥ 0: %w", w.Stride, w.Dilation, pads, inference.ErrShape)
+		}
+	}
+	switch auto := n.Str("auto_pad", "NOTSET"); auto {
+	case "NOTSET", "":
+	case "VALID":
+		clear(pads)
+	case "SAME_UPPER", "SAME_LOWER":
+		for d := range r {
+			s, eff := w.Stride[d], (kernel[d]-1)*w.Dilation[d]+1
+			w.Out[d] = (in[d] + s - 1) / s
+			total := max(0, (w.Out[d]-1)*s+eff-in[d])
+			w.PadBegin[d] = total / 2
+			if auto == "SAME_LOWER" {
+				w.PadBegin[d] = total - total/2
+			}
+			w.PadEnd[d] = total - w.PadBegin[d]
+		}
+		return w, nil
+	default:
+		return w, n.Unsupported("auto_pad %q", auto)
+	}
+	for d := range r {
+		s, eff := w.Stride[d], (kernel[d]-1)*w.Dilation[d]+1
+		span := in[d] + w.PadBegin[d] + w.PadEnd[d] - eff
+		if span < 0 {
+			return w, fmt.Errorf("window %v (dilations %v) is larger than the padded input %v (pads %v): %w", kernel, w.Dilation, in, pads, inference.ErrShape)
+		}
+		if ceil {
+			w.Out[d] = (span+s-1)/s + 1
+			if (w.Out[d]-1)*s >= in[d]+w.PadBegin[d] {
+				w.Out[d]--
+			}
+		} else {
+			w.Out[d] = span/s + 1
+		}
+	}
+	return w, nil
+}
+
+// TransposedWindow returns the window of ConvTranspose, of shape kernel,
+// whose output positions read the input of spatial shape in: Out is
+// ConvTranspose's output shape. The full output is
+// stride·(in−1) + output_padding + (kernel−1)·dilation + 1 long, less the
+// pads; with output_shape (or SAME_UPPER/SAME_LOWER, whose output is
+// in·stride) the pads are what makes the full output that long, split
+// evenly (the odd one at the end for SAME_UPPER, else at the start). Pads
+// may then be negative.
+func TransposedWindow(n Node, in, kernel []int) (Window, error) {
+	w, pads, err := windowAttrs(n, in, kernel)
+	if err != nil {
+		return w, err
+	}
+	r := len(in)
+	outPad, err := intsAttr(n, "output_padding", r, 0)
+	if err != nil {
+		return w, err
+	}
+	for d := range r {
+		if w.Stride[d] < 1 || w.Dilation[d] < 1 || outPad[d] < 0 {
+			return w, fmt.Errorf("strides %v, dilations %v, output_padding %v: want strides and dilations ≥ 1, output_padding ≥ 0: %w", w.Stride, w.Dilation, outPad, inference.ErrShape)
+		}
+	}
+	auto := n.Str("auto_pad", "NOTSET")
+	switch auto {
+	case "NOTSET", "", "VALID", "SAME_UPPER", "SAME_LOWER":
+	default:
+		return w, n.Unsupported("auto_pad %q", auto)
+	}
+	var target []int
+	switch {
+	case n.Has("output_shape"):
+		os := n.Ints("output_shape", nil)
+		if len(os) == r+2 {
+			os = os[2:]
+		}
+		if len(os) != r {
+			return w, fmt.Errorf("output_shape %v for %d spatial dimensions: %w", os, r, inference.ErrShape)
+		}
+		target = make([]int, r)
+		for d, v := range os {
+			target[d] = int(v)
+		}
+	case auto == "SAME_UPPER" || auto == "SAME_LOWER":
+		target = make([]int, r)
+		for d := range r {
+			target[d] = in[d] * w.Stride[d]
+		}
+	}
+	for d := range r {
+		full := w.Stride[d]*(in[d]-1) + outPad[d] + (kernel[d]-1)*w.Dilation[d] + 1
+		if target == nil {
+			if auto == "VALID" {
+				w.PadBegin[d], w.PadEnd[d] = 0, 0
+			}
+			w.Out[d] = full - w.PadBegin[d] - w.PadEnd[d]
+		} else {
+			total := full - target[d]
+			if auto == "SAME_UPPER" {
+				w.PadBegin[d] = floorDiv(total, 2)
+			} else {
+				w.PadBegin[d] = total - floorDiv(total, 2)
+			}
+			w.PadEnd[d] = total - w.PadBegin[d]
+			w.Out[d] = target[d]
+		}
+		if w.Out[d] < 0 {
+			return w, fmt.Errorf("output size %d in spatial dimension %d is negative (input %v, kernel %v, pads %v): %w", w.Out[d], d, in, kernel, pads, inference.ErrShape)
+		}
+	}
+	return w, nil
+}
+
+// floorDiv is a/b rounded toward −∞.
+func floorDiv(a, b int) int {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// PoolWindow returns the window of MaxPool, AveragePool and LpPool over an
+// input X of shape x ([N, C, spatial…], rank 3 or more): kernel_shape
+// (required), and ceil_mode (default 0) rounding the output up.
+func PoolWindow(n Node, x []int) (Window, error) {
+	if len(x) < 3 {
+		return Window{}, fmt.Errorf("X is %v, want rank ≥ 3: %w", x, inference.ErrShape)
+	}
+	kernel, err := KernelShape(n, len(x)-2, nil)
+	if err != nil {
+		return Window{}, err
+	}
+	return SlidingWindow(n, x[2:], kernel, n.Int("ceil_mode", 0) != 0)
+}
+
+// PoolP is LpPool's p: an integer attribute (default 2) in the spec, a
+// float in some exporters' models; it must be positive.
+func PoolP(n Node) (float64, error) {
+	p := float64(n.Int("p", 2))
+	if a, ok := n.Attrs["p"]; ok && a.Type == graph.AttrFloat {
+		p = float64(a.Float)
+	}
+	if p <= 0 {
+		return 0, n.Unsupported("p = %g", p)
+	}
+	return p, nil
+}
