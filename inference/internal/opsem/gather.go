@@ -80,7 +80,7 @@ func ElementOffsets(data, ind []int, idx []int64, axis int) ([]int, error) {
 // one slice (data's axes after the addressed ones); the gathered output
 // (and the scattered updates) have shape Lead ++ Slice.
 type NDAddress struct {
-	Offsets, Lead, Slice  []int
+	Offsets, Lead, Slice   []int
 	M, PerBatch, BatchSize int
 }
 
