@@ -13,10 +13,10 @@ import (
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cpu"
 	"github.com/beamml/beamml/inference/cuda"
-	"github.com/beamml/beamml/internal/check"
-	"github.com/beamml/beamml/internal/sim"
 	"github.com/beamml/beamml/inference/graph"
 	"github.com/beamml/beamml/inference/onnx"
+	"github.com/beamml/beamml/internal/check"
+	"github.com/beamml/beamml/internal/sim"
 )
 
 // digits loads the example's digits MLP (input [N, 64], output logits).

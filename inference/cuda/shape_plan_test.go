@@ -11,8 +11,8 @@ import (
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cpu"
 	"github.com/beamml/beamml/inference/cuda"
-	"github.com/beamml/beamml/internal/check"
 	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/internal/check"
 )
 
 // Data movement cases a one-node check.Case cannot express: Range and

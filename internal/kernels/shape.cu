@@ -1,7 +1,9 @@
-// Data movement, selection and creation kernels: inference/cuda/lower_shape.go
-// and lower_gather.go launch them. The kernels that move elements take their
-// width w in bytes (1: bool and uint8; 4: float32 and int32; 8: int64), so one
-// entry point serves every element type; the element is moved as raw bits.
+// Data movement, selection and creation kernels: inference/cuda/lower_view.go,
+// lower_transpose.go, lower_slice.go, lower_gather.go, lower_generator.go,
+// lower_image.go and lower_elementwise.go (Where, Cast) launch them. The
+// kernels that move elements take their width w in bytes (1: bool and uint8;
+// 4: float32 and int32; 8: int64), so one entry point serves every element
+// type; the element is moved as raw bits.
 #include "common.cuh"
 
 // RANK6(p) declares the six parameters p0..p5 of a rank-padded shape or
@@ -135,7 +137,7 @@ KERNEL shape_fill(void *y, long long w, long long n, long long bits) {
 
 // ---- Cast -----------------------------------------------------------------------
 
-// Element type codes of cast_convert (lower_shape.go's castCodes).
+// Element type codes of cast_convert (operands.go's castCodes).
 #define T_F32 0
 #define T_I64 1
 #define T_I32 2

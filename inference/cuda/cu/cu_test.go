@@ -27,11 +27,11 @@ import (
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cpu"
 	"github.com/beamml/beamml/inference/cuda"
-	"github.com/beamml/beamml/internal/check"
 	"github.com/beamml/beamml/inference/cuda/cu"
-	"github.com/beamml/beamml/internal/sim"
 	"github.com/beamml/beamml/inference/graph"
 	"github.com/beamml/beamml/inference/onnx"
+	"github.com/beamml/beamml/internal/check"
+	"github.com/beamml/beamml/internal/sim"
 )
 
 // suites is ONNX's backend test data, in the repository; BEAMML_CONFORMANCE_DIR
