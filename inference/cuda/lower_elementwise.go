@@ -1,13 +1,18 @@
 package cuda
 
 import (
-	"fmt"
 	"math"
 	"slices"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cpu"
 )
+
+// Lowerings of the elementwise operators (elementwise.cu, and shape.cu's
+// shape_where and cast_convert): the unary operators and activations,
+// Clip, the binary arithmetic (Add, Sub, Mul, Div, PRelu, Pow, Mod), Sum,
+// Max, Min and Mean, Where, Cast and CastLike. Operands broadcast as numpy
+// does from opset 7 (legacyBroadcast in strided.go before it).
 
 // Codes of unary_f32 (elementwise.cu's U_* constants).
 const (
@@ -37,7 +42,7 @@ const (
 	uClip
 	uGelu
 	uGeluTanh
-	uIdentity
+	uIdentity // not used: Identity is a view (lowerView)
 	uTan
 	uAsin
 	uAcos
@@ -81,7 +86,6 @@ var unaryOps = map[string]func(l *Lower) (code int, a, b float64){
 	"Atanh":      func(*Lower) (int, float64, float64) { return uAtanh, 0, 0 },
 	"Erf":        func(*Lower) (int, float64, float64) { return uErf, 0, 0 },
 	"Sign":       func(*Lower) (int, float64, float64) { return uSign, 0, 0 },
-	"Identity":   func(*Lower) (int, float64, float64) { return uIdentity, 0, 0 },
 	"LeakyRelu": func(l *Lower) (int, float64, float64) {
 		return uLeakyRelu, float64(l.Float("alpha", 0.01)), 0
 	},
@@ -129,16 +133,16 @@ func init() {
 	for op, code := range variadicOps {
 		registerLowering(op, func(l *Lower) error { return lowerVariadic(l, code) })
 	}
+	registerLowering("Where", lowerWhere)
+	registerLowering("Cast", lowerCast)
+	registerLowering("CastLike", lowerCast)
 }
 
 func lowerUnary(l *Lower, attrs func(*Lower) (int, float64, float64)) error {
 	x, y := l.In[0], l.Out[0]
-	switch {
-	case x.DType == inference.Float32:
+	if x.DType == inference.Float32 {
 		code, a, b := attrs(l)
 		return l.Launch("unary_f32", y.Len(), I(code), P(y), P(x), I(y.Len()), F(a), F(b))
-	case l.Node.OpType == "Identity":
-		return l.Copy(y, x)
 	}
 	code, ok := intUnaryOps[l.Node.OpType]
 	kernel := intKernel("unary", x.DType)
@@ -325,65 +329,6 @@ func hostNonzero(l *Lower, y, z Operand) error {
 	return nil
 }
 
-// legacyBroadcast returns y as it broadcasts to x in a binary operator of
-// opset < 7 (Add, Sub, Mul, Div, Pow, And, Or, Xor, Equal, Greater,
-// Less): only with broadcast=1, y's dimensions aligned with x's from axis
-// (default: at the right), or y a single element. From opset 7 on it
-// returns y unchanged (numpy broadcasting).
-func legacyBroadcast(l *Lower, x, y Operand) (Operand, error) {
-	if l.Opset >= 7 {
-		return y, nil
-	}
-	if l.Int("broadcast", 0) == 0 {
-		if !slices.Equal(x.Shape, y.Shape) {
-			return y, l.NoKernel("shapes %v and %v with broadcast=0", x.Shape, y.Shape)
-		}
-		return y, nil
-	}
-	if y.Len() == 1 {
-		y.Shape = nil
-		return y, nil
-	}
-	axis := int64(x.Rank() - y.Rank())
-	if l.Node.Has("axis") {
-		if axis = l.Int("axis", 0); axis < 0 {
-			axis += int64(x.Rank())
-		}
-	}
-	if axis < 0 || axis+int64(y.Rank()) > int64(x.Rank()) {
-		return y, l.NoKernel("input 1 of shape %v does not fit %v at axis %d", y.Shape, x.Shape, axis)
-	}
-	aligned := make([]int, x.Rank())
-	for i := range aligned {
-		aligned[i] = 1
-	}
-	copy(aligned[axis:], y.Shape)
-	y.Shape = aligned
-	return y, nil
-}
-
-// Element type codes of binary_pow_mixed and the integer reductions.
-const (
-	tF32 = iota
-	tI64
-	tI32
-	tU8
-)
-
-func typeCode(t inference.DType) (int, bool) {
-	switch t {
-	case inference.Float32:
-		return tF32, true
-	case inference.Int64:
-		return tI64, true
-	case inference.Int32:
-		return tI32, true
-	case inference.Uint8:
-		return tU8, true
-	}
-	return 0, false
-}
-
 // lowerPow handles a float32, int64 or int32 base with a float32, int64,
 // int32 or uint8 exponent.
 func lowerPow(l *Lower) error {
@@ -484,123 +429,63 @@ func lowerVariadic(l *Lower, code int) error {
 	return nil
 }
 
-// b2i is 1 for true and 0 for false: a flag as a kernel parameter.
-func b2i(b bool) int {
-	if b {
-		return 1
+// lowerWhere picks, with broadcasting, x where the condition holds and y
+// elsewhere.
+func lowerWhere(l *Lower) error {
+	c, a, b, y := l.In[0], l.In[1], l.In[2], l.Out[0]
+	if c.DType != inference.Bool || a.DType != b.DType {
+		return l.NoKernel("condition %v, values %v and %v", c.DType, a.DType, b.DType)
 	}
-	return 0
-}
-
-// launchBroadcast launches a broadcasting binary kernel with the
-// signature of binary_f32: (op, z, x, y, n, dims[6], xstrides[6],
-// ystrides[6]). Operands of z's shape take binary_same_f32 when the
-// kernel is binary_f32.
-func launchBroadcast(l *Lower, kernel string, code int, z, x, y Operand) error {
-	if kernel == "binary_f32" && equalShapes(x.Shape, z.Shape) && equalShapes(y.Shape, z.Shape) {
-		return l.Launch("binary_same_f32", z.Len(), I(code), P(z), P(x), P(y), I(z.Len()))
-	}
-	b, err := broadcastArgs(z, x, y)
+	shape, err := cpu.BroadcastShape(c.Shape, a.Shape, b.Shape)
 	if err != nil {
-		return l.NoKernel("%v", err)
+		return l.NoKernel("shapes %v, %v and %v do not broadcast", c.Shape, a.Shape, b.Shape)
 	}
-	return l.Launch(kernel, z.Len(), append([]Arg{I(code), P(z), P(x), P(y)}, b...)...)
-}
-
-// broadcastArgs returns the broadcasting parameters of a kernel writing
-// z from the operands ins: z's element count, its dims and each
-// operand's strides (see broadcastStrides).
-func broadcastArgs(z Operand, ins ...Operand) ([]Arg, error) {
-	shapes := make([][]int, len(ins))
-	for i, in := range ins {
-		shapes[i] = in.Shape
+	if err := checkOut(l, 0, a.DType, shape); err != nil {
+		return err
 	}
-	dims, strides, err := broadcastStrides(z.Shape, shapes...)
+	w, err := elemWidth(l, a.DType)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	args := []Arg{I(z.Len())}
-	for _, v := range append([][MaxRank]int64{dims}, strides...) {
-		for _, d := range v {
-			args = append(args, I(d))
-		}
+	n := y.Len()
+	if n == 0 {
+		return nil
 	}
-	return args, nil
+	var sets [][]int64
+	for _, in := range []Operand{y, c, a, b} {
+		s, _ := broadcastInto(shape, in.Shape)
+		sets = append(sets, s)
+	}
+	d, s := simplifyDims(int64Dims(shape), sets...)
+	if len(d) > MaxRank {
+		return l.NoKernel("rank %d > %d", len(d), MaxRank)
+	}
+	args := []Arg{P(y), P(c), P(a), P(b), I(w), I(n)}
+	args = append(args, maxRankArgs(d, 1)...)
+	for _, st := range s[1:] {
+		args = append(args, maxRankArgs(st, 0)...)
+	}
+	return l.Launch("shape_where", n, args...)
 }
 
-// MaxRank is the largest rank of the strided kernels (common.cuh MAXRANK).
-const MaxRank = 6
-
-// broadcastStrides returns out's dims, padded with 1 on the left to
-// MaxRank, and for each input its element strides along them (0 where it
-// is broadcast). Dimensions of size 1 are dropped and neighbours that
-// every input steps through contiguously (or broadcasts along both) are
-// merged first, so higher ranks fit when they reduce to MaxRank, and
-// same-shape operands and scalars come out as one dimension.
-func broadcastStrides(out []int, ins ...[]int) (dims [MaxRank]int64, strides [][MaxRank]int64, err error) {
-	full := make([][]int64, len(ins))
-	for k, in := range ins {
-		if len(in) > len(out) {
-			return dims, nil, fmt.Errorf("input rank %d > output rank %d", len(in), len(out))
-		}
-		s := make([]int64, len(out))
-		stride := int64(1)
-		for j := len(in) - 1; j >= 0; j-- {
-			o := len(out) - len(in) + j
-			switch {
-			case in[j] == out[o]:
-				s[o] = stride
-			case in[j] == 1:
-				s[o] = 0
-			default:
-				return dims, nil, fmt.Errorf("shape %v does not broadcast to %v", in, out)
-			}
-			stride *= int64(in[j])
-		}
-		full[k] = s
+// lowerCast lowers Cast and CastLike: the target type is the planned
+// output's, whatever names it (Cast-1's string, Cast-6's code, CastLike's
+// second input).
+func lowerCast(l *Lower) error {
+	x, y := l.In[0], l.Out[0]
+	if l.Node.OpType == "CastLike" && l.Arg(1).DType != y.DType {
+		return l.NoKernel("output %v, want %v", y.DType, l.Arg(1).DType)
 	}
-	type axis struct {
-		d int64
-		s []int64
+	from, ok1 := castCodes[x.DType]
+	to, ok2 := castCodes[y.DType]
+	if !ok1 || !ok2 {
+		return l.NoKernel("cast from %v to %v", x.DType, y.DType)
 	}
-	var axes []axis
-	for i, d := range out {
-		if d == 1 {
-			continue
-		}
-		a := axis{d: int64(d), s: make([]int64, len(ins))}
-		for k := range ins {
-			a.s[k] = full[k][i]
-		}
-		if n := len(axes); n > 0 {
-			prev := &axes[n-1]
-			merge := true
-			for k := range ins {
-				merge = merge && prev.s[k] == a.s[k]*a.d
-			}
-			if merge {
-				prev.d *= a.d
-				prev.s = a.s
-				continue
-			}
-		}
-		axes = append(axes, a)
+	if !slices.Equal(x.Shape, y.Shape) {
+		return l.NoKernel("output shape %v for input %v", y.Shape, x.Shape)
 	}
-	if len(axes) > MaxRank {
-		return dims, nil, fmt.Errorf("rank %d > %d after merging dimensions", len(axes), MaxRank)
+	if from == to {
+		return l.Copy(y, x)
 	}
-	pad := MaxRank - len(axes)
-	for i := range dims {
-		dims[i] = 1
-	}
-	strides = make([][MaxRank]int64, len(ins))
-	for i, a := range axes {
-		dims[pad+i] = a.d
-		for k := range ins {
-			strides[k][pad+i] = a.s[k]
-		}
-	}
-	return dims, strides, nil
+	return l.Launch("cast_convert", y.Len(), P(y), P(x), I(y.Len()), I(from), I(to))
 }
-
-func equalShapes(a, b []int) bool { return slices.Equal(a, b) }

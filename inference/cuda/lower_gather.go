@@ -36,7 +36,7 @@ func gatherIndices(l *Lower, o Operand) ([]int64, int64, error) {
 	if err != nil {
 		return nil, 0, l.NoKernel("indices %v: %v", t, err)
 	}
-	return v, shIndexTypes[o.DType], nil
+	return v, indexTypes[o.DType], nil
 }
 
 // gatherIndex maps an index in [-dim, dim) to [0, dim).
@@ -80,22 +80,22 @@ func lowerGather(l *Lower) error {
 			return err
 		}
 	}
-	if err := shCheckOut(l, 0, x.DType, slices.Concat(x.Shape[:axis], ind.Shape, x.Shape[axis+1:])); err != nil {
+	if err := checkOut(l, 0, x.DType, slices.Concat(x.Shape[:axis], ind.Shape, x.Shape[axis+1:])); err != nil {
 		return err
 	}
-	w, err := shWidth(l, x.DType)
+	w, err := elemWidth(l, x.DType)
 	if err != nil {
 		return err
 	}
 	y := l.Out[0]
 	n := y.Len()
-	return l.Launch("gather_axis", n, P(y), P(x), P(ind), I(itype), I(w), I(n), I(shProduct(x.Shape[axis+1:])),
+	return l.Launch("gather_axis", n, P(y), P(x), P(ind), I(itype), I(w), I(n), I(dimsProduct(x.Shape[axis+1:])),
 		I(len(idx)), I(dim))
 }
 
 func lowerGatherElements(l *Lower) error {
 	x, ind := l.In[0], l.In[1]
-	if err := shCheckOut(l, 0, x.DType, ind.Shape); err != nil {
+	if err := checkOut(l, 0, x.DType, ind.Shape); err != nil {
 		return err
 	}
 	return launchElements(l, l.Out[0], x, x.Shape, ind, false)
@@ -111,7 +111,7 @@ func lowerScatterElements(l *Lower) error {
 	if upd.DType != x.DType || !slices.Equal(upd.Shape, ind.Shape) {
 		return l.NoKernel("updates %v%v for indices %v", upd.DType, upd.Shape, ind.Shape)
 	}
-	if err := shCheckOut(l, 0, x.DType, x.Shape); err != nil {
+	if err := checkOut(l, 0, x.DType, x.Shape); err != nil {
 		return err
 	}
 	y := l.Out[0]
@@ -142,7 +142,7 @@ func launchElements(l *Lower, y, x Operand, data []int, ind Operand, scatter boo
 	if err != nil {
 		return err
 	}
-	st := shRowMajor(data)
+	st := rowMajorStrides(data)
 	dim := int64(data[axis])
 	offs := make([]int64, len(idx))
 	coord := make([]int, len(is))
@@ -170,20 +170,20 @@ func launchElements(l *Lower, y, x Operand, data []int, ind Operand, scatter boo
 			return err
 		}
 	}
-	w, err := shWidth(l, x.DType)
+	w, err := elemWidth(l, x.DType)
 	if err != nil {
 		return err
 	}
 	s := slices.Clone(st)
 	s[axis] = 0
-	d, sets := shSimplify(shDims(is), shRowMajor(is), s)
+	d, sets := simplifyDims(int64Dims(is), rowMajorStrides(is), s)
 	if len(d) > MaxRank {
 		return l.NoKernel("rank %d > %d", len(d), MaxRank)
 	}
 	n := ind.Len()
 	args := []Arg{P(y), P(x), P(ind), I(itype), I(w), I(n), I(b2i(scatter)), I(st[axis]), I(dim)}
-	args = append(args, shPad6(d, 1)...)
-	args = append(args, shPad6(sets[1], 0)...)
+	args = append(args, maxRankArgs(d, 1)...)
+	args = append(args, maxRankArgs(sets[1], 0)...)
 	return l.Launch("gather_elements", n, args...)
 }
 
@@ -202,7 +202,7 @@ func lowerScatterND(l *Lower) error {
 	if upd.DType != x.DType {
 		return l.NoKernel("updates %v for data %v", upd.DType, x.DType)
 	}
-	if err := shCheckOut(l, 0, x.DType, x.Shape); err != nil {
+	if err := checkOut(l, 0, x.DType, x.Shape); err != nil {
 		return err
 	}
 	y := l.Out[0]
@@ -231,16 +231,16 @@ func launchND(l *Lower, y, x Operand, data []int, ind Operand, batchDims int, sc
 		if want := slices.Concat(lead, slice); !slices.Equal(x.Shape, want) {
 			return l.NoKernel("updates %v, want %v", x.Shape, want)
 		}
-	} else if err := shCheckOut(l, 0, x.DType, slices.Concat(lead, slice)); err != nil {
+	} else if err := checkOut(l, 0, x.DType, slices.Concat(lead, slice)); err != nil {
 		return err
 	}
 	idx, itype, err := gatherIndices(l, ind)
 	if err != nil {
 		return err
 	}
-	st := shRowMajor(data)
-	perBatch, batchSize := shProduct(is[batchDims:q-1]), shProduct(data[batchDims:])
-	count := shProduct(lead)
+	st := rowMajorStrides(data)
+	perBatch, batchSize := dimsProduct(is[batchDims:q-1]), dimsProduct(data[batchDims:])
+	count := dimsProduct(lead)
 	offs := make([]int64, count)
 	for p := range count {
 		var o int64
@@ -262,14 +262,14 @@ func launchND(l *Lower, y, x Operand, data []int, ind Operand, batchDims int, sc
 			return err
 		}
 	}
-	w, err := shWidth(l, x.DType)
+	w, err := elemWidth(l, x.DType)
 	if err != nil {
 		return err
 	}
-	inner := shProduct(slice)
+	inner := dimsProduct(slice)
 	n := count * inner
 	args := []Arg{P(y), P(x), P(ind), I(itype), I(w), I(n), I(b2i(scatter)), I(inner), I(m), I(perBatch), I(batchSize)}
-	for _, v := range [][]int64{shDims(data[batchDims : batchDims+m]), st[batchDims : batchDims+m]} {
+	for _, v := range [][]int64{int64Dims(data[batchDims : batchDims+m]), st[batchDims : batchDims+m]} {
 		for k := range MaxRank {
 			if k < len(v) {
 				args = append(args, I(v[k]))

@@ -4,6 +4,10 @@ import (
 	"github.com/beamml/beamml/inference"
 )
 
+// Lowerings of the comparison and logic operators (logic.cu): Equal, Less,
+// LessOrEqual, Greater, GreaterOrEqual, And, Or, Xor, Not, IsNaN and
+// IsInf. Their output is bool, one byte (0 or 1) per element.
+
 // Codes of the cmp_* kernels (logic.cu's C_* constants).
 const (
 	cEq = iota

@@ -7,15 +7,8 @@ import (
 
 // Lowerings of the normalisation operators (norm.cu): BatchNormalization in
 // inference mode, the row normalisations (Instance, Group, Layer, RMS),
-// LpNormalization, LRN, Softmax, LogSoftmax and Hardmax. The semantics are the CPU
-// backend's (inference/cpu/ops_norm.go, and rdSoftmax in ops_reduce.go).
-
-// Kinds of softmax_f32 (norm.cu's SOFTMAX, LOG_SOFTMAX, HARDMAX).
-const (
-	softmaxKind = iota
-	logSoftmaxKind
-	hardmaxKind
-)
+// LpNormalization and LRN. The semantics are the CPU backend's
+// (inference/cpu/ops_norm.go).
 
 func init() {
 	registerLowering("BatchNormalization", lowerBatchNorm)
@@ -25,9 +18,6 @@ func init() {
 	registerLowering("RMSNormalization", func(l *Lower) error { return lowerBlockNorm(l, true) })
 	registerLowering("LpNormalization", lowerLpNorm)
 	registerLowering("LRN", lowerLRN)
-	registerLowering("Softmax", func(l *Lower) error { return lowerSoftmax(l, softmaxKind) })
-	registerLowering("LogSoftmax", func(l *Lower) error { return lowerSoftmax(l, logSoftmaxKind) })
-	registerLowering("Hardmax", func(l *Lower) error { return lowerSoftmax(l, hardmaxKind) })
 }
 
 // normFloatInputs checks that the first n inputs, where present, are float32.
@@ -49,15 +39,6 @@ func normOutputs(l *Lower) int {
 		}
 	}
 	return c
-}
-
-// normLaunchRows queues a kernel that runs a block per row: a grid of up to
-// maxGrid blocks of Threads (= BLOCK) threads, looping over the rest.
-func normLaunchRows(l *Lower, kernel string, rows int64, args ...Arg) error {
-	if rows <= 0 {
-		return nil
-	}
-	return l.LaunchGrid(kernel, Dim3{X: uint32(min(rows, maxGrid))}, Dim3{X: Threads}, args...)
 }
 
 // lowerBatchNorm handles inference mode: y = x·a + (B − mean·a) per
@@ -113,7 +94,7 @@ func (r normRows) launch(l *Lower) error {
 	if r.rms {
 		rms = 1
 	}
-	return normLaunchRows(l, "norm_rows_f32", r.rows, P(l.Out[0]), P(l.In[0]), P(l.In[1]), r.bias, r.mean, r.inv,
+	return launchRows(l, "norm_rows_f32", r.rows, P(l.Out[0]), P(l.In[0]), P(l.In[1]), r.bias, r.mean, r.inv,
 		I(r.rows), I(r.size), F(l.Float("epsilon", 1e-5)), I(rms), I(r.sdiv), I(r.smod), I(r.bdiv), I(r.bmod))
 }
 
@@ -269,7 +250,7 @@ func lowerLpNorm(l *Lower) error {
 		return l.NoKernel("%v", err)
 	}
 	outer, size, inner := numElems(x.Shape[:axis]), int64(x.Shape[axis]), numElems(x.Shape[axis+1:])
-	return normLaunchRows(l, "norm_lp_f32", outer*inner, P(y), P(x), I(outer), I(size), I(inner), I(p))
+	return launchRows(l, "norm_lp_f32", outer*inner, P(y), P(x), I(outer), I(size), I(inner), I(p))
 }
 
 // lowerLRN sums squares over a window of channels per element.
@@ -285,32 +266,4 @@ func lowerLRN(l *Lower) error {
 	c, spatial := int64(x.Shape[1]), numElems(x.Shape[2:])
 	return l.Launch("lrn_f32", y.Len(), P(y), P(x), I(y.Len()), I(c), I(spatial), I(size), I((size-1)/2), I(size/2),
 		F(l.Float("alpha", 1e-4)), F(l.Float("beta", 0.75)), F(l.Float("bias", 1)))
-}
-
-// lowerSoftmax lowers Softmax, LogSoftmax and Hardmax: before opset 13 the
-// input is flattened to 2-D at axis (default 1) and the rows are the
-// trailing block; from 13 the rows run along axis (default −1).
-func lowerSoftmax(l *Lower, kind int) error {
-	x, y := l.In[0], l.Out[0]
-	if x.DType != inference.Float32 {
-		return l.NoKernel("%v input", x.DType)
-	}
-	var outer, size, inner int64
-	if l.Opset < 13 {
-		axis, err := cpu.NormAxis(l.Int("axis", 1), x.Rank())
-		if err != nil {
-			return l.NoKernel("%v", err)
-		}
-		outer, size, inner = numElems(x.Shape[:axis]), numElems(x.Shape[axis:]), 1
-	} else {
-		axis, err := cpu.NormAxis(l.Int("axis", -1), x.Rank())
-		if err != nil {
-			return l.NoKernel("%v", err)
-		}
-		outer, size, inner = numElems(x.Shape[:axis]), int64(x.Shape[axis]), numElems(x.Shape[axis+1:])
-	}
-	if size == 0 {
-		return nil
-	}
-	return normLaunchRows(l, "softmax_f32", outer*inner, I(kind), P(y), P(x), I(outer), I(size), I(inner))
 }

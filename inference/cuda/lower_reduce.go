@@ -5,6 +5,10 @@ import (
 	"github.com/beamml/beamml/inference/cpu"
 )
 
+// Lowerings of the reductions (reduce.cu): the Reduce operators, ArgMax
+// and ArgMin, over an [outer, k, inner] view of the input, a thread or a
+// block per output element.
+
 // Codes of the reduce_* kernels (reduce.cu's R_* constants).
 const (
 	rSum = iota

@@ -6,11 +6,11 @@ import (
 	"github.com/beamml/beamml/inference/graph"
 )
 
-// Cases of the neural-network operators (nn.cu, lower_nn.go): every
-// convolution path (im2col + GEMM, pointwise GEMM, the direct depthwise
-// kernel, each GEMM batching of images × groups), ConvTranspose, Gemm,
-// MatMul and the pools, at odd sizes, with padding, strides, dilations,
-// groups and batches above 1.
+// Cases of the neural-network operators (nn.cu; lower_conv.go,
+// lower_linalg.go, lower_pool.go): every convolution path (im2col + GEMM,
+// pointwise GEMM, the direct depthwise kernel, each GEMM batching of images
+// × groups), ConvTranspose, Gemm, MatMul and the pools, at odd sizes, with
+// padding, strides, dilations, groups and batches above 1.
 func init() {
 	type attrs = map[string]graph.Attr
 	inf := float32(math.Inf(1))

@@ -6,10 +6,11 @@ import (
 	"github.com/beamml/beamml/inference/graph"
 )
 
-// Cases of the normalisation operators (norm.cu, lower_norm.go): rows
-// shorter and longer than a block, odd sizes, every broadcast of
-// LayerNormalization's scale and bias that the kernel takes, the optional
-// statistics outputs, and Softmax's axis rules before and from opset 13.
+// Cases of the normalisation operators (norm.cu; lower_norm.go,
+// lower_softmax.go): rows shorter and longer than a block, odd sizes, every
+// broadcast of LayerNormalization's scale and bias that the kernel takes,
+// the optional statistics outputs, and Softmax's axis rules before and from
+// opset 13.
 func init() {
 	type attrs = map[string]graph.Attr
 	nan := float32(math.NaN())

@@ -1,6 +1,6 @@
 // Elementwise kernels: one entry point per family, the operator chosen by
-// a code (the op* constants in inference/cuda/lower_elementwise.go), so a
-// new operator is a case here, not a new entry point.
+// a code (the u* and b* constants in inference/cuda/lower_elementwise.go),
+// so a new operator is a case here, not a new entry point.
 #include "common.cuh"
 
 // Unary operator codes.

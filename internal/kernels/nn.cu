@@ -1,12 +1,13 @@
 // Neural-network kernels: the data movement around the GEMMs of Conv,
 // ConvTranspose and Gemm (im2col, col2im, bias and fused clamp), a direct
 // convolution for depthwise layers, and the pooling operators. Lowerings in
-// inference/cuda/lower_nn.go. Spatial geometry is always 3-D: a 1-D or 2-D
-// window is padded on the left with dimensions of size 1 (kernel 1, stride
-// 1, dilation 1, no padding). Images are NC[D]HW, row-major.
+// inference/cuda/lower_conv.go, lower_linalg.go and lower_pool.go. Spatial
+// geometry is always 3-D: a 1-D or 2-D window is padded on the left with
+// dimensions of size 1 (kernel 1, stride 1, dilation 1, no padding). Images
+// are NC[D]HW, row-major.
 #include "common.cuh"
 
-// Pool kinds (pool_f32's kind; poolMax… in lower_nn.go).
+// Pool kinds (pool_f32's kind; poolMax… in lower_pool.go).
 #define POOL_MAX 0
 #define POOL_AVG 1
 #define POOL_LP 2

@@ -1,11 +1,12 @@
 // Normalisation kernels: BatchNormalization (inference), the row
 // normalisations (Instance, Group, Layer and RMS: a row is a contiguous
 // block normalised by its own statistics), LpNormalization, LRN, and
-// Softmax, LogSoftmax and Hardmax. Lowerings in inference/cuda/lower_norm.go. Statistics
-// accumulate in float, reduced in shared memory, a block per row.
+// Softmax, LogSoftmax and Hardmax. Lowerings in inference/cuda/lower_norm.go
+// and lower_softmax.go. Statistics accumulate in float, reduced in shared
+// memory, a block per row.
 #include "common.cuh"
 
-// softmax_f32's kinds (softmaxKind… in lower_norm.go).
+// softmax_f32's kinds (softmaxKind… in lower_softmax.go).
 #define SOFTMAX 0
 #define LOG_SOFTMAX 1
 #define HARDMAX 2

@@ -1,0 +1,333 @@
+package cuda
+
+import (
+	"math"
+	"slices"
+
+	"github.com/beamml/beamml/inference"
+)
+
+// Lowerings of the convolutions (nn.cu conv_*, and cuBLAS): Conv as
+// im2col and GEMMs, or a direct kernel for depthwise layers, and
+// ConvTranspose as GEMMs and col2im. The semantics are the CPU backend's
+// (inference/cpu/ops_nn.go); the window geometry (slidingGeom in
+// window.go, transposedGeom below) mirrors its nnWindowGeom and
+// nnTransposeGeom, and a lowering whose geometry does not give the plan's
+// output shape sends the node to the host.
+
+// The fused activation the CPU backend's fuseActivations puts on a Conv
+// (inference/cpu/fuse.go): clamp the output to [min, max].
+const (
+	fusedMinAttr = "beamml.fused_min"
+	fusedMaxAttr = "beamml.fused_max"
+)
+
+// colLimit bounds the im2col and col2im scratch matrices, in floats
+// (64 MiB): a batch whose columns would not fit runs in chunks of images.
+// Tests lower it to check the chunking.
+var colLimit int64 = 1 << 24
+
+func init() {
+	registerLowering("Conv", lowerConv)
+	registerLowering("ConvTranspose", lowerConvTranspose)
+}
+
+func prod3(v [3]int64) int64 { return v[0] * v[1] * v[2] }
+
+func floorDivInt64(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// transposedGeom is the CPU's nnTransposeGeom: ConvTranspose's geometry,
+// with in the input's spatial shape and out the output's. Its pads may be
+// negative (an output_shape larger than the full output).
+func transposedGeom(l *Lower, in, kernel []int) (convWindow, error) {
+	w, err := windowAttrs(l, in, kernel)
+	if err != nil {
+		return w, err
+	}
+	r, off := len(in), 3-len(in)
+	outPad, ok := spatialInts(l, "output_padding", r, 0)
+	if !ok {
+		return w, l.NoKernel("output_padding %v for %d spatial dimensions", outPad, r)
+	}
+	var op [3]int64
+	for d := range r {
+		op[off+d] = outPad[d]
+	}
+	for d := range 3 {
+		if w.stride[d] < 1 || w.dilation[d] < 1 || op[d] < 0 || w.kernel[d] < 1 {
+			return w, l.NoKernel("strides %v, dilations %v, output_padding %v", w.stride, w.dilation, outPad)
+		}
+	}
+	auto := l.Str("auto_pad", "NOTSET")
+	switch auto {
+	case "NOTSET", "", "VALID", "SAME_UPPER", "SAME_LOWER":
+	default:
+		return w, l.NoKernel("auto_pad %q", auto)
+	}
+	var target []int64
+	switch {
+	case l.Node.Has("output_shape"):
+		os := l.Ints("output_shape", nil)
+		if len(os) == r+2 {
+			os = os[2:]
+		}
+		if len(os) != r {
+			return w, l.NoKernel("output_shape %v for %d spatial dimensions", os, r)
+		}
+		target = append(make([]int64, off), os...)
+	case auto == "SAME_UPPER" || auto == "SAME_LOWER":
+		target = make([]int64, 3)
+		for d := range 3 {
+			target[d] = w.in[d] * w.stride[d]
+		}
+	}
+	for d := range 3 {
+		full := w.stride[d]*(w.in[d]-1) + op[d] + (w.kernel[d]-1)*w.dilation[d] + 1
+		switch {
+		case d < off:
+			// a padding dimension: size 1 in and out
+		case target == nil:
+			if auto == "VALID" {
+				w.padBegin[d], w.padEnd[d] = 0, 0
+			}
+			w.out[d] = full - w.padBegin[d] - w.padEnd[d]
+		default:
+			total := full - target[d]
+			if auto == "SAME_UPPER" {
+				w.padBegin[d] = floorDivInt64(total, 2)
+			} else {
+				w.padBegin[d] = total - floorDivInt64(total, 2)
+			}
+			w.padEnd[d] = total - w.padBegin[d]
+			w.out[d] = target[d]
+		}
+		if w.out[d] < 0 {
+			return w, l.NoKernel("negative output size")
+		}
+	}
+	return w, nil
+}
+
+// convOperands checks Conv's or ConvTranspose's X and W and returns the
+// group count and the kernel shape; see the CPU's nnConvShapes.
+func convOperands(l *Lower, x, w Operand, transposed bool) (group int, kernel []int, err error) {
+	if x.DType != inference.Float32 || w.DType != inference.Float32 {
+		return 0, nil, l.NoKernel("%v input, %v weights", x.DType, w.DType)
+	}
+	xs, ws := x.Shape, w.Shape
+	if len(xs) < 3 || len(xs) > 5 || len(ws) != len(xs) {
+		return 0, nil, l.NoKernel("X %v, W %v: kernels take equal ranks 3 to 5", xs, ws)
+	}
+	group = int(l.Int("group", 1))
+	if group < 1 || xs[1]%group != 0 ||
+		(transposed && ws[0] != xs[1]) ||
+		(!transposed && (ws[1]*group != xs[1] || ws[0]%group != 0)) {
+		return 0, nil, l.NoKernel("X %v, W %v, group %d do not agree", xs, ws, group)
+	}
+	kernel = ws[2:]
+	if l.Node.Has("kernel_shape") {
+		k, ok := spatialInts(l, "kernel_shape", len(kernel), 1)
+		if !ok || !slices.Equal(k, int64s(kernel)) {
+			return 0, nil, l.NoKernel("kernel_shape %v, weights %v", k, ws)
+		}
+	}
+	return group, kernel, nil
+}
+
+func int64s(v []int) []int64 {
+	out := make([]int64, len(v))
+	for i, d := range v {
+		out[i] = int64(d)
+	}
+	return out
+}
+
+// convBias returns the argument for an optional per-channel bias,
+// input i: its address, or a null pointer when it is left out.
+func convBias(l *Lower, i, channels int) (Arg, error) {
+	b := l.Arg(i)
+	if !b.Present() {
+		return I(0), nil
+	}
+	if b.DType != inference.Float32 || b.Rank() != 1 || b.Shape[0] != channels {
+		return Arg{}, l.NoKernel("bias %v %v, want float32 [%d]", b.DType, b.Shape, channels)
+	}
+	return P(b), nil
+}
+
+// fusedClamp returns the clamp arguments of conv_direct_f32 and
+// conv_bias_act_f32 (on, lo, hi) and whether the clamp is on.
+func fusedClamp(l *Lower) ([]Arg, bool) {
+	if !l.Node.Has(fusedMinAttr) {
+		return []Arg{I(0), F(0.0), F(0.0)}, false
+	}
+	lo := l.Float(fusedMinAttr, float32(math.Inf(-1)))
+	hi := l.Float(fusedMaxAttr, float32(math.Inf(1)))
+	return []Arg{I(1), F(lo), F(hi)}, true
+}
+
+// gemmUnits queues g for images × groups products: product (n, k) reads A
+// at AOff + n·aImg + k·aGrp and B at BOff + k·bGrp, and writes C at
+// COff + n·cImg + k·cGrp. Each call is strided batched over the longer of
+// the two loops.
+func gemmUnits(l *Lower, g GemmOp, images, groups int, aImg, aGrp, bGrp, cImg, cGrp int64) error {
+	switch {
+	case groups == 1:
+		g.Batch, g.StrideA, g.StrideB, g.StrideC = images, aImg, 0, cImg
+		return l.Gemm(g)
+	case images <= groups:
+		for n := range int64(images) {
+			u := g
+			u.Batch, u.StrideA, u.StrideB, u.StrideC = groups, aGrp, bGrp, cGrp
+			u.AOff += n * aImg
+			u.COff += n * cImg
+			if err := l.Gemm(u); err != nil {
+				return err
+			}
+		}
+	default:
+		for k := range int64(groups) {
+			u := g
+			u.Batch, u.StrideA, u.StrideB, u.StrideC = images, aImg, 0, cImg
+			u.AOff += k * aGrp
+			u.BOff += k * bGrp
+			u.COff += k * cGrp
+			if err := l.Gemm(u); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// lowerConv runs a depthwise Conv (one input channel per group) with the
+// direct kernel, and every other one as im2col and a GEMM per image and
+// group: Y[n, g] (M/group × ∏out) = W[g] (M/group × C/group·∏kernel) ·
+// col[n, g], in cuBLAS's terms Yᵀ = colᵀ·Wᵀ. A 1×1 kernel with unit
+// strides and no padding multiplies X itself. Bias and the fused clamp
+// follow in one pass.
+func lowerConv(l *Lower) error {
+	x, w, y := l.In[0], l.In[1], l.Out[0]
+	group, kernel, err := convOperands(l, x, w, false)
+	if err != nil {
+		return err
+	}
+	win, err := slidingGeom(l, x.Shape[2:], kernel, false)
+	if err != nil {
+		return err
+	}
+	if y.Rank() != x.Rank() || !win.outIs(y.Shape[2:]) {
+		return l.NoKernel("geometry %v differs from the output %v", win.out, y.Shape)
+	}
+	n, c, m := x.Shape[0], x.Shape[1], w.Shape[0]
+	bias, err := convBias(l, 2, m)
+	if err != nil {
+		return err
+	}
+	clamp, clampOn := fusedClamp(l)
+	if y.Len() == 0 {
+		return nil
+	}
+	cg, mg := c/group, m/group
+	isp, osp, ksz := prod3(win.in), prod3(win.out), prod3(win.kernel)
+	rows := int64(cg) * ksz
+	if rows == 0 {
+		return l.NoKernel("no input channels")
+	}
+	geom := spatialArgs(win.in, win.kernel, win.out, win.stride, win.dilation, win.padBegin)
+	if group > 1 && cg == 1 {
+		args := append([]Arg{P(y), P(x), P(w), bias, I(y.Len()), I(c), I(m), I(cg), I(mg)}, geom...)
+		return l.Launch("conv_direct_f32", y.Len(), append(args, clamp...)...)
+	}
+	pointwise := ksz == 1 && win.stride == [3]int64{1, 1, 1} && win.padBegin == [3]int64{} && win.padEnd == [3]int64{}
+	g := GemmOp{Gemm: Gemm{M: int(osp), N: mg, K: int(rows), Alpha: 1, LDA: int(osp), LDB: int(rows), LDC: int(osp)},
+		OpB: w, OpC: y}
+	cImg, cGrp, bGrp := int64(m)*osp, int64(mg)*osp, int64(mg)*rows
+	if pointwise {
+		g.OpA = x
+		if err := gemmUnits(l, g, n, group, int64(c)*isp, rows*osp, bGrp, cImg, cGrp); err != nil {
+			return err
+		}
+	} else {
+		perImage := int64(c) * ksz * osp
+		chunk := int(max(1, min(int64(n), colLimit/perImage)))
+		col := l.Scratch(inference.Float32, []int{chunk * int(perImage)})
+		for n0 := 0; n0 < n; n0 += chunk {
+			nc := min(chunk, n-n0)
+			src := x.Offset(int64(n0)*int64(c)*isp, []int{nc, c, int(isp)})
+			args := append([]Arg{P(col), P(src), I(int64(nc) * perImage)}, geom...)
+			if err := l.Launch("conv_im2col_f32", int64(nc)*perImage, args...); err != nil {
+				return err
+			}
+			g.OpA, g.COff = col, int64(n0)*cImg
+			if err := gemmUnits(l, g, nc, group, perImage, rows*osp, bGrp, cImg, cGrp); err != nil {
+				return err
+			}
+		}
+	}
+	if bias.ptr || clampOn {
+		args := append([]Arg{P(y), bias, I(y.Len()), I(osp), I(m)}, clamp...)
+		return l.Launch("conv_bias_act_f32", y.Len(), args...)
+	}
+	return nil
+}
+
+// lowerConvTranspose runs, per image and group, the GEMM col[n, g]
+// (M/group·∏kernel × ∏in) = W[g]ᵀ · X[n, g] (in cuBLAS's terms colᵀ =
+// X[n, g]ᵀ·W[g]), then conv_col2im_f32 gathers the columns into the output
+// and adds the bias.
+func lowerConvTranspose(l *Lower) error {
+	x, w, y := l.In[0], l.In[1], l.Out[0]
+	group, kernel, err := convOperands(l, x, w, true)
+	if err != nil {
+		return err
+	}
+	win, err := transposedGeom(l, x.Shape[2:], kernel)
+	if err != nil {
+		return err
+	}
+	n, c, mg := x.Shape[0], x.Shape[1], w.Shape[1]
+	m := mg * group
+	if y.Rank() != x.Rank() || y.Shape[1] != m || !win.outIs(y.Shape[2:]) {
+		return l.NoKernel("geometry %v differs from the output %v", win.out, y.Shape)
+	}
+	bias, err := convBias(l, 2, m)
+	if err != nil {
+		return err
+	}
+	if y.Len() == 0 {
+		return nil
+	}
+	cg := c / group
+	isp, osp, ksz := prod3(win.in), prod3(win.out), prod3(win.kernel)
+	rows := int64(mg) * ksz
+	if cg == 0 || isp == 0 {
+		return l.NoKernel("empty input")
+	}
+	perImage := int64(m) * ksz * isp
+	chunk := int(max(1, min(int64(n), colLimit/perImage)))
+	col := l.Scratch(inference.Float32, []int{chunk * int(perImage)})
+	g := GemmOp{Gemm: Gemm{TransB: true, M: int(isp), N: int(rows), K: cg, Alpha: 1, LDA: int(isp), LDB: int(rows), LDC: int(isp)},
+		OpA: x, OpB: w, OpC: col}
+	for n0 := 0; n0 < n; n0 += chunk {
+		nc := min(chunk, n-n0)
+		g.AOff = int64(n0) * int64(c) * isp
+		if err := gemmUnits(l, g, nc, group, int64(c)*isp, int64(cg)*isp, int64(cg)*rows, perImage, rows*isp); err != nil {
+			return err
+		}
+		dst := y.Offset(int64(n0)*int64(m)*osp, []int{nc, m, int(osp)})
+		total := int64(nc) * int64(m) * osp
+		args := append([]Arg{P(dst), P(col), bias, I(total), I(m)},
+			spatialArgs(win.in, win.kernel, win.out, win.stride, win.dilation, win.padBegin)...)
+		if err := l.Launch("conv_col2im_f32", total, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,186 @@
+package cuda
+
+import (
+	"math"
+	"slices"
+
+	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/cpu"
+)
+
+// Lowerings of the operators that create tensors (shape.cu shape_range,
+// shape_fill, shape_onehot and shape_trilu): Range, ConstantOfShape,
+// OneHot and Trilu.
+
+func init() {
+	registerLowering("Range", lowerRange)
+	registerLowering("ConstantOfShape", lowerConstantOfShape)
+	registerLowering("OneHot", lowerOneHot)
+	registerLowering("Trilu", lowerTrilu)
+}
+
+// lowerRange fills start + i·delta; its bounds are known on the host (the
+// node is lowered only when its output is too large to compute at plan
+// time).
+func lowerRange(l *Lower) error {
+	y := l.Out[0]
+	var t [3]inference.Tensor
+	for i := range t {
+		o := l.Arg(i)
+		v, ok := o.Host()
+		if !ok || v.Len() != 1 || v.DType() != y.DType {
+			return l.NoKernel("input %d %q is not one %v known on the host", i, o.Name, y.DType)
+		}
+		t[i] = v
+	}
+	var count int64
+	var fstart, fdelta float64
+	var istart, idelta int64
+	switch y.DType {
+	case inference.Float32:
+		var v [3]float64
+		for i := range v {
+			d, _ := inference.Data[float32](t[i])
+			v[i] = float64(d[0])
+		}
+		if v[2] == 0 || math.IsNaN(v[0]) || math.IsNaN(v[1]) || math.IsNaN(v[2]) {
+			return l.NoKernel("range(%v, %v, %v)", v[0], v[1], v[2])
+		}
+		count = int64(max(math.Ceil((v[1]-v[0])/v[2]), 0))
+		fstart, fdelta = v[0], v[2]
+	case inference.Int64, inference.Int32:
+		var v [3]int64
+		for i := range v {
+			d, _ := cpu.Int64s(t[i])
+			v[i] = d[0]
+		}
+		if v[2] == 0 {
+			return l.NoKernel("range(%d, %d, %d)", v[0], v[1], v[2])
+		}
+		span := v[1] - v[0]
+		count = span / v[2]
+		if span%v[2] != 0 {
+			count++
+		}
+		count = max(count, 0)
+		istart, idelta = v[0], v[2]
+	default:
+		return l.NoKernel("element type %v", y.DType)
+	}
+	if err := checkOut(l, 0, y.DType, []int{int(count)}); err != nil {
+		return err
+	}
+	return l.Launch("shape_range", count, P(y), I(castCodes[y.DType]), I(count), F(fstart), F(fdelta), I(istart), I(idelta))
+}
+
+func lowerConstantOfShape(l *Lower) error {
+	y := l.Out[0]
+	value := l.Node.Attrs["value"].Tensor
+	if value.DType() == 0 {
+		v, err := inference.New([]int{}, []float32{0})
+		if err != nil {
+			return err
+		}
+		value = v
+	}
+	if value.Len() != 1 {
+		return l.NoKernel("value %v is not one element", value)
+	}
+	if dims, err := hostInts(l, l.In[0], "shape"); err == nil {
+		if !slices.Equal(int64Dims(y.Shape), dims) {
+			return l.NoKernel("output %v for shape %v", y.Shape, dims)
+		}
+	}
+	if err := checkOut(l, 0, value.DType(), y.Shape); err != nil {
+		return err
+	}
+	w, err := elemWidth(l, y.DType)
+	if err != nil {
+		return err
+	}
+	return l.Launch("shape_fill", y.Len(), P(y), I(w), I(y.Len()), I(int64(firstBits(value))))
+}
+
+// firstBits returns the bits of t's first element.
+func firstBits(t inference.Tensor) uint64 {
+	b := tensorBytes(t)
+	var v uint64
+	for i := t.DType().Size() - 1; i >= 0; i-- {
+		v = v<<8 | uint64(b[i])
+	}
+	return v
+}
+
+// lowerOneHot lowers OneHot with depth known on the host; the indices may
+// be device data (an index out of range gives an all-off row, no error).
+func lowerOneHot(l *Lower) error {
+	ind, vals := l.In[0], l.In[2]
+	dv, err := hostInts(l, l.In[1], "depth")
+	if err != nil {
+		return err
+	}
+	if len(dv) != 1 || dv[0] < 0 || dv[0] > math.MaxInt32 || vals.Len() != 2 {
+		return l.NoKernel("depth %v, values %v", dv, vals.Shape)
+	}
+	depth := int(dv[0])
+	itype, ok := indexTypes[ind.DType]
+	if !ok {
+		return l.NoKernel("indices of type %v", ind.DType)
+	}
+	is := ind.Shape
+	axis := l.Int("axis", -1)
+	if axis < 0 {
+		axis += int64(len(is)) + 1
+	}
+	if axis < 0 || axis > int64(len(is)) {
+		return l.NoKernel("axis %d for indices %v", l.Int("axis", -1), is)
+	}
+	shape := slices.Concat(is[:axis], []int{depth}, is[axis:])
+	if err := checkOut(l, 0, vals.DType, shape); err != nil {
+		return err
+	}
+	w, err := elemWidth(l, vals.DType)
+	if err != nil {
+		return err
+	}
+	y := l.Out[0]
+	n := y.Len()
+	return l.Launch("shape_onehot", n, P(y), P(ind), P(vals), I(itype), I(w), I(n), I(depth), I(dimsProduct(is[axis:])))
+}
+
+// lowerTrilu zeroes what lies outside the kept triangle; k may be device
+// data (any value is valid).
+func lowerTrilu(l *Lower) error {
+	x, y := l.In[0], l.Out[0]
+	if x.Rank() < 2 {
+		return l.NoKernel("input %v has rank below 2", x.Shape)
+	}
+	if err := checkOut(l, 0, x.DType, x.Shape); err != nil {
+		return err
+	}
+	w, err := elemWidth(l, x.DType)
+	if err != nil {
+		return err
+	}
+	kp, k := I(0), int64(0)
+	if ko := l.Arg(1); ko.Present() {
+		if ko.Len() != 1 {
+			return l.NoKernel("k %v is not one integer", ko.Shape)
+		}
+		if t, ok := ko.Host(); ok {
+			v, err := cpu.Int64s(t)
+			if err != nil {
+				return l.NoKernel("k %v", t)
+			}
+			k = v[0]
+		} else if ko.DType == inference.Int64 {
+			kp = P(ko)
+		} else {
+			return l.NoKernel("k of type %v on the device", ko.DType)
+		}
+	}
+	upper := b2i(l.Int("upper", 1) == 1)
+	rows, cols := x.Shape[x.Rank()-2], x.Shape[x.Rank()-1]
+	n := y.Len()
+	return l.Launch("shape_trilu", n, P(y), P(x), kp, I(k), I(w), I(n), I(rows), I(cols), I(upper))
+}

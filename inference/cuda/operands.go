@@ -1,0 +1,127 @@
+package cuda
+
+import (
+	"math"
+	"slices"
+
+	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/cpu"
+)
+
+// Operand helpers the lowerings share: element widths and the kernels'
+// type codes, planned outputs checked against what a lowering computes,
+// and values read on the host.
+//
+// Shape operands (Reshape's shape, Slice's bounds, Pad's pads, …) are known
+// on the host whenever a node is lowered: the executor sends a model whose
+// shapes depend on input data to the CPU backend. Output shapes come from
+// the plan; each lowering checks them against what it computes and sends
+// the node to the host when they differ.
+
+// elemWidth is the w parameter of the data movement kernels: the element
+// size in bytes.
+func elemWidth(l *Lower, d inference.DType) (int64, error) {
+	switch s := d.Size(); s {
+	case 1, 4, 8:
+		return int64(s), nil
+	}
+	return 0, l.NoKernel("element type %v", d)
+}
+
+// checkOut sends the node to the host unless output i is planned with
+// the given type and shape.
+func checkOut(l *Lower, i int, dtype inference.DType, shape []int) error {
+	if i >= len(l.Out) || !l.Out[i].Present() {
+		return l.NoKernel("output %d is not used", i)
+	}
+	if o := l.Out[i]; o.DType != dtype || !slices.Equal(o.Shape, shape) {
+		return l.NoKernel("output %d planned as %v%v, computed %v%v", i, o.DType, o.Shape, dtype, shape)
+	}
+	return nil
+}
+
+// hostInts returns the values of a shape operand, which must be known
+// on the host.
+func hostInts(l *Lower, o Operand, what string) ([]int64, error) {
+	t, ok := o.Host()
+	if !ok {
+		return nil, l.NoKernel("%s %q computed on the device", what, o.Name)
+	}
+	v, err := cpu.Int64s(t)
+	if err != nil {
+		return nil, l.NoKernel("%s %v: %v", what, t, err)
+	}
+	return v, nil
+}
+
+// normalizeAxes normalizes axes for rank, rejecting repeats.
+func normalizeAxes(l *Lower, axes []int64, rank int) ([]int, error) {
+	out := make([]int, len(axes))
+	for i, a := range axes {
+		ax, err := cpu.NormAxis(a, rank)
+		if err != nil || slices.Contains(out[:i], ax) {
+			return nil, l.NoKernel("axes %v for rank %d", axes, rank)
+		}
+		out[i] = ax
+	}
+	return out, nil
+}
+
+// scalarBits returns the bits of v converted to dtype as the CPU
+// backend's constants are (a C cast; bool is v != 0), for shape_fill and
+// shape_pad.
+func scalarBits(dtype inference.DType, v float64) uint64 {
+	switch dtype {
+	case inference.Float32:
+		return uint64(math.Float32bits(float32(v)))
+	case inference.Int64:
+		return uint64(int64(v))
+	case inference.Int32:
+		return uint64(uint32(int32(v)))
+	case inference.Uint8:
+		return uint64(uint8(int64(v)))
+	case inference.Bool:
+		if v != 0 {
+			return 1
+		}
+	}
+	return 0
+}
+
+// b2i is 1 for true and 0 for false: a flag as a kernel parameter.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Element type codes of binary_pow_mixed and the integer reductions.
+const (
+	tF32 = iota
+	tI64
+	tI32
+	tU8
+)
+
+func typeCode(t inference.DType) (int, bool) {
+	switch t {
+	case inference.Float32:
+		return tF32, true
+	case inference.Int64:
+		return tI64, true
+	case inference.Int32:
+		return tI32, true
+	case inference.Uint8:
+		return tU8, true
+	}
+	return 0, false
+}
+
+// castCodes are cast_convert's type codes (shape.cu T_*).
+var castCodes = map[inference.DType]int64{
+	inference.Float32: 0, inference.Int64: 1, inference.Int32: 2, inference.Uint8: 3, inference.Bool: 4,
+}
+
+// indexTypes are the index type codes of the kernels (shape.cu IDX_*).
+var indexTypes = map[inference.DType]int64{inference.Int64: 0, inference.Int32: 1, inference.Float32: 2}
