@@ -9,6 +9,7 @@ import (
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
 	"github.com/beamml/beamml/inference/graph/passes"
+	"github.com/beamml/beamml/inference/internal/family"
 )
 
 // Node is what a kernel sees: the graph node (attributes, names) and the
@@ -33,11 +34,14 @@ type Kernel func(n Node, in []inference.Tensor) ([]inference.Tensor, error)
 // functions of the op files, read-only afterwards.
 var kernels = map[string]Kernel{}
 
+// register adds op's kernel; it is called from the init function of the
+// op's family file, ops_<family>.go (family.Record reads the family off it).
 func register(op string, k Kernel) {
 	if _, dup := kernels[op]; dup {
 		panic("cpu: kernel registered twice: " + op)
 	}
 	kernels[op] = k
+	family.Record("cpu", op)
 }
 
 // Ops returns the operator types the CPU backend implements, sorted.

@@ -8,6 +8,9 @@ import (
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/internal/family"
+	"github.com/beamml/beamml/inference/internal/opsem"
+	"github.com/beamml/beamml/internal/kernels"
 )
 
 // A lowering turns one node, at the shapes of one plan, into device work:
@@ -16,15 +19,19 @@ import (
 // the node at these shapes or types returns l.NoKernel(why): the node then
 // runs on the host with the CPU reference kernel (its inputs copied back,
 // its outputs copied up), and Model.Stats names it.
-type lowering func(l *Lower) error
+type lowerFunc func(l *lowering) error
 
-var lowerings = map[string]lowering{}
+var lowerings = map[string]lowerFunc{}
 
-func registerLowering(op string, f lowering) {
+// registerLowering adds op's lowering; it is called from the init function
+// of the op's family file, lower_<family>.go, which mirrors the CPU's
+// ops_<family>.go (family.Record reads the family off it).
+func registerLowering(op string, f lowerFunc) {
 	if _, dup := lowerings[op]; dup {
 		panic("cuda: lowering registered twice: " + op)
 	}
 	lowerings[op] = f
+	family.Record("cuda", op)
 }
 
 // errNoKernel marks a node that runs on the host.
@@ -46,9 +53,9 @@ type loc struct {
 	off int64
 }
 
-// Operand is a value as a lowering sees it: type, shape at this plan, and
+// operand is a value as a lowering sees it: type, shape at this plan, and
 // where it lives on the device.
-type Operand struct {
+type operand struct {
 	Name  string
 	DType inference.DType
 	Shape []int
@@ -58,10 +65,10 @@ type Operand struct {
 
 // Present reports whether the operand is there (an optional input left
 // out is not).
-func (o Operand) Present() bool { return o.DType != 0 }
+func (o operand) Present() bool { return o.DType != 0 }
 
 // Len is the number of elements.
-func (o Operand) Len() int64 {
+func (o operand) Len() int64 {
 	n := int64(1)
 	for _, d := range o.Shape {
 		n *= int64(d)
@@ -70,15 +77,15 @@ func (o Operand) Len() int64 {
 }
 
 // Bytes is the size in bytes.
-func (o Operand) Bytes() int64 { return o.Len() * int64(o.DType.Size()) }
+func (o operand) Bytes() int64 { return o.Len() * int64(o.DType.Size()) }
 
 // Rank is the number of dimensions.
-func (o Operand) Rank() int { return len(o.Shape) }
+func (o operand) Rank() int { return len(o.Shape) }
 
 // Host returns the value when it is known on the host at plan time: an
 // initializer, or a value computed only from shapes and constants (Shape,
 // and the arithmetic on it).
-func (o Operand) Host() (inference.Tensor, bool) {
+func (o operand) Host() (inference.Tensor, bool) {
 	if o.host == nil {
 		return inference.Tensor{}, false
 	}
@@ -87,7 +94,7 @@ func (o Operand) Host() (inference.Tensor, bool) {
 
 // Offset returns the operand starting elems elements further on, with the
 // given shape: a view, for kernels that work on part of a buffer.
-func (o Operand) Offset(elems int64, shape []int) Operand {
+func (o operand) Offset(elems int64, shape []int) operand {
 	v := o
 	v.loc.off += elems * int64(o.DType.Size())
 	v.Shape = slices.Clone(shape)
@@ -95,78 +102,77 @@ func (o Operand) Offset(elems int64, shape []int) Operand {
 	return v
 }
 
-// Arg is one 8-byte kernel parameter.
-type Arg struct {
+// kernelArg is one 8-byte kernel parameter.
+type kernelArg struct {
 	lit uint64
 	ptr bool
 	at  loc
 }
 
-// P passes the device address of o.
-func P(o Operand) Arg { return Arg{ptr: true, at: o.loc} }
+// ptrArg passes the device address of o.
+func ptrArg(o operand) kernelArg { return kernelArg{ptr: true, at: o.loc} }
 
-// I passes an integer (a long long parameter).
-func I[T ~int | ~int64 | ~int32 | ~uint32](v T) Arg { return Arg{lit: uint64(int64(v))} }
+// intArg passes an integer (a long long parameter).
+func intArg[T ~int | ~int64 | ~int32 | ~uint32](v T) kernelArg {
+	return kernelArg{lit: uint64(int64(v))}
+}
 
-// F passes a float as a double parameter.
-func F[T ~float32 | ~float64](v T) Arg { return Arg{lit: math.Float64bits(float64(v))} }
+// floatArg passes a float as a double parameter.
+func floatArg[T ~float32 | ~float64](v T) kernelArg {
+	return kernelArg{lit: math.Float64bits(float64(v))}
+}
 
-// Lower is the context of one node's lowering.
-type Lower struct {
-	Node  *graph.Node
-	Opset int64
-	In    []Operand // one per node input; absent optional inputs are not Present
-	Out   []Operand // one per node output
+// lowering is the context of one node's lowering: the node with its
+// attributes and opset (what the opsem rules read), its operands at this
+// plan's shapes, and the steps queued so far.
+type lowering struct {
+	opsem.Node
+	In    []operand // one per node input; absent optional inputs are not Present
+	Out   []operand // one per node output
 	p     *planBuilder
 	steps []step
 	// scratch bytes taken by this node so far
 	scratch int64
 }
 
-// Attrs of the node, with defaults.
-func (l *Lower) Int(name string, def int64) int64            { return l.Node.Int(name, def) }
-func (l *Lower) Float(name string, def float32) float32      { return l.Node.Float(name, def) }
-func (l *Lower) Ints(name string, def []int64) []int64       { return l.Node.Ints(name, def) }
-func (l *Lower) Floats(name string, def []float32) []float32 { return l.Node.Floats(name, def) }
-func (l *Lower) Str(name, def string) string                 { return l.Node.Str(name, def) }
-
-// Arg returns input i, or an absent Operand when the node has fewer.
-func (l *Lower) Arg(i int) Operand {
+// input returns operand i, or an absent operand when the node has fewer.
+func (l *lowering) input(i int) operand {
 	if i < len(l.In) {
 		return l.In[i]
 	}
-	return Operand{}
+	return operand{}
 }
 
 // NoKernel sends the node to the host, saying why.
-func (l *Lower) NoKernel(format string, args ...any) error {
+func (l *lowering) NoKernel(format string, args ...any) error {
 	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), errNoKernel)
 }
 
 // Errorf reports a node the model cannot run (wrong shapes, types), naming it.
-func (l *Lower) Errorf(sentinel error, format string, args ...any) error {
+func (l *lowering) Errorf(sentinel error, format string, args ...any) error {
 	return fmt.Errorf("cuda: node %v: %s: %w", l.Node, fmt.Sprintf(format, args...), sentinel)
 }
 
-// Threads is the block size of the 1-D launches.
-const Threads = 256
+// threadsPerBlock is the block size of every launch: the BLOCK the
+// kernels that reduce in shared memory are written for.
+const threadsPerBlock = kernels.BLOCK
 
 // maxGrid bounds the blocks of a 1-D launch; the kernels loop (GRID_STRIDE).
 const maxGrid = 1 << 16
 
-// Launch queues kernel over n elements: a 1-D grid of Threads-wide blocks,
+// Launch queues kernel over n elements: a 1-D grid of threadsPerBlock-wide blocks,
 // enough to cover n (at most maxGrid; the kernel's grid-stride loop covers
 // the rest). Nothing is launched for n == 0.
-func (l *Lower) Launch(kernel string, n int64, args ...Arg) error {
+func (l *lowering) Launch(kernel string, n int64, args ...kernelArg) error {
 	if n <= 0 {
 		return nil
 	}
-	blocks := min((n+Threads-1)/Threads, maxGrid)
-	return l.LaunchGrid(kernel, Dim3{uint32(blocks), 1, 1}, Dim3{Threads, 1, 1}, args...)
+	blocks := min((n+threadsPerBlock-1)/threadsPerBlock, maxGrid)
+	return l.LaunchGrid(kernel, Dim3{uint32(blocks), 1, 1}, Dim3{threadsPerBlock, 1, 1}, args...)
 }
 
 // LaunchGrid queues kernel on an explicit grid.
-func (l *Lower) LaunchGrid(kernel string, grid, block Dim3, args ...Arg) error {
+func (l *lowering) LaunchGrid(kernel string, grid, block Dim3, args ...kernelArg) error {
 	f, err := l.p.m.b.function(kernel)
 	if err != nil {
 		return fmt.Errorf("cuda: node %v: %w", l.Node, err)
@@ -187,16 +193,16 @@ func (l *Lower) LaunchGrid(kernel string, grid, block Dim3, args ...Arg) error {
 	return nil
 }
 
-// GemmOp is a Gemm on operands: A, B and C are the first matrices (with
+// gemmOp is a Gemm on operands: A, B and C are the first matrices (with
 // the element offsets AOff, BOff, COff), the rest as in Gemm.
-type GemmOp struct {
+type gemmOp struct {
 	Gemm
-	OpA, OpB, OpC    Operand
+	OpA, OpB, OpC    operand
 	AOff, BOff, COff int64 // elements
 }
 
 // Gemm queues a cuBLAS product.
-func (l *Lower) Gemm(g GemmOp) error {
+func (l *lowering) Gemm(g gemmOp) error {
 	if g.Batch == 0 {
 		g.Batch = 1
 	}
@@ -208,7 +214,7 @@ func (l *Lower) Gemm(g GemmOp) error {
 }
 
 // Copy queues a device copy of src's bytes into dst.
-func (l *Lower) Copy(dst, src Operand) error {
+func (l *lowering) Copy(dst, src operand) error {
 	if dst.Bytes() != src.Bytes() {
 		return l.Errorf(inference.ErrShape, "copy of %d bytes into %d", src.Bytes(), dst.Bytes())
 	}
@@ -221,8 +227,8 @@ func (l *Lower) Copy(dst, src Operand) error {
 
 // Scratch returns a temporary buffer that lives for this node's steps
 // only (im2col columns, partial sums). Its contents start undefined.
-func (l *Lower) Scratch(dtype inference.DType, shape []int) Operand {
-	o := Operand{Name: "(scratch)", DType: dtype, Shape: slices.Clone(shape)}
+func (l *lowering) Scratch(dtype inference.DType, shape []int) operand {
+	o := operand{Name: "(scratch)", DType: dtype, Shape: slices.Clone(shape)}
 	o.loc = loc{reg: regScratch, off: l.scratch}
 	l.scratch += (o.Bytes() + graph.Align - 1) / graph.Align * graph.Align
 	return o
@@ -245,8 +251,8 @@ type step struct {
 	fn     Function
 	grid   Dim3
 	block  Dim3
-	args   []Arg
-	gemm   GemmOp
+	args   []kernelArg
+	gemm   gemmOp
 	dst    loc
 	src    loc
 	bytes  int64
@@ -257,6 +263,6 @@ type step struct {
 type hostStep struct {
 	node *graph.Node
 	why  string
-	in   []Operand
-	out  []Operand
+	in   []operand
+	out  []operand
 }

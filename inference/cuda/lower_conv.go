@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/internal/kernels"
 )
 
 // Lowerings of the convolutions (nn.cu conv_*, and cuBLAS): Conv as
@@ -45,7 +46,7 @@ func floorDivInt64(a, b int64) int64 {
 // transposedGeom is the CPU's nnTransposeGeom: ConvTranspose's geometry,
 // with in the input's spatial shape and out the output's. Its pads may be
 // negative (an output_shape larger than the full output).
-func transposedGeom(l *Lower, in, kernel []int) (convWindow, error) {
+func transposedGeom(l *lowering, in, kernel []int) (convWindow, error) {
 	w, err := windowAttrs(l, in, kernel)
 	if err != nil {
 		return w, err
@@ -116,7 +117,7 @@ func transposedGeom(l *Lower, in, kernel []int) (convWindow, error) {
 
 // convOperands checks Conv's or ConvTranspose's X and W and returns the
 // group count and the kernel shape; see the CPU's nnConvShapes.
-func convOperands(l *Lower, x, w Operand, transposed bool) (group int, kernel []int, err error) {
+func convOperands(l *lowering, x, w operand, transposed bool) (group int, kernel []int, err error) {
 	if x.DType != inference.Float32 || w.DType != inference.Float32 {
 		return 0, nil, l.NoKernel("%v input, %v weights", x.DType, w.DType)
 	}
@@ -150,33 +151,33 @@ func int64s(v []int) []int64 {
 
 // convBias returns the argument for an optional per-channel bias,
 // input i: its address, or a null pointer when it is left out.
-func convBias(l *Lower, i, channels int) (Arg, error) {
-	b := l.Arg(i)
+func convBias(l *lowering, i, channels int) (kernelArg, error) {
+	b := l.input(i)
 	if !b.Present() {
-		return I(0), nil
+		return intArg(0), nil
 	}
 	if b.DType != inference.Float32 || b.Rank() != 1 || b.Shape[0] != channels {
-		return Arg{}, l.NoKernel("bias %v %v, want float32 [%d]", b.DType, b.Shape, channels)
+		return kernelArg{}, l.NoKernel("bias %v %v, want float32 [%d]", b.DType, b.Shape, channels)
 	}
-	return P(b), nil
+	return ptrArg(b), nil
 }
 
 // fusedClamp returns the clamp arguments of conv_direct_f32 and
 // conv_bias_act_f32 (on, lo, hi) and whether the clamp is on.
-func fusedClamp(l *Lower) ([]Arg, bool) {
+func fusedClamp(l *lowering) ([]kernelArg, bool) {
 	if !l.Node.Has(fusedMinAttr) {
-		return []Arg{I(0), F(0.0), F(0.0)}, false
+		return []kernelArg{intArg(0), floatArg(0.0), floatArg(0.0)}, false
 	}
 	lo := l.Float(fusedMinAttr, float32(math.Inf(-1)))
 	hi := l.Float(fusedMaxAttr, float32(math.Inf(1)))
-	return []Arg{I(1), F(lo), F(hi)}, true
+	return []kernelArg{intArg(1), floatArg(lo), floatArg(hi)}, true
 }
 
 // gemmUnits queues g for images × groups products: product (n, k) reads A
 // at AOff + n·aImg + k·aGrp and B at BOff + k·bGrp, and writes C at
 // COff + n·cImg + k·cGrp. Each call is strided batched over the longer of
 // the two loops.
-func gemmUnits(l *Lower, g GemmOp, images, groups int, aImg, aGrp, bGrp, cImg, cGrp int64) error {
+func gemmUnits(l *lowering, g gemmOp, images, groups int, aImg, aGrp, bGrp, cImg, cGrp int64) error {
 	switch {
 	case groups == 1:
 		g.Batch, g.StrideA, g.StrideB, g.StrideC = images, aImg, 0, cImg
@@ -212,7 +213,7 @@ func gemmUnits(l *Lower, g GemmOp, images, groups int, aImg, aGrp, bGrp, cImg, c
 // col[n, g], in cuBLAS's terms Yᵀ = colᵀ·Wᵀ. A 1×1 kernel with unit
 // strides and no padding multiplies X itself. Bias and the fused clamp
 // follow in one pass.
-func lowerConv(l *Lower) error {
+func lowerConv(l *lowering) error {
 	x, w, y := l.In[0], l.In[1], l.Out[0]
 	group, kernel, err := convOperands(l, x, w, false)
 	if err != nil {
@@ -242,11 +243,11 @@ func lowerConv(l *Lower) error {
 	}
 	geom := spatialArgs(win.in, win.kernel, win.out, win.stride, win.dilation, win.padBegin)
 	if group > 1 && cg == 1 {
-		args := append([]Arg{P(y), P(x), P(w), bias, I(y.Len()), I(c), I(m), I(cg), I(mg)}, geom...)
-		return l.Launch("conv_direct_f32", y.Len(), append(args, clamp...)...)
+		args := append([]kernelArg{ptrArg(y), ptrArg(x), ptrArg(w), bias, intArg(y.Len()), intArg(c), intArg(m), intArg(cg), intArg(mg)}, geom...)
+		return l.Launch(kernels.ConvDirectF32, y.Len(), append(args, clamp...)...)
 	}
 	pointwise := ksz == 1 && win.stride == [3]int64{1, 1, 1} && win.padBegin == [3]int64{} && win.padEnd == [3]int64{}
-	g := GemmOp{Gemm: Gemm{M: int(osp), N: mg, K: int(rows), Alpha: 1, LDA: int(osp), LDB: int(rows), LDC: int(osp)},
+	g := gemmOp{Gemm: Gemm{M: int(osp), N: mg, K: int(rows), Alpha: 1, LDA: int(osp), LDB: int(rows), LDC: int(osp)},
 		OpB: w, OpC: y}
 	cImg, cGrp, bGrp := int64(m)*osp, int64(mg)*osp, int64(mg)*rows
 	if pointwise {
@@ -261,8 +262,8 @@ func lowerConv(l *Lower) error {
 		for n0 := 0; n0 < n; n0 += chunk {
 			nc := min(chunk, n-n0)
 			src := x.Offset(int64(n0)*int64(c)*isp, []int{nc, c, int(isp)})
-			args := append([]Arg{P(col), P(src), I(int64(nc) * perImage)}, geom...)
-			if err := l.Launch("conv_im2col_f32", int64(nc)*perImage, args...); err != nil {
+			args := append([]kernelArg{ptrArg(col), ptrArg(src), intArg(int64(nc) * perImage)}, geom...)
+			if err := l.Launch(kernels.ConvIm2colF32, int64(nc)*perImage, args...); err != nil {
 				return err
 			}
 			g.OpA, g.COff = col, int64(n0)*cImg
@@ -272,8 +273,8 @@ func lowerConv(l *Lower) error {
 		}
 	}
 	if bias.ptr || clampOn {
-		args := append([]Arg{P(y), bias, I(y.Len()), I(osp), I(m)}, clamp...)
-		return l.Launch("conv_bias_act_f32", y.Len(), args...)
+		args := append([]kernelArg{ptrArg(y), bias, intArg(y.Len()), intArg(osp), intArg(m)}, clamp...)
+		return l.Launch(kernels.ConvBiasActF32, y.Len(), args...)
 	}
 	return nil
 }
@@ -282,7 +283,7 @@ func lowerConv(l *Lower) error {
 // (M/group·∏kernel × ∏in) = W[g]ᵀ · X[n, g] (in cuBLAS's terms colᵀ =
 // X[n, g]ᵀ·W[g]), then conv_col2im_f32 gathers the columns into the output
 // and adds the bias.
-func lowerConvTranspose(l *Lower) error {
+func lowerConvTranspose(l *lowering) error {
 	x, w, y := l.In[0], l.In[1], l.Out[0]
 	group, kernel, err := convOperands(l, x, w, true)
 	if err != nil {
@@ -313,7 +314,7 @@ func lowerConvTranspose(l *Lower) error {
 	perImage := int64(m) * ksz * isp
 	chunk := int(max(1, min(int64(n), colLimit/perImage)))
 	col := l.Scratch(inference.Float32, []int{chunk * int(perImage)})
-	g := GemmOp{Gemm: Gemm{TransB: true, M: int(isp), N: int(rows), K: cg, Alpha: 1, LDA: int(isp), LDB: int(rows), LDC: int(isp)},
+	g := gemmOp{Gemm: Gemm{TransB: true, M: int(isp), N: int(rows), K: cg, Alpha: 1, LDA: int(isp), LDB: int(rows), LDC: int(isp)},
 		OpA: x, OpB: w, OpC: col}
 	for n0 := 0; n0 < n; n0 += chunk {
 		nc := min(chunk, n-n0)
@@ -323,9 +324,9 @@ func lowerConvTranspose(l *Lower) error {
 		}
 		dst := y.Offset(int64(n0)*int64(m)*osp, []int{nc, m, int(osp)})
 		total := int64(nc) * int64(m) * osp
-		args := append([]Arg{P(dst), P(col), bias, I(total), I(m)},
+		args := append([]kernelArg{ptrArg(dst), ptrArg(col), bias, intArg(total), intArg(m)},
 			spatialArgs(win.in, win.kernel, win.out, win.stride, win.dilation, win.padBegin)...)
-		if err := l.Launch("conv_col2im_f32", total, args...); err != nil {
+		if err := l.Launch(kernels.ConvCol2imF32, total, args...); err != nil {
 			return err
 		}
 	}

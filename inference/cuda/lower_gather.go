@@ -5,6 +5,7 @@ import (
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cpu"
+	"github.com/beamml/beamml/internal/kernels"
 )
 
 // Lowerings of the indexed operators: Gather, GatherElements, GatherND and
@@ -24,7 +25,7 @@ func init() {
 
 // gatherIndices returns the values of index operand o and its kernel
 // index type.
-func gatherIndices(l *Lower, o Operand) ([]int64, int64, error) {
+func gatherIndices(l *lowering, o operand) ([]int64, int64, error) {
 	if o.DType != inference.Int64 && o.DType != inference.Int32 {
 		return nil, 0, l.NoKernel("indices of type %v", o.DType)
 	}
@@ -40,7 +41,7 @@ func gatherIndices(l *Lower, o Operand) ([]int64, int64, error) {
 }
 
 // gatherIndex maps an index in [-dim, dim) to [0, dim).
-func gatherIndex(l *Lower, v, dim int64) (int64, error) {
+func gatherIndex(l *lowering, v, dim int64) (int64, error) {
 	if v < -dim || v >= dim {
 		return 0, l.NoKernel("index %d out of range for a dimension of %d", v, dim)
 	}
@@ -53,7 +54,7 @@ func gatherIndex(l *Lower, v, dim int64) (int64, error) {
 // gatherUnique sends a scatter to the host when two updates go to the
 // same place: the CPU backend writes them in order, the kernel's threads
 // in no order.
-func gatherUnique(l *Lower, offs []int64) error {
+func gatherUnique(l *lowering, offs []int64) error {
 	s := slices.Clone(offs)
 	slices.Sort(s)
 	for i := 1; i < len(s); i++ {
@@ -64,7 +65,7 @@ func gatherUnique(l *Lower, offs []int64) error {
 	return nil
 }
 
-func lowerGather(l *Lower) error {
+func lowerGather(l *lowering) error {
 	x, ind := l.In[0], l.In[1]
 	axis, err := cpu.NormAxis(l.Int("axis", 0), x.Rank())
 	if err != nil {
@@ -89,11 +90,11 @@ func lowerGather(l *Lower) error {
 	}
 	y := l.Out[0]
 	n := y.Len()
-	return l.Launch("gather_axis", n, P(y), P(x), P(ind), I(itype), I(w), I(n), I(dimsProduct(x.Shape[axis+1:])),
-		I(len(idx)), I(dim))
+	return l.Launch(kernels.GatherAxis, n, ptrArg(y), ptrArg(x), ptrArg(ind), intArg(itype), intArg(w), intArg(n), intArg(dimsProduct(x.Shape[axis+1:])),
+		intArg(len(idx)), intArg(dim))
 }
 
-func lowerGatherElements(l *Lower) error {
+func lowerGatherElements(l *lowering) error {
 	x, ind := l.In[0], l.In[1]
 	if err := checkOut(l, 0, x.DType, ind.Shape); err != nil {
 		return err
@@ -103,7 +104,7 @@ func lowerGatherElements(l *Lower) error {
 
 // lowerScatterElements copies the data, then writes the updates over it;
 // only without a reduction.
-func lowerScatterElements(l *Lower) error {
+func lowerScatterElements(l *lowering) error {
 	x, ind, upd := l.In[0], l.In[1], l.In[2]
 	if red := l.Str("reduction", "none"); red != "none" {
 		return l.NoKernel("reduction %q", red)
@@ -124,7 +125,7 @@ func lowerScatterElements(l *Lower) error {
 // launchElements queues gather_elements for indices ind into data of shape
 // data along the node's axis: gathering x into y, or scattering x (the
 // updates) into y.
-func launchElements(l *Lower, y, x Operand, data []int, ind Operand, scatter bool) error {
+func launchElements(l *lowering, y, x operand, data []int, ind operand, scatter bool) error {
 	axis, err := cpu.NormAxis(l.Int("axis", 0), len(data))
 	if err != nil {
 		return l.NoKernel("axis %d for data %v", l.Int("axis", 0), data)
@@ -177,24 +178,24 @@ func launchElements(l *Lower, y, x Operand, data []int, ind Operand, scatter boo
 	s := slices.Clone(st)
 	s[axis] = 0
 	d, sets := simplifyDims(int64Dims(is), rowMajorStrides(is), s)
-	if len(d) > MaxRank {
-		return l.NoKernel("rank %d > %d", len(d), MaxRank)
+	if len(d) > kernels.MAXRANK {
+		return l.NoKernel("rank %d > %d", len(d), kernels.MAXRANK)
 	}
 	n := ind.Len()
-	args := []Arg{P(y), P(x), P(ind), I(itype), I(w), I(n), I(b2i(scatter)), I(st[axis]), I(dim)}
+	args := []kernelArg{ptrArg(y), ptrArg(x), ptrArg(ind), intArg(itype), intArg(w), intArg(n), intArg(b2i(scatter)), intArg(st[axis]), intArg(dim)}
 	args = append(args, maxRankArgs(d, 1)...)
 	args = append(args, maxRankArgs(sets[1], 0)...)
-	return l.Launch("gather_elements", n, args...)
+	return l.Launch(kernels.GatherElements, n, args...)
 }
 
-func lowerGatherND(l *Lower) error {
+func lowerGatherND(l *lowering) error {
 	x, ind := l.In[0], l.In[1]
 	return launchND(l, l.Out[0], x, x.Shape, ind, int(l.Int("batch_dims", 0)), false)
 }
 
 // lowerScatterND copies the data, then writes the update slices over it;
 // only without a reduction.
-func lowerScatterND(l *Lower) error {
+func lowerScatterND(l *lowering) error {
 	x, ind, upd := l.In[0], l.In[1], l.In[2]
 	if red := l.Str("reduction", "none"); red != "none" {
 		return l.NoKernel("reduction %q", red)
@@ -216,14 +217,14 @@ func lowerScatterND(l *Lower) error {
 // slices of data (of shape data) after its first batchDims axes. Gathering
 // reads the slices of x into y; scattering writes x (the updates) into
 // y's slices.
-func launchND(l *Lower, y, x Operand, data []int, ind Operand, batchDims int, scatter bool) error {
+func launchND(l *lowering, y, x operand, data []int, ind operand, batchDims int, scatter bool) error {
 	is := ind.Shape
 	q, r := len(is), len(data)
 	if q < 1 || batchDims < 0 || batchDims >= min(q, r) {
 		return l.NoKernel("indices %v, data %v, batch_dims %d", is, data, batchDims)
 	}
 	m := is[q-1]
-	if m < 1 || m > r-batchDims || m > MaxRank || !slices.Equal(is[:batchDims], data[:batchDims]) {
+	if m < 1 || m > r-batchDims || m > kernels.MAXRANK || !slices.Equal(is[:batchDims], data[:batchDims]) {
 		return l.NoKernel("indices %v for data %v with batch_dims %d", is, data, batchDims)
 	}
 	lead, slice := is[:q-1], data[batchDims+m:]
@@ -268,15 +269,15 @@ func launchND(l *Lower, y, x Operand, data []int, ind Operand, batchDims int, sc
 	}
 	inner := dimsProduct(slice)
 	n := count * inner
-	args := []Arg{P(y), P(x), P(ind), I(itype), I(w), I(n), I(b2i(scatter)), I(inner), I(m), I(perBatch), I(batchSize)}
+	args := []kernelArg{ptrArg(y), ptrArg(x), ptrArg(ind), intArg(itype), intArg(w), intArg(n), intArg(b2i(scatter)), intArg(inner), intArg(m), intArg(perBatch), intArg(batchSize)}
 	for _, v := range [][]int64{int64Dims(data[batchDims : batchDims+m]), st[batchDims : batchDims+m]} {
-		for k := range MaxRank {
+		for k := range kernels.MAXRANK {
 			if k < len(v) {
-				args = append(args, I(v[k]))
+				args = append(args, intArg(v[k]))
 			} else {
-				args = append(args, I(0))
+				args = append(args, intArg(0))
 			}
 		}
 	}
-	return l.Launch("gather_nd", n, args...)
+	return l.Launch(kernels.GatherNd, n, args...)
 }

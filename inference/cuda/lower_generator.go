@@ -6,6 +6,7 @@ import (
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cpu"
+	"github.com/beamml/beamml/internal/kernels"
 )
 
 // Lowerings of the operators that create tensors (shape.cu shape_range,
@@ -22,11 +23,11 @@ func init() {
 // lowerRange fills start + i·delta; its bounds are known on the host (the
 // node is lowered only when its output is too large to compute at plan
 // time).
-func lowerRange(l *Lower) error {
+func lowerRange(l *lowering) error {
 	y := l.Out[0]
 	var t [3]inference.Tensor
 	for i := range t {
-		o := l.Arg(i)
+		o := l.input(i)
 		v, ok := o.Host()
 		if !ok || v.Len() != 1 || v.DType() != y.DType {
 			return l.NoKernel("input %d %q is not one %v known on the host", i, o.Name, y.DType)
@@ -70,10 +71,10 @@ func lowerRange(l *Lower) error {
 	if err := checkOut(l, 0, y.DType, []int{int(count)}); err != nil {
 		return err
 	}
-	return l.Launch("shape_range", count, P(y), I(castCodes[y.DType]), I(count), F(fstart), F(fdelta), I(istart), I(idelta))
+	return l.Launch(kernels.ShapeRange, count, ptrArg(y), intArg(castCodes[y.DType]), intArg(count), floatArg(fstart), floatArg(fdelta), intArg(istart), intArg(idelta))
 }
 
-func lowerConstantOfShape(l *Lower) error {
+func lowerConstantOfShape(l *lowering) error {
 	y := l.Out[0]
 	value := l.Node.Attrs["value"].Tensor
 	if value.DType() == 0 {
@@ -98,7 +99,7 @@ func lowerConstantOfShape(l *Lower) error {
 	if err != nil {
 		return err
 	}
-	return l.Launch("shape_fill", y.Len(), P(y), I(w), I(y.Len()), I(int64(firstBits(value))))
+	return l.Launch(kernels.ShapeFill, y.Len(), ptrArg(y), intArg(w), intArg(y.Len()), intArg(int64(firstBits(value))))
 }
 
 // firstBits returns the bits of t's first element.
@@ -113,7 +114,7 @@ func firstBits(t inference.Tensor) uint64 {
 
 // lowerOneHot lowers OneHot with depth known on the host; the indices may
 // be device data (an index out of range gives an all-off row, no error).
-func lowerOneHot(l *Lower) error {
+func lowerOneHot(l *lowering) error {
 	ind, vals := l.In[0], l.In[2]
 	dv, err := hostInts(l, l.In[1], "depth")
 	if err != nil {
@@ -145,12 +146,12 @@ func lowerOneHot(l *Lower) error {
 	}
 	y := l.Out[0]
 	n := y.Len()
-	return l.Launch("shape_onehot", n, P(y), P(ind), P(vals), I(itype), I(w), I(n), I(depth), I(dimsProduct(is[axis:])))
+	return l.Launch(kernels.ShapeOnehot, n, ptrArg(y), ptrArg(ind), ptrArg(vals), intArg(itype), intArg(w), intArg(n), intArg(depth), intArg(dimsProduct(is[axis:])))
 }
 
 // lowerTrilu zeroes what lies outside the kept triangle; k may be device
 // data (any value is valid).
-func lowerTrilu(l *Lower) error {
+func lowerTrilu(l *lowering) error {
 	x, y := l.In[0], l.Out[0]
 	if x.Rank() < 2 {
 		return l.NoKernel("input %v has rank below 2", x.Shape)
@@ -162,8 +163,8 @@ func lowerTrilu(l *Lower) error {
 	if err != nil {
 		return err
 	}
-	kp, k := I(0), int64(0)
-	if ko := l.Arg(1); ko.Present() {
+	kp, k := intArg(0), int64(0)
+	if ko := l.input(1); ko.Present() {
 		if ko.Len() != 1 {
 			return l.NoKernel("k %v is not one integer", ko.Shape)
 		}
@@ -174,7 +175,7 @@ func lowerTrilu(l *Lower) error {
 			}
 			k = v[0]
 		} else if ko.DType == inference.Int64 {
-			kp = P(ko)
+			kp = ptrArg(ko)
 		} else {
 			return l.NoKernel("k of type %v on the device", ko.DType)
 		}
@@ -182,5 +183,5 @@ func lowerTrilu(l *Lower) error {
 	upper := b2i(l.Int("upper", 1) == 1)
 	rows, cols := x.Shape[x.Rank()-2], x.Shape[x.Rank()-1]
 	n := y.Len()
-	return l.Launch("shape_trilu", n, P(y), P(x), kp, I(k), I(w), I(n), I(rows), I(cols), I(upper))
+	return l.Launch(kernels.ShapeTrilu, n, ptrArg(y), ptrArg(x), kp, intArg(k), intArg(w), intArg(n), intArg(rows), intArg(cols), intArg(upper))
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/opsem"
+	"github.com/beamml/beamml/internal/kernels"
 )
 
 // Lowerings of the image operators (shape.cu resize_axis): Resize, one
@@ -16,15 +18,18 @@ func init() {
 
 // Codes of resize_axis (shape.cu RS_*, RC_*, RN_*).
 var (
-	resizeModes  = map[string]int64{"nearest": 0, "linear": 1, "cubic": 2}
+	resizeModes  = map[string]int64{"nearest": kernels.RS_NEAREST, "linear": kernels.RS_LINEAR, "cubic": kernels.RS_CUBIC}
 	resizeCoords = map[string]int64{
-		"half_pixel": 0, "half_pixel_symmetric": 1, "pytorch_half_pixel": 2, "align_corners": 3,
-		"asymmetric": 4, "tf_half_pixel_for_nn": 5, "tf_crop_and_resize": 6,
+		"half_pixel": kernels.RC_HALF_PIXEL, "half_pixel_symmetric": kernels.RC_HALF_PIXEL_SYMMETRIC,
+		"pytorch_half_pixel": kernels.RC_PYTORCH_HALF_PIXEL, "align_corners": kernels.RC_ALIGN_CORNERS,
+		"asymmetric": kernels.RC_ASYMMETRIC, "tf_half_pixel_for_nn": kernels.RC_TF_HALF_PIXEL_FOR_NN,
+		"tf_crop_and_resize": kernels.RC_TF_CROP_AND_RESIZE,
 	}
-	resizeNearest = map[string]int64{"round_prefer_floor": 0, "round_prefer_ceil": 1, "floor": 2, "ceil": 3}
+	resizeNearest = map[string]int64{
+		"round_prefer_floor": kernels.RN_ROUND_PREFER_FLOOR, "round_prefer_ceil": kernels.RN_ROUND_PREFER_CEIL,
+		"floor": kernels.RN_FLOOR, "ceil": kernels.RN_CEIL, opsem.LegacyNearest: kernels.RN_LEGACY,
+	}
 )
-
-const resizeLegacyNearest = 4
 
 // resizeParams are resize_axis's parameters other than the axis.
 type resizeParams struct {
@@ -36,7 +41,7 @@ type resizeParams struct {
 // lowerResize resizes one axis at a time, as the CPU backend does (imResample
 // in inference/cpu/ops_image.go), with the same float64 arithmetic: float64
 // temporaries between the axes, float32 at the end.
-func lowerResize(l *Lower) error {
+func lowerResize(l *lowering) error {
 	x, y := l.In[0], l.Out[0]
 	if x.DType != inference.Float32 {
 		return l.NoKernel("input of type %v", x.DType)
@@ -62,7 +67,7 @@ func lowerResize(l *Lower) error {
 		if mode != "nearest" && mode != "linear" {
 			return l.NoKernel("mode %q", mode)
 		}
-		s, err := resizeFloats(l, l.Arg(1), "scales")
+		s, err := resizeFloats(l, l.input(1), "scales")
 		if err != nil {
 			return err
 		}
@@ -75,7 +80,7 @@ func lowerResize(l *Lower) error {
 			}
 			scale[i], out[i] = v, int(math.Floor(v*float64(in[i])))
 		}
-		rp = resizeParams{mode: resizeModes[mode], coord: resizeCoords["asymmetric"], nearest: resizeLegacyNearest}
+		rp = resizeParams{mode: resizeModes[mode], coord: resizeCoords["asymmetric"], nearest: kernels.RN_LEGACY}
 	} else {
 		coord := l.Str("coordinate_transformation_mode", "half_pixel")
 		nearest := l.Str("nearest_mode", "round_prefer_floor")
@@ -104,7 +109,7 @@ func lowerResize(l *Lower) error {
 				axes = a
 			}
 		}
-		scalesOp, sizesOp := l.Arg(2), l.Arg(3)
+		scalesOp, sizesOp := l.input(2), l.input(3)
 		hasScales, hasSizes := scalesOp.Present() && scalesOp.Len() > 0, sizesOp.Present() && sizesOp.Len() > 0
 		switch {
 		case hasScales && !hasSizes:
@@ -161,7 +166,7 @@ func lowerResize(l *Lower) error {
 			return l.NoKernel("scales and sizes both given or both left out")
 		}
 		if coord == "tf_crop_and_resize" {
-			r, err := resizeFloats(l, l.Arg(1), "roi")
+			r, err := resizeFloats(l, l.input(1), "roi")
 			if err != nil {
 				return err
 			}
@@ -221,9 +226,9 @@ func lowerResize(l *Lower) error {
 		}
 		outer, inner := dimsProduct(p.before[:p.ax]), dimsProduct(p.before[p.ax+1:])
 		n := outer * int64(out[p.ax]) * inner
-		err := l.Launch("resize_axis", n, P(dst), P(src), I(dstDouble), I(srcDouble), I(outer), I(p.before[p.ax]),
-			I(out[p.ax]), I(inner), I(rp.mode), I(rp.coord), I(rp.nearest), I(b2i(rp.antialias)), I(b2i(rp.exclude)),
-			F(rp.cubicA), F(scale[p.ax]), F(p.roi[0]), F(p.roi[1]), F(rp.extrapolate))
+		err := l.Launch(kernels.ResizeAxis, n, ptrArg(dst), ptrArg(src), intArg(dstDouble), intArg(srcDouble), intArg(outer), intArg(p.before[p.ax]),
+			intArg(out[p.ax]), intArg(inner), intArg(rp.mode), intArg(rp.coord), intArg(rp.nearest), intArg(b2i(rp.antialias)), intArg(b2i(rp.exclude)),
+			floatArg(rp.cubicA), floatArg(scale[p.ax]), floatArg(p.roi[0]), floatArg(p.roi[1]), floatArg(rp.extrapolate))
 		if err != nil {
 			return err
 		}
@@ -233,7 +238,7 @@ func lowerResize(l *Lower) error {
 }
 
 // resizeFloats returns a float32 operand's values known on the host.
-func resizeFloats(l *Lower, o Operand, what string) ([]float64, error) {
+func resizeFloats(l *lowering, o operand, what string) ([]float64, error) {
 	t, ok := o.Host()
 	if !ok {
 		return nil, l.NoKernel("%s %q computed on the device", what, o.Name)

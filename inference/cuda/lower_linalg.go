@@ -5,6 +5,7 @@ import (
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cpu"
+	"github.com/beamml/beamml/internal/kernels"
 )
 
 // Lowerings of the matrix products: Gemm and MatMul as cuBLAS GEMMs
@@ -18,7 +19,7 @@ func init() {
 
 // lowerGemm computes Y = alpha·A'·B' + beta·C as the column-major
 // Yᵀ = alpha·B'ᵀ·A'ᵀ + beta·Cᵀ, after gemm_fill_f32 has broadcast C into Y.
-func lowerGemm(l *Lower) error {
+func lowerGemm(l *lowering) error {
 	a, b, y := l.In[0], l.In[1], l.Out[0]
 	if a.DType != inference.Float32 || b.DType != inference.Float32 {
 		return l.NoKernel("%v and %v inputs", a.DType, b.DType)
@@ -42,7 +43,7 @@ func lowerGemm(l *Lower) error {
 	if y.Len() == 0 {
 		return nil
 	}
-	if c := l.Arg(2); c.Present() && beta != 0 {
+	if c := l.input(2); c.Present() && beta != 0 {
 		if c.DType != inference.Float32 || c.Rank() > 2 || (l.Opset < 7 && l.Int("broadcast", 0) == 0 && !slices.Equal(c.Shape, y.Shape)) {
 			return l.NoKernel("C %v %v", c.DType, c.Shape)
 		}
@@ -63,13 +64,13 @@ func lowerGemm(l *Lower) error {
 		if cn == n {
 			cs = 1
 		}
-		if err := l.Launch("gemm_fill_f32", y.Len(), P(y), P(c), I(m), I(n), I(rs), I(cs)); err != nil {
+		if err := l.Launch(kernels.GemmFillF32, y.Len(), ptrArg(y), ptrArg(c), intArg(m), intArg(n), intArg(rs), intArg(cs)); err != nil {
 			return err
 		}
 	} else {
 		beta = 0
 	}
-	return l.Gemm(GemmOp{Gemm: Gemm{TransA: transB, TransB: transA, M: n, N: m, K: k, Alpha: alpha, Beta: beta,
+	return l.Gemm(gemmOp{Gemm: Gemm{TransA: transB, TransB: transA, M: n, N: m, K: k, Alpha: alpha, Beta: beta,
 		LDA: max(1, b.Shape[1]), LDB: max(1, a.Shape[1]), LDC: n}, OpA: b, OpB: a, OpC: y})
 }
 
@@ -78,7 +79,7 @@ func lowerGemm(l *Lower) error {
 // products whose operands lie at constant strides share one strided
 // batched call; with one B and contiguous A the batch is a single product
 // of (batch·m) rows.
-func lowerMatMul(l *Lower) error {
+func lowerMatMul(l *lowering) error {
 	a, b, y := l.In[0], l.In[1], l.Out[0]
 	if a.DType != inference.Float32 || b.DType != inference.Float32 {
 		return l.NoKernel("%v and %v inputs", a.DType, b.DType)
@@ -107,7 +108,7 @@ func lowerMatMul(l *Lower) error {
 	}
 	nb := int(numElems(batch))
 	aOff, bOff := cpu.BroadcastOffsets(aBatch, batch), cpu.BroadcastOffsets(bBatch, batch)
-	g := GemmOp{Gemm: Gemm{M: n, N: m, K: k, Alpha: 1, LDA: n, LDB: k, LDC: n}, OpA: b, OpB: a, OpC: y}
+	g := gemmOp{Gemm: Gemm{M: n, N: m, K: k, Alpha: 1, LDA: n, LDB: k, LDC: n}, OpA: b, OpB: a, OpC: y}
 	oneB := !slices.ContainsFunc(bOff, func(o int) bool { return o != 0 })
 	if oneB && slices.Equal(aOff, rangeInts(nb)) {
 		g.N = nb * m

@@ -3,6 +3,7 @@ package cuda
 import (
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cpu"
+	"github.com/beamml/beamml/internal/kernels"
 )
 
 // Lowerings of the normalisation operators (norm.cu): BatchNormalization in
@@ -14,16 +15,16 @@ func init() {
 	registerLowering("BatchNormalization", lowerBatchNorm)
 	registerLowering("InstanceNormalization", lowerInstanceNorm)
 	registerLowering("GroupNormalization", lowerGroupNorm)
-	registerLowering("LayerNormalization", func(l *Lower) error { return lowerBlockNorm(l, false) })
-	registerLowering("RMSNormalization", func(l *Lower) error { return lowerBlockNorm(l, true) })
+	registerLowering("LayerNormalization", func(l *lowering) error { return lowerBlockNorm(l, false) })
+	registerLowering("RMSNormalization", func(l *lowering) error { return lowerBlockNorm(l, true) })
 	registerLowering("LpNormalization", lowerLpNorm)
 	registerLowering("LRN", lowerLRN)
 }
 
 // normFloatInputs checks that the first n inputs, where present, are float32.
-func normFloatInputs(l *Lower, n int) error {
+func normFloatInputs(l *lowering, n int) error {
 	for i := range n {
-		if o := l.Arg(i); o.Present() && o.DType != inference.Float32 {
+		if o := l.input(i); o.Present() && o.DType != inference.Float32 {
 			return l.NoKernel("input %d is %v", i, o.DType)
 		}
 	}
@@ -31,7 +32,7 @@ func normFloatInputs(l *Lower, n int) error {
 }
 
 // normOutputs counts the outputs the node names.
-func normOutputs(l *Lower) int {
+func normOutputs(l *lowering) int {
 	c := 0
 	for _, o := range l.Out {
 		if o.Present() {
@@ -44,7 +45,7 @@ func normOutputs(l *Lower) int {
 // lowerBatchNorm handles inference mode: y = x·a + (B − mean·a) per
 // channel, a = scale/√(var + epsilon), or per element of a sample with
 // spatial=0 before opset 9.
-func lowerBatchNorm(l *Lower) error {
+func lowerBatchNorm(l *lowering) error {
 	if l.Opset >= 14 && l.Int("training_mode", 0) != 0 {
 		return l.NoKernel("training_mode")
 	}
@@ -73,8 +74,8 @@ func lowerBatchNorm(l *Lower) error {
 	if repeat == 0 {
 		return nil
 	}
-	return l.Launch("norm_batch_f32", y.Len(), P(y), P(x), P(l.In[1]), P(l.In[2]), P(l.In[3]), P(l.In[4]),
-		I(y.Len()), I(params), I(repeat), F(l.Float("epsilon", 1e-5)))
+	return l.Launch(kernels.NormBatchF32, y.Len(), ptrArg(y), ptrArg(x), ptrArg(l.In[1]), ptrArg(l.In[2]), ptrArg(l.In[3]), ptrArg(l.In[4]),
+		intArg(y.Len()), intArg(params), intArg(repeat), floatArg(l.Float("epsilon", 1e-5)))
 }
 
 // normRows is one launch of norm_rows_f32 over the node's X, scale and
@@ -83,10 +84,10 @@ type normRows struct {
 	rows, size             int64
 	rms                    bool
 	sdiv, smod, bdiv, bmod int64
-	bias, mean, inv        Arg
+	bias, mean, inv        kernelArg
 }
 
-func (r normRows) launch(l *Lower) error {
+func (r normRows) launch(l *lowering) error {
 	if r.size == 0 {
 		return l.NoKernel("empty rows")
 	}
@@ -94,12 +95,12 @@ func (r normRows) launch(l *Lower) error {
 	if r.rms {
 		rms = 1
 	}
-	return launchRows(l, "norm_rows_f32", r.rows, P(l.Out[0]), P(l.In[0]), P(l.In[1]), r.bias, r.mean, r.inv,
-		I(r.rows), I(r.size), F(l.Float("epsilon", 1e-5)), I(rms), I(r.sdiv), I(r.smod), I(r.bdiv), I(r.bmod))
+	return launchRows(l, kernels.NormRowsF32, r.rows, ptrArg(l.Out[0]), ptrArg(l.In[0]), ptrArg(l.In[1]), r.bias, r.mean, r.inv,
+		intArg(r.rows), intArg(r.size), floatArg(l.Float("epsilon", 1e-5)), intArg(rms), intArg(r.sdiv), intArg(r.smod), intArg(r.bdiv), intArg(r.bmod))
 }
 
 // lowerInstanceNorm normalises each (sample, channel) block.
-func lowerInstanceNorm(l *Lower) error {
+func lowerInstanceNorm(l *lowering) error {
 	if len(l.In) < 3 || !l.In[1].Present() || !l.In[2].Present() {
 		return l.NoKernel("want input, scale and B")
 	}
@@ -115,12 +116,12 @@ func lowerInstanceNorm(l *Lower) error {
 		return l.NoKernel("scale %v, B %v for %d channels", l.In[1].Shape, l.In[2].Shape, c)
 	}
 	return normRows{rows: int64(x.Shape[0]) * c, size: size,
-		sdiv: size, smod: c, bdiv: size, bmod: c, bias: P(l.In[2]), mean: I(0), inv: I(0)}.launch(l)
+		sdiv: size, smod: c, bdiv: size, bmod: c, bias: ptrArg(l.In[2]), mean: intArg(0), inv: intArg(0)}.launch(l)
 }
 
 // lowerGroupNorm normalises each (sample, group) block; scale and bias are
 // per group before opset 21 and per channel from it.
-func lowerGroupNorm(l *Lower) error {
+func lowerGroupNorm(l *lowering) error {
 	if len(l.In) < 3 || !l.In[1].Present() || !l.In[2].Present() {
 		return l.NoKernel("want X, scale and bias")
 	}
@@ -142,14 +143,14 @@ func lowerGroupNorm(l *Lower) error {
 		return l.NoKernel("scale %v, bias %v, want %d values", l.In[1].Shape, l.In[2].Shape, mod)
 	}
 	return normRows{rows: int64(x.Shape[0]) * groups, size: size,
-		sdiv: div, smod: mod, bdiv: div, bmod: mod, bias: P(l.In[2]), mean: I(0), inv: I(0)}.launch(l)
+		sdiv: div, smod: mod, bdiv: div, bmod: mod, bias: ptrArg(l.In[2]), mean: intArg(0), inv: intArg(0)}.launch(l)
 }
 
 // normTrailing returns div and mod such that element i of a block of
 // shape block reads element (i / div) % mod of t, which broadcasts to the
 // block (rdTrailingOffsets on the CPU). ok is false for a broadcast that
 // is not of that form: t's dimensions that are not 1 must be consecutive.
-func normTrailing(t Operand, block []int) (div, mod int64, ok bool) {
+func normTrailing(t operand, block []int) (div, mod int64, ok bool) {
 	s := t.Shape
 	for len(s) > len(block) && s[0] == 1 {
 		s = s[1:]
@@ -190,17 +191,17 @@ func normTrailing(t Operand, block []int) (div, mod int64, ok bool) {
 
 // normOptionalOutput returns the address of output i, or a null pointer when
 // the node does not ask for it.
-func normOptionalOutput(l *Lower, i int) Arg {
+func normOptionalOutput(l *lowering, i int) kernelArg {
 	if i < len(l.Out) && l.Out[i].Present() {
-		return P(l.Out[i])
+		return ptrArg(l.Out[i])
 	}
-	return I(0)
+	return intArg(0)
 }
 
 // lowerBlockNorm lowers LayerNormalization (with its optional Mean and
 // InvStdDev outputs) and RMSNormalization: each block over the axes
 // axis…rank−1 is a row.
-func lowerBlockNorm(l *Lower, rms bool) error {
+func lowerBlockNorm(l *lowering, rms bool) error {
 	if len(l.In) < 2 || !l.In[1].Present() {
 		return l.NoKernel("want X and scale")
 	}
@@ -216,17 +217,17 @@ func lowerBlockNorm(l *Lower, rms bool) error {
 		return l.NoKernel("%v", err)
 	}
 	block := x.Shape[axis:]
-	r := normRows{rows: numElems(x.Shape[:axis]), size: numElems(block), rms: rms, bias: I(0), mean: I(0), inv: I(0)}
+	r := normRows{rows: numElems(x.Shape[:axis]), size: numElems(block), rms: rms, bias: intArg(0), mean: intArg(0), inv: intArg(0)}
 	var ok bool
 	if r.sdiv, r.smod, ok = normTrailing(l.In[1], block); !ok {
 		return l.NoKernel("scale %v on the normalised shape %v", l.In[1].Shape, block)
 	}
 	r.bdiv, r.bmod = 1, 1
-	if b := l.Arg(2); b.Present() {
+	if b := l.input(2); b.Present() {
 		if r.bdiv, r.bmod, ok = normTrailing(b, block); !ok {
 			return l.NoKernel("B %v on the normalised shape %v", b.Shape, block)
 		}
-		r.bias = P(b)
+		r.bias = ptrArg(b)
 	}
 	if !rms {
 		r.mean, r.inv = normOptionalOutput(l, 1), normOptionalOutput(l, 2)
@@ -236,7 +237,7 @@ func lowerBlockNorm(l *Lower, rms bool) error {
 
 // lowerLpNorm divides by the 1- or 2-norm along axis (default −1), a
 // block per row of the axis.
-func lowerLpNorm(l *Lower) error {
+func lowerLpNorm(l *lowering) error {
 	x, y := l.In[0], l.Out[0]
 	if x.DType != inference.Float32 {
 		return l.NoKernel("%v input", x.DType)
@@ -250,11 +251,11 @@ func lowerLpNorm(l *Lower) error {
 		return l.NoKernel("%v", err)
 	}
 	outer, size, inner := numElems(x.Shape[:axis]), int64(x.Shape[axis]), numElems(x.Shape[axis+1:])
-	return launchRows(l, "norm_lp_f32", outer*inner, P(y), P(x), I(outer), I(size), I(inner), I(p))
+	return launchRows(l, kernels.NormLpF32, outer*inner, ptrArg(y), ptrArg(x), intArg(outer), intArg(size), intArg(inner), intArg(p))
 }
 
 // lowerLRN sums squares over a window of channels per element.
-func lowerLRN(l *Lower) error {
+func lowerLRN(l *lowering) error {
 	x, y := l.In[0], l.Out[0]
 	if x.DType != inference.Float32 {
 		return l.NoKernel("%v input", x.DType)
@@ -264,6 +265,6 @@ func lowerLRN(l *Lower) error {
 		return l.NoKernel("X %v, size %d", x.Shape, size)
 	}
 	c, spatial := int64(x.Shape[1]), numElems(x.Shape[2:])
-	return l.Launch("lrn_f32", y.Len(), P(y), P(x), I(y.Len()), I(c), I(spatial), I(size), I((size-1)/2), I(size/2),
-		F(l.Float("alpha", 1e-4)), F(l.Float("beta", 0.75)), F(l.Float("bias", 1)))
+	return l.Launch(kernels.LrnF32, y.Len(), ptrArg(y), ptrArg(x), intArg(y.Len()), intArg(c), intArg(spatial), intArg(size), intArg((size-1)/2), intArg(size/2),
+		floatArg(l.Float("alpha", 1e-4)), floatArg(l.Float("beta", 0.75)), floatArg(l.Float("bias", 1)))
 }

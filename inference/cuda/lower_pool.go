@@ -3,6 +3,7 @@ package cuda
 import (
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/internal/kernels"
 )
 
 // Lowerings of the pooling operators (nn.cu pool_f32, pool_max_index_f32
@@ -10,30 +11,18 @@ import (
 // LpPool, GlobalAveragePool and GlobalMaxPool. The semantics are the CPU
 // backend's (inference/cpu/ops_nn.go); the window geometry is window.go's.
 
-// Kinds of pool_f32 and pool_global_f32 (nn.cu's POOL_* and GPOOL_*).
-const (
-	poolMax = iota
-	poolAvg
-	poolLp
-)
-
-const (
-	globalPoolAvg = iota
-	globalPoolMax
-)
-
 func init() {
-	registerLowering("MaxPool", func(l *Lower) error { return lowerPool(l, poolMax) })
-	registerLowering("AveragePool", func(l *Lower) error { return lowerPool(l, poolAvg) })
-	registerLowering("LpPool", func(l *Lower) error { return lowerPool(l, poolLp) })
-	registerLowering("GlobalAveragePool", func(l *Lower) error { return lowerGlobalPool(l, globalPoolAvg) })
-	registerLowering("GlobalMaxPool", func(l *Lower) error { return lowerGlobalPool(l, globalPoolMax) })
+	registerLowering("MaxPool", func(l *lowering) error { return lowerPool(l, kernels.POOL_MAX) })
+	registerLowering("AveragePool", func(l *lowering) error { return lowerPool(l, kernels.POOL_AVG) })
+	registerLowering("LpPool", func(l *lowering) error { return lowerPool(l, kernels.POOL_LP) })
+	registerLowering("GlobalAveragePool", func(l *lowering) error { return lowerGlobalPool(l, kernels.GPOOL_AVG) })
+	registerLowering("GlobalMaxPool", func(l *lowering) error { return lowerGlobalPool(l, kernels.GPOOL_MAX) })
 }
 
 // lowerPool lowers MaxPool, AveragePool and LpPool to pool_f32, and
 // MaxPool with its Indices output to pool_max_index_f32: one thread per
 // output element walks its window.
-func lowerPool(l *Lower, kind int) error {
+func lowerPool(l *lowering, kind int) error {
 	x, y := l.In[0], l.Out[0]
 	if x.DType != inference.Float32 {
 		return l.NoKernel("%v input", x.DType)
@@ -41,7 +30,7 @@ func lowerPool(l *Lower, kind int) error {
 	if x.Rank() < 3 || x.Rank() > 5 {
 		return l.NoKernel("X %v: kernels take rank 3 to 5", x.Shape)
 	}
-	indices := kind == poolMax && len(l.Out) > 1 && l.Out[1].Present()
+	indices := kind == kernels.POOL_MAX && len(l.Out) > 1 && l.Out[1].Present()
 	if indices && l.Out[1].DType != inference.Int64 {
 		return l.NoKernel("Indices output of type %v", l.Out[1].DType)
 	}
@@ -65,22 +54,22 @@ func lowerPool(l *Lower, kind int) error {
 	if a, ok := l.Node.Attrs["p"]; ok && a.Type == graph.AttrFloat {
 		p = float64(a.Float)
 	}
-	if kind == poolLp && p <= 0 {
+	if kind == kernels.POOL_LP && p <= 0 {
 		return l.NoKernel("p = %g", p)
 	}
 	if indices {
-		args := append([]Arg{P(y), P(l.Out[1]), P(x), I(y.Len())},
+		args := append([]kernelArg{ptrArg(y), ptrArg(l.Out[1]), ptrArg(x), intArg(y.Len())},
 			spatialArgs(win.in, win.out, win.kernel, win.stride, win.dilation, win.padBegin)...)
-		return l.Launch("pool_max_index_f32", y.Len(), append(args, I(l.Int("storage_order", 0)))...)
+		return l.Launch(kernels.PoolMaxIndexF32, y.Len(), append(args, intArg(l.Int("storage_order", 0)))...)
 	}
-	args := append([]Arg{I(kind), P(y), P(x), I(y.Len())},
+	args := append([]kernelArg{intArg(kind), ptrArg(y), ptrArg(x), intArg(y.Len())},
 		spatialArgs(win.in, win.out, win.kernel, win.stride, win.dilation, win.padBegin, win.padEnd)...)
-	return l.Launch("pool_f32", y.Len(), append(args, I(l.Int("count_include_pad", 0)), F(p))...)
+	return l.Launch(kernels.PoolF32, y.Len(), append(args, intArg(l.Int("count_include_pad", 0)), floatArg(p))...)
 }
 
 // lowerGlobalPool reduces each plane with pool_global_f32, a block per
 // plane.
-func lowerGlobalPool(l *Lower, kind int) error {
+func lowerGlobalPool(l *lowering, kind int) error {
 	x, y := l.In[0], l.Out[0]
 	if x.DType != inference.Float32 {
 		return l.NoKernel("%v input", x.DType)
@@ -92,6 +81,6 @@ func lowerGlobalPool(l *Lower, kind int) error {
 	if planes == 0 {
 		return nil
 	}
-	return l.LaunchGrid("pool_global_f32", Dim3{X: uint32(min(planes, maxGrid))}, Dim3{X: Threads},
-		I(kind), P(y), P(x), I(planes), I(numElems(x.Shape[2:])))
+	return l.LaunchGrid(kernels.PoolGlobalF32, Dim3{X: uint32(min(planes, maxGrid))}, Dim3{X: threadsPerBlock},
+		intArg(kind), ptrArg(y), ptrArg(x), intArg(planes), intArg(numElems(x.Shape[2:])))
 }

@@ -3,25 +3,12 @@ package cuda
 import (
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cpu"
+	"github.com/beamml/beamml/internal/kernels"
 )
 
 // Lowerings of the reductions (reduce.cu): the Reduce operators, ArgMax
 // and ArgMin, over an [outer, k, inner] view of the input, a thread or a
 // block per output element.
-
-// Codes of the reduce_* kernels (reduce.cu's R_* constants).
-const (
-	rSum = iota
-	rMean
-	rMax
-	rMin
-	rProd
-	rL1
-	rL2
-	rLogSum
-	rLogSumExp
-	rSumSquare
-)
 
 // reduceOps maps each Reduce operator to its code and the opset from
 // which it takes its axes as an input rather than an attribute.
@@ -29,17 +16,17 @@ var reduceOps = map[string]struct {
 	code  int
 	since int64
 }{
-	"ReduceSum": {rSum, 13}, "ReduceMean": {rMean, 18}, "ReduceMax": {rMax, 18}, "ReduceMin": {rMin, 18},
-	"ReduceProd": {rProd, 18}, "ReduceL1": {rL1, 18}, "ReduceL2": {rL2, 18}, "ReduceLogSum": {rLogSum, 18},
-	"ReduceLogSumExp": {rLogSumExp, 18}, "ReduceSumSquare": {rSumSquare, 18},
+	"ReduceSum": {kernels.R_SUM, 13}, "ReduceMean": {kernels.R_MEAN, 18}, "ReduceMax": {kernels.R_MAX, 18}, "ReduceMin": {kernels.R_MIN, 18},
+	"ReduceProd": {kernels.R_PROD, 18}, "ReduceL1": {kernels.R_L1, 18}, "ReduceL2": {kernels.R_L2, 18}, "ReduceLogSum": {kernels.R_LOGSUM, 18},
+	"ReduceLogSumExp": {kernels.R_LOGSUMEXP, 18}, "ReduceSumSquare": {kernels.R_SUMSQUARE, 18},
 }
 
 func init() {
 	for op, r := range reduceOps {
-		registerLowering(op, func(l *Lower) error { return lowerReduce(l, r.code, r.since) })
+		registerLowering(op, func(l *lowering) error { return lowerReduce(l, r.code, r.since) })
 	}
-	registerLowering("ArgMax", func(l *Lower) error { return lowerArg(l, true) })
-	registerLowering("ArgMin", func(l *Lower) error { return lowerArg(l, false) })
+	registerLowering("ArgMax", func(l *lowering) error { return lowerArg(l, true) })
+	registerLowering("ArgMin", func(l *lowering) error { return lowerArg(l, false) })
 }
 
 // blockReduce reports whether a reduction of k elements into each of
@@ -52,9 +39,9 @@ func blockReduce(outputs, k int64) bool {
 }
 
 // launchReduce launches a reduction kernel over the [outer, k, inner] view,
-// a thread or a block (of Threads, reduce.cu's BLOCK) per output element.
-func launchReduce(l *Lower, thread, block string, outer, k, inner int64, args ...Arg) error {
-	args = append(args, I(outer), I(k), I(inner))
+// a thread or a block (of threadsPerBlock, reduce.cu's BLOCK) per output element.
+func launchReduce(l *lowering, thread, block string, outer, k, inner int64, args ...kernelArg) error {
+	args = append(args, intArg(outer), intArg(k), intArg(inner))
 	n := outer * inner
 	if n == 0 {
 		return nil
@@ -62,19 +49,19 @@ func launchReduce(l *Lower, thread, block string, outer, k, inner int64, args ..
 	if !blockReduce(n, k) {
 		return l.Launch(thread, n, args...)
 	}
-	return l.LaunchGrid(block, Dim3{uint32(min(n, maxGrid)), 1, 1}, Dim3{Threads, 1, 1}, args...)
+	return l.LaunchGrid(block, Dim3{uint32(min(n, maxGrid)), 1, 1}, Dim3{threadsPerBlock, 1, 1}, args...)
 }
 
 // lowerReduce handles the Reduce operators on float32 (accumulating in
 // float) and, but for LogSum and LogSumExp, on int64 and int32
 // (accumulating exactly in 64 bits), over any set of axes: attribute axes
 // before opset since, axes known on the host from it on.
-func lowerReduce(l *Lower, code int, since int64) error {
+func lowerReduce(l *lowering, code int, since int64) error {
 	x, y := l.In[0], l.Out[0]
 	var axes []int64
 	if l.Opset < since {
 		axes = l.Ints("axes", nil)
-	} else if a := l.Arg(1); a.Present() {
+	} else if a := l.input(1); a.Present() {
 		t, ok := a.Host()
 		if !ok {
 			return l.NoKernel("axes %q computed on the device", a.Name)
@@ -107,19 +94,19 @@ func lowerReduce(l *Lower, code int, since int64) error {
 	}
 
 	var thread, block string
-	var args []Arg
+	var args []kernelArg
 	switch x.DType {
 	case inference.Float32:
-		thread, block, args = "reduce_f32", "reduce_block_f32", []Arg{I(code), P(y), P(x)}
+		thread, block, args = kernels.ReduceF32, kernels.ReduceBlockF32, []kernelArg{intArg(code), ptrArg(y), ptrArg(x)}
 	case inference.Int64, inference.Int32:
 		switch {
-		case code == rLogSum || code == rLogSumExp:
+		case code == kernels.R_LOGSUM || code == kernels.R_LOGSUMEXP:
 			return l.NoKernel("%v input", x.DType)
-		case code == rMean && k == 0:
+		case code == kernels.R_MEAN && k == 0:
 			return l.NoKernel("integer mean of an empty set (the CPU backend reports it)")
 		}
 		t, _ := typeCode(x.DType)
-		thread, block, args = "reduce_int", "reduce_block_int", []Arg{I(code), I(t), P(y), P(x)}
+		thread, block, args = kernels.ReduceInt, kernels.ReduceBlockInt, []kernelArg{intArg(code), intArg(t), ptrArg(y), ptrArg(x)}
 	default:
 		return l.NoKernel("%v input", x.DType)
 	}
@@ -172,37 +159,37 @@ func lowerReduce(l *Lower, code int, since int64) error {
 			}
 		}
 	}
-	if len(view) > MaxRank {
-		return l.NoKernel("%d alternating runs of reduced and kept axes > %d", len(view), MaxRank)
+	if len(view) > kernels.MAXRANK {
+		return l.NoKernel("%d alternating runs of reduced and kept axes > %d", len(view), kernels.MAXRANK)
 	}
-	gather := "reduce_gather_b4"
+	gather := kernels.ReduceGatherB4
 	if x.DType.Size() == 8 {
-		gather = "reduce_gather_b8"
+		gather = kernels.ReduceGatherB8
 	}
 	g := l.Scratch(x.DType, x.Shape)
-	var dims, strides [MaxRank]int64
-	pad := MaxRank - len(view)
+	var dims, strides [kernels.MAXRANK]int64
+	pad := kernels.MAXRANK - len(view)
 	for i := range dims {
 		dims[i] = 1
 	}
 	for i, r := range view {
 		dims[pad+i], strides[pad+i] = r.d, r.stride
 	}
-	gargs := []Arg{P(g), P(x), I(x.Len())}
-	for _, v := range [][MaxRank]int64{dims, strides} {
+	gargs := []kernelArg{ptrArg(g), ptrArg(x), intArg(x.Len())}
+	for _, v := range [][kernels.MAXRANK]int64{dims, strides} {
 		for _, d := range v {
-			gargs = append(gargs, I(d))
+			gargs = append(gargs, intArg(d))
 		}
 	}
 	if err := l.Launch(gather, x.Len(), gargs...); err != nil {
 		return err
 	}
-	args[len(args)-1] = P(g)
+	args[len(args)-1] = ptrArg(g)
 	return launchReduce(l, thread, block, x.Len()/k, k, 1, args...)
 }
 
 // lowerArg handles ArgMax and ArgMin of float32 inputs.
-func lowerArg(l *Lower, max bool) error {
+func lowerArg(l *lowering, max bool) error {
 	x, y := l.In[0], l.Out[0]
 	if x.DType != inference.Float32 {
 		return l.NoKernel("%v input", x.DType)
@@ -221,6 +208,6 @@ func lowerArg(l *Lower, max bool) error {
 	for _, d := range x.Shape[axis+1:] {
 		inner *= int64(d)
 	}
-	return launchReduce(l, "arg_f32", "arg_block_f32", outer, int64(x.Shape[axis]), inner,
-		I(b2i(max)), I(b2i(l.Int("select_last_index", 0) != 0)), P(y), P(x))
+	return launchReduce(l, kernels.ArgF32, kernels.ArgBlockF32, outer, int64(x.Shape[axis]), inner,
+		intArg(b2i(max)), intArg(b2i(l.Int("select_last_index", 0) != 0)), ptrArg(y), ptrArg(x))
 }

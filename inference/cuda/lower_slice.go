@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/beamml/beamml/inference/cpu"
+	"github.com/beamml/beamml/internal/kernels"
 )
 
 // Lowerings of the operators that select, join, repeat and pad (shape.cu
@@ -20,14 +21,14 @@ func init() {
 	registerLowering("Expand", lowerExpand)
 }
 
-func lowerSlice(l *Lower) error {
+func lowerSlice(l *lowering) error {
 	x := l.In[0]
 	var starts, ends, axes, steps []int64
 	if l.Opset < 10 {
 		starts, ends, axes = l.Ints("starts", nil), l.Ints("ends", nil), l.Ints("axes", nil)
 	} else {
 		for i, p := range []*[]int64{&starts, &ends, &axes, &steps} {
-			o := l.Arg(i + 1)
+			o := l.input(i + 1)
 			if !o.Present() {
 				continue
 			}
@@ -104,7 +105,7 @@ func sliceRange(start, end, step, dim int64) (first, count int64, ok bool) {
 }
 
 // lowerConcat copies each input into its columns of the output.
-func lowerConcat(l *Lower) error {
+func lowerConcat(l *lowering) error {
 	y := l.Out[0]
 	if !l.Node.Has("axis") && l.Opset >= 4 {
 		return l.NoKernel("no axis attribute")
@@ -119,7 +120,7 @@ func lowerConcat(l *Lower) error {
 // lowerSplit copies each output's columns of the input. The parts are the
 // planned outputs' lengths along the axis, whichever way the node gave
 // them (split input or attribute, num_outputs, equal parts).
-func lowerSplit(l *Lower) error {
+func lowerSplit(l *lowering) error {
 	x := l.In[0]
 	axis, err := cpu.NormAxis(l.Int("axis", 0), x.Rank())
 	if err != nil {
@@ -131,7 +132,7 @@ func lowerSplit(l *Lower) error {
 // copyParts copies between whole and parts laid side by side along axis,
 // all viewed as [outer, axis·inner]: into whole (Concat) or out of it
 // (Split). The parts must fill whole exactly.
-func copyParts(l *Lower, whole Operand, parts []Operand, axis int, into bool) (err error) {
+func copyParts(l *lowering, whole operand, parts []operand, axis int, into bool) (err error) {
 	outer, inner := dimsProduct(whole.Shape[:axis]), dimsProduct(whole.Shape[axis+1:])
 	total := int64(whole.Shape[axis])
 	var at int64
@@ -166,20 +167,12 @@ func copyParts(l *Lower, whole Operand, parts []Operand, axis int, into bool) (e
 	return nil
 }
 
-// Pad modes of shape_pad.
-const (
-	padConstant = iota
-	padEdge
-	padReflect
-	padWrap
-)
-
-var padModes = map[string]int64{"constant": padConstant, "edge": padEdge, "reflect": padReflect, "wrap": padWrap}
+var padModes = map[string]int64{"constant": kernels.PAD_CONSTANT, "edge": kernels.PAD_EDGE, "reflect": kernels.PAD_REFLECT, "wrap": kernels.PAD_WRAP}
 
 // launchPad queues shape_pad: output dims d, input lengths n and strides
 // xs from element xb on, leading pads p; fill (when present) or fbits
 // supplies the constant.
-func launchPad(l *Lower, y, x, fill Operand, fbits uint64, mode int64, xb int64, d, n, p, xs []int64) error {
+func launchPad(l *lowering, y, x, fill operand, fbits uint64, mode int64, xb int64, d, n, p, xs []int64) error {
 	w, err := elemWidth(l, y.DType)
 	if err != nil {
 		return err
@@ -195,25 +188,25 @@ func launchPad(l *Lower, y, x, fill Operand, fbits uint64, mode int64, xb int64,
 		}
 		kd, kn, kp, ks = append(kd, d[k]), append(kn, n[k]), append(kp, p[k]), append(ks, xs[k])
 	}
-	if len(kd) > MaxRank {
-		return l.NoKernel("rank %d > %d", len(kd), MaxRank)
+	if len(kd) > kernels.MAXRANK {
+		return l.NoKernel("rank %d > %d", len(kd), kernels.MAXRANK)
 	}
-	fp := I(0)
+	fp := intArg(0)
 	if fill.Present() {
-		fp = P(fill)
+		fp = ptrArg(fill)
 	}
-	args := []Arg{P(y), P(x), fp, I(int64(fbits)), I(w), I(mode), I(total), I(xb)}
+	args := []kernelArg{ptrArg(y), ptrArg(x), fp, intArg(int64(fbits)), intArg(w), intArg(mode), intArg(total), intArg(xb)}
 	args = append(args, maxRankArgs(kd, 1)...)
 	args = append(args, maxRankArgs(kn, 1)...)
 	args = append(args, maxRankArgs(kp, 0)...)
 	args = append(args, maxRankArgs(ks, 0)...)
-	return l.Launch("shape_pad", total, args...)
+	return l.Launch(kernels.ShapePad, total, args...)
 }
 
-func lowerPad(l *Lower) error {
+func lowerPad(l *lowering) error {
 	x, y := l.In[0], l.Out[0]
 	var pads, axes []int64
-	var fill Operand
+	var fill operand
 	var fbits uint64
 	if l.Opset < 11 {
 		switch {
@@ -227,10 +220,10 @@ func lowerPad(l *Lower) error {
 		fbits = scalarBits(x.DType, float64(l.Float("value", 0)))
 	} else {
 		var err error
-		if pads, err = hostInts(l, l.Arg(1), "pads"); err != nil {
+		if pads, err = hostInts(l, l.input(1), "pads"); err != nil {
 			return err
 		}
-		if f := l.Arg(2); f.Present() {
+		if f := l.input(2); f.Present() {
 			if f.DType != x.DType {
 				return l.NoKernel("constant_value %v for data %v", f.DType, x.DType)
 			}
@@ -238,7 +231,7 @@ func lowerPad(l *Lower) error {
 				fill = f
 			}
 		}
-		if a := l.Arg(3); a.Present() {
+		if a := l.input(3); a.Present() {
 			if axes, err = hostInts(l, a, "axes"); err != nil {
 				return err
 			}
@@ -269,7 +262,7 @@ func lowerPad(l *Lower) error {
 		begin, end := pads[i], pads[i+len(ax)]
 		kept := int64(x.Shape[a]) - max(-begin, 0) - max(-end, 0)
 		size := kept + max(begin, 0) + max(end, 0)
-		if kept < 0 || kept == 0 && mode != padConstant && size > 0 {
+		if kept < 0 || kept == 0 && mode != kernels.PAD_CONSTANT && size > 0 {
 			return l.NoKernel("pads %v of axis %d of %v", pads, a, x.Shape)
 		}
 		d[a], n[a], p[a] = size, kept, max(begin, 0)
@@ -288,14 +281,14 @@ func lowerPad(l *Lower) error {
 // lowerTile is a wrap-around pad: output coordinate c reads c mod the
 // input's length. The repeats are the planned output's dims over the
 // input's.
-func lowerTile(l *Lower) error {
+func lowerTile(l *lowering) error {
 	x, y := l.In[0], l.Out[0]
 	if y.DType != x.DType || y.Rank() != x.Rank() {
 		return l.NoKernel("output %v%v for input %v%v", y.DType, y.Shape, x.DType, x.Shape)
 	}
 	var reps []int64
 	if l.Opset >= 6 {
-		if v, err := hostInts(l, l.Arg(1), "repeats"); err == nil {
+		if v, err := hostInts(l, l.input(1), "repeats"); err == nil {
 			reps = v
 		}
 	}
@@ -308,12 +301,12 @@ func lowerTile(l *Lower) error {
 		}
 	}
 	zeros := make([]int64, x.Rank())
-	return launchPad(l, y, x, Operand{}, 0, padWrap, 0, int64Dims(y.Shape), int64Dims(x.Shape), zeros, rowMajorStrides(x.Shape))
+	return launchPad(l, y, x, operand{}, 0, kernels.PAD_WRAP, 0, int64Dims(y.Shape), int64Dims(x.Shape), zeros, rowMajorStrides(x.Shape))
 }
 
-func lowerExpand(l *Lower) error {
+func lowerExpand(l *lowering) error {
 	x, y := l.In[0], l.Out[0]
-	if target, err := hostInts(l, l.Arg(1), "shape"); err == nil {
+	if target, err := hostInts(l, l.input(1), "shape"); err == nil {
 		t := make([]int, len(target))
 		for i, d := range target {
 			t[i] = int(d)

@@ -10,7 +10,7 @@ func init() {
 	registerLowering("SpaceToDepth", lowerSpaceToDepth)
 }
 
-func lowerTranspose(l *Lower) error {
+func lowerTranspose(l *lowering) error {
 	x := l.In[0]
 	rank := x.Rank()
 	perm := l.Ints("perm", nil)
@@ -38,7 +38,7 @@ func lowerTranspose(l *Lower) error {
 
 // lowerDepthToSpace views [N, C, H, W] as six dims and permutes them
 // (DCR: [N, b, b, C/b², H, W]; CRD: [N, C/b², b, b, H, W]).
-func lowerDepthToSpace(l *Lower) error {
+func lowerDepthToSpace(l *lowering) error {
 	x := l.In[0]
 	s := x.Shape
 	b := int(l.Int("blocksize", 0))
@@ -61,7 +61,7 @@ func lowerDepthToSpace(l *Lower) error {
 	return permuteCopy(l, l.Out[0], x, view, perm)
 }
 
-func lowerSpaceToDepth(l *Lower) error {
+func lowerSpaceToDepth(l *lowering) error {
 	x := l.In[0]
 	s := x.Shape
 	b := int(l.Int("blocksize", 0))
@@ -77,7 +77,7 @@ func lowerSpaceToDepth(l *Lower) error {
 
 // permuteCopy queues y = x, read with shape view, with its axes permuted:
 // output axis j is view axis perm[j].
-func permuteCopy(l *Lower, y, x Operand, view []int, perm []int) error {
+func permuteCopy(l *lowering, y, x operand, view []int, perm []int) error {
 	vs := rowMajorStrides(view)
 	dims := make([]int64, len(perm))
 	xs := make([]int64, len(perm))

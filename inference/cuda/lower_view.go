@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/internal/kernels"
 )
 
 // Lowerings of the views: Reshape, Flatten, Squeeze, Unsqueeze, Identity
@@ -20,7 +21,7 @@ func init() {
 
 // lowerView lowers the operators whose output is the input with another
 // shape: a device copy.
-func lowerView(l *Lower) error {
+func lowerView(l *lowering) error {
 	x, y := l.In[0], l.Out[0]
 	if x.DType != y.DType || x.Len() != y.Len() {
 		return l.NoKernel("%v%v viewed as %v%v", x.DType, x.Shape, y.DType, y.Shape)
@@ -31,13 +32,13 @@ func lowerView(l *Lower) error {
 // lowerDropout lowers inference-mode Dropout: the output is the input and
 // the mask, when asked for, is all true (1 of the input's type before
 // Dropout-10).
-func lowerDropout(l *Lower) error {
+func lowerDropout(l *lowering) error {
 	x := l.In[0]
 	training := l.Opset < 7 && l.Int("is_test", 0) == 0
 	ratio := float64(l.Float("ratio", 0.5))
 	if l.Opset >= 12 {
 		ratio = 0.5
-		if r := l.Arg(1); r.Present() {
+		if r := l.input(1); r.Present() {
 			if r.DType != inference.Float32 || r.Len() != 1 {
 				return l.NoKernel("ratio %v%v is not one float", r.DType, r.Shape)
 			}
@@ -50,7 +51,7 @@ func lowerDropout(l *Lower) error {
 				ratio = float64(v[0])
 			}
 		}
-		if m := l.Arg(2); m.Present() {
+		if m := l.input(2); m.Present() {
 			v, err := hostInts(l, m, "training_mode")
 			if err != nil {
 				return err
@@ -85,5 +86,5 @@ func lowerDropout(l *Lower) error {
 	if err != nil {
 		return err
 	}
-	return l.Launch("shape_fill", mask.Len(), P(mask), I(w), I(mask.Len()), I(int64(scalarBits(mt, 1))))
+	return l.Launch(kernels.ShapeFill, mask.Len(), ptrArg(mask), intArg(w), intArg(mask.Len()), intArg(int64(scalarBits(mt, 1))))
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cpu"
+	"github.com/beamml/beamml/internal/kernels"
 )
 
 // Operand helpers the lowerings share: element widths and the kernels'
@@ -20,7 +21,7 @@ import (
 
 // elemWidth is the w parameter of the data movement kernels: the element
 // size in bytes.
-func elemWidth(l *Lower, d inference.DType) (int64, error) {
+func elemWidth(l *lowering, d inference.DType) (int64, error) {
 	switch s := d.Size(); s {
 	case 1, 4, 8:
 		return int64(s), nil
@@ -30,7 +31,7 @@ func elemWidth(l *Lower, d inference.DType) (int64, error) {
 
 // checkOut sends the node to the host unless output i is planned with
 // the given type and shape.
-func checkOut(l *Lower, i int, dtype inference.DType, shape []int) error {
+func checkOut(l *lowering, i int, dtype inference.DType, shape []int) error {
 	if i >= len(l.Out) || !l.Out[i].Present() {
 		return l.NoKernel("output %d is not used", i)
 	}
@@ -42,7 +43,7 @@ func checkOut(l *Lower, i int, dtype inference.DType, shape []int) error {
 
 // hostInts returns the values of a shape operand, which must be known
 // on the host.
-func hostInts(l *Lower, o Operand, what string) ([]int64, error) {
+func hostInts(l *lowering, o operand, what string) ([]int64, error) {
 	t, ok := o.Host()
 	if !ok {
 		return nil, l.NoKernel("%s %q computed on the device", what, o.Name)
@@ -55,7 +56,7 @@ func hostInts(l *Lower, o Operand, what string) ([]int64, error) {
 }
 
 // normalizeAxes normalizes axes for rank, rejecting repeats.
-func normalizeAxes(l *Lower, axes []int64, rank int) ([]int, error) {
+func normalizeAxes(l *lowering, axes []int64, rank int) ([]int, error) {
 	out := make([]int, len(axes))
 	for i, a := range axes {
 		ax, err := cpu.NormAxis(a, rank)
@@ -96,32 +97,25 @@ func b2i(b bool) int {
 	return 0
 }
 
-// Element type codes of binary_pow_mixed and the integer reductions.
-const (
-	tF32 = iota
-	tI64
-	tI32
-	tU8
-)
-
 func typeCode(t inference.DType) (int, bool) {
 	switch t {
 	case inference.Float32:
-		return tF32, true
+		return kernels.T_F32, true
 	case inference.Int64:
-		return tI64, true
+		return kernels.T_I64, true
 	case inference.Int32:
-		return tI32, true
+		return kernels.T_I32, true
 	case inference.Uint8:
-		return tU8, true
+		return kernels.T_U8, true
 	}
 	return 0, false
 }
 
-// castCodes are cast_convert's type codes (shape.cu T_*).
+// castCodes are cast_convert's type codes (common.cuh T_*).
 var castCodes = map[inference.DType]int64{
-	inference.Float32: 0, inference.Int64: 1, inference.Int32: 2, inference.Uint8: 3, inference.Bool: 4,
+	inference.Float32: kernels.T_F32, inference.Int64: kernels.T_I64, inference.Int32: kernels.T_I32,
+	inference.Uint8: kernels.T_U8, inference.Bool: kernels.T_BOOL,
 }
 
 // indexTypes are the index type codes of the kernels (shape.cu IDX_*).
-var indexTypes = map[inference.DType]int64{inference.Int64: 0, inference.Int32: 1, inference.Float32: 2}
+var indexTypes = map[inference.DType]int64{inference.Int64: kernels.IDX_I64, inference.Int32: kernels.IDX_I32, inference.Float32: kernels.IDX_F32}

@@ -10,6 +10,7 @@ import (
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cpu"
 	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // shapeClass holds the shapes of every value for the inputs of one shape
@@ -237,7 +238,7 @@ func (m *Model) layout(c *shapeClass, feeds map[string]inference.Tensor, batch i
 		if onHost[i] {
 			continue
 		}
-		l := &Lower{Node: n, Opset: m.opset, p: b}
+		l := &lowering{Node: opsem.Node{Node: n, Opset: m.opset}, p: b}
 		for _, name := range n.Inputs {
 			l.In = append(l.In, b.operand(name))
 		}
@@ -296,11 +297,11 @@ func numElems(s []int) int64 {
 	return n
 }
 
-func (b *planBuilder) operand(name string) Operand {
+func (b *planBuilder) operand(name string) operand {
 	if name == "" {
-		return Operand{}
+		return operand{}
 	}
-	return Operand{Name: name, DType: b.dtypes[name], Shape: slices.Clone(b.shapes[name]), loc: b.locs[name], host: b.host[name]}
+	return operand{Name: name, DType: b.dtypes[name], Shape: slices.Clone(b.shapes[name]), loc: b.locs[name], host: b.host[name]}
 }
 
 // hostComputable reports whether n reads only shapes and host values, and

@@ -5,10 +5,10 @@ package cuda
 // (lower_softmax.go: softmax_f32).
 
 // launchRows queues a kernel that runs a block per row: a grid of up to
-// maxGrid blocks of Threads (= BLOCK) threads, looping over the rest.
-func launchRows(l *Lower, kernel string, rows int64, args ...Arg) error {
+// maxGrid blocks of threadsPerBlock (= BLOCK) threads, looping over the rest.
+func launchRows(l *lowering, kernel string, rows int64, args ...kernelArg) error {
 	if rows <= 0 {
 		return nil
 	}
-	return l.LaunchGrid(kernel, Dim3{X: uint32(min(rows, maxGrid))}, Dim3{X: Threads}, args...)
+	return l.LaunchGrid(kernel, Dim3{X: uint32(min(rows, maxGrid))}, Dim3{X: threadsPerBlock}, args...)
 }

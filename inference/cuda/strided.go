@@ -3,6 +3,8 @@ package cuda
 import (
 	"fmt"
 	"slices"
+
+	"github.com/beamml/beamml/internal/kernels"
 )
 
 // The strided machinery the lowerings share: the dims and strides
@@ -12,9 +14,6 @@ import (
 // and logic_binary). Dimensions of size 1 are dropped and neighbours that
 // every operand walks contiguously are merged, so that a higher rank fits
 // the kernels when it reduces to MaxRank.
-
-// MaxRank is the largest rank of the strided kernels (common.cuh MAXRANK).
-const MaxRank = 6
 
 // rowMajorStrides returns the element strides of shape.
 func rowMajorStrides(shape []int) []int64 {
@@ -99,13 +98,13 @@ func simplifyDims(dims []int64, strides ...[]int64) ([]int64, [][]int64) {
 }
 
 // maxRankArgs pads v on the left to MaxRank entries of fill, as kernel args.
-func maxRankArgs(v []int64, fill int64) []Arg {
-	args := make([]Arg, 0, MaxRank)
-	for range MaxRank - len(v) {
-		args = append(args, I(fill))
+func maxRankArgs(v []int64, fill int64) []kernelArg {
+	args := make([]kernelArg, 0, kernels.MAXRANK)
+	for range kernels.MAXRANK - len(v) {
+		args = append(args, intArg(fill))
 	}
 	for _, x := range v {
-		args = append(args, I(x))
+		args = append(args, intArg(x))
 	}
 	return args
 }
@@ -113,7 +112,7 @@ func maxRankArgs(v []int64, fill int64) []Arg {
 // launchCopy queues y[yb + Σ c·ys] = x[xb + Σ c·xs] over the coordinates
 // c of dims: a device copy when that is one contiguous block, else
 // shape_copy.
-func launchCopy(l *Lower, y, x Operand, dims []int64, yb, xb int64, ys, xs []int64) error {
+func launchCopy(l *lowering, y, x operand, dims []int64, yb, xb int64, ys, xs []int64) error {
 	w, err := elemWidth(l, x.DType)
 	if err != nil {
 		return err
@@ -129,14 +128,14 @@ func launchCopy(l *Lower, y, x Operand, dims []int64, yb, xb int64, ys, xs []int
 	if len(d) == 0 || len(d) == 1 && s[0][0] == 1 && s[1][0] == 1 {
 		return l.Copy(y.Offset(yb, []int{int(n)}), x.Offset(xb, []int{int(n)}))
 	}
-	if len(d) > MaxRank {
-		return l.NoKernel("strided copy of rank %d > %d", len(d), MaxRank)
+	if len(d) > kernels.MAXRANK {
+		return l.NoKernel("strided copy of rank %d > %d", len(d), kernels.MAXRANK)
 	}
-	args := []Arg{P(y), P(x), I(w), I(n), I(yb), I(xb)}
+	args := []kernelArg{ptrArg(y), ptrArg(x), intArg(w), intArg(n), intArg(yb), intArg(xb)}
 	args = append(args, maxRankArgs(d, 1)...)
 	args = append(args, maxRankArgs(s[0], 0)...)
 	args = append(args, maxRankArgs(s[1], 0)...)
-	return l.Launch("shape_copy", n, args...)
+	return l.Launch(kernels.ShapeCopy, n, args...)
 }
 
 // legacyBroadcast returns y as it broadcasts to x in a binary operator of
@@ -144,7 +143,7 @@ func launchCopy(l *Lower, y, x Operand, dims []int64, yb, xb int64, ys, xs []int
 // Less): only with broadcast=1, y's dimensions aligned with x's from axis
 // (default: at the right), or y a single element. From opset 7 on it
 // returns y unchanged (numpy broadcasting).
-func legacyBroadcast(l *Lower, x, y Operand) (Operand, error) {
+func legacyBroadcast(l *lowering, x, y operand) (operand, error) {
 	if l.Opset >= 7 {
 		return y, nil
 	}
@@ -180,21 +179,21 @@ func legacyBroadcast(l *Lower, x, y Operand) (Operand, error) {
 // signature of binary_f32: (op, z, x, y, n, dims[6], xstrides[6],
 // ystrides[6]). Operands of z's shape take binary_same_f32 when the
 // kernel is binary_f32.
-func launchBroadcast(l *Lower, kernel string, code int, z, x, y Operand) error {
-	if kernel == "binary_f32" && equalShapes(x.Shape, z.Shape) && equalShapes(y.Shape, z.Shape) {
-		return l.Launch("binary_same_f32", z.Len(), I(code), P(z), P(x), P(y), I(z.Len()))
+func launchBroadcast(l *lowering, kernel string, code int, z, x, y operand) error {
+	if kernel == kernels.BinaryF32 && equalShapes(x.Shape, z.Shape) && equalShapes(y.Shape, z.Shape) {
+		return l.Launch(kernels.BinarySameF32, z.Len(), intArg(code), ptrArg(z), ptrArg(x), ptrArg(y), intArg(z.Len()))
 	}
 	b, err := broadcastArgs(z, x, y)
 	if err != nil {
 		return l.NoKernel("%v", err)
 	}
-	return l.Launch(kernel, z.Len(), append([]Arg{I(code), P(z), P(x), P(y)}, b...)...)
+	return l.Launch(kernel, z.Len(), append([]kernelArg{intArg(code), ptrArg(z), ptrArg(x), ptrArg(y)}, b...)...)
 }
 
 // broadcastArgs returns the broadcasting parameters of a kernel writing
 // z from the operands ins: z's element count, its dims and each
 // operand's strides (see broadcastStrides).
-func broadcastArgs(z Operand, ins ...Operand) ([]Arg, error) {
+func broadcastArgs(z operand, ins ...operand) ([]kernelArg, error) {
 	shapes := make([][]int, len(ins))
 	for i, in := range ins {
 		shapes[i] = in.Shape
@@ -203,10 +202,10 @@ func broadcastArgs(z Operand, ins ...Operand) ([]Arg, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := []Arg{I(z.Len())}
-	for _, v := range append([][MaxRank]int64{dims}, strides...) {
+	args := []kernelArg{intArg(z.Len())}
+	for _, v := range append([][kernels.MAXRANK]int64{dims}, strides...) {
 		for _, d := range v {
-			args = append(args, I(d))
+			args = append(args, intArg(d))
 		}
 	}
 	return args, nil
@@ -218,7 +217,7 @@ func broadcastArgs(z Operand, ins ...Operand) ([]Arg, error) {
 // every input steps through contiguously (or broadcasts along both) are
 // merged first, so higher ranks fit when they reduce to MaxRank, and
 // same-shape operands and scalars come out as one dimension.
-func broadcastStrides(out []int, ins ...[]int) (dims [MaxRank]int64, strides [][MaxRank]int64, err error) {
+func broadcastStrides(out []int, ins ...[]int) (dims [kernels.MAXRANK]int64, strides [][kernels.MAXRANK]int64, err error) {
 	full := make([][]int64, len(ins))
 	for k, in := range ins {
 		if len(in) > len(out) {
@@ -267,14 +266,14 @@ func broadcastStrides(out []int, ins ...[]int) (dims [MaxRank]int64, strides [][
 		}
 		axes = append(axes, a)
 	}
-	if len(axes) > MaxRank {
-		return dims, nil, fmt.Errorf("rank %d > %d after merging dimensions", len(axes), MaxRank)
+	if len(axes) > kernels.MAXRANK {
+		return dims, nil, fmt.Errorf("rank %d > %d after merging dimensions", len(axes), kernels.MAXRANK)
 	}
-	pad := MaxRank - len(axes)
+	pad := kernels.MAXRANK - len(axes)
 	for i := range dims {
 		dims[i] = 1
 	}
-	strides = make([][MaxRank]int64, len(ins))
+	strides = make([][kernels.MAXRANK]int64, len(ins))
 	for i, a := range axes {
 		dims[pad+i] = a.d
 		for k := range ins {

@@ -24,11 +24,11 @@ func newConvWindow() convWindow {
 }
 
 // spatialArgs passes each dimension of each of vs as a long long.
-func spatialArgs(vs ...[3]int64) []Arg {
-	var args []Arg
+func spatialArgs(vs ...[3]int64) []kernelArg {
+	var args []kernelArg
 	for _, v := range vs {
 		for _, d := range v {
-			args = append(args, I(d))
+			args = append(args, intArg(d))
 		}
 	}
 	return args
@@ -48,7 +48,7 @@ func (w convWindow) outIs(s []int) bool {
 // spatialInts reads the integer-list attribute name: want values, or want
 // copies of def when the node lacks it or gives an empty list. ok is false
 // when the list has another length (the CPU kernel reports the error).
-func spatialInts(l *Lower, name string, want int, def int64) (v []int64, ok bool) {
+func spatialInts(l *lowering, name string, want int, def int64) (v []int64, ok bool) {
 	v = l.Ints(name, nil)
 	if len(v) == 0 {
 		v = make([]int64, want)
@@ -62,7 +62,7 @@ func spatialInts(l *Lower, name string, want int, def int64) (v []int64, ok bool
 
 // windowAttrs reads strides, dilations and pads into a window over the
 // spatial shape in with the given kernel.
-func windowAttrs(l *Lower, in, kernel []int) (convWindow, error) {
+func windowAttrs(l *lowering, in, kernel []int) (convWindow, error) {
 	r := len(in)
 	w := newConvWindow()
 	if r < 1 || r > 3 {
@@ -85,7 +85,7 @@ func windowAttrs(l *Lower, in, kernel []int) (convWindow, error) {
 
 // slidingGeom is the CPU's nnWindowGeom: the geometry of Conv and the
 // pools, with auto_pad and, for the pools, ceil_mode.
-func slidingGeom(l *Lower, in, kernel []int, ceil bool) (convWindow, error) {
+func slidingGeom(l *lowering, in, kernel []int, ceil bool) (convWindow, error) {
 	w, err := windowAttrs(l, in, kernel)
 	if err != nil {
 		return w, err
