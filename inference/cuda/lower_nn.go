@@ -12,9 +12,10 @@ import (
 // Lowerings of the neural-network operators (nn.cu): Conv and
 // ConvTranspose as im2col/col2im around cuBLAS, Gemm, MatMul, and the
 // pooling operators. The semantics are the CPU backend's
-// (inference/cpu/ops_nn.go); the window geometry below mirrors its
-// nnWindowGeom and nnTransposeGeom, and a lowering whose geometry does not
-// give the plan's output shape sends the node to the host.
+// (inference/cpu/ops_conv.go, ops_linalg.go and ops_pool.go); the window
+// geometry below mirrors its windowGeom (window.go) and cvTransposeGeom,
+// and a lowering whose geometry does not give the plan's output shape sends
+// the node to the host.
 
 // Kinds of pool_f32 and pool_global_f32 (nn.cu's POOL_* and GPOOL_*).
 const (
@@ -133,7 +134,7 @@ func windowAttrs(l *Lower, in, kernel []int) (convWindow, error) {
 	return w, nil
 }
 
-// slidingGeom is the CPU's nnWindowGeom: the geometry of Conv and the
+// slidingGeom is the CPU's windowGeom: the geometry of Conv and the
 // pools, with auto_pad and, for the pools, ceil_mode.
 func slidingGeom(l *Lower, in, kernel []int, ceil bool) (convWindow, error) {
 	w, err := windowAttrs(l, in, kernel)
@@ -190,7 +191,7 @@ func floorDivInt64(a, b int64) int64 {
 	return q
 }
 
-// transposedGeom is the CPU's nnTransposeGeom: ConvTranspose's geometry,
+// transposedGeom is the CPU's cvTransposeGeom: ConvTranspose's geometry,
 // with in the input's spatial shape and out the output's. Its pads may be
 // negative (an output_shape larger than the full output).
 func transposedGeom(l *Lower, in, kernel []int) (convWindow, error) {
@@ -263,7 +264,7 @@ func transposedGeom(l *Lower, in, kernel []int) (convWindow, error) {
 }
 
 // convOperands checks Conv's or ConvTranspose's X and W and returns the
-// group count and the kernel shape; see the CPU's nnConvShapes.
+// group count and the kernel shape; see the CPU's cvConvShapes.
 func convOperands(l *Lower, x, w Operand, transposed bool) (group int, kernel []int, err error) {
 	if x.DType != inference.Float32 || w.DType != inference.Float32 {
 		return 0, nil, l.NoKernel("%v input, %v weights", x.DType, w.DType)

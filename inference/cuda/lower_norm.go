@@ -8,7 +8,7 @@ import (
 // Lowerings of the normalisation operators (norm.cu): BatchNormalization in
 // inference mode, the row normalisations (Instance, Group, Layer, RMS),
 // LpNormalization, LRN, Softmax, LogSoftmax and Hardmax. The semantics are the CPU
-// backend's (inference/cpu/ops_norm.go, and rdSoftmax in ops_reduce.go).
+// backend's (inference/cpu/ops_norm.go, and smSoftmax in ops_softmax.go).
 
 // Kinds of softmax_f32 (norm.cu's SOFTMAX, LOG_SOFTMAX, HARDMAX).
 const (
@@ -166,7 +166,7 @@ func lowerGroupNorm(l *Lower) error {
 
 // normTrailing returns div and mod such that element i of a block of
 // shape block reads element (i / div) % mod of t, which broadcasts to the
-// block (rdTrailingOffsets on the CPU). ok is false for a broadcast that
+// block (nmTrailingOffsets on the CPU). ok is false for a broadcast that
 // is not of that form: t's dimensions that are not 1 must be consecutive.
 func normTrailing(t Operand, block []int) (div, mod int64, ok bool) {
 	s := t.Shape

@@ -664,7 +664,7 @@ func lowerSlice(l *Lower) error {
 }
 
 // shSliceRange clamps a slice of a dimension as ONNX Slice does (as the
-// CPU backend's shSliceRange) and returns its first index and length.
+// CPU backend's slSliceRange) and returns its first index and length.
 func shSliceRange(start, end, step, dim int64) (first, count int64, ok bool) {
 	if step == 0 {
 		return 0, 0, false
