@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"testing"
@@ -99,4 +100,22 @@ func checkExact[T inference.Element](t *testing.T, got inference.Tensor, shape [
 	if !slices.Equal(got.Shape(), shape) || !slices.Equal(d, want) {
 		t.Errorf("got %v %v, want %v %v", got.Shape(), d, shape, want)
 	}
+}
+
+func i64s(t *testing.T, v ...int64) inference.Tensor { return tensorOf(t, []int{len(v)}, v...) }
+
+// randTensor returns a float32 tensor of shape with values uniform in [-1, 1).
+func randTensor(t *testing.T, r *rand.Rand, shape ...int) inference.Tensor {
+	t.Helper()
+	n, _ := inference.NumElements(shape)
+	return tensorOf(t, shape, nnRandom(r, n)...)
+}
+
+func floatsOf(t *testing.T, x inference.Tensor) []float32 {
+	t.Helper()
+	d, err := Floats(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -11,10 +11,10 @@ import (
 	"github.com/beamml/beamml/inference/graph"
 )
 
-// Elementwise operators: unary math and activations, binary arithmetic and
-// comparisons with numpy broadcasting (and the broadcast/axis attributes of
-// the versions before 7), Where, Clip, the variadic Sum/Max/Min/Mean, and
-// Cast/CastLike.
+// Elementwise operators: unary math and activations, binary arithmetic with
+// numpy broadcasting (and the broadcast/axis attributes of the versions
+// before 7; the plans are in broadcast.go), PRelu, Where, Clip, the
+// variadic Sum/Max/Min/Mean, and Cast/CastLike.
 
 func init() {
 	for op, u := range ewUnaryOps {
@@ -26,15 +26,6 @@ func init() {
 	register("Pow", ewPow)
 	register("Mod", ewMod)
 	register("BitShift", ewBitShift)
-	for _, op := range []string{"Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual"} {
-		register(op, ewCompare)
-	}
-	for _, op := range []string{"And", "Or", "Xor"} {
-		register(op, ewLogical)
-	}
-	register("Not", ewNot)
-	register("IsNaN", ewIsNaN)
-	register("IsInf", ewIsInf)
 	register("PRelu", ewPRelu)
 	register("Where", ewWhere)
 	register("Clip", ewClip)
@@ -43,204 +34,6 @@ func init() {
 	}
 	register("Cast", ewCast)
 	register("CastLike", ewCastLike)
-}
-
-// ewNumber is the numeric element types; bool is not one.
-type ewNumber interface {
-	float32 | int64 | int32 | uint8
-}
-
-// ewData returns t's elements; the caller has checked t's DType.
-func ewData[T inference.Element](t inference.Tensor) []T {
-	d, _ := inference.Data[T](t)
-	return d
-}
-
-// ewSameType checks that every present input has input 0's element type.
-func ewSameType(in []inference.Tensor) error {
-	for i, t := range in[1:] {
-		if Present(t) && t.DType() != in[0].DType() {
-			return fmt.Errorf("input %d is %v, input 0 is %v: %w", i+1, t, in[0], inference.ErrType)
-		}
-	}
-	return nil
-}
-
-// ewWantType is the error for an input whose element type the operator
-// does not take.
-func ewWantType(i int, t inference.Tensor, want string) error {
-	return fmt.Errorf("input %d is %v, want %s: %w", i, t, want, inference.ErrType)
-}
-
-// Broadcasting plans.
-
-// ewMode says how an operand's elements map to the output's.
-type ewMode uint8
-
-const (
-	ewSame    ewMode = iota // same shape as the output: element i
-	ewScalar                // one element: element 0
-	ewTile                  // the output's trailing dimensions: element i mod size
-	ewGeneral               // anything else: BroadcastOffsets
-)
-
-type ewOperand struct {
-	shape []int
-	size  int
-	mode  ewMode
-}
-
-// ewPlan maps the output of a broadcasting operator to its operands.
-type ewPlan struct {
-	shape []int
-	n     int
-	ops   []ewOperand
-}
-
-// ewNewPlan plans an output of shape out over operands that broadcast to it.
-func ewNewPlan(out []int, shapes ...[]int) ewPlan {
-	p := ewPlan{shape: out, n: product(out), ops: make([]ewOperand, len(shapes))}
-	for i, s := range shapes {
-		o := ewOperand{shape: s, size: product(s), mode: ewGeneral}
-		trimmed := s
-		for len(trimmed) > 0 && trimmed[0] == 1 {
-			trimmed = trimmed[1:]
-		}
-		switch {
-		case slices.Equal(s, out):
-			o.mode = ewSame
-		case o.size == 1:
-			o.mode = ewScalar
-		case o.size > 0 && slices.Equal(trimmed, out[len(out)-len(trimmed):]):
-			o.mode = ewTile
-		}
-		p.ops[i] = o
-	}
-	return p
-}
-
-// offsets returns, for each output element, the offset of operand k's element.
-func (p ewPlan) offsets(k int) []int { return BroadcastOffsets(p.ops[k].shape, p.shape) }
-
-// ewBroadcastPlan plans numpy (multidirectional) broadcasting of ts.
-func ewBroadcastPlan(ts ...inference.Tensor) (ewPlan, error) {
-	shapes := make([][]int, len(ts))
-	for i, t := range ts {
-		shapes[i] = t.Shape()
-	}
-	out, err := BroadcastShape(shapes...)
-	if err != nil {
-		return ewPlan{}, err
-	}
-	return ewNewPlan(out, shapes...), nil
-}
-
-// ewBinaryInputs checks the two required inputs of a binary operator,
-// which share one element type, and plans their broadcasting.
-func ewBinaryInputs(n Node, in []inference.Tensor) (ewPlan, error) {
-	if err := needInputs(in, 2); err != nil {
-		return ewPlan{}, err
-	}
-	if err := ewSameType(in[:2]); err != nil {
-		return ewPlan{}, err
-	}
-	return ewBinaryPlan(n, in[0], in[1])
-}
-
-// ewBinaryPlan plans a binary operator. Before opset 7 the binary operators
-// (Add, Sub, Mul, Div, Pow, And, Or, Xor, Equal, Greater, Less) broadcast
-// only with broadcast=1, and then only B to A's shape: B's dimensions are
-// aligned with A's starting at axis (default: aligned at the right), or B
-// holds a single element. With broadcast=0 the shapes must be equal.
-func ewBinaryPlan(n Node, a, b inference.Tensor) (ewPlan, error) {
-	if n.Opset >= 7 {
-		return ewBroadcastPlan(a, b)
-	}
-	as, bs := a.Shape(), b.Shape()
-	if n.Int("broadcast", 0) == 0 {
-		if !slices.Equal(as, bs) {
-			return ewPlan{}, fmt.Errorf("input shapes %v and %v differ and broadcast is 0: %w", as, bs, inference.ErrShape)
-		}
-		return ewNewPlan(as, as, bs), nil
-	}
-	if b.Len() == 1 {
-		return ewNewPlan(as, as, bs), nil
-	}
-	axis := int64(len(as) - len(bs))
-	if n.Has("axis") {
-		axis = n.Int("axis", 0)
-		if axis < 0 {
-			axis += int64(len(as))
-		}
-	}
-	if axis < 0 || axis+int64(len(bs)) > int64(len(as)) {
-		return ewPlan{}, fmt.Errorf("input 1 of shape %v does not fit input 0 of shape %v at axis %d: %w", bs, as, axis, inference.ErrShape)
-	}
-	aligned := make([]int, len(as))
-	for i := range aligned {
-		aligned[i] = 1
-	}
-	copy(aligned[axis:], bs)
-	out, err := BroadcastShape(as, aligned)
-	if err != nil || !slices.Equal(out, as) {
-		return ewPlan{}, fmt.Errorf("input 1 of shape %v does not broadcast to input 0 of shape %v at axis %d: %w", bs, as, axis, inference.ErrShape)
-	}
-	return ewNewPlan(as, as, aligned), nil
-}
-
-// ewZip applies f to the broadcast pairs of a and b.
-func ewZip[A, B, U inference.Element](p ewPlan, a []A, b []B, f func(A, B) U) []U {
-	out := make([]U, p.n)
-	switch ma, mb := p.ops[0].mode, p.ops[1].mode; {
-	case ma == ewSame && mb == ewSame:
-		a, b = a[:len(out)], b[:len(out)]
-		for i := range out {
-			out[i] = f(a[i], b[i])
-		}
-	case ma == ewSame && mb == ewScalar:
-		s := b[0]
-		a = a[:len(out)]
-		for i := range out {
-			out[i] = f(a[i], s)
-		}
-	case ma == ewScalar && mb == ewSame:
-		s := a[0]
-		b = b[:len(out)]
-		for i := range out {
-			out[i] = f(s, b[i])
-		}
-	case ma == ewSame && mb == ewTile:
-		m := len(b)
-		for s := 0; s < len(out); s += m {
-			o, x := out[s:s+m], a[s:s+m]
-			for j := range o {
-				o[j] = f(x[j], b[j])
-			}
-		}
-	case ma == ewTile && mb == ewSame:
-		m := len(a)
-		for s := 0; s < len(out); s += m {
-			o, y := out[s:s+m], b[s:s+m]
-			for j := range o {
-				o[j] = f(a[j], y[j])
-			}
-		}
-	default:
-		oa, ob := p.offsets(0), p.offsets(1)
-		for i := range out {
-			out[i] = f(a[oa[i]], b[ob[i]])
-		}
-	}
-	return out
-}
-
-// ewMap applies f to every element of x.
-func ewMap[T, U inference.Element](x []T, f func(T) U) []U {
-	out := make([]U, len(x))
-	for i, v := range x {
-		out[i] = f(v)
-	}
-	return out
 }
 
 // Unary operators.
@@ -271,22 +64,6 @@ func ewAlpha(def float32, f func(x, alpha float64) float64) ewAttrs {
 		alpha := float64(n.Float("alpha", def))
 		return ewUnary{float: func(x float64) float64 { return f(x, alpha) }}, nil
 	}
-}
-
-func ewSigmoidOf(x float64) float64 {
-	if x >= 0 {
-		return 1 / (1 + math.Exp(-x))
-	}
-	e := math.Exp(x)
-	return e / (1 + e)
-}
-
-// ewSoftplusOf is log(1 + e^x), computed without overflow for large x.
-func ewSoftplusOf(x float64) float64 {
-	if x > 0 {
-		return x + math.Log1p(math.Exp(-x))
-	}
-	return math.Log1p(math.Exp(x))
 }
 
 func ewSignOf(x float64) float64 {
@@ -334,10 +111,10 @@ var ewUnaryOps = map[string]ewAttrs{
 	"Acosh":      ewFixed(math.Acosh),
 	"Atanh":      ewFixed(math.Atanh),
 	"Tanh":       ewFixed(math.Tanh),
-	"Sigmoid":    ewFixed(ewSigmoidOf),
-	"Softplus":   ewFixed(ewSoftplusOf),
+	"Sigmoid":    ewFixed(sigmoid),
+	"Softplus":   ewFixed(softplus),
 	"Softsign":   ewFixed(func(x float64) float64 { return x / (1 + math.Abs(x)) }),
-	"Mish":       ewFixed(func(x float64) float64 { return x * math.Tanh(ewSoftplusOf(x)) }),
+	"Mish":       ewFixed(func(x float64) float64 { return x * math.Tanh(softplus(x)) }),
 	// HardSwish is x·HardSigmoid(x) with alpha 1/6 and beta 1/2.
 	"HardSwish": ewFixed(func(x float64) float64 { return x * max(0, min(1, x/6+0.5)) }),
 	"LeakyRelu": ewAlpha(0.01, func(x, alpha float64) float64 {
@@ -362,7 +139,7 @@ var ewUnaryOps = map[string]ewAttrs{
 		}
 		return 0
 	}),
-	"Swish": ewAlpha(1, func(x, alpha float64) float64 { return x * ewSigmoidOf(alpha*x) }),
+	"Swish": ewAlpha(1, func(x, alpha float64) float64 { return x * sigmoid(alpha*x) }),
 	"Selu": func(n Node) (ewUnary, error) {
 		alpha := float64(n.Float("alpha", 1.67326319217681884765625))
 		gamma := float64(n.Float("gamma", 1.05070102214813232421875))
@@ -419,53 +196,22 @@ func ewUnaryKernel(attrs ewAttrs) Kernel {
 		switch t := x.DType(); {
 		case t == inference.Float32:
 			f := u.float
-			return singleOutput(x.Shape(), ewMap(ewData[float32](x), func(v float32) float32 { return float32(f(float64(v))) }))
+			return singleOutput(x.Shape(), mapElems(dataOf[float32](x), func(v float32) float32 { return float32(f(float64(v))) }))
 		case u.integer != nil && t == inference.Int64:
-			return singleOutput(x.Shape(), ewMap(ewData[int64](x), u.integer))
+			return singleOutput(x.Shape(), mapElems(dataOf[int64](x), u.integer))
 		case u.integer != nil && t == inference.Int32:
-			return singleOutput(x.Shape(), ewMap(ewData[int32](x), func(v int32) int32 { return int32(u.integer(int64(v))) }))
+			return singleOutput(x.Shape(), mapElems(dataOf[int32](x), func(v int32) int32 { return int32(u.integer(int64(v))) }))
 		case u.integer != nil && u.unsigned && t == inference.Uint8:
-			return singleOutput(x.Shape(), ewMap(ewData[uint8](x), func(v uint8) uint8 { return uint8(u.integer(int64(v))) }))
+			return singleOutput(x.Shape(), mapElems(dataOf[uint8](x), func(v uint8) uint8 { return uint8(u.integer(int64(v))) }))
 		}
 		if u.integer != nil {
-			return nil, ewWantType(0, x, "a number")
+			return nil, wantType(0, x, "a number")
 		}
-		return nil, ewWantType(0, x, "float32")
+		return nil, wantType(0, x, "float32")
 	}
 }
 
-func ewNot(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	if err := needInputs(in, 1); err != nil {
-		return nil, err
-	}
-	if in[0].DType() != inference.Bool {
-		return nil, ewWantType(0, in[0], "bool")
-	}
-	return singleOutput(in[0].Shape(), ewMap(ewData[bool](in[0]), func(v bool) bool { return !v }))
-}
-
-func ewIsNaN(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	if err := needInputs(in, 1); err != nil {
-		return nil, err
-	}
-	if in[0].DType() != inference.Float32 {
-		return nil, ewWantType(0, in[0], "float32")
-	}
-	return singleOutput(in[0].Shape(), ewMap(ewData[float32](in[0]), func(v float32) bool { return v != v }))
-}
-
-func ewIsInf(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	if err := needInputs(in, 1); err != nil {
-		return nil, err
-	}
-	if in[0].DType() != inference.Float32 {
-		return nil, ewWantType(0, in[0], "float32")
-	}
-	neg, pos := n.Int("detect_negative", 1) != 0, n.Int("detect_positive", 1) != 0
-	return singleOutput(in[0].Shape(), ewMap(ewData[float32](in[0]), func(v float32) bool {
-		return (pos && math.IsInf(float64(v), 1)) || (neg && math.IsInf(float64(v), -1))
-	}))
-}
+// Binary arithmetic.
 
 // PRelu is x < 0 ? slope·x : x, slope broadcasting to x's shape
 // (unidirectionally). Before opset 7, a 1-D slope as long as x's dimension 1
@@ -474,7 +220,7 @@ func ewPRelu(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err := needInputs(in, 2); err != nil {
 		return nil, err
 	}
-	if err := ewSameType(in[:2]); err != nil {
+	if err := sameType(in[:2]); err != nil {
 		return nil, err
 	}
 	x, slope := in[0], in[1]
@@ -490,26 +236,24 @@ func ewPRelu(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err != nil || !slices.Equal(out, xs) {
 		return nil, fmt.Errorf("slope of shape %v does not broadcast to input shape %v: %w", slope.Shape(), xs, inference.ErrShape)
 	}
-	p := ewNewPlan(xs, xs, ss)
+	p := newBroadcastPlan(xs, xs, ss)
 	switch x.DType() {
 	case inference.Float32:
-		return singleOutput(xs, ewZip(p, ewData[float32](x), ewData[float32](slope), ewPReluOf[float32]))
+		return singleOutput(xs, zip(p, dataOf[float32](x), dataOf[float32](slope), ewPReluOf[float32]))
 	case inference.Int64:
-		return singleOutput(xs, ewZip(p, ewData[int64](x), ewData[int64](slope), ewPReluOf[int64]))
+		return singleOutput(xs, zip(p, dataOf[int64](x), dataOf[int64](slope), ewPReluOf[int64]))
 	case inference.Int32:
-		return singleOutput(xs, ewZip(p, ewData[int32](x), ewData[int32](slope), ewPReluOf[int32]))
+		return singleOutput(xs, zip(p, dataOf[int32](x), dataOf[int32](slope), ewPReluOf[int32]))
 	}
-	return nil, ewWantType(0, x, "float32, int64 or int32")
+	return nil, wantType(0, x, "float32, int64 or int32")
 }
 
-func ewPReluOf[T ewNumber](x, slope T) T {
+func ewPReluOf[T number](x, slope T) T {
 	if x < 0 {
 		return slope * x
 	}
 	return x
 }
-
-// Binary arithmetic.
 
 type ewArithOp uint8
 
@@ -525,7 +269,7 @@ var ewArithOps = map[string]ewArithOp{"Add": ewAdd, "Sub": ewSub, "Mul": ewMul, 
 // ewArithKernel runs Add, Sub, Mul and Div. Integer division truncates
 // toward zero; an integer zero divisor is an error.
 func ewArithKernel(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	p, err := ewBinaryInputs(n, in)
+	p, err := binaryInputs(n, in)
 	if err != nil {
 		return nil, err
 	}
@@ -533,18 +277,18 @@ func ewArithKernel(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	op := ewArithOps[n.OpType]
 	switch a.DType() {
 	case inference.Float32:
-		return singleOutput(p.shape, ewArith(op, p, ewData[float32](a), ewData[float32](b)))
+		return singleOutput(p.shape, ewArith(op, p, dataOf[float32](a), dataOf[float32](b)))
 	case inference.Int64:
-		return ewArithInt(op, p, ewData[int64](a), ewData[int64](b))
+		return ewArithInt(op, p, dataOf[int64](a), dataOf[int64](b))
 	case inference.Int32:
-		return ewArithInt(op, p, ewData[int32](a), ewData[int32](b))
+		return ewArithInt(op, p, dataOf[int32](a), dataOf[int32](b))
 	case inference.Uint8:
-		return ewArithInt(op, p, ewData[uint8](a), ewData[uint8](b))
+		return ewArithInt(op, p, dataOf[uint8](a), dataOf[uint8](b))
 	}
-	return nil, ewWantType(0, a, "a number")
+	return nil, wantType(0, a, "a number")
 }
 
-func ewArithInt[T int64 | int32 | uint8](op ewArithOp, p ewPlan, a, b []T) ([]inference.Tensor, error) {
+func ewArithInt[T int64 | int32 | uint8](op ewArithOp, p broadcastPlan, a, b []T) ([]inference.Tensor, error) {
 	if op == ewDiv && p.n > 0 && slices.Contains(b, 0) {
 		return nil, fmt.Errorf("integer division by zero: input 1 holds 0")
 	}
@@ -553,20 +297,20 @@ func ewArithInt[T int64 | int32 | uint8](op ewArithOp, p ewPlan, a, b []T) ([]in
 
 // ewArith computes a op b with tight loops for equal shapes, a scalar
 // operand, and an operand repeated along the leading dimensions.
-func ewArith[T ewNumber](op ewArithOp, p ewPlan, a, b []T) []T {
+func ewArith[T number](op ewArithOp, p broadcastPlan, a, b []T) []T {
 	out := make([]T, p.n)
 	switch ma, mb := p.ops[0].mode, p.ops[1].mode; {
-	case ma == ewSame && mb == ewSame:
+	case ma == broadcastSame && mb == broadcastSame:
 		ewArithVV(op, out, a, b)
-	case ma == ewSame && mb == ewScalar:
+	case ma == broadcastSame && mb == broadcastScalar:
 		ewArithVS(op, out, a, b[0])
-	case ma == ewScalar && mb == ewSame:
+	case ma == broadcastScalar && mb == broadcastSame:
 		ewArithSV(op, out, a[0], b)
-	case ma == ewSame && mb == ewTile:
+	case ma == broadcastSame && mb == broadcastTile:
 		for s := 0; s < len(out); s += len(b) {
 			ewArithVV(op, out[s:s+len(b)], a[s:s+len(b)], b)
 		}
-	case ma == ewTile && mb == ewSame:
+	case ma == broadcastTile && mb == broadcastSame:
 		for s := 0; s < len(out); s += len(a) {
 			ewArithVV(op, out[s:s+len(a)], a, b[s:s+len(a)])
 		}
@@ -589,7 +333,7 @@ func ewArith[T ewNumber](op ewArithOp, p ewPlan, a, b []T) []T {
 	return out
 }
 
-func ewArithVV[T ewNumber](op ewArithOp, out, a, b []T) {
+func ewArithVV[T number](op ewArithOp, out, a, b []T) {
 	a, b = a[:len(out)], b[:len(out)]
 	switch op {
 	case ewAdd:
@@ -611,7 +355,7 @@ func ewArithVV[T ewNumber](op ewArithOp, out, a, b []T) {
 	}
 }
 
-func ewArithVS[T ewNumber](op ewArithOp, out, a []T, s T) {
+func ewArithVS[T number](op ewArithOp, out, a []T, s T) {
 	a = a[:len(out)]
 	switch op {
 	case ewAdd:
@@ -633,7 +377,7 @@ func ewArithVS[T ewNumber](op ewArithOp, out, a []T, s T) {
 	}
 }
 
-func ewArithSV[T ewNumber](op ewArithOp, out []T, s T, b []T) {
+func ewArithSV[T number](op ewArithOp, out []T, s T, b []T) {
 	b = b[:len(out)]
 	switch op {
 	case ewAdd:
@@ -664,36 +408,36 @@ func ewPow(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		return nil, err
 	}
 	x, y := in[0], in[1]
-	p, err := ewBinaryPlan(n, x, y)
+	p, err := binaryPlan(n, x, y)
 	if err != nil {
 		return nil, err
 	}
 	switch x.DType() {
 	case inference.Float32:
-		return ewPowBase(p, ewData[float32](x), y)
+		return ewPowBase(p, dataOf[float32](x), y)
 	case inference.Int64:
-		return ewPowBase(p, ewData[int64](x), y)
+		return ewPowBase(p, dataOf[int64](x), y)
 	case inference.Int32:
-		return ewPowBase(p, ewData[int32](x), y)
+		return ewPowBase(p, dataOf[int32](x), y)
 	}
-	return nil, ewWantType(0, x, "float32, int64 or int32")
+	return nil, wantType(0, x, "float32, int64 or int32")
 }
 
-func ewPowBase[B float32 | int64 | int32](p ewPlan, x []B, y inference.Tensor) ([]inference.Tensor, error) {
+func ewPowBase[B float32 | int64 | int32](p broadcastPlan, x []B, y inference.Tensor) ([]inference.Tensor, error) {
 	switch y.DType() {
 	case inference.Float32:
-		return singleOutput(p.shape, ewZip(p, x, ewData[float32](y), ewPowFunc[B, float32]()))
+		return singleOutput(p.shape, zip(p, x, dataOf[float32](y), ewPowFunc[B, float32]()))
 	case inference.Int64:
-		return singleOutput(p.shape, ewZip(p, x, ewData[int64](y), ewPowFunc[B, int64]()))
+		return singleOutput(p.shape, zip(p, x, dataOf[int64](y), ewPowFunc[B, int64]()))
 	case inference.Int32:
-		return singleOutput(p.shape, ewZip(p, x, ewData[int32](y), ewPowFunc[B, int32]()))
+		return singleOutput(p.shape, zip(p, x, dataOf[int32](y), ewPowFunc[B, int32]()))
 	case inference.Uint8:
-		return singleOutput(p.shape, ewZip(p, x, ewData[uint8](y), ewPowFunc[B, uint8]()))
+		return singleOutput(p.shape, zip(p, x, dataOf[uint8](y), ewPowFunc[B, uint8]()))
 	}
-	return nil, ewWantType(1, y, "a number")
+	return nil, wantType(1, y, "a number")
 }
 
-func ewPowFunc[B float32 | int64 | int32, E ewNumber]() func(x B, y E) B {
+func ewPowFunc[B float32 | int64 | int32, E number]() func(x B, y E) B {
 	var zb B
 	var ze E
 	_, floatBase := any(zb).(float32)
@@ -734,7 +478,7 @@ func ewIntPow(x, y int64) int64 {
 // fmod); with fmod=0 the sign of b (Python's %), the ONNX default for
 // integers. An integer zero divisor is an error.
 func ewMod(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	p, err := ewBinaryInputs(n, in)
+	p, err := binaryInputs(n, in)
 	if err != nil {
 		return nil, err
 	}
@@ -742,7 +486,7 @@ func ewMod(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	fmod := n.Int("fmod", 0) != 0
 	switch a.DType() {
 	case inference.Float32:
-		return singleOutput(p.shape, ewZip(p, ewData[float32](a), ewData[float32](b), func(x, y float32) float32 {
+		return singleOutput(p.shape, zip(p, dataOf[float32](a), dataOf[float32](b), func(x, y float32) float32 {
 			r := math.Mod(float64(x), float64(y))
 			if !fmod && r != 0 && (r < 0) != (y < 0) {
 				r += float64(y)
@@ -750,20 +494,20 @@ func ewMod(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 			return float32(r)
 		}))
 	case inference.Int64:
-		return ewModInt(p, ewData[int64](a), ewData[int64](b), fmod)
+		return ewModInt(p, dataOf[int64](a), dataOf[int64](b), fmod)
 	case inference.Int32:
-		return ewModInt(p, ewData[int32](a), ewData[int32](b), fmod)
+		return ewModInt(p, dataOf[int32](a), dataOf[int32](b), fmod)
 	case inference.Uint8:
-		return ewModInt(p, ewData[uint8](a), ewData[uint8](b), fmod)
+		return ewModInt(p, dataOf[uint8](a), dataOf[uint8](b), fmod)
 	}
-	return nil, ewWantType(0, a, "a number")
+	return nil, wantType(0, a, "a number")
 }
 
-func ewModInt[T int64 | int32 | uint8](p ewPlan, a, b []T, fmod bool) ([]inference.Tensor, error) {
+func ewModInt[T int64 | int32 | uint8](p broadcastPlan, a, b []T, fmod bool) ([]inference.Tensor, error) {
 	if p.n > 0 && slices.Contains(b, 0) {
 		return nil, fmt.Errorf("integer modulo by zero: input 1 holds 0")
 	}
-	return singleOutput(p.shape, ewZip(p, a, b, func(x, y T) T {
+	return singleOutput(p.shape, zip(p, a, b, func(x, y T) T {
 		r := x % y
 		if !fmod && r != 0 && (r < 0) != (y < 0) {
 			r += y
@@ -774,13 +518,13 @@ func ewModInt[T int64 | int32 | uint8](p ewPlan, a, b []T, fmod bool) ([]inferen
 
 // BitShift shifts uint8 elements; bits shifted past the width are lost.
 func ewBitShift(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	p, err := ewBinaryInputs(n, in)
+	p, err := binaryInputs(n, in)
 	if err != nil {
 		return nil, err
 	}
 	a, b := in[0], in[1]
 	if a.DType() != inference.Uint8 {
-		return nil, ewWantType(0, a, "uint8")
+		return nil, wantType(0, a, "uint8")
 	}
 	var f func(x, s uint8) uint8
 	switch d := n.Str("direction", ""); d {
@@ -791,70 +535,7 @@ func ewBitShift(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	default:
 		return nil, fmt.Errorf("direction %q, want LEFT or RIGHT: %w", d, inference.ErrBadModel)
 	}
-	return singleOutput(p.shape, ewZip(p, ewData[uint8](a), ewData[uint8](b), f))
-}
-
-// Comparisons and logic, producing bool.
-
-func ewCompare(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	p, err := ewBinaryInputs(n, in)
-	if err != nil {
-		return nil, err
-	}
-	a, b := in[0], in[1]
-	switch a.DType() {
-	case inference.Float32:
-		return singleOutput(p.shape, ewZip(p, ewData[float32](a), ewData[float32](b), ewComparison[float32](n.OpType)))
-	case inference.Int64:
-		return singleOutput(p.shape, ewZip(p, ewData[int64](a), ewData[int64](b), ewComparison[int64](n.OpType)))
-	case inference.Int32:
-		return singleOutput(p.shape, ewZip(p, ewData[int32](a), ewData[int32](b), ewComparison[int32](n.OpType)))
-	case inference.Uint8:
-		return singleOutput(p.shape, ewZip(p, ewData[uint8](a), ewData[uint8](b), ewComparison[uint8](n.OpType)))
-	case inference.Bool:
-		if n.OpType == "Equal" {
-			return singleOutput(p.shape, ewZip(p, ewData[bool](a), ewData[bool](b), func(x, y bool) bool { return x == y }))
-		}
-	}
-	return nil, ewWantType(0, a, "a number")
-}
-
-func ewComparison[T ewNumber](op string) func(x, y T) bool {
-	switch op {
-	case "Equal":
-		return func(x, y T) bool { return x == y }
-	case "Greater":
-		return func(x, y T) bool { return x > y }
-	case "GreaterOrEqual":
-		return func(x, y T) bool { return x >= y }
-	case "Less":
-		return func(x, y T) bool { return x < y }
-	}
-	return func(x, y T) bool { return x <= y }
-}
-
-func ewLogical(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	if err := needInputs(in, 2); err != nil {
-		return nil, err
-	}
-	a, b := in[0], in[1]
-	for i, t := range in[:2] {
-		if t.DType() != inference.Bool {
-			return nil, ewWantType(i, t, "bool")
-		}
-	}
-	p, err := ewBinaryPlan(n, a, b)
-	if err != nil {
-		return nil, err
-	}
-	f := func(x, y bool) bool { return x != y }
-	switch n.OpType {
-	case "And":
-		f = func(x, y bool) bool { return x && y }
-	case "Or":
-		f = func(x, y bool) bool { return x || y }
-	}
-	return singleOutput(p.shape, ewZip(p, ewData[bool](a), ewData[bool](b), f))
+	return singleOutput(p.shape, zip(p, dataOf[uint8](a), dataOf[uint8](b), f))
 }
 
 // Where, Clip, and the variadic operators.
@@ -866,34 +547,34 @@ func ewWhere(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	}
 	cond, x, y := in[0], in[1], in[2]
 	if cond.DType() != inference.Bool {
-		return nil, ewWantType(0, cond, "bool")
+		return nil, wantType(0, cond, "bool")
 	}
-	if err := ewSameType(in[1:3]); err != nil {
+	if err := sameType(in[1:3]); err != nil {
 		return nil, fmt.Errorf("input 2 is %v, input 1 is %v: %w", y, x, inference.ErrType)
 	}
-	p, err := ewBroadcastPlan(cond, x, y)
+	p, err := planBroadcast(cond, x, y)
 	if err != nil {
 		return nil, err
 	}
-	c := ewData[bool](cond)
+	c := dataOf[bool](cond)
 	switch x.DType() {
 	case inference.Float32:
-		return singleOutput(p.shape, ewSelect(p, c, ewData[float32](x), ewData[float32](y)))
+		return singleOutput(p.shape, ewSelect(p, c, dataOf[float32](x), dataOf[float32](y)))
 	case inference.Int64:
-		return singleOutput(p.shape, ewSelect(p, c, ewData[int64](x), ewData[int64](y)))
+		return singleOutput(p.shape, ewSelect(p, c, dataOf[int64](x), dataOf[int64](y)))
 	case inference.Int32:
-		return singleOutput(p.shape, ewSelect(p, c, ewData[int32](x), ewData[int32](y)))
+		return singleOutput(p.shape, ewSelect(p, c, dataOf[int32](x), dataOf[int32](y)))
 	case inference.Bool:
-		return singleOutput(p.shape, ewSelect(p, c, ewData[bool](x), ewData[bool](y)))
+		return singleOutput(p.shape, ewSelect(p, c, dataOf[bool](x), dataOf[bool](y)))
 	case inference.Uint8:
-		return singleOutput(p.shape, ewSelect(p, c, ewData[uint8](x), ewData[uint8](y)))
+		return singleOutput(p.shape, ewSelect(p, c, dataOf[uint8](x), dataOf[uint8](y)))
 	}
-	return nil, ewWantType(1, x, "a tensor")
+	return nil, wantType(1, x, "a tensor")
 }
 
-func ewSelect[T inference.Element](p ewPlan, c []bool, x, y []T) []T {
+func ewSelect[T inference.Element](p broadcastPlan, c []bool, x, y []T) []T {
 	out := make([]T, p.n)
-	if p.ops[0].mode == ewSame && p.ops[1].mode == ewSame && p.ops[2].mode == ewSame {
+	if p.ops[0].mode == broadcastSame && p.ops[1].mode == broadcastSame && p.ops[2].mode == broadcastSame {
 		for i := range out {
 			if c[i] {
 				out[i] = x[i]
@@ -924,7 +605,7 @@ func ewClip(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	x := in[0]
 	if n.Opset < 11 {
 		if x.DType() != inference.Float32 {
-			return nil, ewWantType(0, x, "float32")
+			return nil, wantType(0, x, "float32")
 		}
 		// Clip-1 leaves a bound out when its attribute is absent.
 		lo, hi := float32(math.Inf(-1)), float32(math.Inf(1))
@@ -932,9 +613,9 @@ func ewClip(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 			lo, hi = -math.MaxFloat32, math.MaxFloat32
 		}
 		lo, hi = n.Float("min", lo), n.Float("max", hi)
-		return singleOutput(x.Shape(), ewClipData(ewData[float32](x), lo, hi))
+		return singleOutput(x.Shape(), ewClipData(dataOf[float32](x), lo, hi))
 	}
-	if err := ewSameType(in[:min(len(in), 3)]); err != nil {
+	if err := sameType(in[:min(len(in), 3)]); err != nil {
 		return nil, err
 	}
 	switch x.DType() {
@@ -947,10 +628,10 @@ func ewClip(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	case inference.Uint8:
 		return ewClipInputs[uint8](in, 0, math.MaxUint8)
 	}
-	return nil, ewWantType(0, x, "a number")
+	return nil, wantType(0, x, "a number")
 }
 
-func ewClipInputs[T ewNumber](in []inference.Tensor, lo, hi T) ([]inference.Tensor, error) {
+func ewClipInputs[T number](in []inference.Tensor, lo, hi T) ([]inference.Tensor, error) {
 	for i := 1; i < min(len(in), 3); i++ {
 		if !Present(in[i]) {
 			continue
@@ -959,16 +640,16 @@ func ewClipInputs[T ewNumber](in []inference.Tensor, lo, hi T) ([]inference.Tens
 			return nil, fmt.Errorf("input %d is %v, want a single value: %w", i, in[i], inference.ErrShape)
 		}
 		if i == 1 {
-			lo = ewData[T](in[i])[0]
+			lo = dataOf[T](in[i])[0]
 		} else {
-			hi = ewData[T](in[i])[0]
+			hi = dataOf[T](in[i])[0]
 		}
 	}
-	return singleOutput(in[0].Shape(), ewClipData(ewData[T](in[0]), lo, hi))
+	return singleOutput(in[0].Shape(), ewClipData(dataOf[T](in[0]), lo, hi))
 }
 
 // ewClipData keeps NaN, and gives hi everywhere when lo > hi.
-func ewClipData[T ewNumber](x []T, lo, hi T) []T {
+func ewClipData[T number](x []T, lo, hi T) []T {
 	out := make([]T, len(x))
 	for i, v := range x {
 		if v < lo {
@@ -989,7 +670,7 @@ func ewVariadic(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err := needInputs(in, 1); err != nil {
 		return nil, err
 	}
-	if err := ewSameType(in); err != nil {
+	if err := sameType(in); err != nil {
 		return nil, err
 	}
 	if err := needInputs(in, len(in)); err != nil {
@@ -1002,7 +683,7 @@ func ewVariadic(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 			}
 		}
 	}
-	p, err := ewBroadcastPlan(in...)
+	p, err := planBroadcast(in...)
 	if err != nil {
 		return nil, err
 	}
@@ -1030,12 +711,12 @@ func ewVariadic(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		}
 	}
 	if n.OpType == "Mean" {
-		return nil, ewWantType(0, in[0], "float32")
+		return nil, wantType(0, in[0], "float32")
 	}
-	return nil, ewWantType(0, in[0], "a number")
+	return nil, wantType(0, in[0], "a number")
 }
 
-func ewFolder[T ewNumber](op string) func(acc, x T) T {
+func ewFolder[T number](op string) func(acc, x T) T {
 	switch op {
 	case "Max":
 		return func(acc, x T) T {
@@ -1056,13 +737,13 @@ func ewFolder[T ewNumber](op string) func(acc, x T) T {
 }
 
 // ewFold broadcasts input 0 to the output, then folds each further input in.
-func ewFold[T ewNumber](p ewPlan, in []inference.Tensor, f func(acc, x T) T) []T {
+func ewFold[T number](p broadcastPlan, in []inference.Tensor, f func(acc, x T) T) []T {
 	out := make([]T, p.n)
-	first := ewData[T](in[0])
+	first := dataOf[T](in[0])
 	switch p.ops[0].mode {
-	case ewSame:
+	case broadcastSame:
 		copy(out, first)
-	case ewScalar:
+	case broadcastScalar:
 		for i := range out {
 			out[i] = first[0]
 		}
@@ -1072,14 +753,14 @@ func ewFold[T ewNumber](p ewPlan, in []inference.Tensor, f func(acc, x T) T) []T
 		}
 	}
 	for k := 1; k < len(in); k++ {
-		x := ewData[T](in[k])
+		x := dataOf[T](in[k])
 		switch p.ops[k].mode {
-		case ewSame:
+		case broadcastSame:
 			x = x[:len(out)]
 			for i := range out {
 				out[i] = f(out[i], x[i])
 			}
-		case ewScalar:
+		case broadcastScalar:
 			s := x[0]
 			for i := range out {
 				out[i] = f(out[i], s)
@@ -1145,15 +826,15 @@ func ewConvert(x inference.Tensor, to inference.DType) (inference.Tensor, error)
 	}
 	switch x.DType() {
 	case inference.Float32:
-		return ewConvertFrom(x.Shape(), ewData[float32](x), to)
+		return ewConvertFrom(x.Shape(), dataOf[float32](x), to)
 	case inference.Int64:
-		return ewConvertFrom(x.Shape(), ewData[int64](x), to)
+		return ewConvertFrom(x.Shape(), dataOf[int64](x), to)
 	case inference.Int32:
-		return ewConvertFrom(x.Shape(), ewData[int32](x), to)
+		return ewConvertFrom(x.Shape(), dataOf[int32](x), to)
 	case inference.Uint8:
-		return ewConvertFrom(x.Shape(), ewData[uint8](x), to)
+		return ewConvertFrom(x.Shape(), dataOf[uint8](x), to)
 	case inference.Bool:
-		return ewConvertFrom(x.Shape(), ewMap(ewData[bool](x), func(v bool) uint8 {
+		return ewConvertFrom(x.Shape(), mapElems(dataOf[bool](x), func(v bool) uint8 {
 			if v {
 				return 1
 			}
@@ -1163,18 +844,18 @@ func ewConvert(x inference.Tensor, to inference.DType) (inference.Tensor, error)
 	return inference.Tensor{}, fmt.Errorf("input 0 is %v: %w", x, inference.ErrType)
 }
 
-func ewConvertFrom[S ewNumber](shape []int, x []S, to inference.DType) (inference.Tensor, error) {
+func ewConvertFrom[S number](shape []int, x []S, to inference.DType) (inference.Tensor, error) {
 	switch to {
 	case inference.Float32:
-		return inference.New(shape, ewMap(x, func(v S) float32 { return float32(v) }))
+		return inference.New(shape, mapElems(x, func(v S) float32 { return float32(v) }))
 	case inference.Int64:
-		return inference.New(shape, ewMap(x, func(v S) int64 { return int64(v) }))
+		return inference.New(shape, mapElems(x, func(v S) int64 { return int64(v) }))
 	case inference.Int32:
-		return inference.New(shape, ewMap(x, func(v S) int32 { return int32(int64(v)) }))
+		return inference.New(shape, mapElems(x, func(v S) int32 { return int32(int64(v)) }))
 	case inference.Uint8:
-		return inference.New(shape, ewMap(x, func(v S) uint8 { return uint8(int64(v)) }))
+		return inference.New(shape, mapElems(x, func(v S) uint8 { return uint8(int64(v)) }))
 	case inference.Bool:
-		return inference.New(shape, ewMap(x, func(v S) bool { return v != 0 }))
+		return inference.New(shape, mapElems(x, func(v S) bool { return v != 0 }))
 	}
 	return inference.Tensor{}, fmt.Errorf("cast to %v: %w", to, inference.ErrType)
 }

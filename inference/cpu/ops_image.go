@@ -8,9 +8,9 @@ import (
 	"github.com/beamml/beamml/inference"
 )
 
-// Image operators: resampling (Resize, Upsample), sampling at given
-// positions (GridSample, AffineGrid) and folding blocks back into an image
-// (Col2Im). They read and write float32; weights and sums are float64.
+// Image operators: resampling (Resize, Upsample) and sampling at given
+// positions (GridSample, AffineGrid). They read and write float32; weights
+// and sums are float64.
 //
 // Resize is separable: it resizes one axis at a time, each output position
 // along the axis being a weighted sum of a few input positions (imTaps), as
@@ -21,7 +21,6 @@ func init() {
 	register("Upsample", imUpsample)
 	register("GridSample", imGridSample)
 	register("AffineGrid", imAffineGrid)
-	register("Col2Im", imCol2Im)
 }
 
 // ---- Resize and Upsample ----------------------------------------------------
@@ -853,127 +852,6 @@ func imAffineGrid(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 					v += float64(th[i*(r+1)+j]) * h
 				}
 				out[i] = float32(v)
-			}
-		}
-	}
-	return []inference.Tensor{y}, nil
-}
-
-// ---- Col2Im -------------------------------------------------------------------
-
-// imCol2Im implements Col2Im-18: input [N, C·∏block, L] holds, for each of
-// the L block positions (in row-major order over the positions the
-// strides allow), C·∏block values; each is added into the output
-// [N, C, image…] at position·stride − pad_begin + offset·dilation.
-func imCol2Im(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	_, xd, err := requiredFloatArg(n, in, 0, "input")
-	if err != nil {
-		return nil, err
-	}
-	var shapes [2][]int64
-	for i, name := range []string{"image_shape", "block_shape"} {
-		t, err := requiredArg(in, i+1, name)
-		if err != nil {
-			return nil, err
-		}
-		if shapes[i], err = Int64s(t); err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-	}
-	image, block := shapes[0], shapes[1]
-	k := len(image)
-	if k == 0 || len(block) != k {
-		return nil, fmt.Errorf("image_shape %v and block_shape %v must have the same, nonzero length: %w", image, block, inference.ErrShape)
-	}
-	dilations := n.Ints("dilations", nil)
-	strides := n.Ints("strides", nil)
-	pads := n.Ints("pads", nil)
-	if dilations == nil {
-		dilations = slices.Repeat([]int64{1}, k)
-	}
-	if strides == nil {
-		strides = slices.Repeat([]int64{1}, k)
-	}
-	if pads == nil {
-		pads = make([]int64, 2*k)
-	}
-	if len(dilations) != k || len(strides) != k || len(pads) != 2*k {
-		return nil, fmt.Errorf("dilations %v, strides %v, pads %v do not fit %d spatial axes: %w", dilations, strides, pads, k, inference.ErrShape)
-	}
-	x := in[0]
-	xs := x.Shape()
-	if len(xs) != 3 {
-		return nil, fmt.Errorf("input is %v, want rank 3 [N, C·∏block_shape, L]: %w", x, inference.ErrShape)
-	}
-	imgDims, blkDims, cols := make([]int, k), make([]int, k), make([]int, k)
-	for d := range k {
-		if image[d] < 0 || image[d] > math.MaxInt32 || block[d] < 1 || block[d] > math.MaxInt32 ||
-			dilations[d] < 1 || dilations[d] > math.MaxInt32 || strides[d] < 1 || strides[d] > math.MaxInt32 ||
-			pads[d] < 0 || pads[d] > math.MaxInt32 || pads[k+d] < 0 || pads[k+d] > math.MaxInt32 {
-			return nil, fmt.Errorf("axis %d: image %d, block %d, dilation %d, stride %d, pads %d, %d out of range: %w",
-				d, image[d], block[d], dilations[d], strides[d], pads[d], pads[k+d], inference.ErrShape)
-		}
-		imgDims[d], blkDims[d] = int(image[d]), int(block[d])
-		span := dilations[d]*(block[d]-1) + 1
-		c := (image[d]+pads[d]+pads[k+d]-span)/strides[d] + 1
-		if image[d]+pads[d]+pads[k+d] < span || c < 1 {
-			return nil, fmt.Errorf("axis %d: a block spans %d, more than the padded image's %d: %w", d, span, image[d]+pads[d]+pads[k+d], inference.ErrShape)
-		}
-		cols[d] = int(c)
-	}
-	blockSize, err := inference.NumElements(blkDims)
-	if err != nil {
-		return nil, fmt.Errorf("block_shape %v: %w", block, err)
-	}
-	blocks, err := inference.NumElements(cols)
-	if err != nil {
-		return nil, fmt.Errorf("blocks %v: %w", cols, err)
-	}
-	if xs[1]%blockSize != 0 {
-		return nil, fmt.Errorf("input is %v: dimension 1 is not a multiple of the block size %d: %w", x, blockSize, inference.ErrShape)
-	}
-	if xs[2] != blocks {
-		return nil, fmt.Errorf("input is %v: dimension 2 is %d, want %d blocks %v: %w", x, xs[2], blocks, cols, inference.ErrShape)
-	}
-	channels := xs[1] / blockSize
-	outShape := append([]int{xs[0], channels}, imgDims...)
-	y, err := inference.Zeros(inference.Float32, outShape)
-	if err != nil {
-		return nil, err
-	}
-	if y.Len() == 0 {
-		return []inference.Tensor{y}, nil
-	}
-	yd, _ := Floats(y)
-	imgSize, _ := inference.NumElements(imgDims)
-	imgStrides := Strides(imgDims)
-	blkStrides := Strides(blkDims)
-	colStrides := Strides(cols)
-	// target[o·blocks + l] is the image offset block offset o at block l
-	// adds into, or −1 where that lies in the padding.
-	target := make([]int, blockSize*blocks)
-	for o := range blockSize {
-		for l := range blocks {
-			off := 0
-			for d := range k {
-				pos := int64(l/colStrides[d]%cols[d])*strides[d] - pads[d] + int64(o/blkStrides[d]%blkDims[d])*dilations[d]
-				if pos < 0 || pos >= image[d] {
-					off = -1
-					break
-				}
-				off += int(pos) * imgStrides[d]
-			}
-			target[o*blocks+l] = off
-		}
-	}
-	for b := range xs[0] {
-		for c := range channels {
-			img := yd[(b*channels+c)*imgSize : (b*channels+c+1)*imgSize]
-			col := xd[(b*channels+c)*blockSize*blocks : (b*channels+c+1)*blockSize*blocks]
-			for i, off := range target {
-				if off >= 0 {
-					img[off] += col[i]
-				}
 			}
 		}
 	}

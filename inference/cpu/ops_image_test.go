@@ -158,19 +158,3 @@ func TestIMAffineGrid(t *testing.T) {
 		t.Errorf("2-D theta with 3-D size: got %v, want ErrShape", err)
 	}
 }
-
-func TestIMCol2Im(t *testing.T) {
-	// A 2×3 image from 1×2 blocks at stride 1: 2×2 block positions. Block
-	// offset 0 holds 1..4, offset 1 holds 10..40, one per position.
-	x := tensorOf[float32](t, []int{1, 2, 4}, 1, 2, 3, 4, 10, 20, 30, 40)
-	image := tensorOf[int64](t, []int{2}, 2, 3)
-	block := tensorOf[int64](t, []int{2}, 1, 2)
-	got := runKernel(t, testNode("Col2Im", 18, nil, 1), x, image, block)[0]
-	checkFloats(t, got, []int{1, 1, 2, 3}, 1, 12, 20, 3, 34, 40)
-
-	// With stride 2 along the width only one block position fits per row.
-	_, err := imCol2Im(testNode("Col2Im", 18, map[string]graph.Attr{"strides": attrInts(1, 2)}, 1), []inference.Tensor{x, image, block})
-	if !errors.Is(err, inference.ErrShape) {
-		t.Errorf("4 blocks where 2 fit: got %v, want ErrShape", err)
-	}
-}

@@ -12,20 +12,20 @@ import (
 // stash_type asks for, which is at least as accurate.
 
 func init() {
-	register("BatchNormalization", rdBatchNorm)
-	register("InstanceNormalization", rdInstanceNorm)
-	register("LayerNormalization", rdLayerNorm)
-	register("GroupNormalization", rdGroupNorm)
-	register("RMSNormalization", rdRMSNorm)
-	register("LRN", rdLRN)
-	register("LpNormalization", rdLpNorm)
-	register("MeanVarianceNormalization", rdMVN)
+	register("BatchNormalization", nmBatchNorm)
+	register("InstanceNormalization", nmInstanceNorm)
+	register("LayerNormalization", nmLayerNorm)
+	register("GroupNormalization", nmGroupNorm)
+	register("RMSNormalization", nmRMSNorm)
+	register("LRN", nmLRN)
+	register("LpNormalization", nmLpNorm)
+	register("MeanVarianceNormalization", nmMVN)
 }
 
-// rdFloatInputs returns the data of inputs 0, 1, … named names (nil for
+// nmFloatInputs returns the data of inputs 0, 1, … named names (nil for
 // one left out), failing with Unsupported for an element type other than
 // float32.
-func rdFloatInputs(n Node, in []inference.Tensor, names ...string) ([][]float32, error) {
+func nmFloatInputs(n Node, in []inference.Tensor, names ...string) ([][]float32, error) {
 	out := make([][]float32, len(names))
 	for i, name := range names {
 		var err error
@@ -36,9 +36,9 @@ func rdFloatInputs(n Node, in []inference.Tensor, names ...string) ([][]float32,
 	return out, nil
 }
 
-// rdMeanVar returns the mean and the population variance of x, in two
+// nmMeanVar returns the mean and the population variance of x, in two
 // passes for accuracy.
-func rdMeanVar(x []float32) (mean, variance float64) {
+func nmMeanVar(x []float32) (mean, variance float64) {
 	if len(x) == 0 {
 		return math.NaN(), math.NaN()
 	}
@@ -53,9 +53,9 @@ func rdMeanVar(x []float32) (mean, variance float64) {
 	return mean, variance / float64(len(x))
 }
 
-// rdChannels checks that x is [N, C, …] and returns N, C and the number of
+// nmChannels checks that x is [N, C, …] and returns N, C and the number of
 // elements per channel and sample.
-func rdChannels(x inference.Tensor) (batch, channels, spatial int, err error) {
+func nmChannels(x inference.Tensor) (batch, channels, spatial int, err error) {
 	shape := x.Shape()
 	if len(shape) < 2 {
 		return 0, 0, 0, fmt.Errorf("input %v, want rank 2 or more (N, C, …): %w", x, inference.ErrShape)
@@ -63,33 +63,44 @@ func rdChannels(x inference.Tensor) (batch, channels, spatial int, err error) {
 	return shape[0], shape[1], product(shape[2:]), nil
 }
 
-// rdWantLen checks that input i holds want elements.
-func rdWantLen(in []inference.Tensor, i int, name string, want int) error {
+// nmWantLen checks that input i holds want elements.
+func nmWantLen(in []inference.Tensor, i int, name string, want int) error {
 	if t := in[i]; t.Len() != want {
 		return fmt.Errorf("input %d (%s) is %v, want %d elements: %w", i, name, t, want, inference.ErrShape)
 	}
 	return nil
 }
 
-// rdBatchNorm is BatchNormalization in inference mode:
+// nmOutputs counts the node outputs that are named (not left out).
+func nmOutputs(n Node) int {
+	c := 0
+	for _, o := range n.Outputs {
+		if o != "" {
+			c++
+		}
+	}
+	return c
+}
+
+// nmBatchNorm is BatchNormalization in inference mode:
 // y = scale·(x - mean)/√(var + epsilon) + B per channel (dimension 1); with
 // spatial=0 (before opset 9) the statistics are per element of a sample.
 // Training (training_mode=1 from opset 14, or the running/saved statistic
 // outputs of older opsets) is unsupported.
-func rdBatchNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func nmBatchNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	training := n.Opset >= 14 && n.Int("training_mode", 0) != 0
-	if !training && rdOutputs(n) > 1 {
+	if !training && nmOutputs(n) > 1 {
 		return nil, Unsupported(n, "training-mode statistics outputs before opset 14")
 	}
 	if len(in) < 5 {
 		return nil, fmt.Errorf("%d inputs, want 5 (X, scale, B, mean, var): %w", len(in), inference.ErrBadModel)
 	}
-	d, err := rdFloatInputs(n, in, "X", "scale", "B", "mean", "var")
+	d, err := nmFloatInputs(n, in, "X", "scale", "B", "mean", "var")
 	if err != nil {
 		return nil, err
 	}
 	x, scale, bias, mean, variance := d[0], d[1], d[2], d[3], d[4]
-	batch, channels, spatial, err := rdChannels(in[0])
+	batch, channels, spatial, err := nmChannels(in[0])
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +111,7 @@ func rdBatchNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		params, repeat = channels*spatial, 1
 	}
 	for i, name := range []string{"scale", "B", "mean", "var"} {
-		if err := rdWantLen(in, i+1, name, params); err != nil {
+		if err := nmWantLen(in, i+1, name, params); err != nil {
 			return nil, err
 		}
 	}
@@ -158,25 +169,25 @@ func rdBatchNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	return append([]inference.Tensor{out}, outs...), nil
 }
 
-// rdInstanceNorm is InstanceNormalization: each (sample, channel) block is
+// nmInstanceNorm is InstanceNormalization: each (sample, channel) block is
 // normalised by its own mean and variance, then scaled and shifted per
 // channel: y = scale·(x - μ)/√(σ² + epsilon) + B.
-func rdInstanceNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func nmInstanceNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if len(in) < 3 {
 		return nil, fmt.Errorf("%d inputs, want 3 (input, scale, B): %w", len(in), inference.ErrBadModel)
 	}
-	d, err := rdFloatInputs(n, in, "input", "scale", "B")
+	d, err := nmFloatInputs(n, in, "input", "scale", "B")
 	if err != nil {
 		return nil, err
 	}
-	batch, channels, spatial, err := rdChannels(in[0])
+	batch, channels, spatial, err := nmChannels(in[0])
 	if err != nil {
 		return nil, err
 	}
-	if err := rdWantLen(in, 1, "scale", channels); err != nil {
+	if err := nmWantLen(in, 1, "scale", channels); err != nil {
 		return nil, err
 	}
-	if err := rdWantLen(in, 2, "B", channels); err != nil {
+	if err := nmWantLen(in, 2, "B", channels); err != nil {
 		return nil, err
 	}
 	eps := float64(n.Float("epsilon", 1e-5))
@@ -184,7 +195,7 @@ func rdInstanceNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	for b := range batch * channels {
 		c := b % channels
 		block := x[b*spatial : (b+1)*spatial]
-		mean, variance := rdMeanVar(block)
+		mean, variance := nmMeanVar(block)
 		a := float64(d[1][c]) / math.Sqrt(variance+eps)
 		shift := float64(d[2][c]) - mean*a
 		for i, v := range block {
@@ -194,10 +205,10 @@ func rdInstanceNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	return singleOutput(in[0].Shape(), y)
 }
 
-// rdTrailingOffsets returns, for each element of the normalised block
+// nmTrailingOffsets returns, for each element of the normalised block
 // shape[axis:], the element of t (a scale or bias) that broadcasting maps to
 // it; t must broadcast to the block without growing it. nil t gives nil.
-func rdTrailingOffsets(t inference.Tensor, name string, block []int) ([]int, error) {
+func nmTrailingOffsets(t inference.Tensor, name string, block []int) ([]int, error) {
 	if !Present(t) {
 		return nil, nil
 	}
@@ -212,21 +223,21 @@ func rdTrailingOffsets(t inference.Tensor, name string, block []int) ([]int, err
 	return BroadcastOffsets(s, block), nil
 }
 
-// rdLayerNorm is LayerNormalization: each block x[i, …] over the axes
+// nmLayerNorm is LayerNormalization: each block x[i, …] over the axes
 // axis…rank-1 is normalised, y = (x - μ)·InvStdDev·Scale + B with
 // InvStdDev = 1/√(σ² + epsilon); the optional outputs are μ and InvStdDev
 // with the normalised axes kept as size 1.
-func rdLayerNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	return rdBlockNorm(n, in, false)
+func nmLayerNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+	return nmBlockNorm(n, in, false)
 }
 
-// rdRMSNorm is RMSNormalization: y = x / √(mean(x²) + epsilon) ·
+// nmRMSNorm is RMSNormalization: y = x / √(mean(x²) + epsilon) ·
 // scale over the axes axis…rank-1.
-func rdRMSNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	return rdBlockNorm(n, in, true)
+func nmRMSNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+	return nmBlockNorm(n, in, true)
 }
 
-func rdBlockNorm(n Node, in []inference.Tensor, rms bool) ([]inference.Tensor, error) {
+func nmBlockNorm(n Node, in []inference.Tensor, rms bool) ([]inference.Tensor, error) {
 	if len(in) < 2 || !Present(in[1]) {
 		return nil, fmt.Errorf("%d inputs, want X and scale: %w", len(in), inference.ErrBadModel)
 	}
@@ -234,10 +245,10 @@ func rdBlockNorm(n Node, in []inference.Tensor, rms bool) ([]inference.Tensor, e
 	if rms {
 		outputs = 1
 	}
-	if !rms && rdOutputs(n) > 1 && n.Int("stash_type", 1) != 1 {
+	if !rms && nmOutputs(n) > 1 && n.Int("stash_type", 1) != 1 {
 		return nil, Unsupported(n, "stash_type %d for the Mean and InvStdDev outputs", n.Int("stash_type", 1))
 	}
-	d, err := rdFloatInputs(n, in, "X", "scale", "B")
+	d, err := nmFloatInputs(n, in, "X", "scale", "B")
 	if err != nil {
 		return nil, err
 	}
@@ -249,11 +260,11 @@ func rdBlockNorm(n Node, in []inference.Tensor, rms bool) ([]inference.Tensor, e
 	}
 	block := shape[axis:]
 	size, rows := product(block), product(shape[:axis])
-	scaleAt, err := rdTrailingOffsets(in[1], "scale", block)
+	scaleAt, err := nmTrailingOffsets(in[1], "scale", block)
 	if err != nil {
 		return nil, err
 	}
-	biasAt, err := rdTrailingOffsets(Arg(in, 2), "B", block)
+	biasAt, err := nmTrailingOffsets(Arg(in, 2), "B", block)
 	if err != nil {
 		return nil, err
 	}
@@ -271,7 +282,7 @@ func rdBlockNorm(n Node, in []inference.Tensor, rms bool) ([]inference.Tensor, e
 			inv = 1 / math.Sqrt(sq/float64(size)+eps)
 		} else {
 			var variance float64
-			mean, variance = rdMeanVar(row)
+			mean, variance = nmMeanVar(row)
 			inv = 1 / math.Sqrt(variance+eps)
 		}
 		means[r], invs[r] = float32(mean), float32(inv)
@@ -304,19 +315,19 @@ func rdBlockNorm(n Node, in []inference.Tensor, rms bool) ([]inference.Tensor, e
 	return res, nil
 }
 
-// rdGroupNorm is GroupNormalization: the channels are split into
+// nmGroupNorm is GroupNormalization: the channels are split into
 // num_groups groups, each (sample, group) block is normalised by its mean
 // and variance, then scaled and shifted per group (opset 18) or per channel
 // (opset 21).
-func rdGroupNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func nmGroupNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if len(in) < 3 {
 		return nil, fmt.Errorf("%d inputs, want 3 (X, scale, bias): %w", len(in), inference.ErrBadModel)
 	}
-	d, err := rdFloatInputs(n, in, "X", "scale", "bias")
+	d, err := nmFloatInputs(n, in, "X", "scale", "bias")
 	if err != nil {
 		return nil, err
 	}
-	batch, channels, spatial, err := rdChannels(in[0])
+	batch, channels, spatial, err := nmChannels(in[0])
 	if err != nil {
 		return nil, err
 	}
@@ -332,10 +343,10 @@ func rdGroupNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if perGroup {
 		params = groups
 	}
-	if err := rdWantLen(in, 1, "scale", params); err != nil {
+	if err := nmWantLen(in, 1, "scale", params); err != nil {
 		return nil, err
 	}
-	if err := rdWantLen(in, 2, "bias", params); err != nil {
+	if err := nmWantLen(in, 2, "bias", params); err != nil {
 		return nil, err
 	}
 	eps := float64(n.Float("epsilon", 1e-5))
@@ -345,7 +356,7 @@ func rdGroupNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	size := cpg * spatial
 	for b := range batch * groups {
 		g := b % groups
-		mean, variance := rdMeanVar(x[b*size : (b+1)*size])
+		mean, variance := nmMeanVar(x[b*size : (b+1)*size])
 		inv := 1 / math.Sqrt(variance+eps)
 		for k := range cpg {
 			p := g
@@ -363,14 +374,14 @@ func rdGroupNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	return singleOutput(in[0].Shape(), y)
 }
 
-// rdLRN is LRN across channels: y = x / (bias + alpha/size · Σ x²)^beta, the
+// nmLRN is LRN across channels: y = x / (bias + alpha/size · Σ x²)^beta, the
 // sum over channels c - ⌊(size-1)/2⌋ … c + ⌈(size-1)/2⌉ clipped to the input.
-func rdLRN(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	d, err := rdFloatInputs(n, in, "X")
+func nmLRN(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+	d, err := nmFloatInputs(n, in, "X")
 	if err != nil {
 		return nil, err
 	}
-	batch, channels, spatial, err := rdChannels(in[0])
+	batch, channels, spatial, err := nmChannels(in[0])
 	if err != nil {
 		return nil, err
 	}
@@ -400,10 +411,10 @@ func rdLRN(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	return singleOutput(in[0].Shape(), y)
 }
 
-// rdLpNorm is LpNormalization: y = x / ‖x‖_p along axis (default -1), p 1 or
+// nmLpNorm is LpNormalization: y = x / ‖x‖_p along axis (default -1), p 1 or
 // 2 (default 2); a slice whose norm is 0 gives 0.
-func rdLpNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	d, err := rdFloatInputs(n, in, "input")
+func nmLpNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+	d, err := nmFloatInputs(n, in, "input")
 	if err != nil {
 		return nil, err
 	}
@@ -445,16 +456,16 @@ func rdLpNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	return singleOutput(shape, y)
 }
 
-// rdMVN is MeanVarianceNormalization: y = (x - μ) / (σ + 1e-9) with μ and σ²
+// nmMVN is MeanVarianceNormalization: y = (x - μ) / (σ + 1e-9) with μ and σ²
 // the mean and population variance over axes (default [0, 2, 3]), as the
 // operator's function body defines it.
-func rdMVN(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	d, err := rdFloatInputs(n, in, "X")
+func nmMVN(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+	d, err := nmFloatInputs(n, in, "X")
 	if err != nil {
 		return nil, err
 	}
 	axes := n.Ints("axes", []int64{0, 2, 3})
-	p, err := rdNewPlan(in[0].Shape(), axes, true)
+	p, err := newReducePlan(in[0].Shape(), axes, true)
 	if err != nil {
 		return nil, fmt.Errorf("input %v: %w", in[0], err)
 	}

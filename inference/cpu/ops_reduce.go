@@ -7,7 +7,8 @@ import (
 	"github.com/beamml/beamml/inference"
 )
 
-// Reductions (ReduceX, ArgMax/ArgMin), the softmax family and CumSum.
+// Reductions (ReduceX, ArgMax/ArgMin) and CumSum. The plan of a reduction
+// is in reduceplan.go.
 
 func init() {
 	// ReduceSum takes axes as an input from opset 13, the others from 18.
@@ -23,21 +24,7 @@ func init() {
 	register("ReduceSumSquare", rdReduce(rdSumSquare, 18))
 	register("ArgMax", rdArg(true))
 	register("ArgMin", rdArg(false))
-	register("Softmax", rdSoftmax(rdSoftmaxKind))
-	register("LogSoftmax", rdSoftmax(rdLogSoftmaxKind))
-	register("Hardmax", rdSoftmax(rdHardmaxKind))
 	register("CumSum", rdCumSum)
-}
-
-// rdOutputs counts the node outputs that are named (not left out).
-func rdOutputs(n Node) int {
-	c := 0
-	for _, o := range n.Outputs {
-		if o != "" {
-			c++
-		}
-	}
-	return c
 }
 
 // rdOp is the combining rule of a Reduce operator.
@@ -55,51 +42,6 @@ const (
 	rdLogSumExp
 	rdSumSquare
 )
-
-// rdPlan maps each element of a reduction's input to the output element it
-// folds into.
-type rdPlan struct {
-	in    []int // input shape
-	keep  []int // output shape with each reduced axis kept as size 1
-	out   []int // output shape as returned (reduced axes dropped unless keepdims)
-	count int   // input elements per output element
-	offs  []int // offs[i]: output element of input element i (row-major)
-}
-
-// rdNewPlan plans reducing shape over axes (all axes when axes is empty).
-func rdNewPlan(shape []int, axes []int64, keepdims bool) (*rdPlan, error) {
-	reduced := make([]bool, len(shape))
-	if len(axes) == 0 {
-		for i := range reduced {
-			reduced[i] = true
-		}
-	}
-	for _, a := range axes {
-		ax, err := NormAxis(a, len(shape))
-		if err != nil {
-			return nil, fmt.Errorf("axes %v: %w", axes, err)
-		}
-		reduced[ax] = true
-	}
-	p := &rdPlan{in: shape, keep: make([]int, len(shape)), count: 1}
-	for i, d := range shape {
-		if reduced[i] {
-			p.keep[i] = 1
-			p.count *= d
-			if keepdims {
-				p.out = append(p.out, 1)
-			}
-			continue
-		}
-		p.keep[i] = d
-		p.out = append(p.out, d)
-	}
-	if p.out == nil {
-		p.out = []int{}
-	}
-	p.offs = BroadcastOffsets(p.keep, shape)
-	return p, nil
-}
 
 // rdAxesOf returns the axes of a Reduce node: the attribute before opset
 // since, the optional second input from it on. noop reports an identity:
@@ -129,7 +71,7 @@ func rdReduce(op rdOp, axesInputSince int64) Kernel {
 		if noop {
 			return []inference.Tensor{x}, nil
 		}
-		p, err := rdNewPlan(x.Shape(), axes, n.Int("keepdims", 1) != 0)
+		p, err := newReducePlan(x.Shape(), axes, n.Int("keepdims", 1) != 0)
 		if err != nil {
 			return nil, fmt.Errorf("input %v: %w", x, err)
 		}
@@ -167,7 +109,7 @@ func rdReduce(op rdOp, axesInputSince int64) Kernel {
 // float32. The reduction of an empty set is the operator's identity: 0 for
 // the sums, 1 for Prod, -inf for Max, LogSum and LogSumExp, +inf for Min,
 // and NaN (0/0) for Mean.
-func rdReduceFloats(op rdOp, p *rdPlan, x []float32) []float32 {
+func rdReduceFloats(op rdOp, p *reducePlan, x []float32) []float32 {
 	n := product(p.keep)
 	out := make([]float32, n)
 	switch op {
@@ -267,7 +209,7 @@ func rdLimits[T rdInteger]() (lo, hi T) {
 // rdReduceIntTensor reduces integers exactly in int64, wrapping on overflow
 // as the element type does. Mean truncates toward zero and L2 truncates the
 // square root, as the ONNX reference does when it casts back.
-func rdReduceIntTensor[T rdInteger](n Node, op rdOp, p *rdPlan, t inference.Tensor) (inference.Tensor, error) {
+func rdReduceIntTensor[T rdInteger](n Node, op rdOp, p *reducePlan, t inference.Tensor) (inference.Tensor, error) {
 	x, err := inference.Data[T](t)
 	if err != nil {
 		return inference.Tensor{}, err
@@ -334,7 +276,7 @@ func rdReduceIntTensor[T rdInteger](n Node, op rdOp, p *rdPlan, t inference.Tens
 
 // rdReduceBools reduces booleans: Max is any (false when empty), Min is all
 // (true when empty).
-func rdReduceBools(op rdOp, p *rdPlan, x []bool) []bool {
+func rdReduceBools(op rdOp, p *reducePlan, x []bool) []bool {
 	out := make([]bool, product(p.keep))
 	if op == rdMin {
 		for i := range out {
@@ -424,88 +366,6 @@ func rdArgIndex[T float32 | rdInteger](x []T, shape []int, axis int, max, last b
 		}
 	}
 	return idx
-}
-
-type rdSoftmaxOp int
-
-const (
-	rdSoftmaxKind rdSoftmaxOp = iota
-	rdLogSoftmaxKind
-	rdHardmaxKind
-)
-
-// rdSoftmax returns the Softmax, LogSoftmax or Hardmax kernel. Before opset
-// 13 the input is coerced to 2-D [prod(shape[:axis]), prod(shape[axis:])]
-// (axis default 1) and each row is normalised; from 13 on, each 1-D slice
-// along axis (default -1) is. Softmax(x)_i = exp(x_i - m) / Σ_j exp(x_j - m)
-// with m the slice's maximum, LogSoftmax(x)_i = x_i - m - log Σ_j exp(x_j - m),
-// and Hardmax is 1 at the first maximum, 0 elsewhere.
-func rdSoftmax(kind rdSoftmaxOp) Kernel {
-	return func(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
-		x := in[0]
-		if x.DType() != inference.Float32 {
-			return nil, Unsupported(n, "element type %v", x.DType())
-		}
-		shape := x.Shape()
-		var outer, size, inner int
-		if n.Opset < 13 {
-			axis, err := NormAxis(n.Int("axis", 1), len(shape))
-			if err != nil {
-				return nil, fmt.Errorf("input %v: %w", x, err)
-			}
-			outer, size, inner = product(shape[:axis]), product(shape[axis:]), 1
-		} else {
-			axis, err := NormAxis(n.Int("axis", -1), len(shape))
-			if err != nil {
-				return nil, fmt.Errorf("input %v: %w", x, err)
-			}
-			outer, size, inner = splitAxis(shape, axis)
-		}
-		d, _ := Floats(x)
-		y := make([]float32, len(d))
-		for o := range outer {
-			for j := range inner {
-				base := o*size*inner + j
-				rdSoftmaxSlice(kind, d, y, base, size, inner)
-			}
-		}
-		return singleOutput(shape, y)
-	}
-}
-
-// rdSoftmaxSlice normalises the size elements of x at base, base+stride, …
-// into y.
-func rdSoftmaxSlice(kind rdSoftmaxOp, x, y []float32, base, size, stride int) {
-	if size == 0 {
-		return
-	}
-	m, mi := x[base], 0
-	for k := 1; k < size; k++ {
-		if v := x[base+k*stride]; v > m {
-			m, mi = v, k
-		}
-	}
-	if kind == rdHardmaxKind {
-		y[base+mi*stride] = 1
-		return
-	}
-	mf := float64(m)
-	var sum float64
-	for k := range size {
-		sum += math.Exp(float64(x[base+k*stride]) - mf)
-	}
-	if kind == rdLogSoftmaxKind {
-		ls := mf + math.Log(sum)
-		for k := range size {
-			i := base + k*stride
-			y[i] = float32(float64(x[i]) - ls)
-		}
-		return
-	}
-	for k := range size {
-		i := base + k*stride
-		y[i] = float32(math.Exp(float64(x[i])-mf) / sum)
-	}
 }
 
 // rdCumSum is CumSum: y_i = Σ_{j≤i} x_j along axis (the second input), j<i

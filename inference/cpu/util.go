@@ -3,6 +3,7 @@ package cpu
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/beamml/beamml/inference"
@@ -244,4 +245,130 @@ func requiredFloatArg(n Node, in []inference.Tensor, i int, name string) (infere
 		return inference.Tensor{}, nil, err
 	}
 	return floatArg(n, in, i, name)
+}
+
+// inputs returns in padded with zero tensors to size entries (inputs the
+// node leaves out at the end), failing when one of the first required
+// inputs is absent.
+func inputs(in []inference.Tensor, size, required int) ([]inference.Tensor, error) {
+	if len(in) < size {
+		in = append(slices.Clip(in), make([]inference.Tensor, size-len(in))...)
+	}
+	if err := needInputs(in, required); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// normAxes normalizes axes for the given rank and rejects repeats.
+func normAxes(axes []int64, rank int) ([]int, error) {
+	out := make([]int, len(axes))
+	for i, a := range axes {
+		ax, err := NormAxis(a, rank)
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(out[:i], ax) {
+			return nil, fmt.Errorf("axis %d repeated in %v: %w", a, axes, inference.ErrShape)
+		}
+		out[i] = ax
+	}
+	return out, nil
+}
+
+// dimsOf converts a shape operand to dimensions, rejecting negative ones.
+func dimsOf(t inference.Tensor, what string) ([]int, error) {
+	v, err := Int64s(t)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	out := make([]int, len(v))
+	for i, d := range v {
+		if d < 0 || d > math.MaxInt32 {
+			return nil, fmt.Errorf("%s %v: dimension %d is %d: %w", what, v, i, d, inference.ErrShape)
+		}
+		out[i] = int(d)
+	}
+	if _, err := inference.NumElements(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// scalarOf returns a rank-0 tensor of type dt holding v converted as a C
+// cast would (bool: v ≠ 0).
+func scalarOf(dt inference.DType, v float64) (inference.Tensor, error) {
+	switch dt {
+	case inference.Float32:
+		return inference.New([]int{}, []float32{float32(v)})
+	case inference.Int64:
+		return inference.New([]int{}, []int64{int64(v)})
+	case inference.Int32:
+		return inference.New([]int{}, []int32{int32(v)})
+	case inference.Bool:
+		return inference.New([]int{}, []bool{v != 0})
+	case inference.Uint8:
+		return inference.New([]int{}, []uint8{uint8(v)})
+	}
+	return inference.Tensor{}, fmt.Errorf("%v: %w", dt, inference.ErrType)
+}
+
+// wantShape checks that input i has exactly the shape want.
+func wantShape(t inference.Tensor, i int, name string, want ...int) error {
+	if !slices.Equal(t.Shape(), want) {
+		return fmt.Errorf("input %d (%s) is %v, want shape %v: %w", i, name, t, want, inference.ErrShape)
+	}
+	return nil
+}
+
+// number is the numeric element types; bool is not one.
+type number interface {
+	float32 | int64 | int32 | uint8
+}
+
+// dataOf returns t's elements; the caller has checked t's DType.
+func dataOf[T inference.Element](t inference.Tensor) []T {
+	d, _ := inference.Data[T](t)
+	return d
+}
+
+// sameType checks that every present input has input 0's element type.
+func sameType(in []inference.Tensor) error {
+	for i, t := range in[1:] {
+		if Present(t) && t.DType() != in[0].DType() {
+			return fmt.Errorf("input %d is %v, input 0 is %v: %w", i+1, t, in[0], inference.ErrType)
+		}
+	}
+	return nil
+}
+
+// wantType is the error for an input whose element type the operator
+// does not take.
+func wantType(i int, t inference.Tensor, want string) error {
+	return fmt.Errorf("input %d is %v, want %s: %w", i, t, want, inference.ErrType)
+}
+
+// mapElems applies f to every element of x.
+func mapElems[T, U inference.Element](x []T, f func(T) U) []U {
+	out := make([]U, len(x))
+	for i, v := range x {
+		out[i] = f(v)
+	}
+	return out
+}
+
+func sigmoid(x float64) float64 {
+	if x >= 0 {
+		return 1 / (1 + math.Exp(-x))
+	}
+	e := math.Exp(x)
+	return e / (1 + e)
+}
+
+// softplus is log(1 + e^x), computed without overflow for large x.
+func softplus(x float64) float64 {
+	if x > 0 {
+		return x + math.Log1p(math.Exp(-x))
+	}
+	return math.Log1p(math.Exp(x))
 }

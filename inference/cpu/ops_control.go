@@ -10,6 +10,9 @@ import (
 	"github.com/beamml/beamml/inference/graph"
 )
 
+// Control flow: the Loop and Scan operators, which the executor runs
+// through runLoop and runScan (exec.go, where If is).
+
 func init() { runScan = scan }
 
 // scan runs ONNX Scan: the body runs once per slice of the scan inputs along

@@ -12,63 +12,6 @@ import (
 	"github.com/beamml/beamml/inference/graph"
 )
 
-func TestNNMatMul(t *testing.T) {
-	n := testNode("MatMul", 13, nil, 1)
-	// 1-D promotion on both sides: a dot product of rank 0.
-	out := runKernel(t, n, tensorOf(t, []int{3}, float32(1), 2, 3), tensorOf(t, []int{3}, float32(4), 5, 6))
-	checkFloats(t, out[0], []int{}, 32)
-
-	// A [2,1,2,2] broadcasts against B [3,2,1] over the batch dimensions
-	// to [2,3]; B's matrices are columns.
-	a := tensorOf(t, []int{2, 1, 2, 2}, float32(1), 0, 0, 1, 2, 0, 0, 2)
-	b := tensorOf(t, []int{3, 2, 1}, float32(1), 2, 3, 4, 5, 6)
-	out = runKernel(t, n, a, b)
-	checkFloats(t, out[0], []int{2, 3, 2, 1},
-		1, 2, 3, 4, 5, 6, // identity
-		2, 4, 6, 8, 10, 12, // 2·identity
-	)
-
-	// A vector times a batch of matrices: [2] · [2,2,2] → [2,2].
-	out = runKernel(t, n, tensorOf(t, []int{2}, float32(1), 1), tensorOf(t, []int{2, 2, 2}, float32(1), 2, 3, 4, 5, 6, 7, 8))
-	checkFloats(t, out[0], []int{2, 2}, 4, 6, 12, 14)
-
-	// Integers multiply exactly.
-	out = runKernel(t, n, tensorOf(t, []int{1, 2}, int64(3), 4), tensorOf(t, []int{2, 1}, int64(5), 6))
-	if d, _ := inference.Data[int64](out[0]); !slices.Equal(out[0].Shape(), []int{1, 1}) || d[0] != 39 {
-		t.Fatalf("int64 MatMul = %v %v, want [1 1] [39]", out[0], d)
-	}
-
-	_, err := nnMatMul(n, []inference.Tensor{tensorOf(t, []int{2, 3}, make([]float32, 6)...), tensorOf(t, []int{2, 3}, make([]float32, 6)...)})
-	if !errors.Is(err, inference.ErrShape) {
-		t.Fatalf("MatMul [2,3]·[2,3]: err = %v, want ErrShape", err)
-	}
-}
-
-func TestNNGemm(t *testing.T) {
-	// A' = Aᵀ = [[1,2],[3,4]], B' = Bᵀ = [[1,0],[0,1]]; Y = 2·A'·B' + 0.5·[10, 20].
-	n := testNode("Gemm", 13, map[string]graph.Attr{
-		"transA": attrInt(1), "transB": attrInt(1), "alpha": attrFloat(2), "beta": attrFloat(0.5),
-	}, 1)
-	a := tensorOf(t, []int{2, 2}, float32(1), 3, 2, 4)
-	b := tensorOf(t, []int{2, 2}, float32(1), 0, 0, 1)
-	c := tensorOf(t, []int{2}, float32(10), 20)
-	out := runKernel(t, n, a, b, c)
-	checkFloats(t, out[0], []int{2, 2}, 7, 14, 11, 18)
-
-	// Opset 6 without broadcast=1 wants C of shape [M, N] exactly.
-	legacy := testNode("Gemm", 6, nil, 1)
-	if _, err := nnGemm(legacy, []inference.Tensor{a, b, c}); !errors.Is(err, inference.ErrShape) {
-		t.Fatalf("Gemm-6 broadcast=0 with C [2]: err = %v, want ErrShape", err)
-	}
-	legacy = testNode("Gemm", 6, map[string]graph.Attr{"broadcast": attrInt(1)}, 1)
-	out = runKernel(t, legacy, a, b, c)
-	checkFloats(t, out[0], []int{2, 2}, 11, 23, 12, 24)
-
-	// Without C, beta does not matter.
-	out = runKernel(t, testNode("Gemm", 13, nil, 1), a, b)
-	checkFloats(t, out[0], []int{2, 2}, 1, 3, 2, 4)
-}
-
 func TestNNConvHand(t *testing.T) {
 	// 3×3 input, 2×2 kernel of ones, pads 1 at the start only, stride 2:
 	// windows start at -1 and 1 in each dimension.
@@ -91,18 +34,18 @@ func TestNNConvHand(t *testing.T) {
 	checkFloats(t, out[0], []int{1, 2, 2}, 10, 20, -3, -4)
 
 	// Channels that do not match W are a shape error.
-	if _, err := nnConv(n, []inference.Tensor{tensorOf(t, []int{1, 3, 2}, make([]float32, 6)...), tensorOf(t, []int{2, 1, 1}, float32(1), 1)}); !errors.Is(err, inference.ErrShape) {
+	if _, err := cvConv(n, []inference.Tensor{tensorOf(t, []int{1, 3, 2}, make([]float32, 6)...), tensorOf(t, []int{2, 1, 1}, float32(1), 1)}); !errors.Is(err, inference.ErrShape) {
 		t.Fatalf("Conv with 3 channels, W for 2: err = %v, want ErrShape", err)
 	}
 	n = testNode("Conv", 11, map[string]graph.Attr{"auto_pad": attrString("SAME_MIDDLE")}, 1)
-	if _, err := nnConv(n, []inference.Tensor{x, w}); !errors.Is(err, inference.ErrUnsupportedOp) {
+	if _, err := cvConv(n, []inference.Tensor{x, w}); !errors.Is(err, inference.ErrUnsupportedOp) {
 		t.Fatalf("Conv with auto_pad SAME_MIDDLE: err = %v, want ErrUnsupportedOp", err)
 	}
 }
 
-// nnDirectConv is the reference convolution: a loop over every output
+// cvDirectConv is the reference convolution: a loop over every output
 // element and every tap, in float64.
-func nnDirectConv(xs, ws []int, x, w, bias []float32, g nnGeom, group int) []float32 {
+func cvDirectConv(xs, ws []int, x, w, bias []float32, g geom, group int) []float32 {
 	batch, chans, outChans := xs[0], xs[1], ws[0]
 	cg, mg := chans/group, outChans/group
 	isp, osp, ksz := product(g.in), product(g.out), product(g.kernel)
@@ -176,11 +119,11 @@ func TestNNConvRandom(t *testing.T) {
 		w := nnRandom(r, product(ws))
 		bias := nnRandom(r, ws[0])
 		out := runKernel(t, n, tensorOf(t, xs, x...), tensorOf(t, ws, w...), tensorOf(t, []int{ws[0]}, bias...))
-		g, err := nnWindowGeom(n, xs[2:], ws[2:], false)
+		g, err := windowGeom(n, xs[2:], ws[2:], false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := nnDirectConv(xs, ws, x, w, bias, g, group)
+		want := cvDirectConv(xs, ws, x, w, bias, g, group)
 		got, _ := Floats(out[0])
 		name := fmt.Sprintf("trial %d: X %v W %v attrs strides %v dilations %v pads %v group %d", trial, xs, ws, strides, dils, pads, group)
 		if !slices.Equal(out[0].Shape(), append([]int{xs[0], ws[0]}, g.out...)) {
@@ -194,9 +137,9 @@ func TestNNConvRandom(t *testing.T) {
 	}
 }
 
-// nnConvCase runs Conv on x (shape xs) and w (shape ws) with attrs and an
+// cvConvCase runs Conv on x (shape xs) and w (shape ws) with attrs and an
 // optional bias, and returns the output and the geometry.
-func nnConvCase(t *testing.T, xs, ws []int, x, w, bias []float32, attrs map[string]graph.Attr) ([]float32, nnGeom) {
+func cvConvCase(t *testing.T, xs, ws []int, x, w, bias []float32, attrs map[string]graph.Attr) ([]float32, geom) {
 	t.Helper()
 	n := testNode("Conv", 11, attrs, 1)
 	in := []inference.Tensor{tensorOf(t, xs, x...), tensorOf(t, ws, w...)}
@@ -204,7 +147,7 @@ func nnConvCase(t *testing.T, xs, ws []int, x, w, bias []float32, attrs map[stri
 		in = append(in, tensorOf(t, []int{ws[0]}, bias...))
 	}
 	out := runKernel(t, n, in...)
-	g, err := nnWindowGeom(n, xs[2:], ws[2:], false)
+	g, err := windowGeom(n, xs[2:], ws[2:], false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,9 +158,9 @@ func nnConvCase(t *testing.T, xs, ws []int, x, w, bias []float32, attrs map[stri
 	return got, g
 }
 
-// nnCheckNear fails the test at the first element of got not near want
+// cvCheckNear fails the test at the first element of got not near want
 // (rtol 1e-4, atol 1e-5).
-func nnCheckNear(t *testing.T, name string, got, want []float32) {
+func cvCheckNear(t *testing.T, name string, got, want []float32) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d elements, want %d", name, len(got), len(want))
@@ -230,7 +173,7 @@ func nnCheckNear(t *testing.T, name string, got, want []float32) {
 }
 
 // TestNNConvDepthwise compares the direct depthwise path with the im2col +
-// SGEMM path (nnConvGemm) and with the reference loop, on random 2-D cases:
+// SGEMM path (cvConvGemm) and with the reference loop, on random 2-D cases:
 // 3×3 kernels (the register kernel) and others, strides and dilations of 1
 // and 2, asymmetric pads or none, channel multipliers 1 to 3, batches of 1
 // and 2, with and without bias, some large enough to run in parallel.
@@ -276,14 +219,14 @@ func TestNNConvDepthwise(t *testing.T) {
 			bias = nnRandom(r, ws[0])
 		}
 		name := fmt.Sprintf("trial %d: X %v W %v strides %v dilations %v pads %v %v", trial, xs, ws, strides, dils, pads, padEnd)
-		if !nnDepthwise(chans, chans, ws[0], ws[2:]) {
+		if !cvDepthwise(chans, chans, ws[0], ws[2:]) {
 			t.Fatalf("%s: not depthwise", name)
 		}
-		got, g := nnConvCase(t, xs, ws, x, w, bias, attrs)
+		got, g := cvConvCase(t, xs, ws, x, w, bias, attrs)
 		gemm := make([]float32, len(got))
-		nnConvGemm(x, w, bias, batch, chans, ws[0], chans, g, gemm, clamp{})
-		nnCheckNear(t, name+" vs im2col", got, gemm)
-		nnCheckNear(t, name+" vs direct loop", got, nnDirectConv(xs, ws, x, w, bias, g, chans))
+		cvConvGemm(x, w, bias, batch, chans, ws[0], chans, g, gemm, clamp{})
+		cvCheckNear(t, name+" vs im2col", got, gemm)
+		cvCheckNear(t, name+" vs direct loop", got, cvDirectConv(xs, ws, x, w, bias, g, chans))
 	}
 }
 
@@ -312,8 +255,8 @@ func TestNNConvPointwise(t *testing.T) {
 		attrs := map[string]graph.Attr{"group": attrInt(int64(c.group)), "strides": attrInts(c.stride, c.stride), "pads": attrInts(c.pad, c.pad, c.pad, c.pad)}
 		name := fmt.Sprintf("X %v W %v stride %d pad %d group %d", xs, ws, c.stride, c.pad, c.group)
 		for _, b := range [][]float32{bias, nil} {
-			got, g := nnConvCase(t, xs, ws, x, w, b, attrs)
-			want := nnDirectConv(xs, ws, x, w, b, g, c.group)
+			got, g := cvConvCase(t, xs, ws, x, w, b, attrs)
+			want := cvDirectConv(xs, ws, x, w, b, g, c.group)
 			for i := range want {
 				if !near(got[i], want[i], 1e-4, 1e-4) {
 					t.Fatalf("%s, bias %v: element %d = %g, want %g", name, b != nil, i, got[i], want[i])
@@ -323,14 +266,14 @@ func TestNNConvPointwise(t *testing.T) {
 	}
 }
 
-// TestNNIm2col2D compares nnIm2col2D with the N-D nnIm2col on random 2-D
+// TestNNIm2col2D compares cvIm2col2D with the N-D cvIm2col on random 2-D
 // geometries, into buffers filled with NaN, as pooled scratch may be: every
 // element must be written.
 func TestNNIm2col2D(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 18))
 	for trial := range 40 {
 		chans := 1 + r.IntN(3)
-		g := nnGeom{in: make([]int, 2), out: make([]int, 2), kernel: make([]int, 2), stride: make([]int, 2), dilation: make([]int, 2), padBegin: make([]int, 2), padEnd: make([]int, 2)}
+		g := geom{in: make([]int, 2), out: make([]int, 2), kernel: make([]int, 2), stride: make([]int, 2), dilation: make([]int, 2), padBegin: make([]int, 2), padEnd: make([]int, 2)}
 		for d := range 2 {
 			g.kernel[d], g.stride[d], g.dilation[d] = 1+r.IntN(3), 1+r.IntN(3), 1+r.IntN(2)
 			g.padBegin[d], g.padEnd[d] = r.IntN(4), r.IntN(4)
@@ -349,8 +292,8 @@ func TestNNIm2col2D(t *testing.T) {
 		for i := range got {
 			got[i], want[i] = float32(math.NaN()), float32(math.NaN())
 		}
-		nnIm2col2D(x, chans, g, got)
-		nnIm2col(x, chans, nnTaps{cols: g.out, img: g.in, kernel: g.kernel, stride: g.stride, dilation: g.dilation, pad: g.padBegin}, want)
+		cvIm2col2D(x, chans, g, got)
+		cvIm2col(x, chans, cvTaps{cols: g.out, img: g.in, kernel: g.kernel, stride: g.stride, dilation: g.dilation, pad: g.padBegin}, want)
 		if !slices.Equal(got, want) {
 			t.Fatalf("trial %d: geometry %+v, %d channels: im2col differs:\n got %v\nwant %v", trial, g, chans, got, want)
 		}
@@ -375,75 +318,24 @@ func TestNNConvTranspose(t *testing.T) {
 	out = runKernel(t, n, x, w)
 	checkFloats(t, out[0], []int{1, 1, 5}, 1, 3, 2, 2, 0)
 
-	if _, err := nnConvTranspose(n, []inference.Tensor{tensorOf(t, []int{1, 2, 2}, make([]float32, 4)...), w}); !errors.Is(err, inference.ErrShape) {
+	if _, err := cvConvTranspose(n, []inference.Tensor{tensorOf(t, []int{1, 2, 2}, make([]float32, 4)...), w}); !errors.Is(err, inference.ErrShape) {
 		t.Fatalf("ConvTranspose with 2 channels, W for 1: err = %v, want ErrShape", err)
 	}
 }
 
-func TestNNPools(t *testing.T) {
-	x := tensorOf(t, []int{1, 1, 3, 3}, float32(1), 2, 3, 4, 5, 6, 7, 8, 9)
+func TestIMCol2Im(t *testing.T) {
+	// A 2×3 image from 1×2 blocks at stride 1: 2×2 block positions. Block
+	// offset 0 holds 1..4, offset 1 holds 10..40, one per position.
+	x := tensorOf[float32](t, []int{1, 2, 4}, 1, 2, 3, 4, 10, 20, 30, 40)
+	image := tensorOf[int64](t, []int{2}, 2, 3)
+	block := tensorOf[int64](t, []int{2}, 1, 2)
+	got := runKernel(t, testNode("Col2Im", 18, nil, 1), x, image, block)[0]
+	checkFloats(t, got, []int{1, 1, 2, 3}, 1, 12, 20, 3, 34, 40)
 
-	// MaxPool 2×2 stride 1 with Indices, row-major and column-major.
-	n := testNode("MaxPool", 12, map[string]graph.Attr{"kernel_shape": attrInts(2, 2)}, 2)
-	out := runKernel(t, n, x)
-	checkFloats(t, out[0], []int{1, 1, 2, 2}, 5, 6, 8, 9)
-	if idx, _ := inference.Data[int64](out[1]); !slices.Equal(idx, []int64{4, 5, 7, 8}) {
-		t.Fatalf("MaxPool indices %v, want [4 5 7 8]", idx)
-	}
-	n = testNode("MaxPool", 12, map[string]graph.Attr{"kernel_shape": attrInts(2, 2), "storage_order": attrInt(1)}, 2)
-	out = runKernel(t, n, x)
-	if idx, _ := inference.Data[int64](out[1]); !slices.Equal(idx, []int64{4, 7, 5, 8}) {
-		t.Fatalf("MaxPool column-major indices %v, want [4 7 5 8]", idx)
-	}
-
-	// MaxPool-1 still honours dilations (taps 0 and 2 of each row).
-	n = testNode("MaxPool", 1, map[string]graph.Attr{"kernel_shape": attrInts(1, 2), "dilations": attrInts(1, 2)}, 1)
-	out = runKernel(t, n, x)
-	checkFloats(t, out[0], []int{1, 1, 3, 1}, 3, 6, 9)
-
-	// AveragePool 2×2, stride 2, ceil_mode, pad 1 at the start: the
-	// corner window holds 1 element (4 with count_include_pad).
-	attrs := map[string]graph.Attr{"kernel_shape": attrInts(2, 2), "strides": attrInts(2, 2), "pads": attrInts(1, 1, 0, 0)}
-	out = runKernel(t, testNode("AveragePool", 19, attrs, 1), x)
-	checkFloats(t, out[0], []int{1, 1, 2, 2}, 1, 2.5, 5.5, 7)
-	attrs["count_include_pad"] = attrInt(1)
-	out = runKernel(t, testNode("AveragePool", 19, attrs, 1), x)
-	checkFloats(t, out[0], []int{1, 1, 2, 2}, 0.25, 1.25, 2.75, 7)
-
-	// ceil_mode keeps a last, partial window: 3 wide, kernel 2, stride 2.
-	out = runKernel(t, testNode("AveragePool", 19, map[string]graph.Attr{"kernel_shape": attrInts(2, 2), "strides": attrInts(2, 2), "ceil_mode": attrInt(1)}, 1), x)
-	checkFloats(t, out[0], []int{1, 1, 2, 2}, 3, 4.5, 7.5, 9)
-
-	// LpPool p=1 sums magnitudes; LpPool-1 takes p as a float.
-	neg := tensorOf(t, []int{1, 1, 3}, float32(-3), 4, 0)
-	out = runKernel(t, testNode("LpPool", 18, map[string]graph.Attr{"kernel_shape": attrInts(2), "p": attrInt(1)}, 1), neg)
-	checkFloats(t, out[0], []int{1, 1, 2}, 7, 4)
-	out = runKernel(t, testNode("LpPool", 1, map[string]graph.Attr{"kernel_shape": attrInts(2), "p": attrFloat(2)}, 1), neg)
-	checkFloats(t, out[0], []int{1, 1, 2}, 5, 4)
-
-	out = runKernel(t, testNode("GlobalAveragePool", 1, nil, 1), x)
-	checkFloats(t, out[0], []int{1, 1, 1, 1}, 5)
-	out = runKernel(t, testNode("GlobalMaxPool", 1, nil, 1), x)
-	checkFloats(t, out[0], []int{1, 1, 1, 1}, 9)
-
-	// A window larger than the input is a shape error.
-	if _, err := nnMaxPool(testNode("MaxPool", 12, map[string]graph.Attr{"kernel_shape": attrInts(4, 4)}, 1), []inference.Tensor{x}); !errors.Is(err, inference.ErrShape) {
-		t.Fatalf("MaxPool 4×4 on 3×3: err = %v, want ErrShape", err)
-	}
-}
-
-func TestNNMaxUnpool(t *testing.T) {
-	n := testNode("MaxUnpool", 11, map[string]graph.Attr{"kernel_shape": attrInts(2, 2), "strides": attrInts(2, 2)}, 1)
-	x := tensorOf(t, []int{1, 1, 1, 2}, float32(5), 7)
-	i := tensorOf(t, []int{1, 1, 1, 2}, int64(1), 6)
-	out := runKernel(t, n, x, i)
-	checkFloats(t, out[0], []int{1, 1, 2, 4}, 0, 5, 0, 0, 0, 0, 7, 0)
-
-	out = runKernel(t, n, x, i, tensorOf(t, []int{4}, int64(1), 1, 3, 4))
-	checkFloats(t, out[0], []int{1, 1, 3, 4}, 0, 5, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0)
-
-	if _, err := nnMaxUnpool(n, []inference.Tensor{x, tensorOf(t, []int{1, 1, 1, 2}, int64(1), 8)}); !errors.Is(err, inference.ErrShape) {
-		t.Fatalf("MaxUnpool index 8 into 8 elements: err = %v, want ErrShape", err)
+	// With stride 2 along the width only one block position fits per row.
+	_, err := cvCol2Im(testNode("Col2Im", 18, map[string]graph.Attr{"strides": attrInts(1, 2)}, 1), []inference.Tensor{x, image, block})
+	if !errors.Is(err, inference.ErrShape) {
+		t.Errorf("4 blocks where 2 fit: got %v, want ErrShape", err)
 	}
 }
 
@@ -457,24 +349,11 @@ func BenchmarkNNConv(b *testing.B) {
 	n := testNode("Conv", 11, map[string]graph.Attr{"pads": attrInts(1, 1, 1, 1)}, 1)
 	in := []inference.Tensor{x, w}
 	for b.Loop() {
-		if _, err := nnConv(n, in); err != nil {
+		if _, err := cvConv(n, in); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(2*64*576*3136*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-}
-
-// BenchmarkNNMaxPool times a 3×3 stride-2 max pool over 64×112×112.
-func BenchmarkNNMaxPool(b *testing.B) {
-	r := rand.New(rand.NewPCG(9, 10))
-	x, _ := inference.New([]int{1, 64, 112, 112}, nnRandom(r, 64*112*112))
-	n := testNode("MaxPool", 12, map[string]graph.Attr{"kernel_shape": attrInts(3, 3), "strides": attrInts(2, 2), "pads": attrInts(1, 1, 1, 1)}, 1)
-	in := []inference.Tensor{x}
-	for b.Loop() {
-		if _, err := nnMaxPool(n, in); err != nil {
-			b.Fatal(err)
-		}
-	}
 }
 
 // BenchmarkNNConvDepthwise times MobileNetV2's 3×3 depthwise convolutions
@@ -489,7 +368,7 @@ func BenchmarkNNConvDepthwise(b *testing.B) {
 			n := testNode("Conv", 11, map[string]graph.Attr{"group": attrInt(144), "pads": attrInts(1, 1, 1, 1), "strides": attrInts(stride, stride)}, 1)
 			in := []inference.Tensor{x, w, bias}
 			for b.Loop() {
-				if _, err := nnConv(n, in); err != nil {
+				if _, err := cvConv(n, in); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -7,6 +7,11 @@ import (
 	"github.com/beamml/beamml/inference/graph"
 )
 
+// Sequence operators: SequenceEmpty, SequenceConstruct, SequenceAt,
+// SequenceInsert, SequenceErase, SequenceLength and ConcatFromSequence.
+// Their operands may be sequences, so they are not Kernels: the executor
+// runs them (runSeq in exec.go) from seqKernels.
+
 // item is an operand of the sequence operators: a tensor, or a sequence of
 // tensors. Sequences live only inside a graph run; graph inputs and outputs
 // are tensors.

@@ -1,0 +1,676 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+
+	"github.com/beamml/beamml/inference"
+)
+
+// Convolutions: Conv, ConvTranspose and Col2Im. Tensors are NCHW:
+// [batch, channels, spatial...]; the window geometry is in window.go.
+
+func init() {
+	register("Conv", cvConv)
+	register("ConvTranspose", cvConvTranspose)
+	register("Col2Im", cvCol2Im)
+}
+
+// cvSpan returns the positions j in [0, count) for which j·s + off lies in
+// [0, size), as the range [lo, hi).
+func cvSpan(off, s, size, count int) (lo, hi int) {
+	if off < 0 {
+		lo = (-off + s - 1) / s
+	}
+	if size-1-off < 0 {
+		return 0, 0
+	}
+	hi = min(count, (size-1-off)/s+1)
+	if lo > hi {
+		lo = hi
+	}
+	return lo, hi
+}
+
+// cvTaps maps the columns of an im2col matrix to an image. For channel c
+// and kernel tap t (the matrix row c·∏kernel + t) and column position p
+// (an index into cols), it addresses image index p·stride − pad +
+// t·dilation in each dimension; indices outside img are padding.
+type cvTaps struct {
+	cols, img, kernel, stride, dilation, pad []int
+}
+
+// walk calls seg for each row r and each run of cols[last] consecutive
+// columns starting at column col0. Columns lo…hi−1 of the run address the
+// image element at offset at + (j−lo)·stride[last] (offsets count from the
+// first channel's first element); the others are padding.
+func (m cvTaps) walk(channels int, seg func(r, col0, lo, hi, at int)) {
+	rank := len(m.cols)
+	ncol, nimg, ntap := product(m.cols), product(m.img), product(m.kernel)
+	if ncol == 0 {
+		return
+	}
+	last := rank - 1
+	width := m.cols[last]
+	imgStrides := Strides(m.img)
+	tap := make([]int, rank)
+	pos := make([]int, rank)
+	for c := range channels {
+		for t := range ntap {
+			rem := t
+			for d := last; d >= 0; d-- {
+				tap[d] = rem % m.kernel[d]
+				rem /= m.kernel[d]
+			}
+			off := tap[last]*m.dilation[last] - m.pad[last]
+			lo, hi := cvSpan(off, m.stride[last], m.img[last], width)
+			clear(pos)
+			r := c*ntap + t
+			for col0 := 0; col0 < ncol; col0 += width {
+				base, inside := c*nimg, lo < hi
+				for d := 0; d < last && inside; d++ {
+					i := pos[d]*m.stride[d] - m.pad[d] + tap[d]*m.dilation[d]
+					inside = i >= 0 && i < m.img[d]
+					base += i * imgStrides[d]
+				}
+				if inside {
+					seg(r, col0, lo, hi, base+lo*m.stride[last]+off)
+				} else {
+					seg(r, col0, 0, 0, 0)
+				}
+				for d := last - 1; d >= 0; d-- {
+					if pos[d]++; pos[d] < m.cols[d] {
+						break
+					}
+					pos[d] = 0
+				}
+			}
+		}
+	}
+}
+
+// cvIm2col fills col (channels·∏kernel rows, ∏cols columns) with the image
+// elements m addresses, zero in the padding.
+func cvIm2col(x []float32, channels int, m cvTaps, col []float32) {
+	ncol, width, s := product(m.cols), m.cols[len(m.cols)-1], m.stride[len(m.stride)-1]
+	m.walk(channels, func(r, col0, lo, hi, at int) {
+		cvIm2colRun(col[r*ncol+col0:r*ncol+col0+width], x, lo, hi, at, s)
+	})
+}
+
+// cvIm2colRun sets run[j] to x[at + (j−lo)·s] for lo ≤ j < hi and to zero
+// elsewhere.
+func cvIm2colRun(run, x []float32, lo, hi, at, s int) {
+	clear(run[:lo])
+	clear(run[hi:])
+	if s == 1 {
+		copy(run[lo:hi], x[at:at+hi-lo])
+		return
+	}
+	for j := lo; j < hi; j++ {
+		run[j] = x[at]
+		at += s
+	}
+}
+
+// cvIm2col2D is cvIm2col for two spatial dimensions, g giving the
+// addressing: row (c·kh + ky)·kw + kx, column oy·ow + ox holds image
+// element (oy·sh − ph + ky·dh, ox·sw − pw + kx·dw) of channel c.
+func cvIm2col2D(x []float32, channels int, g geom, col []float32) {
+	ih, iw, oh, ow := g.in[0], g.in[1], g.out[0], g.out[1]
+	sh, sw := g.stride[0], g.stride[1]
+	osp := oh * ow
+	r := 0
+	for c := range channels {
+		plane := x[c*ih*iw : (c+1)*ih*iw]
+		for ky := range g.kernel[0] {
+			offY := ky*g.dilation[0] - g.padBegin[0]
+			yLo, yHi := cvSpan(offY, sh, ih, oh)
+			for kx := range g.kernel[1] {
+				dst := col[r*osp : (r+1)*osp]
+				r++
+				offX := kx*g.dilation[1] - g.padBegin[1]
+				lo, hi := cvSpan(offX, sw, iw, ow)
+				if lo >= hi {
+					clear(dst) // every column of this tap is padding
+					continue
+				}
+				clear(dst[:yLo*ow])
+				clear(dst[yHi*ow:])
+				for oy := yLo; oy < yHi; oy++ {
+					cvIm2colRun(dst[oy*ow:(oy+1)*ow], plane[(oy*sh+offY)*iw:], lo, hi, lo*sw+offX, sw)
+				}
+			}
+		}
+	}
+}
+
+// cvCol2im adds each element of col to the image element m addresses,
+// dropping those that fall in the padding: the adjoint of cvIm2col.
+func cvCol2im(col []float32, channels int, m cvTaps, y []float32) {
+	ncol, width, s := product(m.cols), m.cols[len(m.cols)-1], m.stride[len(m.stride)-1]
+	m.walk(channels, func(r, col0, lo, hi, at int) {
+		run := col[r*ncol+col0 : r*ncol+col0+width]
+		for j := lo; j < hi; j++ {
+			y[at] += run[j]
+			at += s
+		}
+	})
+}
+
+// cvConvShapes checks X [N, C, spatial...] and W of a convolution and
+// returns the group count and the kernel shape. W is [M, C/group,
+// kernel...] for Conv and, when transposed, [C, M/group, kernel...] for
+// ConvTranspose.
+func cvConvShapes(n Node, x, w inference.Tensor, transposed bool) (group int, kernel []int, err error) {
+	xs, ws := x.Shape(), w.Shape()
+	if len(xs) < 3 || len(ws) != len(xs) {
+		return 0, nil, fmt.Errorf("X is %v, W is %v; want equal ranks ≥ 3: %w", x, w, inference.ErrShape)
+	}
+	group = int(n.Int("group", 1))
+	if group < 1 {
+		return 0, nil, fmt.Errorf("group %d < 1: %w", group, inference.ErrShape)
+	}
+	if transposed {
+		if ws[0] != xs[1] || xs[1]%group != 0 {
+			return 0, nil, fmt.Errorf("X is %v, W is %v, group %d: want W's dimension 0 = X's channels, divisible by group: %w", x, w, group, inference.ErrShape)
+		}
+	} else if ws[1]*group != xs[1] || ws[0]%group != 0 {
+		return 0, nil, fmt.Errorf("X is %v, W is %v, group %d: want X's channels = W's dimension 1 × group and W's dimension 0 divisible by group: %w", x, w, group, inference.ErrShape)
+	}
+	kernel, err = kernelShape(n, len(xs)-2, ws[2:])
+	return group, kernel, err
+}
+
+// cvBias returns the optional per-output-channel bias input 2.
+func cvBias(n Node, in []inference.Tensor, channels int) ([]float32, error) {
+	b, bd, err := floatArg(n, in, 2, "B")
+	if err != nil || !Present(b) {
+		return nil, err
+	}
+	if b.Rank() != 1 || len(bd) != channels {
+		return nil, fmt.Errorf("B is %v, want [%d]: %w", b, channels, inference.ErrShape)
+	}
+	return bd, nil
+}
+
+func cvAddBias(y []float32, bias []float32, size int) {
+	for c, v := range bias {
+		plane := y[c*size : (c+1)*size]
+		for i := range plane {
+			plane[i] += v
+		}
+	}
+}
+
+// cvFillPlanes sets each of the len(bias) planes of size elements in y to
+// its channel's bias.
+func cvFillPlanes(y []float32, bias []float32, size int) {
+	for c, v := range bias {
+		plane := y[c*size : (c+1)*size]
+		for i := range plane {
+			plane[i] = v
+		}
+	}
+}
+
+// cvScratchPool recycles the scratch buffers of Conv and ConvTranspose
+// (im2col matrices, padded planes) as *[]float32, sized by capacity: a
+// buffer serves any call that needs no more. Contents are left over from
+// the last user; callers write every element they read.
+var cvScratchPool sync.Pool
+
+// cvScratch returns a buffer of n floats with undefined contents, and the
+// function that hands it back to cvScratchPool.
+func cvScratch(n int) ([]float32, func()) {
+	p, _ := cvScratchPool.Get().(*[]float32)
+	if p == nil || cap(*p) < n {
+		buf := make([]float32, n)
+		p = &buf
+	}
+	return (*p)[:n], func() { cvScratchPool.Put(p) }
+}
+
+// Conv lowers each image and group to one SGEMM: W's rows for the group
+// (M/group × C/group·∏kernel) times the im2col matrix of the input
+// (C/group·∏kernel × ∏out). A 1×1 kernel with unit strides and no padding
+// reads the input directly. A 2-D depthwise convolution (one input
+// channel per group, see cvDepthwise) runs cvConvDepthwise instead: its
+// groups are products too small for SGEMM to pay.
+func cvConv(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+	x, xd, err := requiredFloatArg(n, in, 0, "X")
+	if err != nil {
+		return nil, err
+	}
+	w, wd, err := requiredFloatArg(n, in, 1, "W")
+	if err != nil {
+		return nil, err
+	}
+	group, kernel, err := cvConvShapes(n, x, w, false)
+	if err != nil {
+		return nil, err
+	}
+	xs, ws := x.Shape(), w.Shape()
+	g, err := windowGeom(n, xs[2:], kernel, false)
+	if err != nil {
+		return nil, err
+	}
+	batch, chans, outChans := xs[0], xs[1], ws[0]
+	bias, err := cvBias(n, in, outChans)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, batch*outChans*product(g.out))
+	act := fusedClamp(n)
+	if cvDepthwise(group, chans, outChans, kernel) {
+		cvConvDepthwise(xd, wd, bias, batch, chans, outChans/chans, g, out, act)
+	} else {
+		cvConvGemm(xd, wd, bias, batch, chans, outChans, group, g, out, act)
+	}
+	return singleOutput(append([]int{batch, outChans}, g.out...), out)
+}
+
+// cvDepthwise reports whether a convolution runs cvConvDepthwise: 2-D, one
+// input channel per group, more than one group, and fewer than 8 output
+// channels per group. From 8 on, the per-group SGEMMs measured as fast or
+// faster.
+func cvDepthwise(group, chans, outChans int, kernel []int) bool {
+	return len(kernel) == 2 && group == chans && group > 1 && outChans/group < 8
+}
+
+// cvConvGemm computes Conv with im2col and SGEMM into out, which holds
+// zeros: [batch, outChans, g.out...] from x [batch, chans, g.in...] and
+// W [outChans, chans/group, g.kernel...].
+func cvConvGemm(xd, wd, bias []float32, batch, chans, outChans, group int, g geom, out []float32, act clamp) {
+	cg, mg := chans/group, outChans/group
+	isp, osp, rows := product(g.in), product(g.out), cg*product(g.kernel)
+	pointwise := rows == cg
+	for d := range g.kernel {
+		pointwise = pointwise && g.stride[d] == 1 && g.padBegin[d] == 0 && g.padEnd[d] == 0
+	}
+	taps := cvTaps{cols: g.out, img: g.in, kernel: g.kernel, stride: g.stride, dilation: g.dilation, pad: g.padBegin}
+	eachUnit(batch*group, 2*mg*rows*osp, func(lo, hi, threads int) {
+		var col []float32
+		if !pointwise {
+			var done func()
+			col, done = cvScratch(rows * osp)
+			defer done()
+		}
+		for u := lo; u < hi; u++ {
+			img, grp := u/group, u%group
+			src := xd[(img*chans+grp*cg)*isp : (img*chans+(grp+1)*cg)*isp]
+			switch {
+			case pointwise:
+			case len(g.kernel) == 2:
+				cvIm2col2D(src, cg, g, col)
+				src = col
+			default:
+				cvIm2col(src, cg, taps, col)
+				src = col
+			}
+			// The product adds to y (beta 1): to the bias, or to out's zeros.
+			y := out[(img*outChans+grp*mg)*osp : (img*outChans+(grp+1)*mg)*osp]
+			if bias != nil {
+				cvFillPlanes(y, bias[grp*mg:(grp+1)*mg], osp)
+			}
+			nnSgemmThreads(threads, false, false, mg, osp, rows, 1, wd[grp*mg*rows:], rows, src, osp, 1, y, osp)
+			act.apply(y)
+		}
+	})
+}
+
+// cvConvDepthwise computes a 2-D Conv with group = chans into out:
+// output channel c·mult + j (j < mult) is input channel c convolved with
+// W's plane c·mult + j, plus its bias. Planes run in parallel. With
+// padding, each input plane is first copied into the middle of a zeroed
+// plane padBegin + in + padEnd on a side, so that every tap of every
+// output lies inside the plane read and no inner loop tests for padding.
+func cvConvDepthwise(xd, wd, bias []float32, batch, chans, mult int, g geom, out []float32, act clamp) {
+	ih, iw, oh, ow := g.in[0], g.in[1], g.out[0], g.out[1]
+	kh, kw := g.kernel[0], g.kernel[1]
+	ph, pw := g.padBegin[0], g.padBegin[1]
+	padded := ph != 0 || pw != 0 || g.padEnd[0] != 0 || g.padEnd[1] != 0
+	pih, piw := ih, iw
+	if padded {
+		pih, piw = ph+ih+g.padEnd[0], pw+iw+g.padEnd[1]
+	}
+	outChans := chans * mult
+	parallelFor(batch*outChans, 2*kh*kw*oh*ow, func(p0, p1 int) {
+		var plane []float32
+		if padded {
+			var done func()
+			plane, done = cvScratch(pih * piw)
+			defer done()
+			clear(plane)
+		}
+		copied := -1
+		for p := p0; p < p1; p++ {
+			src := p / mult // image · chans + input channel
+			x := xd[src*ih*iw : (src+1)*ih*iw]
+			if padded {
+				if src != copied {
+					for iy := range ih {
+						copy(plane[(ph+iy)*piw+pw:], x[iy*iw:(iy+1)*iw])
+					}
+					copied = src
+				}
+				x = plane
+			}
+			oc := p % outChans
+			var b float32
+			if bias != nil {
+				b = bias[oc]
+			}
+			cvDepthwisePlane(out[p*oh*ow:(p+1)*oh*ow], x, piw, wd[oc*kh*kw:(oc+1)*kh*kw], b, g)
+			act.apply(out[p*oh*ow : (p+1)*oh*ow])
+		}
+	})
+}
+
+// cvDepthwisePlane sets y (g.out) to b plus x, a plane of rows iw wide
+// holding every tap (padding included, so the origin is at g.padBegin),
+// convolved with the kernel w. A 3×3 undilated kernel goes to
+// cvDepthwise3x3; others start each row at b and add one tap at a time.
+func cvDepthwisePlane(y, x []float32, iw int, w []float32, b float32, g geom) {
+	ow := g.out[1]
+	kh, kw, sh, sw, dh, dw := g.kernel[0], g.kernel[1], g.stride[0], g.stride[1], g.dilation[0], g.dilation[1]
+	if kh == 3 && kw == 3 && dh == 1 && dw == 1 {
+		for oy := range g.out[0] {
+			cvDepthwise3x3(y[oy*ow:(oy+1)*ow], x[oy*sh*iw:], iw, (*[9]float32)(w), b, sw)
+		}
+		return
+	}
+	span := (ow-1)*sw + 1
+	for oy := range g.out[0] {
+		row := y[oy*ow : (oy+1)*ow]
+		for i := range row {
+			row[i] = b
+		}
+		for ky := range kh {
+			xrow := x[(oy*sh+ky*dh)*iw:]
+			for kx, wv := range w[ky*kw : (ky+1)*kw] {
+				src := xrow[kx*dw : kx*dw+span]
+				if sw == 1 {
+					src = src[:len(row)]
+					for i, v := range src {
+						row[i] += wv * v
+					}
+					continue
+				}
+				for i := range row {
+					row[i] += wv * src[i*sw]
+				}
+			}
+		}
+	}
+}
+
+// cvDepthwise3x3 sets y[o] = b + Σ w[3·ky+kx]·x[ky·iw + o·s + kx] over
+// ky, kx < 3: a row of a 3×3 convolution at stride s whose taps all lie
+// inside the input, x starting at output 0's top-left tap.
+func cvDepthwise3x3(y, x []float32, iw int, w *[9]float32, b float32, s int) {
+	if len(y) == 0 {
+		return
+	}
+	span := (len(y)-1)*s + 3
+	r0, r1, r2 := x[:span], x[iw:iw+span], x[2*iw:2*iw+span]
+	w0, w1, w2, w3, w4, w5, w6, w7, w8 := w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8]
+	i := 0
+	for o := range y {
+		a, c, e := r0[i:i+3:i+3], r1[i:i+3:i+3], r2[i:i+3:i+3]
+		y[o] = b + (w0*a[0] + w1*a[1] + w2*a[2]) + (w3*c[0] + w4*c[1] + w5*c[2]) + (w6*e[0] + w7*e[1] + w8*e[2])
+		i += s
+	}
+}
+
+// ConvTranspose is the adjoint of Conv: per image and group, W's block
+// (C/group × M/group·∏kernel) transposed times the input
+// (C/group × ∏in) gives a column matrix that col2im scatters into the
+// output, where input position i and tap t land at i·stride − pad +
+// t·dilation. Output size: stride·(in−1) + output_padding +
+// (kernel−1)·dilation + 1 − padBegin − padEnd, unless output_shape sets it
+// and the pads follow (total padding split as auto_pad says, the odd one at
+// the start except for SAME_UPPER).
+func cvConvTranspose(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+	x, xd, err := requiredFloatArg(n, in, 0, "X")
+	if err != nil {
+		return nil, err
+	}
+	w, wd, err := requiredFloatArg(n, in, 1, "W")
+	if err != nil {
+		return nil, err
+	}
+	group, kernel, err := cvConvShapes(n, x, w, true)
+	if err != nil {
+		return nil, err
+	}
+	xs, ws := x.Shape(), w.Shape()
+	g, err := cvTransposeGeom(n, xs[2:], kernel)
+	if err != nil {
+		return nil, err
+	}
+	batch, chans, mg := xs[0], xs[1], ws[1]
+	outChans := mg * group
+	bias, err := cvBias(n, in, outChans)
+	if err != nil {
+		return nil, err
+	}
+	cg := chans / group
+	isp, osp, rows := product(g.in), product(g.out), mg*product(kernel)
+	out := make([]float32, batch*outChans*osp)
+	taps := cvTaps{cols: g.in, img: g.out, kernel: kernel, stride: g.stride, dilation: g.dilation, pad: g.padBegin}
+	eachUnit(batch*group, 2*rows*cg*isp, func(lo, hi, threads int) {
+		col, done := cvScratch(rows * isp)
+		defer done()
+		for u := lo; u < hi; u++ {
+			img, grp := u/group, u%group
+			src := xd[(img*chans+grp*cg)*isp:]
+			nnSgemmThreads(threads, true, false, rows, isp, cg, 1, wd[grp*cg*rows:], rows, src, isp, 0, col, isp)
+			y := out[(img*outChans+grp*mg)*osp : (img*outChans+(grp+1)*mg)*osp]
+			cvCol2im(col, mg, taps, y)
+			if bias != nil {
+				cvAddBias(y, bias[grp*mg:(grp+1)*mg], osp)
+			}
+		}
+	})
+	return singleOutput(append([]int{batch, outChans}, g.out...), out)
+}
+
+func cvFloorDiv(a, b int) int {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+// cvTransposeGeom reads ConvTranspose's attributes; in the result, in is the
+// input's spatial shape and out the output's.
+func cvTransposeGeom(n Node, in, kernel []int) (geom, error) {
+	g, pads, err := geomAttrs(n, in, kernel)
+	if err != nil {
+		return g, err
+	}
+	r := len(in)
+	outPad, err := intsAttr(n, "output_padding", r, 0)
+	if err != nil {
+		return g, err
+	}
+	for d := range r {
+		if g.stride[d] < 1 || g.dilation[d] < 1 || outPad[d] < 0 {
+			return g, fmt.Errorf("strides %v, dilations %v, output_padding %v: want strides and dilations ≥ 1, output_padding ≥ 0: %w", g.stride, g.dilation, outPad, inference.ErrShape)
+		}
+	}
+	auto := n.Str("auto_pad", "NOTSET")
+	switch auto {
+	case "NOTSET", "", "VALID", "SAME_UPPER", "SAME_LOWER":
+	default:
+		return g, Unsupported(n, "auto_pad %q", auto)
+	}
+	full := make([]int, r) // output size before padding is taken off
+	for d := range r {
+		full[d] = g.stride[d]*(in[d]-1) + outPad[d] + (kernel[d]-1)*g.dilation[d] + 1
+	}
+	var target []int
+	switch {
+	case n.Has("output_shape"):
+		os := n.Ints("output_shape", nil)
+		if len(os) == r+2 {
+			os = os[2:]
+		}
+		if len(os) != r {
+			return g, fmt.Errorf("output_shape %v for %d spatial dimensions: %w", os, r, inference.ErrShape)
+		}
+		target = make([]int, r)
+		for d, v := range os {
+			target[d] = int(v)
+		}
+	case auto == "SAME_UPPER" || auto == "SAME_LOWER":
+		target = make([]int, r)
+		for d := range r {
+			target[d] = in[d] * g.stride[d]
+		}
+	}
+	for d := range r {
+		if target == nil {
+			if auto == "VALID" {
+				g.padBegin[d], g.padEnd[d] = 0, 0
+			}
+			g.out[d] = full[d] - g.padBegin[d] - g.padEnd[d]
+		} else {
+			total := full[d] - target[d]
+			if auto == "SAME_UPPER" {
+				g.padBegin[d] = cvFloorDiv(total, 2)
+			} else {
+				g.padBegin[d] = total - cvFloorDiv(total, 2)
+			}
+			g.padEnd[d] = total - g.padBegin[d]
+			g.out[d] = target[d]
+		}
+		if g.out[d] < 0 {
+			return g, fmt.Errorf("output size %d in spatial dimension %d is negative (input %v, kernel %v, pads %v): %w", g.out[d], d, in, kernel, pads, inference.ErrShape)
+		}
+	}
+	return g, nil
+}
+
+// cvCol2Im implements Col2Im-18: input [N, C·∏block, L] holds, for each of
+// the L block positions (in row-major order over the positions the
+// strides allow), C·∏block values; each is added into the output
+// [N, C, image…] at position·stride − pad_begin + offset·dilation.
+func cvCol2Im(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+	_, xd, err := requiredFloatArg(n, in, 0, "input")
+	if err != nil {
+		return nil, err
+	}
+	var shapes [2][]int64
+	for i, name := range []string{"image_shape", "block_shape"} {
+		t, err := requiredArg(in, i+1, name)
+		if err != nil {
+			return nil, err
+		}
+		if shapes[i], err = Int64s(t); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	image, block := shapes[0], shapes[1]
+	k := len(image)
+	if k == 0 || len(block) != k {
+		return nil, fmt.Errorf("image_shape %v and block_shape %v must have the same, nonzero length: %w", image, block, inference.ErrShape)
+	}
+	dilations := n.Ints("dilations", nil)
+	strides := n.Ints("strides", nil)
+	pads := n.Ints("pads", nil)
+	if dilations == nil {
+		dilations = slices.Repeat([]int64{1}, k)
+	}
+	if strides == nil {
+		strides = slices.Repeat([]int64{1}, k)
+	}
+	if pads == nil {
+		pads = make([]int64, 2*k)
+	}
+	if len(dilations) != k || len(strides) != k || len(pads) != 2*k {
+		return nil, fmt.Errorf("dilations %v, strides %v, pads %v do not fit %d spatial axes: %w", dilations, strides, pads, k, inference.ErrShape)
+	}
+	x := in[0]
+	xs := x.Shape()
+	if len(xs) != 3 {
+		return nil, fmt.Errorf("input is %v, want rank 3 [N, C·∏block_shape, L]: %w", x, inference.ErrShape)
+	}
+	imgDims, blkDims, cols := make([]int, k), make([]int, k), make([]int, k)
+	for d := range k {
+		if image[d] < 0 || image[d] > math.MaxInt32 || block[d] < 1 || block[d] > math.MaxInt32 ||
+			dilations[d] < 1 || dilations[d] > math.MaxInt32 || strides[d] < 1 || strides[d] > math.MaxInt32 ||
+			pads[d] < 0 || pads[d] > math.MaxInt32 || pads[k+d] < 0 || pads[k+d] > math.MaxInt32 {
+			return nil, fmt.Errorf("axis %d: image %d, block %d, dilation %d, stride %d, pads %d, %d out of range: %w",
+				d, image[d], block[d], dilations[d], strides[d], pads[d], pads[k+d], inference.ErrShape)
+		}
+		imgDims[d], blkDims[d] = int(image[d]), int(block[d])
+		span := dilations[d]*(block[d]-1) + 1
+		c := (image[d]+pads[d]+pads[k+d]-span)/strides[d] + 1
+		if image[d]+pads[d]+pads[k+d] < span || c < 1 {
+			return nil, fmt.Errorf("axis %d: a block spans %d, more than the padded image's %d: %w", d, span, image[d]+pads[d]+pads[k+d], inference.ErrShape)
+		}
+		cols[d] = int(c)
+	}
+	blockSize, err := inference.NumElements(blkDims)
+	if err != nil {
+		return nil, fmt.Errorf("block_shape %v: %w", block, err)
+	}
+	blocks, err := inference.NumElements(cols)
+	if err != nil {
+		return nil, fmt.Errorf("blocks %v: %w", cols, err)
+	}
+	if xs[1]%blockSize != 0 {
+		return nil, fmt.Errorf("input is %v: dimension 1 is not a multiple of the block size %d: %w", x, blockSize, inference.ErrShape)
+	}
+	if xs[2] != blocks {
+		return nil, fmt.Errorf("input is %v: dimension 2 is %d, want %d blocks %v: %w", x, xs[2], blocks, cols, inference.ErrShape)
+	}
+	channels := xs[1] / blockSize
+	outShape := append([]int{xs[0], channels}, imgDims...)
+	y, err := inference.Zeros(inference.Float32, outShape)
+	if err != nil {
+		return nil, err
+	}
+	if y.Len() == 0 {
+		return []inference.Tensor{y}, nil
+	}
+	yd, _ := Floats(y)
+	imgSize, _ := inference.NumElements(imgDims)
+	imgStrides := Strides(imgDims)
+	blkStrides := Strides(blkDims)
+	colStrides := Strides(cols)
+	// target[o·blocks + l] is the image offset block offset o at block l
+	// adds into, or −1 where that lies in the padding.
+	target := make([]int, blockSize*blocks)
+	for o := range blockSize {
+		for l := range blocks {
+			off := 0
+			for d := range k {
+				pos := int64(l/colStrides[d]%cols[d])*strides[d] - pads[d] + int64(o/blkStrides[d]%blkDims[d])*dilations[d]
+				if pos < 0 || pos >= image[d] {
+					off = -1
+					break
+				}
+				off += int(pos) * imgStrides[d]
+			}
+			target[o*blocks+l] = off
+		}
+	}
+	for b := range xs[0] {
+		for c := range channels {
+			img := yd[(b*channels+c)*imgSize : (b*channels+c+1)*imgSize]
+			col := xd[(b*channels+c)*blockSize*blocks : (b*channels+c+1)*blockSize*blocks]
+			for i, off := range target {
+				if off >= 0 {
+					img[off] += col[i]
+				}
+			}
+		}
+	}
+	return []inference.Tensor{y}, nil
+}

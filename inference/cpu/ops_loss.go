@@ -1,0 +1,165 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/beamml/beamml/inference"
+)
+
+// Loss functions: NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss.
+
+func init() {
+	register("NegativeLogLikelihoodLoss", lsNLLLoss)
+	register("SoftmaxCrossEntropyLoss", lsSoftmaxCrossEntropyLoss)
+}
+
+// lsLoss is what the two loss operators share: the input's layout
+// [N, C, d1, …, dk], the class of each of the N·d1·…·dk positions, and the
+// attributes.
+type lsLoss struct {
+	shape       []int   // of the scores, [N, C, d1, …, dk]
+	targetShape []int   // [N, d1, …, dk]
+	target      []int64 // class per position
+	weight      []float32
+	reduction   string
+	ignore      int64
+	hasIgnore   bool
+}
+
+// lsLossInputs reads the attributes and the inputs (scores, target, optional
+// weight) of a loss operator and checks their shapes: the target is the
+// scores' shape without dimension 1 (the C classes), the weight has C values.
+func lsLossInputs(n Node, in []inference.Tensor) (*lsLoss, error) {
+	if len(in) < 2 {
+		return nil, fmt.Errorf("%d inputs, want 2 or 3 (scores, target, weight): %w", len(in), inference.ErrBadModel)
+	}
+	l := &lsLoss{reduction: n.Str("reduction", "mean")}
+	switch l.reduction {
+	case "none", "sum", "mean":
+	default:
+		return nil, Unsupported(n, "reduction %q", l.reduction)
+	}
+	l.ignore, l.hasIgnore = n.Int("ignore_index", 0), n.Has("ignore_index")
+	x, target := in[0], in[1]
+	if x.DType() != inference.Float32 {
+		return nil, Unsupported(n, "scores of element type %v", x.DType())
+	}
+	if t := target.DType(); t != inference.Int64 && t != inference.Int32 {
+		return nil, fmt.Errorf("target %v, want int64 or int32: %w", target, inference.ErrType)
+	}
+	l.shape = x.Shape()
+	if len(l.shape) < 2 {
+		return nil, fmt.Errorf("scores %v, want rank 2 or more (N, C, …): %w", x, inference.ErrShape)
+	}
+	l.targetShape = target.Shape()
+	want := append([]int{l.shape[0]}, l.shape[2:]...)
+	if !slices.Equal(l.targetShape, want) {
+		return nil, fmt.Errorf("target %v for scores %v, want shape %v: %w", target, x, want, inference.ErrShape)
+	}
+	l.target, _ = Int64s(target)
+	if w := Arg(in, 2); Present(w) {
+		if w.DType() != inference.Float32 {
+			return nil, Unsupported(n, "weight of element type %v", w.DType())
+		}
+		if w.Rank() != 1 || w.Len() != l.shape[1] {
+			return nil, fmt.Errorf("weight %v, want [%d] (one per class): %w", w, l.shape[1], inference.ErrShape)
+		}
+		l.weight, _ = Floats(w)
+	}
+	return l, nil
+}
+
+// compute returns the loss for log-probabilities logp laid out as l.shape:
+// at each position, loss = -weight[c]·logp[n, c, d…] with c the target class,
+// and 0 where the target is ignore_index. "sum" adds the losses, "mean"
+// divides that sum by the sum of the weights applied (the count of the
+// positions not ignored when there is no weight input).
+func (l *lsLoss) compute(logp []float32) (inference.Tensor, error) {
+	classes := l.shape[1]
+	spatial := product(l.shape[2:])
+	loss := make([]float32, len(l.target))
+	var sum, weights float64
+	for i, c := range l.target {
+		if l.hasIgnore && c == l.ignore {
+			continue
+		}
+		if c < 0 || c >= int64(classes) {
+			return inference.Tensor{}, fmt.Errorf("target %d at position %d is not a class in [0, %d): %w", c, i, classes, inference.ErrShape)
+		}
+		w := float32(1)
+		if l.weight != nil {
+			w = l.weight[c]
+		}
+		s, d := i/spatial, i%spatial
+		loss[i] = -w * logp[(s*classes+int(c))*spatial+d]
+		sum += float64(loss[i])
+		weights += float64(w)
+	}
+	switch l.reduction {
+	case "none":
+		return inference.New(l.targetShape, loss)
+	case "sum":
+		return inference.New([]int{}, []float32{float32(sum)})
+	}
+	return inference.New([]int{}, []float32{float32(sum / weights)})
+}
+
+// lsNLLLoss is NegativeLogLikelihoodLoss: input holds log-probabilities.
+func lsNLLLoss(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+	l, err := lsLossInputs(n, in)
+	if err != nil {
+		return nil, err
+	}
+	x, _ := Floats(in[0])
+	loss, err := l.compute(x)
+	if err != nil {
+		return nil, err
+	}
+	return []inference.Tensor{loss}, nil
+}
+
+// lsSoftmaxCrossEntropyLoss is SoftmaxCrossEntropyLoss: the negative
+// log-likelihood loss of log_prob = LogSoftmax(scores) over dimension 1,
+// which is the optional second output.
+func lsSoftmaxCrossEntropyLoss(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+	l, err := lsLossInputs(n, in)
+	if err != nil {
+		return nil, err
+	}
+	x, _ := Floats(in[0])
+	batch, classes := l.shape[0], l.shape[1]
+	spatial := product(l.shape[2:])
+	logp := make([]float32, len(x))
+	for s := range batch {
+		for d := range spatial {
+			base := s*classes*spatial + d
+			m := math.Inf(-1)
+			for c := range classes {
+				m = max(m, float64(x[base+c*spatial]))
+			}
+			var sum float64
+			for c := range classes {
+				sum += math.Exp(float64(x[base+c*spatial]) - m)
+			}
+			shift := m + math.Log(sum)
+			for c := range classes {
+				logp[base+c*spatial] = float32(float64(x[base+c*spatial]) - shift)
+			}
+		}
+	}
+	loss, err := l.compute(logp)
+	if err != nil {
+		return nil, err
+	}
+	out := []inference.Tensor{loss}
+	if wantsOutput(n, 1) {
+		lp, err := inference.New(l.shape, logp)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, lp)
+	}
+	return out, nil
+}

@@ -1,0 +1,355 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/graph"
+)
+
+// Pooling operators: MaxPool, AveragePool, LpPool, GlobalAveragePool,
+// GlobalMaxPool and MaxUnpool. Tensors are NCHW: [batch, channels,
+// spatial...]; the window geometry is in window.go.
+
+func init() {
+	register("MaxPool", plMaxPool)
+	register("AveragePool", plAveragePool)
+	register("LpPool", plLpPool)
+	register("GlobalAveragePool", plGlobalAveragePool)
+	register("GlobalMaxPool", plGlobalMaxPool)
+	register("MaxUnpool", plMaxUnpool)
+}
+
+// plPoolKind selects what a pooling window computes.
+type plPoolKind uint8
+
+const (
+	plMaxKind plPoolKind = iota
+	plAvgKind
+	plLpKind
+)
+
+// plPoolTaps lists, for one spatial dimension, the input indices each
+// output position's window reads (padding left out), and how many window
+// taps lie inside the padded extent [−padBegin, in+padEnd).
+type plPoolTaps struct {
+	start []int // taps of output o are idx[start[o]:start[o+1]]
+	idx   []int
+	inPad []int
+}
+
+func plPoolTapsOf(g geom, d int) plPoolTaps {
+	var t plPoolTaps
+	t.start = make([]int, g.out[d]+1)
+	t.inPad = make([]int, g.out[d])
+	for o := range g.out[d] {
+		t.start[o] = len(t.idx)
+		for k := range g.kernel[d] {
+			i := o*g.stride[d] - g.padBegin[d] + k*g.dilation[d]
+			if i >= 0 && i < g.in[d] {
+				t.idx = append(t.idx, i)
+			}
+			if i < g.in[d]+g.padEnd[d] {
+				t.inPad[o]++
+			}
+		}
+	}
+	t.start[g.out[d]] = len(t.idx)
+	return t
+}
+
+// plPoolChunk bounds the window offsets plPool gathers at a time.
+const plPoolChunk = 1 << 14
+
+// plPool runs MaxPool, AveragePool and LpPool over x [N, C, spatial...].
+// For each output position it gathers the window's offsets into the input
+// plane (and, for MaxPool's Indices, the same elements' offsets in the
+// storage order asked for) and reduces over them.
+func plPool(n Node, in []inference.Tensor, kind plPoolKind) ([]inference.Tensor, error) {
+	x, xd, err := requiredFloatArg(n, in, 0, "X")
+	if err != nil {
+		return nil, err
+	}
+	xs := x.Shape()
+	if len(xs) < 3 {
+		return nil, fmt.Errorf("X is %v, want rank ≥ 3: %w", x, inference.ErrShape)
+	}
+	r := len(xs) - 2
+	kernel, err := kernelShape(n, r, nil)
+	if err != nil {
+		return nil, err
+	}
+	g, err := windowGeom(n, xs[2:], kernel, n.Int("ceil_mode", 0) != 0)
+	if err != nil {
+		return nil, err
+	}
+	includePad := n.Int("count_include_pad", 0) != 0
+	p := float64(n.Int("p", 2))
+	if a, ok := n.Attrs["p"]; ok && a.Type == graph.AttrFloat {
+		p = float64(a.Float)
+	}
+	if kind == plLpKind && p <= 0 {
+		return nil, Unsupported(n, "p = %g", p)
+	}
+	wantIndices := kind == plMaxKind && wantsOutput(n, 1)
+	colMajor := n.Int("storage_order", 0) == 1
+	taps := make([]plPoolTaps, r)
+	for d := range r {
+		taps[d] = plPoolTapsOf(g, d)
+	}
+	planes, isp, osp := xs[0]*xs[1], product(g.in), product(g.out)
+	rowStrides := Strides(g.in)
+	idxStrides := rowStrides
+	if colMajor {
+		idxStrides = make([]int, r)
+		acc := 1
+		for d := range r {
+			idxStrides[d] = acc
+			acc *= g.in[d]
+		}
+	}
+	out := make([]float32, planes*osp)
+	var indices []int64
+	if wantIndices {
+		indices = make([]int64, planes*osp)
+	}
+	window := product(kernel)
+	// Output positions go in chunks: the chunk's window offsets are gathered
+	// once, then every plane of the worker reduces over them.
+	chunk := max(1, plPoolChunk/max(1, window))
+	parallelFor(planes, osp*window, func(lo, hi int) {
+		var offs, idxOffs, cur, curIdx, next, nextIdx []int
+		starts := make([]int, 0, chunk+1)
+		padCounts := make([]int, 0, chunk)
+		pos := make([]int, r)
+		for o0 := 0; o0 < osp; o0 += chunk {
+			o1 := min(osp, o0+chunk)
+			offs, idxOffs = offs[:0], idxOffs[:0]
+			starts, padCounts = starts[:0], padCounts[:0]
+			for range o1 - o0 {
+				// The window's offsets, in row-major order: the product
+				// over dimensions of each dimension's taps.
+				cur, curIdx = append(cur[:0], 0), append(curIdx[:0], 0)
+				padCount := 1
+				for d := range r {
+					td := taps[d].idx[taps[d].start[pos[d]]:taps[d].start[pos[d]+1]]
+					padCount *= taps[d].inPad[pos[d]]
+					next, nextIdx = next[:0], nextIdx[:0]
+					for j := range cur {
+						for _, i := range td {
+							next = append(next, cur[j]+i*rowStrides[d])
+							nextIdx = append(nextIdx, curIdx[j]+i*idxStrides[d])
+						}
+					}
+					cur, next = next, cur
+					curIdx, nextIdx = nextIdx, curIdx
+				}
+				starts = append(starts, len(offs))
+				padCounts = append(padCounts, padCount)
+				offs = append(offs, cur...)
+				if wantIndices {
+					idxOffs = append(idxOffs, curIdx...)
+				}
+				for d := r - 1; d >= 0; d-- {
+					if pos[d]++; pos[d] < g.out[d] {
+						break
+					}
+					pos[d] = 0
+				}
+			}
+			starts = append(starts, len(offs))
+			for pl := lo; pl < hi; pl++ {
+				plane := xd[pl*isp : (pl+1)*isp]
+				y := out[pl*osp+o0 : pl*osp+o1]
+				switch {
+				case kind == plMaxKind && !wantIndices:
+					for o := range y {
+						best := float32(math.Inf(-1))
+						for _, off := range offs[starts[o]:starts[o+1]] {
+							if v := plane[off]; v > best {
+								best = v
+							}
+						}
+						y[o] = best
+					}
+				case kind == plMaxKind:
+					for o := range y {
+						best, at := float32(math.Inf(-1)), -1
+						for j, off := range offs[starts[o]:starts[o+1]] {
+							if v := plane[off]; v > best || at < 0 {
+								best, at = v, j
+							}
+						}
+						y[o] = best
+						if at >= 0 {
+							indices[pl*osp+o0+o] = int64(pl*isp + idxOffs[starts[o]+at])
+						}
+					}
+				case kind == plAvgKind:
+					for o := range y {
+						win := offs[starts[o]:starts[o+1]]
+						var s float32
+						for _, off := range win {
+							s += plane[off]
+						}
+						count := len(win)
+						if includePad {
+							count = padCounts[o]
+						}
+						y[o] = s / float32(count)
+					}
+				default:
+					for o := range y {
+						var s float64
+						for _, off := range offs[starts[o]:starts[o+1]] {
+							s += math.Pow(math.Abs(float64(plane[off])), p)
+						}
+						y[o] = float32(math.Pow(s, 1/p))
+					}
+				}
+			}
+		}
+	})
+	shape := append([]int{xs[0], xs[1]}, g.out...)
+	y, err := inference.New(shape, out)
+	if err != nil {
+		return nil, err
+	}
+	if !wantIndices {
+		return []inference.Tensor{y}, nil
+	}
+	idx, err := inference.New(shape, indices)
+	if err != nil {
+		return nil, err
+	}
+	return []inference.Tensor{y, idx}, nil
+}
+
+// MaxPool accepts dilations and ceil_mode at every opset: one opset-6
+// PyTorch export carries dilations, which onnxruntime honours. Indices
+// count over the whole tensor, row-major or, with storage_order 1,
+// column-major within each plane.
+func plMaxPool(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+	return plPool(n, in, plMaxKind)
+}
+
+// AveragePool divides by the taps inside the input, or with
+// count_include_pad by the taps inside the padded input.
+func plAveragePool(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+	return plPool(n, in, plAvgKind)
+}
+
+// LpPool computes (Σ|x|^p)^(1/p) over the window; p is a float attribute in
+// LpPool-1 and an integer from LpPool-2.
+func plLpPool(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+	return plPool(n, in, plLpKind)
+}
+
+// plGlobalPool reduces each plane of x [N, C, spatial...] to one value.
+func plGlobalPool(n Node, in []inference.Tensor, reduce func(plane []float32) float32) ([]inference.Tensor, error) {
+	x, xd, err := requiredFloatArg(n, in, 0, "X")
+	if err != nil {
+		return nil, err
+	}
+	xs := x.Shape()
+	if len(xs) < 2 {
+		return nil, fmt.Errorf("X is %v, want rank ≥ 2: %w", x, inference.ErrShape)
+	}
+	planes, size := xs[0]*xs[1], product(xs[2:])
+	out := make([]float32, planes)
+	parallelFor(planes, size, func(lo, hi int) {
+		for pl := lo; pl < hi; pl++ {
+			out[pl] = reduce(xd[pl*size : (pl+1)*size])
+		}
+	})
+	shape := slices.Clone(xs)
+	for d := 2; d < len(shape); d++ {
+		shape[d] = 1
+	}
+	return singleOutput(shape, out)
+}
+
+func plGlobalAveragePool(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+	return plGlobalPool(n, in, func(plane []float32) float32 {
+		var s float32
+		for _, v := range plane {
+			s += v
+		}
+		return s / float32(len(plane))
+	})
+}
+
+func plGlobalMaxPool(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+	return plGlobalPool(n, in, func(plane []float32) float32 {
+		best := float32(math.Inf(-1))
+		for _, v := range plane {
+			best = max(best, v)
+		}
+		return best
+	})
+}
+
+// MaxUnpool scatters X into zeros at the flat positions I gives (MaxPool's
+// Indices). The output shape is input 2 when present, else spatially
+// (in−1)·stride + kernel − padBegin − padEnd.
+func plMaxUnpool(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+	x, xd, err := requiredFloatArg(n, in, 0, "X")
+	if err != nil {
+		return nil, err
+	}
+	it, err := requiredArg(in, 1, "I")
+	if err != nil {
+		return nil, err
+	}
+	if it.DType() != inference.Int64 {
+		return nil, fmt.Errorf("I is %v, want int64: %w", it, inference.ErrType)
+	}
+	id, _ := inference.Data[int64](it)
+	xs := x.Shape()
+	if len(xs) < 3 || !slices.Equal(xs, it.Shape()) {
+		return nil, fmt.Errorf("X is %v, I is %v; want equal shapes of rank ≥ 3: %w", x, it, inference.ErrShape)
+	}
+	r := len(xs) - 2
+	kernel, err := kernelShape(n, r, nil)
+	if err != nil {
+		return nil, err
+	}
+	strides, err := intsAttr(n, "strides", r, 1)
+	if err != nil {
+		return nil, err
+	}
+	pads, err := intsAttr(n, "pads", 2*r, 0)
+	if err != nil {
+		return nil, err
+	}
+	shape := slices.Clone(xs)
+	for d := range r {
+		shape[2+d] = (xs[2+d]-1)*strides[d] + kernel[d] - pads[d] - pads[r+d]
+	}
+	if len(in) > 2 && Present(in[2]) {
+		want, err := Int64s(in[2])
+		if err != nil {
+			return nil, fmt.Errorf("output_shape: %w", err)
+		}
+		if len(want) != len(xs) || int(want[0]) != xs[0] || int(want[1]) != xs[1] {
+			return nil, fmt.Errorf("output_shape %v for X %v: %w", want, x, inference.ErrShape)
+		}
+		for d, v := range want {
+			shape[d] = int(v)
+		}
+	}
+	size, err := inference.NumElements(shape)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, size)
+	for i, at := range id {
+		if at < 0 || at >= int64(size) {
+			return nil, fmt.Errorf("I[%d] = %d is outside the output %v: %w", i, at, shape, inference.ErrShape)
+		}
+		out[at] = xd[i]
+	}
+	return singleOutput(shape, out)
+}

@@ -1,0 +1,91 @@
+package cpu
+
+import (
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/graph"
+)
+
+func TestNNPools(t *testing.T) {
+	x := tensorOf(t, []int{1, 1, 3, 3}, float32(1), 2, 3, 4, 5, 6, 7, 8, 9)
+
+	// MaxPool 2×2 stride 1 with Indices, row-major and column-major.
+	n := testNode("MaxPool", 12, map[string]graph.Attr{"kernel_shape": attrInts(2, 2)}, 2)
+	out := runKernel(t, n, x)
+	checkFloats(t, out[0], []int{1, 1, 2, 2}, 5, 6, 8, 9)
+	if idx, _ := inference.Data[int64](out[1]); !slices.Equal(idx, []int64{4, 5, 7, 8}) {
+		t.Fatalf("MaxPool indices %v, want [4 5 7 8]", idx)
+	}
+	n = testNode("MaxPool", 12, map[string]graph.Attr{"kernel_shape": attrInts(2, 2), "storage_order": attrInt(1)}, 2)
+	out = runKernel(t, n, x)
+	if idx, _ := inference.Data[int64](out[1]); !slices.Equal(idx, []int64{4, 7, 5, 8}) {
+		t.Fatalf("MaxPool column-major indices %v, want [4 7 5 8]", idx)
+	}
+
+	// MaxPool-1 still honours dilations (taps 0 and 2 of each row).
+	n = testNode("MaxPool", 1, map[string]graph.Attr{"kernel_shape": attrInts(1, 2), "dilations": attrInts(1, 2)}, 1)
+	out = runKernel(t, n, x)
+	checkFloats(t, out[0], []int{1, 1, 3, 1}, 3, 6, 9)
+
+	// AveragePool 2×2, stride 2, ceil_mode, pad 1 at the start: the
+	// corner window holds 1 element (4 with count_include_pad).
+	attrs := map[string]graph.Attr{"kernel_shape": attrInts(2, 2), "strides": attrInts(2, 2), "pads": attrInts(1, 1, 0, 0)}
+	out = runKernel(t, testNode("AveragePool", 19, attrs, 1), x)
+	checkFloats(t, out[0], []int{1, 1, 2, 2}, 1, 2.5, 5.5, 7)
+	attrs["count_include_pad"] = attrInt(1)
+	out = runKernel(t, testNode("AveragePool", 19, attrs, 1), x)
+	checkFloats(t, out[0], []int{1, 1, 2, 2}, 0.25, 1.25, 2.75, 7)
+
+	// ceil_mode keeps a last, partial window: 3 wide, kernel 2, stride 2.
+	out = runKernel(t, testNode("AveragePool", 19, map[string]graph.Attr{"kernel_shape": attrInts(2, 2), "strides": attrInts(2, 2), "ceil_mode": attrInt(1)}, 1), x)
+	checkFloats(t, out[0], []int{1, 1, 2, 2}, 3, 4.5, 7.5, 9)
+
+	// LpPool p=1 sums magnitudes; LpPool-1 takes p as a float.
+	neg := tensorOf(t, []int{1, 1, 3}, float32(-3), 4, 0)
+	out = runKernel(t, testNode("LpPool", 18, map[string]graph.Attr{"kernel_shape": attrInts(2), "p": attrInt(1)}, 1), neg)
+	checkFloats(t, out[0], []int{1, 1, 2}, 7, 4)
+	out = runKernel(t, testNode("LpPool", 1, map[string]graph.Attr{"kernel_shape": attrInts(2), "p": attrFloat(2)}, 1), neg)
+	checkFloats(t, out[0], []int{1, 1, 2}, 5, 4)
+
+	out = runKernel(t, testNode("GlobalAveragePool", 1, nil, 1), x)
+	checkFloats(t, out[0], []int{1, 1, 1, 1}, 5)
+	out = runKernel(t, testNode("GlobalMaxPool", 1, nil, 1), x)
+	checkFloats(t, out[0], []int{1, 1, 1, 1}, 9)
+
+	// A window larger than the input is a shape error.
+	if _, err := plMaxPool(testNode("MaxPool", 12, map[string]graph.Attr{"kernel_shape": attrInts(4, 4)}, 1), []inference.Tensor{x}); !errors.Is(err, inference.ErrShape) {
+		t.Fatalf("MaxPool 4×4 on 3×3: err = %v, want ErrShape", err)
+	}
+}
+
+func TestNNMaxUnpool(t *testing.T) {
+	n := testNode("MaxUnpool", 11, map[string]graph.Attr{"kernel_shape": attrInts(2, 2), "strides": attrInts(2, 2)}, 1)
+	x := tensorOf(t, []int{1, 1, 1, 2}, float32(5), 7)
+	i := tensorOf(t, []int{1, 1, 1, 2}, int64(1), 6)
+	out := runKernel(t, n, x, i)
+	checkFloats(t, out[0], []int{1, 1, 2, 4}, 0, 5, 0, 0, 0, 0, 7, 0)
+
+	out = runKernel(t, n, x, i, tensorOf(t, []int{4}, int64(1), 1, 3, 4))
+	checkFloats(t, out[0], []int{1, 1, 3, 4}, 0, 5, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0)
+
+	if _, err := plMaxUnpool(n, []inference.Tensor{x, tensorOf(t, []int{1, 1, 1, 2}, int64(1), 8)}); !errors.Is(err, inference.ErrShape) {
+		t.Fatalf("MaxUnpool index 8 into 8 elements: err = %v, want ErrShape", err)
+	}
+}
+
+// BenchmarkNNMaxPool times a 3×3 stride-2 max pool over 64×112×112.
+func BenchmarkNNMaxPool(b *testing.B) {
+	r := rand.New(rand.NewPCG(9, 10))
+	x, _ := inference.New([]int{1, 64, 112, 112}, nnRandom(r, 64*112*112))
+	n := testNode("MaxPool", 12, map[string]graph.Attr{"kernel_shape": attrInts(3, 3), "strides": attrInts(2, 2), "pads": attrInts(1, 1, 1, 1)}, 1)
+	in := []inference.Tensor{x}
+	for b.Loop() {
+		if _, err := plMaxPool(n, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,294 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/beamml/beamml/inference"
+)
+
+// View operators: Reshape, Flatten, Squeeze, Unsqueeze, Identity and
+// Dropout (inference only) give their input a new shape or pass it on,
+// sharing its data; Shape and Size describe it.
+
+func init() {
+	register("Reshape", vwReshape)
+	register("Flatten", vwFlatten)
+	register("Squeeze", vwSqueeze)
+	register("Unsqueeze", vwUnsqueeze)
+	register("Identity", vwIdentity)
+	register("Dropout", vwDropout)
+	register("Shape", vwShape)
+	register("Size", vwSize)
+}
+
+func vwReshape(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+	var spec []int64
+	var err error
+	if n.Opset < 5 {
+		if in, err = inputs(in, 1, 1); err != nil {
+			return nil, err
+		}
+		if !n.Has("shape") {
+			return nil, fmt.Errorf("Reshape-1 without a shape attribute: %w", inference.ErrBadModel)
+		}
+		spec = n.Ints("shape", nil)
+	} else {
+		if in, err = inputs(in, 2, 2); err != nil {
+			return nil, err
+		}
+		if spec, err = Int64s(in[1]); err != nil {
+			return nil, fmt.Errorf("shape: %w", err)
+		}
+	}
+	x := in[0]
+	shape, err := vwReshapeDims(x.Shape(), spec, n.Int("allowzero", 0) == 1)
+	if err != nil {
+		return nil, fmt.Errorf("data %v: %w", x, err)
+	}
+	y, err := viewAs(x, shape)
+	return []inference.Tensor{y}, err
+}
+
+// vwReshapeDims resolves a Reshape target: 0 copies the input dimension at
+// the same position (unless allowZero), one -1 takes what is left.
+func vwReshapeDims(in []int, spec []int64, allowZero bool) ([]int, error) {
+	out := make([]int, len(spec))
+	infer := -1
+	known := 1
+	for i, d := range spec {
+		switch {
+		case d == -1:
+			if infer >= 0 {
+				return nil, fmt.Errorf("shape %v has more than one -1: %w", spec, inference.ErrShape)
+			}
+			infer = i
+			continue
+		case d == 0 && !allowZero:
+			if i >= len(in) {
+				return nil, fmt.Errorf("shape %v copies dimension %d, input has rank %d: %w", spec, i, len(in), inference.ErrShape)
+			}
+			out[i] = in[i]
+		case d < 0 || d > math.MaxInt32:
+			return nil, fmt.Errorf("shape %v: dimension %d is %d: %w", spec, i, d, inference.ErrShape)
+		default:
+			out[i] = int(d)
+		}
+		if out[i] != 0 && known > math.MaxInt/out[i] {
+			return nil, fmt.Errorf("shape %v overflows: %w", spec, inference.ErrShape)
+		}
+		known *= out[i]
+	}
+	total := product(in)
+	if infer >= 0 {
+		if known == 0 || total%known != 0 {
+			return nil, fmt.Errorf("shape %v cannot hold %d elements: %w", spec, total, inference.ErrShape)
+		}
+		out[infer] = total / known
+	} else if known != total {
+		return nil, fmt.Errorf("shape %v holds %d elements, input has %d: %w", spec, known, total, inference.ErrShape)
+	}
+	return out, nil
+}
+
+func vwFlatten(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+	in, err := inputs(in, 1, 1)
+	if err != nil {
+		return nil, err
+	}
+	x := in[0]
+	shape := x.Shape()
+	// axis lies in [-rank, rank]; axis = rank gives [N, 1].
+	axis := n.Int("axis", 1)
+	if axis < 0 {
+		axis += int64(len(shape))
+	}
+	if axis < 0 || axis > int64(len(shape)) {
+		return nil, fmt.Errorf("axis %d out of range for %v: %w", n.Int("axis", 1), x, inference.ErrShape)
+	}
+	y, err := viewAs(x, []int{product(shape[:axis]), product(shape[axis:])})
+	return []inference.Tensor{y}, err
+}
+
+// vwAxesOperand returns the axes a Squeeze/Unsqueeze-like node names: the
+// axes attribute before opset since, input 1 from it on. ok is false when
+// the node names none.
+func vwAxesOperand(n Node, in []inference.Tensor, since int64) (axes []int64, ok bool, err error) {
+	if n.Opset < since {
+		if !n.Has("axes") {
+			return nil, false, nil
+		}
+		return n.Ints("axes", nil), true, nil
+	}
+	if len(in) < 2 || !Present(in[1]) {
+		return nil, false, nil
+	}
+	axes, err = Int64s(in[1])
+	if err != nil {
+		return nil, false, fmt.Errorf("axes: %w", err)
+	}
+	return axes, true, nil
+}
+
+func vwSqueeze(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+	in, err := inputs(in, 2, 1)
+	if err != nil {
+		return nil, err
+	}
+	x := in[0]
+	shape := x.Shape()
+	axes, given, err := vwAxesOperand(n, in, 13)
+	if err != nil {
+		return nil, err
+	}
+	drop := make([]bool, len(shape))
+	// An empty axes list squeezes every 1, as onnxruntime does.
+	if given && len(axes) > 0 {
+		ax, err := normAxes(axes, len(shape))
+		if err != nil {
+			return nil, fmt.Errorf("data %v: %w", x, err)
+		}
+		for _, a := range ax {
+			if shape[a] != 1 {
+				return nil, fmt.Errorf("data %v: axis %d has size %d, not 1: %w", x, a, shape[a], inference.ErrShape)
+			}
+			drop[a] = true
+		}
+	} else {
+		for i, d := range shape {
+			drop[i] = d == 1
+		}
+	}
+	out := []int{}
+	for i, d := range shape {
+		if !drop[i] {
+			out = append(out, d)
+		}
+	}
+	y, err := viewAs(x, out)
+	return []inference.Tensor{y}, err
+}
+
+func vwUnsqueeze(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+	in, err := inputs(in, 2, 1)
+	if err != nil {
+		return nil, err
+	}
+	x := in[0]
+	axes, given, err := vwAxesOperand(n, in, 13)
+	if err != nil {
+		return nil, err
+	}
+	if !given {
+		return nil, fmt.Errorf("no axes: %w", inference.ErrBadModel)
+	}
+	rank := x.Rank() + len(axes)
+	ax, err := normAxes(axes, rank)
+	if err != nil {
+		return nil, fmt.Errorf("data %v: %w", x, err)
+	}
+	out := make([]int, rank)
+	for _, a := range ax {
+		out[a] = 1
+	}
+	shape := x.Shape()
+	k := 0
+	for i := range out {
+		if !slices.Contains(ax, i) {
+			out[i] = shape[k]
+			k++
+		}
+	}
+	y, err := viewAs(x, out)
+	return []inference.Tensor{y}, err
+}
+
+func vwIdentity(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+	in, err := inputs(in, 1, 1)
+	if err != nil {
+		return nil, err
+	}
+	return []inference.Tensor{in[0]}, nil
+}
+
+// vwDropout is the inference form: the output is the input and the mask
+// keeps everything. Training (is_test=0 before Dropout-7, training_mode
+// from Dropout-12) with a nonzero ratio draws random masks: unsupported.
+func vwDropout(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+	in, err := inputs(in, 3, 1)
+	if err != nil {
+		return nil, err
+	}
+	x := in[0]
+	ratio := float64(n.Float("ratio", 0.5))
+	training := n.Opset < 7 && n.Int("is_test", 0) == 0
+	if n.Opset >= 12 {
+		ratio = 0.5
+		if Present(in[1]) {
+			r, err := Floats(in[1])
+			if err != nil || len(r) != 1 {
+				return nil, fmt.Errorf("ratio %v is not one float: %w", in[1], inference.ErrType)
+			}
+			ratio = float64(r[0])
+		}
+		if Present(in[2]) {
+			t, err := scalarBool(in[2])
+			if err != nil {
+				return nil, fmt.Errorf("training_mode: %w", err)
+			}
+			training = t
+		}
+	}
+	if training && ratio != 0 {
+		return nil, Unsupported(n, "training mode")
+	}
+	outs := []inference.Tensor{x}
+	if !wantsOutput(n, 1) {
+		return outs, nil
+	}
+	// The mask is bool from Dropout-10, the input's type before.
+	mt := inference.Bool
+	if n.Opset < 10 {
+		mt = x.DType()
+	}
+	one, err := scalarOf(mt, 1)
+	if err != nil {
+		return nil, err
+	}
+	mask, err := take(one, x.Shape(), make([]int, x.Len()), inference.Tensor{})
+	return append(outs, mask), err
+}
+
+func vwShape(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+	in, err := inputs(in, 1, 1)
+	if err != nil {
+		return nil, err
+	}
+	shape := in[0].Shape()
+	r := int64(len(shape))
+	// Shape-15: start and end count from the back when negative, then clamp
+	// to [0, rank].
+	clamp := func(v int64) int {
+		if v < 0 {
+			v += r
+		}
+		return int(min(max(v, 0), r))
+	}
+	start, end := clamp(n.Int("start", 0)), clamp(n.Int("end", r))
+	out := []int64{}
+	for i := start; i < end; i++ {
+		out = append(out, int64(shape[i]))
+	}
+	y, err := inference.New([]int{len(out)}, out)
+	return []inference.Tensor{y}, err
+}
+
+func vwSize(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+	in, err := inputs(in, 1, 1)
+	if err != nil {
+		return nil, err
+	}
+	y, err := inference.New([]int{}, []int64{int64(in[0].Len())})
+	return []inference.Tensor{y}, err
+}

@@ -1,0 +1,185 @@
+package cpu
+
+import (
+	"fmt"
+
+	"github.com/beamml/beamml/inference"
+)
+
+// Index tables, for the operators that move, select or create elements
+// without arithmetic on them: most compute, for each output element, the
+// offset of the input element it copies (take), so one generic copy serves
+// every element type; viewAs gives a tensor a new shape sharing its data.
+
+// tables returns, for each axis j of shape, the offset contribution of
+// coordinate i: i·stride_j. Kernels replace some tables to slice, tile or
+// pad along an axis, and pass the result to tableOffsets.
+func tables(shape []int) [][]int {
+	st := Strides(shape)
+	tabs := make([][]int, len(shape))
+	for j, d := range shape {
+		tabs[j] = axisTable(d, func(i int) int { return i * st[j] })
+	}
+	return tabs
+}
+
+func axisTable(n int, f func(i int) int) []int {
+	t := make([]int, n)
+	for i := range t {
+		t[i] = f(i)
+	}
+	return t
+}
+
+// tableShape is the shape that tables index: len(tabs[j]) along axis j.
+func tableShape(tabs [][]int) []int {
+	s := make([]int, len(tabs))
+	for j, t := range tabs {
+		s[j] = len(t)
+	}
+	return s
+}
+
+// takeTables returns the tensor of the tables' shape whose elements are
+// src's elements at tableOffsets(tabs), or fill's where an offset is -1.
+func takeTables(src inference.Tensor, tabs [][]int, fill inference.Tensor) (inference.Tensor, error) {
+	shape := tableShape(tabs)
+	if _, err := inference.NumElements(shape); err != nil {
+		return inference.Tensor{}, err
+	}
+	return take(src, shape, tableOffsets(tabs), fill)
+}
+
+// tableOffsets returns, for each element (i_0, …, i_k) of the shape the
+// tables span, in row-major order, Σ_j tabs[j][i_j]; or -1 when any term is
+// negative (an element taken from the fill value).
+func tableOffsets(tabs [][]int) []int {
+	n := product(tableShape(tabs))
+	offs := make([]int, n)
+	if n == 0 || len(tabs) == 0 {
+		return offs
+	}
+	rank := len(tabs)
+	last := tabs[rank-1]
+	idx := make([]int, rank-1)
+	for pos := 0; pos < n; {
+		base := 0
+		for j, i := range idx {
+			t := tabs[j][i]
+			if t < 0 || base < 0 {
+				base = -1
+			} else {
+				base += t
+			}
+		}
+		for _, t := range last {
+			if base < 0 || t < 0 {
+				offs[pos] = -1
+			} else {
+				offs[pos] = base + t
+			}
+			pos++
+		}
+		for j := rank - 2; j >= 0; j-- {
+			if idx[j]++; idx[j] < len(tabs[j]) {
+				break
+			}
+			idx[j] = 0
+		}
+	}
+	return offs
+}
+
+// eachIndex calls f with the coordinates of every element of shape in
+// row-major order, and the element's position. f must not keep idx.
+func eachIndex(shape []int, f func(idx []int, pos int) error) error {
+	n := product(shape)
+	idx := make([]int, len(shape))
+	for pos := range n {
+		if err := f(idx, pos); err != nil {
+			return err
+		}
+		for j := len(shape) - 1; j >= 0; j-- {
+			if idx[j]++; idx[j] < shape[j] {
+				break
+			}
+			idx[j] = 0
+		}
+	}
+	return nil
+}
+
+// take returns a tensor of the given shape whose element i is src's
+// element offs[i], or fill's first element where offs[i] < 0 (the zero
+// value when fill is absent). fill must have src's element type.
+func take(src inference.Tensor, shape, offs []int, fill inference.Tensor) (inference.Tensor, error) {
+	switch src.DType() {
+	case inference.Float32:
+		return takeOf[float32](src, shape, offs, fill)
+	case inference.Int64:
+		return takeOf[int64](src, shape, offs, fill)
+	case inference.Int32:
+		return takeOf[int32](src, shape, offs, fill)
+	case inference.Bool:
+		return takeOf[bool](src, shape, offs, fill)
+	case inference.Uint8:
+		return takeOf[uint8](src, shape, offs, fill)
+	}
+	return inference.Tensor{}, fmt.Errorf("%v: %w", src, inference.ErrType)
+}
+
+func takeOf[T inference.Element](src inference.Tensor, shape, offs []int, fill inference.Tensor) (inference.Tensor, error) {
+	s, err := inference.Data[T](src)
+	if err != nil {
+		return inference.Tensor{}, err
+	}
+	var f T
+	if Present(fill) {
+		fd, err := inference.Data[T](fill)
+		if err != nil {
+			return inference.Tensor{}, fmt.Errorf("fill value %v for data %v: %w", fill, src, inference.ErrType)
+		}
+		if len(fd) > 0 {
+			f = fd[0]
+		}
+	}
+	out := make([]T, len(offs))
+	for i, o := range offs {
+		if o < 0 {
+			out[i] = f
+		} else {
+			out[i] = s[o]
+		}
+	}
+	return inference.New(shape, out)
+}
+
+// viewAs returns x with a new shape of the same element count, sharing
+// its data.
+func viewAs(x inference.Tensor, shape []int) (inference.Tensor, error) {
+	switch x.DType() {
+	case inference.Float32:
+		return viewAsOf[float32](x, shape)
+	case inference.Int64:
+		return viewAsOf[int64](x, shape)
+	case inference.Int32:
+		return viewAsOf[int32](x, shape)
+	case inference.Bool:
+		return viewAsOf[bool](x, shape)
+	case inference.Uint8:
+		return viewAsOf[uint8](x, shape)
+	}
+	return inference.Tensor{}, fmt.Errorf("%v: %w", x, inference.ErrType)
+}
+
+func viewAsOf[T inference.Element](x inference.Tensor, shape []int) (inference.Tensor, error) {
+	d, err := inference.Data[T](x)
+	if err != nil {
+		return inference.Tensor{}, err
+	}
+	t, err := inference.New(shape, d)
+	if err != nil {
+		return inference.Tensor{}, fmt.Errorf("%v cannot take shape %v: %w", x, shape, err)
+	}
+	return t, nil
+}
