@@ -33,7 +33,6 @@ import (
 	"strings"
 
 	"github.com/beamml/beamml/inference"
-	"github.com/beamml/beamml/inference/cpu"
 	"github.com/beamml/beamml/inference/graph"
 	"github.com/beamml/beamml/inference/onnx"
 )
@@ -307,13 +306,27 @@ func Compare(got, want inference.Tensor) string {
 	return ""
 }
 
+// preview shows an integer or bool tensor's first values, and other
+// tensors as their String does.
 func preview(t inference.Tensor) string {
-	v, err := cpu.Int64s(t)
-	if err != nil || t.DType() == inference.Float32 {
-		return t.String()
+	switch t.DType() {
+	case inference.Int64:
+		return first10(t, int64(0))
+	case inference.Int32:
+		return first10(t, int32(0))
+	case inference.Uint8:
+		return first10(t, uint8(0))
+	case inference.Bool:
+		return first10(t, false)
 	}
-	if len(v) > 10 {
-		return strings.TrimSuffix(fmt.Sprint(v[:10]), "]") + " …]"
+	return t.String()
+}
+
+// first10 prints the first ten of t's elements, of type T.
+func first10[T inference.Element](t inference.Tensor, _ T) string {
+	d, _ := inference.Data[T](t)
+	if len(d) > 10 {
+		return strings.TrimSuffix(fmt.Sprint(d[:10]), "]") + " …]"
 	}
-	return fmt.Sprint(v)
+	return fmt.Sprint(d)
 }
