@@ -12,12 +12,36 @@ import (
 	"github.com/beamml/beamml/testing/stub"
 )
 
-func init() { register.Function1x0(printResult) }
+func init() {
+	register.Function1x0(printResult)
+	register.Function1x0(printFailure)
+	register.Function2x0(printKeyed)
+	register.Function1x2(keyByID)
+}
 
 func printResult(r runinference.PredictionResult) {
 	x, _ := inference.Data[float32](r.Example["x"])
 	y, _ := inference.Data[float32](r.Outputs["y"])
 	fmt.Println(x, "->", y)
+}
+
+func printFailure(f runinference.Failure) {
+	x, _ := inference.Data[float32](f.Example["x"])
+	fmt.Println(x, "failed at stage", f.Stage)
+}
+
+// examplesOf makes one example per row: the model's input "x" without the
+// batch dimension.
+func examplesOf(rows ...[]float32) []inference.Example {
+	var examples []inference.Example
+	for _, x := range rows {
+		t, err := inference.New([]int{len(x)}, x)
+		if err != nil {
+			panic(err)
+		}
+		examples = append(examples, inference.Example{"x": t})
+	}
+	return examples
 }
 
 // A pipeline that runs a model over three examples. A real pipeline names an
@@ -27,14 +51,7 @@ func ExampleRunInference() {
 	p, s := beam.NewPipelineWithRoot()
 
 	// Each example holds the model's input "x" without the batch dimension.
-	var examples []inference.Example
-	for _, x := range [][]float32{{1, 2}, {3, 4}, {5, 6}} {
-		t, err := inference.New([]int{2}, x)
-		if err != nil {
-			panic(err)
-		}
-		examples = append(examples, inference.Example{"x": t})
-	}
+	examples := examplesOf([]float32{1, 2}, []float32{3, 4}, []float32{5, 6})
 
 	// y = x·Wᵀ + b with W = [[1 1] [0 2]] and b = [0 1].
 	model := stub.Affine([][]float32{{1, 1}, {0, 2}}, []float32{0, 1})
@@ -49,4 +66,70 @@ func ExampleRunInference() {
 	// [1 2] -> [3 5]
 	// [3 4] -> [7 9]
 	// [5 6] -> [11 13]
+}
+
+// A pipeline whose model fails on one element: that element goes to the
+// failures output with the stage it failed at, and every other element
+// gets its result. Nothing is lost, and the job succeeds; write the
+// failures to a sink of their own (a dead-letter table or file).
+func ExampleRunInferenceWithFailures() {
+	p, s := beam.NewPipelineWithRoot()
+	examples := examplesOf([]float32{1, 2}, []float32{-1, 0}, []float32{5, 6})
+
+	// The stub model fails any batch holding a row that starts with -1, as
+	// a real model fails on a malformed element. RunInference splits the
+	// failed batch until the bad element is alone.
+	model := stub.WithFailures(stub.Affine([][]float32{{1, 1}, {0, 2}}, []float32{0, 1}), -1)
+	results, failures := runinference.RunInferenceWithFailures(s, model, beam.CreateList(s, examples),
+		runinference.MaxBatchSize(64), runinference.Device(inference.CPU))
+	beam.ParDo0(s, printResult, results)
+	beam.ParDo0(s, printFailure, failures)
+
+	if err := ptest.Run(p); err != nil {
+		panic(err)
+	}
+	// Unordered output:
+	// [1 2] -> [3 5]
+	// [5 6] -> [11 13]
+	// [-1 0] failed at stage inference
+}
+
+// record is an input row with the id that identifies it downstream.
+type record struct {
+	ID string
+	X  []float32
+}
+
+func keyByID(r record) (string, inference.Example) {
+	t, err := inference.New([]int{len(r.X)}, r.X)
+	if err != nil {
+		panic(err)
+	}
+	return r.ID, inference.Example{"x": t}
+}
+
+func printKeyed(id string, r runinference.PredictionResult) {
+	y, _ := inference.Data[float32](r.Outputs["y"])
+	fmt.Println(id, "->", y)
+}
+
+// The keyed variant carries a key through the model, such as the id of the
+// row an example came from, so that a result can be joined back to its
+// record: KV<K, Example> in, KV<K, PredictionResult> out. Real pipelines
+// use RunInferenceKeyedWithFailures, whose failures are keyed the same way.
+func ExampleRunInferenceKeyed() {
+	p, s := beam.NewPipelineWithRoot()
+	rows := beam.CreateList(s, []record{{"a", []float32{1, 2}}, {"b", []float32{3, 4}}})
+	keyed := beam.ParDo(s, keyByID, rows)
+
+	model := stub.Affine([][]float32{{1, 1}, {0, 2}}, []float32{0, 1})
+	results := runinference.RunInferenceKeyed(s, model, keyed, runinference.Device(inference.CPU))
+	beam.ParDo0(s, printKeyed, results)
+
+	if err := ptest.Run(p); err != nil {
+		panic(err)
+	}
+	// Unordered output:
+	// a -> [3 5]
+	// b -> [7 9]
 }
