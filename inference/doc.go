@@ -11,4 +11,10 @@
 //
 // Nothing in this package or below it imports Beam: the runtime can be used
 // from any Go program, and beam/runinference builds the PTransforms on top.
+//
+// Who it is for: pipeline authors, who build Examples from Tensors, name
+// models with a Spec and a Device, and read results with Data; Go programs
+// that run a model without Beam (Acquire, Model.Run); and writers of a
+// model format (Loader, RegisterLoader) or a device (Backend,
+// RegisterBackend, and the compile contract stated at Backend).
 package inference

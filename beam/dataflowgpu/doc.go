@@ -1,7 +1,8 @@
 // Package dataflowgpu describes the GPU workers of a Dataflow Runner v2 job,
 // checks the description against Compute Engine's GPU machine-type rules before
 // anything is submitted, and renders it as the flags the Beam Go Dataflow
-// runner reads.
+// runner reads. It is for the launcher of a pipeline that runs
+// RunInference on Dataflow GPUs (examples/dataflow is one).
 //
 // An [Options] value names the GPU type, the GPUs per worker, the machine type,
 // NVIDIA MPS, the boot disk, the custom container and the CUDA worker binary.

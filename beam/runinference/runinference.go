@@ -7,6 +7,9 @@
 //	preds := runinference.RunInference(s, spec, examples,
 //		runinference.MaxBatchSize(64), runinference.Device(inference.Auto))
 //
+// It is for pipeline authors: this package and a Spec (inference/onnx's
+// Model) are all a pipeline needs to score a model.
+//
 // Elements are inference.Example values: a tensor per model input, without
 // the batch dimension. RunInferenceKeyed carries a key through for
 // KV<K, Example>; the WithFailures variants return a second PCollection of

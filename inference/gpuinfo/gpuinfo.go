@@ -4,6 +4,10 @@
 // whether an MPS server serves the device. It runs no CUDA code, so it
 // answers where the CUDA backend cannot start, and says why.
 //
+// Who it is for: tools and operators that report what GPUs a worker sees
+// (container/selfcheck prints it); a pipeline needs nothing from it to run
+// on a GPU.
+//
 // NVML is reached through github.com/NVIDIA/go-nvml, which needs cgo but no
 // NVIDIA library at build time: it loads libnvidia-ml.so.1 at run time
 // (DESIGN.md rule 2). In a binary built without cgo, Devices fails with

@@ -5,6 +5,10 @@
 //
 // Decoders (inference/onnx) build a Graph; New checks it, so a Graph that
 // exists is acyclic and every node input has a producer.
+//
+// Who it is for: writers of a model format, whose loader builds a Graph,
+// and of a backend, which compiles one (Compiler; the rewrites it may run
+// are in graph/passes). Pipeline authors never need it.
 package graph
 
 import (

@@ -7,6 +7,10 @@
 // tensor declaring more data than the file holds, a shape whose element
 // count overflows, external data outside the model's folder, a cycle, a node
 // input that nothing produces.
+//
+// Who it is for: pipeline authors name their model with Model; Decode is
+// for tools and backend writers who want a file's graph (inference/graph)
+// without loading it onto a device.
 package onnx
 
 import (

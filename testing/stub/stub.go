@@ -3,6 +3,10 @@
 // file: a Spec made by Echo or Affine carries the whole model in its options,
 // so it travels to workers like any other Spec.
 //
+// It is for pipeline authors' tests: a stub stands in for a real model so
+// that a pipeline's own logic (parsing, keys, failures, sinks) is tested
+// fast and deterministically.
+//
 // Every stub model takes one float32 input "x" of shape [batch, in] and
 // returns one float32 output "y" of shape [batch, out]. The options that
 // WithFailures, WithDelay, WithLoadFailure and Tag add work on either kind.

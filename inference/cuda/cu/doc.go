@@ -11,7 +11,10 @@
 // and libc, so a worker built with Debian's CUDA 11.8 toolkit starts in the
 // CUDA 12 container, and a missing cuBLAS is an error of Open that lists
 // the files tried rather than a loader failure before main.
-// Importing it registers the cuda backend on device 0:
+//
+// It is for pipeline authors building the GPU worker: importing it, in a
+// file with the cuda build tag, registers the cuda backend on device 0,
+// and nothing else of it needs calling:
 //
 //	import _ "github.com/beamml/beamml/inference/cuda/cu" // in a binary built with CGO_ENABLED=1 -tags cuda
 //
