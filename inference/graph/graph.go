@@ -3,8 +3,8 @@
 // initializers as tensors, the opset each domain was exported with, and the
 // last use of every value (which lets an executor free or reuse buffers).
 //
-// Decoders (inference/onnx) build a Graph; New checks it, so a Graph that
-// exists is acyclic and every node input has a producer.
+// Decoders (inference/onnx) build a Graph and Sort it, which checks it: a
+// sorted Graph is acyclic and every node input has a producer.
 //
 // Who it is for: writers of a model format, whose loader builds a Graph,
 // and of a backend, which compiles one (Compiler; the rewrites it may run
