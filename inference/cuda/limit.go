@@ -7,13 +7,13 @@ import (
 	"github.com/beamml/beamml/inference"
 )
 
-// Headroom is the device memory MaxBatch leaves free: a tenth of the
-// device, and at least MinHeadroom bytes. cuBLAS workspaces, the CUDA
+// The headroom is the device memory MaxBatch leaves free: a tenth of the
+// device, and at least minHeadroom bytes. cuBLAS workspaces, the CUDA
 // context, other processes sharing the GPU through MPS and fragmentation
 // live there.
 const (
-	HeadroomFraction = 0.10
-	MinHeadroom      = 256 << 20
+	headroomFraction = 0.10
+	minHeadroom      = 256 << 20
 )
 
 // maxBatchLimit is the largest batch size MaxBatch considers.
@@ -76,7 +76,7 @@ func (m *Model) Budget() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return info.Free - max(int64(float64(info.Total)*HeadroomFraction), MinHeadroom), nil
+	return info.Free - max(int64(float64(info.Total)*headroomFraction), minHeadroom), nil
 }
 
 // workspaceSizer returns the device bytes one Run needs at batch b: its
