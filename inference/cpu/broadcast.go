@@ -1,16 +1,17 @@
 package cpu
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // Broadcasting plans, shared by the elementwise and logic operators: how
 // each operand's elements map to the output's under numpy
 // (multidirectional) broadcasting, or under the broadcast and axis
-// attributes of the binary operators before opset 7.
+// attributes of the binary operators before opset 7. The shape rules are
+// opsem's (BroadcastShape, LegacyBroadcast); a plan picks the loop.
 
 // broadcastMode says how an operand's elements map to the output's.
 type broadcastMode uint8
@@ -19,7 +20,7 @@ const (
 	broadcastSame    broadcastMode = iota // same shape as the output: element i
 	broadcastScalar                       // one element: element 0
 	broadcastTile                         // the output's trailing dimensions: element i mod size
-	broadcastGeneral                      // anything else: BroadcastOffsets
+	broadcastGeneral                      // anything else: opsem.BroadcastOffsets
 )
 
 type broadcastOperand struct {
@@ -38,9 +39,9 @@ type broadcastPlan struct {
 // newBroadcastPlan plans an output of shape out over operands that
 // broadcast to it.
 func newBroadcastPlan(out []int, shapes ...[]int) broadcastPlan {
-	p := broadcastPlan{shape: out, n: product(out), ops: make([]broadcastOperand, len(shapes))}
+	p := broadcastPlan{shape: out, n: opsem.Count(out), ops: make([]broadcastOperand, len(shapes))}
 	for i, s := range shapes {
-		o := broadcastOperand{shape: s, size: product(s), mode: broadcastGeneral}
+		o := broadcastOperand{shape: s, size: opsem.Count(s), mode: broadcastGeneral}
 		trimmed := s
 		for len(trimmed) > 0 && trimmed[0] == 1 {
 			trimmed = trimmed[1:]
@@ -59,7 +60,7 @@ func newBroadcastPlan(out []int, shapes ...[]int) broadcastPlan {
 }
 
 // offsets returns, for each output element, the offset of operand k's element.
-func (p broadcastPlan) offsets(k int) []int { return BroadcastOffsets(p.ops[k].shape, p.shape) }
+func (p broadcastPlan) offsets(k int) []int { return opsem.BroadcastOffsets(p.ops[k].shape, p.shape) }
 
 // planBroadcast plans numpy (multidirectional) broadcasting of ts.
 func planBroadcast(ts ...inference.Tensor) (broadcastPlan, error) {
@@ -67,7 +68,12 @@ func planBroadcast(ts ...inference.Tensor) (broadcastPlan, error) {
 	for i, t := range ts {
 		shapes[i] = t.Shape()
 	}
-	out, err := BroadcastShape(shapes...)
+	return planShapes(shapes...)
+}
+
+// planShapes plans numpy broadcasting of operands of the given shapes.
+func planShapes(shapes ...[]int) (broadcastPlan, error) {
+	out, err := opsem.BroadcastShape(shapes...)
 	if err != nil {
 		return broadcastPlan{}, err
 	}
@@ -76,7 +82,7 @@ func planBroadcast(ts ...inference.Tensor) (broadcastPlan, error) {
 
 // binaryInputs checks the two required inputs of a binary operator,
 // which share one element type, and plans their broadcasting.
-func binaryInputs(n Node, in []inference.Tensor) (broadcastPlan, error) {
+func binaryInputs(n opsem.Node, in []inference.Tensor) (broadcastPlan, error) {
 	if err := needInputs(in, 2); err != nil {
 		return broadcastPlan{}, err
 	}
@@ -86,45 +92,15 @@ func binaryInputs(n Node, in []inference.Tensor) (broadcastPlan, error) {
 	return binaryPlan(n, in[0], in[1])
 }
 
-// binaryPlan plans a binary operator. Before opset 7 the binary operators
-// (Add, Sub, Mul, Div, Pow, And, Or, Xor, Equal, Greater, Less) broadcast
-// only with broadcast=1, and then only B to A's shape: B's dimensions are
-// aligned with A's starting at axis (default: aligned at the right), or B
-// holds a single element. With broadcast=0 the shapes must be equal.
-func binaryPlan(n Node, a, b inference.Tensor) (broadcastPlan, error) {
-	if n.Opset >= 7 {
-		return planBroadcast(a, b)
+// binaryPlan plans a binary operator: B takes the shape
+// opsem.LegacyBroadcast gives it (its own from opset 7; aligned with A by
+// the broadcast and axis attributes before), then the two broadcast.
+func binaryPlan(n opsem.Node, a, b inference.Tensor) (broadcastPlan, error) {
+	bs, err := opsem.LegacyBroadcast(n, a.Shape(), b.Shape())
+	if err != nil {
+		return broadcastPlan{}, err
 	}
-	as, bs := a.Shape(), b.Shape()
-	if n.Int("broadcast", 0) == 0 {
-		if !slices.Equal(as, bs) {
-			return broadcastPlan{}, fmt.Errorf("input shapes %v and %v differ and broadcast is 0: %w", as, bs, inference.ErrShape)
-		}
-		return newBroadcastPlan(as, as, bs), nil
-	}
-	if b.Len() == 1 {
-		return newBroadcastPlan(as, as, bs), nil
-	}
-	axis := int64(len(as) - len(bs))
-	if n.Has("axis") {
-		axis = n.Int("axis", 0)
-		if axis < 0 {
-			axis += int64(len(as))
-		}
-	}
-	if axis < 0 || axis+int64(len(bs)) > int64(len(as)) {
-		return broadcastPlan{}, fmt.Errorf("input 1 of shape %v does not fit input 0 of shape %v at axis %d: %w", bs, as, axis, inference.ErrShape)
-	}
-	aligned := make([]int, len(as))
-	for i := range aligned {
-		aligned[i] = 1
-	}
-	copy(aligned[axis:], bs)
-	out, err := BroadcastShape(as, aligned)
-	if err != nil || !slices.Equal(out, as) {
-		return broadcastPlan{}, fmt.Errorf("input 1 of shape %v does not broadcast to input 0 of shape %v at axis %d: %w", bs, as, axis, inference.ErrShape)
-	}
-	return newBroadcastPlan(as, as, aligned), nil
+	return planShapes(a.Shape(), bs)
 }
 
 // zip applies f to the broadcast pairs of a and b.

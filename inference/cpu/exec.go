@@ -10,43 +10,33 @@ import (
 	"github.com/beamml/beamml/inference/graph"
 	"github.com/beamml/beamml/inference/graph/passes"
 	"github.com/beamml/beamml/inference/internal/family"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
-// Node is what a kernel sees: the graph node (attributes, names) and the
-// version of ai.onnx the model imports, which selects the operator's
-// semantics (Softmax-1 flattens at axis, Softmax-13 works on one axis, …).
-type Node struct {
-	*graph.Node
-	Opset int64
-}
-
-// Kernel computes one operator. in holds one tensor per input the node
+// kernel computes one operator. n is the node and the version of ai.onnx
+// the model imports (opsem.Node, which also builds the error for a case the
+// runtime does not implement). in holds one tensor per input the node
 // names: an optional input left out in the middle arrives as the zero Tensor
 // (DType 0), and trailing ones left out are not there at all, so read
-// optional inputs with Arg. A kernel returns one tensor per node output (the
+// optional inputs with arg. A kernel returns one tensor per node output (the
 // trailing optional ones may be omitted) and fails with an error that names
 // what was wrong; the executor adds the node. The in slice is reused for the
 // next node: a kernel must not keep it (the tensors in it are immutable and
 // may be kept).
-type Kernel func(n Node, in []inference.Tensor) ([]inference.Tensor, error)
+type kernel func(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error)
 
 // kernels maps ai.onnx operator types to their kernels; filled by init
 // functions of the op files, read-only afterwards.
-var kernels = map[string]Kernel{}
+var kernels = map[string]kernel{}
 
 // register adds op's kernel; it is called from the init function of the
 // op's family file, ops_<family>.go (family.Record reads the family off it).
-func register(op string, k Kernel) {
+func register(op string, k kernel) {
 	if _, dup := kernels[op]; dup {
 		panic("cpu: kernel registered twice: " + op)
 	}
 	kernels[op] = k
 	family.Record("cpu", op)
-}
-
-// Ops returns the operator types the CPU backend implements, sorted.
-func Ops() []string {
-	return slices.Sorted(maps.Keys(kernels))
 }
 
 // control-flow operators run subgraphs; the executor implements them.
@@ -188,7 +178,7 @@ func runObserved(ctx context.Context, g *graph.Graph, feeds, outer map[string]in
 			return nil, err
 		}
 		if k, ok := seqKernels[n.OpType]; ok {
-			if err := runSeq(Node{n, opset}, k, lookup, values, seqs); err != nil {
+			if err := runSeq(opsem.Node{Node: n, Opset: opset}, k, lookup, values, seqs); err != nil {
 				return nil, fmt.Errorf("cpu: node %v: %w", n, err)
 			}
 			continue
@@ -210,9 +200,9 @@ func runObserved(ctx context.Context, g *graph.Graph, feeds, outer map[string]in
 		var outs []inference.Tensor
 		var err error
 		if control[n.OpType] {
-			outs, err = runControl(ctx, Node{n, opset}, in, scope(outer, g.Initializers, values))
+			outs, err = runControl(ctx, opsem.Node{Node: n, Opset: opset}, in, scope(outer, g.Initializers, values))
 		} else {
-			outs, err = kernels[n.OpType](Node{n, opset}, in)
+			outs, err = kernels[n.OpType](opsem.Node{Node: n, Opset: opset}, in)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("cpu: node %v: %w", n, err)
@@ -248,7 +238,7 @@ func runObserved(ctx context.Context, g *graph.Graph, feeds, outer map[string]in
 
 // runSeq runs a sequence operator, reading and writing sequences in seqs
 // and tensors in values.
-func runSeq(n Node, k seqKernel, lookup func(string) (inference.Tensor, bool), values map[string]inference.Tensor, seqs map[string][]inference.Tensor) error {
+func runSeq(n opsem.Node, k seqKernel, lookup func(string) (inference.Tensor, bool), values map[string]inference.Tensor, seqs map[string][]inference.Tensor) error {
 	args := make([]item, len(n.Inputs))
 	for i, name := range n.Inputs {
 		switch s, isSeq := seqs[name]; {
@@ -291,7 +281,7 @@ func scope(layers ...map[string]inference.Tensor) map[string]inference.Tensor {
 	return s
 }
 
-func runControl(ctx context.Context, n Node, in []inference.Tensor, visible map[string]inference.Tensor) ([]inference.Tensor, error) {
+func runControl(ctx context.Context, n opsem.Node, in []inference.Tensor, visible map[string]inference.Tensor) ([]inference.Tensor, error) {
 	switch n.OpType {
 	case "If":
 		cond, err := scalarBool(in[0])
@@ -324,7 +314,7 @@ func scalarBool(t inference.Tensor) (bool, error) {
 		d, _ := inference.Data[bool](t)
 		return d[0], nil
 	case inference.Int64, inference.Int32, inference.Uint8, inference.Float32:
-		v, err := Int64s(t)
+		v, err := opsem.Int64s(t)
 		if err != nil {
 			return false, err
 		}
@@ -336,10 +326,10 @@ func scalarBool(t inference.Tensor) (bool, error) {
 // runLoop and runScan run ONNX's Loop and Scan bodies. They are
 // implemented in control.go when available.
 var (
-	runLoop = func(ctx context.Context, n Node, in []inference.Tensor, outer map[string]inference.Tensor) ([]inference.Tensor, error) {
+	runLoop = func(ctx context.Context, n opsem.Node, in []inference.Tensor, outer map[string]inference.Tensor) ([]inference.Tensor, error) {
 		return nil, &inference.UnsupportedOpError{Node: n.Name, Op: "Loop"}
 	}
-	runScan = func(ctx context.Context, n Node, in []inference.Tensor, outer map[string]inference.Tensor) ([]inference.Tensor, error) {
+	runScan = func(ctx context.Context, n opsem.Node, in []inference.Tensor, outer map[string]inference.Tensor) ([]inference.Tensor, error) {
 		return nil, &inference.UnsupportedOpError{Node: n.Name, Op: "Scan"}
 	}
 )
@@ -360,7 +350,7 @@ func RunNode(n *graph.Node, opset int64, in []inference.Tensor) ([]inference.Ten
 	if !ok {
 		return nil, &inference.UnsupportedOpError{Node: n.Name, Op: n.OpType, Opset: opset, Detail: "not a single-node operator"}
 	}
-	out, err := k(Node{n, opset}, in)
+	out, err := k(opsem.Node{Node: n, Opset: opset}, in)
 	if err != nil {
 		return nil, fmt.Errorf("cpu: node %v: %w", n, err)
 	}

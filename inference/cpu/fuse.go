@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/beamml/beamml/inference/graph/passes"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // clamp is a fused activation: y = min(max(y, lo), hi) when on.
@@ -27,7 +28,7 @@ func (c clamp) apply(y []float32) {
 }
 
 // fusedClamp reads the activation passes.FuseActivations put on n.
-func fusedClamp(n Node) clamp {
+func fusedClamp(n opsem.Node) clamp {
 	if !n.Has(passes.FusedMin) {
 		return clamp{}
 	}

@@ -88,7 +88,7 @@ func TestFuseActivations(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantY, _ := Floats(want[0])
+			wantY, _ := floats(want[0])
 			checkFloats(t, got["y"], []int{2, 4, 8, 8}, wantY...)
 		})
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // Helpers shared by the kernel tests. Float results are held to
@@ -17,7 +18,7 @@ import (
 
 // testNode builds a node named "n" of op at opset with attrs (nil for none)
 // and the given number of outputs, named y0, y1, ….
-func testNode(op string, opset int64, attrs map[string]graph.Attr, outputs int) Node {
+func testNode(op string, opset int64, attrs map[string]graph.Attr, outputs int) opsem.Node {
 	if attrs == nil {
 		attrs = map[string]graph.Attr{}
 	}
@@ -25,7 +26,7 @@ func testNode(op string, opset int64, attrs map[string]graph.Attr, outputs int) 
 	for i := range outs {
 		outs[i] = "y" + strconv.Itoa(i)
 	}
-	return Node{Node: &graph.Node{Name: "n", OpType: op, Attrs: attrs, Outputs: outs}, Opset: opset}
+	return opsem.Node{Node: &graph.Node{Name: "n", OpType: op, Attrs: attrs, Outputs: outs}, Opset: opset}
 }
 
 func attrInt(v int64) graph.Attr         { return graph.Attr{Type: graph.AttrInt, Int: v} }
@@ -48,7 +49,7 @@ func tensorOf[T inference.Element](t *testing.T, shape []int, data ...T) inferen
 
 // runKernel runs the registered kernel of n's op on in, failing the test on
 // an error.
-func runKernel(t *testing.T, n Node, in ...inference.Tensor) []inference.Tensor {
+func runKernel(t *testing.T, n opsem.Node, in ...inference.Tensor) []inference.Tensor {
 	t.Helper()
 	out, err := kernels[n.OpType](n, in)
 	if err != nil {
@@ -76,7 +77,7 @@ func near(got, want float32, rtol, atol float64) bool {
 // near want at rtol 1e-4, atol 1e-5.
 func checkFloats(t *testing.T, got inference.Tensor, shape []int, want ...float32) {
 	t.Helper()
-	g, err := Floats(got)
+	g, err := floats(got)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func randTensor(t *testing.T, r *rand.Rand, shape ...int) inference.Tensor {
 
 func floatsOf(t *testing.T, x inference.Tensor) []float32 {
 	t.Helper()
-	d, err := Floats(x)
+	d, err := floats(x)
 	if err != nil {
 		t.Fatal(err)
 	}

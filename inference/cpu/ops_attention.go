@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // Attention operators: scaled dot-product Attention and RotaryEmbedding, on
@@ -61,7 +62,7 @@ func (v atHeadView) ld() int {
 // The optional qk_matmul_output holds, by qk_matmul_output_mode, scale·Q·Kᵀ
 // (0), after softcap (1), after the bias (2) or after softmax (3). Softmax
 // sums in float64, which meets any softmax_precision.
-func atAttention(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func atAttention(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	q, qd, err := requiredFloatArg(n, in, 0, "Q")
 	if err != nil {
 		return nil, err
@@ -119,10 +120,10 @@ func atAttention(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		return nil, err
 	}
 	past := 0
-	if Present(pastK) != Present(pastV) {
+	if present(pastK) != present(pastV) {
 		return nil, fmt.Errorf("past_key and past_value must be given together: %w", inference.ErrBadModel)
 	}
-	if Present(pastK) {
+	if present(pastK) {
 		if pastK.Rank() != 4 {
 			return nil, fmt.Errorf("input 4 (past_key) is %v, want rank 4: %w", pastK, inference.ErrShape)
 		}
@@ -173,7 +174,7 @@ func atAttention(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	mode := n.Int("qk_matmul_output_mode", 0)
 	wantQK := wantsOutput(n, 3)
 	if wantQK && (mode < 0 || mode > 3) {
-		return nil, Unsupported(n, "qk_matmul_output_mode %d", mode)
+		return nil, n.Unsupported("qk_matmul_output_mode %d", mode)
 	}
 	var qk []float32
 	if wantQK {
@@ -288,20 +289,20 @@ func (s *atBias) row(b, h, i int) []float32 {
 // atAttentionBias builds Attention's additive bias from attn_mask (input 3),
 // is_causal and nonpad_kv_seqlen (input 6), or returns nil when there is
 // none.
-func atAttentionBias(n Node, in []inference.Tensor, batch, heads, qSeq, total, past int) (*atBias, error) {
-	mask := Arg(in, 3)
+func atAttentionBias(n opsem.Node, in []inference.Tensor, batch, heads, qSeq, total, past int) (*atBias, error) {
+	mask := arg(in, 3)
 	causal := n.Int("is_causal", 0) != 0
 	var nonpad []int64
-	if t := Arg(in, 6); Present(t) {
+	if t := arg(in, 6); present(t) {
 		var err error
-		if nonpad, err = Int64s(t); err != nil {
+		if nonpad, err = opsem.Int64s(t); err != nil {
 			return nil, fmt.Errorf("input 6 (nonpad_kv_seqlen): %w", err)
 		}
 		if len(nonpad) != batch {
 			return nil, fmt.Errorf("input 6 (nonpad_kv_seqlen) is %v, want %d values: %w", t, batch, inference.ErrShape)
 		}
 	}
-	if !Present(mask) && !causal && nonpad == nil {
+	if !present(mask) && !causal && nonpad == nil {
 		return nil, nil
 	}
 	s := &atBias{heads: heads, qSeq: qSeq, total: total, perBatch: nonpad != nil}
@@ -312,7 +313,7 @@ func atAttentionBias(n Node, in []inference.Tensor, batch, heads, qSeq, total, p
 	var maskF []float32
 	var maskB []bool
 	maskLen := 0
-	if Present(mask) {
+	if present(mask) {
 		ms := mask.Shape()
 		if len(ms) < 1 || len(ms) > 4 {
 			return nil, fmt.Errorf("input 3 (attn_mask) is %v, want rank 1 to 4: %w", mask, inference.ErrShape)
@@ -333,13 +334,13 @@ func atAttentionBias(n Node, in []inference.Tensor, batch, heads, qSeq, total, p
 		s.perHead = padded[1] != 1
 		switch mask.DType() {
 		case inference.Float32:
-			maskF, _ = Floats(mask)
+			maskF, _ = floats(mask)
 		case inference.Bool:
 			maskB, _ = inference.Data[bool](mask)
 		default:
-			return nil, Unsupported(n, "attn_mask of element type %v", mask.DType())
+			return nil, n.Unsupported("attn_mask of element type %v", mask.DType())
 		}
-		maskOffs = BroadcastOffsets(padded, full[:])
+		maskOffs = opsem.BroadcastOffsets(padded, full[:])
 	}
 
 	batches, hs := 1, 1
@@ -416,7 +417,7 @@ func atSoftmax(x []float32) {
 // cos and sin are rows of cos_cache/sin_cache [max_position, dim/2] picked
 // by position_ids [batch, seq], or, without position_ids, the caches are
 // [batch, seq, dim/2] themselves. The remaining values pass through.
-func atRotaryEmbedding(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func atRotaryEmbedding(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	x, xd, err := requiredFloatArg(n, in, 0, "input")
 	if err != nil {
 		return nil, err
@@ -429,7 +430,7 @@ func atRotaryEmbedding(n Node, in []inference.Tensor) ([]inference.Tensor, error
 	if err != nil {
 		return nil, err
 	}
-	pos := Arg(in, 3)
+	pos := arg(in, 3)
 	xs := x.Shape()
 	var batch, heads, seq, headSize int
 	switch len(xs) {
@@ -456,8 +457,8 @@ func atRotaryEmbedding(n Node, in []inference.Tensor) ([]inference.Tensor, error
 
 	// cacheRow returns the offset of the cos/sin row for (b, s).
 	var cacheRow func(b, s int) int
-	if Present(pos) {
-		ids, err := Int64s(pos)
+	if present(pos) {
+		ids, err := opsem.Int64s(pos)
 		if err != nil {
 			return nil, fmt.Errorf("input 3 (position_ids): %w", err)
 		}

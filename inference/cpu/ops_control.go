@@ -8,6 +8,7 @@ import (
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // Control flow: the Loop and Scan operators, which the executor runs
@@ -21,7 +22,7 @@ func init() { runScan = scan }
 // axis 0 of unbatched inputs; Scan-8 has a leading batch axis, scans axis 1
 // and runs each batch entry on its own. Scan axes other than those are not
 // implemented, nor are Scan-8 sequence_lens shorter than the sequence.
-func scan(ctx context.Context, n Node, in []inference.Tensor, outer map[string]inference.Tensor) ([]inference.Tensor, error) {
+func scan(ctx context.Context, n opsem.Node, in []inference.Tensor, outer map[string]inference.Tensor) ([]inference.Tensor, error) {
 	a, ok := n.Attrs["body"]
 	if !ok || a.Graph == nil {
 		return nil, fmt.Errorf("no body: %w", inference.ErrBadModel)
@@ -39,7 +40,7 @@ func scan(ctx context.Context, n Node, in []inference.Tensor, outer map[string]i
 	for _, attr := range []string{"scan_input_axes", "scan_output_axes"} {
 		for _, ax := range n.Ints(attr, nil) {
 			if ax != 0 {
-				return nil, Unsupported(n, "%s other than 0", attr)
+				return nil, n.Unsupported("%s other than 0", attr)
 			}
 		}
 	}
@@ -50,7 +51,7 @@ func scan(ctx context.Context, n Node, in []inference.Tensor, outer map[string]i
 
 // scan8 runs Scan-8: inputs are sequence_lens (optional), the states and
 // the scan inputs, all with a leading batch axis.
-func scan8(ctx context.Context, n Node, body *graph.Graph, m int, in []inference.Tensor, outer map[string]inference.Tensor) ([]inference.Tensor, error) {
+func scan8(ctx context.Context, n opsem.Node, body *graph.Graph, m int, in []inference.Tensor, outer map[string]inference.Tensor) ([]inference.Tensor, error) {
 	if len(in) < 1+m {
 		return nil, fmt.Errorf("%d inputs, num_scan_inputs %d: %w", len(in), m, inference.ErrBadModel)
 	}
@@ -71,14 +72,14 @@ func scan8(ctx context.Context, n Node, body *graph.Graph, m int, in []inference
 		batch = len(parts)
 		perBatch[i] = parts
 	}
-	if Present(lens) {
-		l, err := Int64s(lens)
+	if present(lens) {
+		l, err := opsem.Int64s(lens)
 		if err != nil {
 			return nil, err
 		}
 		for b, v := range l {
 			if steps := perBatch[nState][b].Shape()[0]; int(v) != steps {
-				return nil, Unsupported(n, "sequence_lens[%d] = %d shorter than the sequence (%d)", b, v, steps)
+				return nil, n.Unsupported("sequence_lens[%d] = %d shorter than the sequence (%d)", b, v, steps)
 			}
 		}
 	}
@@ -109,7 +110,7 @@ func scan8(ctx context.Context, n Node, body *graph.Graph, m int, in []inference
 
 // scanLoop runs the body over axis 0 of the scan inputs and returns the
 // final states followed by the stacked scan outputs.
-func scanLoop(ctx context.Context, n Node, body *graph.Graph, states, scanIn []inference.Tensor, inDirs, outDirs []int64, outer map[string]inference.Tensor) ([]inference.Tensor, error) {
+func scanLoop(ctx context.Context, n opsem.Node, body *graph.Graph, states, scanIn []inference.Tensor, inDirs, outDirs []int64, outer map[string]inference.Tensor) ([]inference.Tensor, error) {
 	nState, m := len(states), len(scanIn)
 	if len(body.Inputs) != nState+m {
 		return nil, fmt.Errorf("body takes %d inputs, scan gives %d: %w", len(body.Inputs), nState+m, inference.ErrBadModel)
@@ -157,7 +158,7 @@ func scanLoop(ctx context.Context, n Node, body *graph.Graph, states, scanIn []i
 			slices.Reverse(parts)
 		}
 		if len(parts) == 0 {
-			return nil, Unsupported(n, "scan with zero iterations")
+			return nil, n.Unsupported("scan with zero iterations")
 		}
 		t, err := inference.Stack(parts)
 		if err != nil {
@@ -176,7 +177,7 @@ func init() { runLoop = loop }
 // only when the cond input is given. The outputs are the final
 // values and each scan output stacked over the iterations. A loop that runs
 // zero times with scan outputs is not implemented (their shape is unknown).
-func loop(ctx context.Context, n Node, in []inference.Tensor, outer map[string]inference.Tensor) ([]inference.Tensor, error) {
+func loop(ctx context.Context, n opsem.Node, in []inference.Tensor, outer map[string]inference.Tensor) ([]inference.Tensor, error) {
 	a, ok := n.Attrs["body"]
 	if !ok || a.Graph == nil {
 		return nil, fmt.Errorf("no body: %w", inference.ErrBadModel)
@@ -191,22 +192,22 @@ func loop(ctx context.Context, n Node, in []inference.Tensor, outer map[string]i
 		return nil, fmt.Errorf("body returns %d outputs for %d loop-carried values: %w", len(body.Outputs), nCarried, inference.ErrBadModel)
 	}
 	trips := int64(math.MaxInt64)
-	if Present(in[0]) {
-		v, err := Int64s(in[0])
+	if present(in[0]) {
+		v, err := opsem.Int64s(in[0])
 		if err != nil || len(v) != 1 {
 			return nil, fmt.Errorf("trip count %v is not one integer: %w", in[0], inference.ErrShape)
 		}
 		trips = v[0]
 	}
 	cond := true
-	if Present(in[1]) {
+	if present(in[1]) {
 		var err error
 		if cond, err = scalarBool(in[1]); err != nil {
 			return nil, fmt.Errorf("condition: %w", err)
 		}
 	}
-	if !Present(in[0]) && !Present(in[1]) {
-		return nil, Unsupported(n, "a loop with neither trip count nor condition never ends")
+	if !present(in[0]) && !present(in[1]) {
+		return nil, n.Unsupported("a loop with neither trip count nor condition never ends")
 	}
 	carried := slices.Clone(in[2:])
 	collected := make([][]inference.Tensor, nScanOut)
@@ -216,7 +217,7 @@ func loop(ctx context.Context, n Node, in []inference.Tensor, outer map[string]i
 			return nil, err
 		}
 		iter, _ := inference.New([]int{}, []int64{i})
-		if !Present(condValue) {
+		if !present(condValue) {
 			condValue, _ = inference.New([]int{}, []bool{true})
 		}
 		feeds := map[string]inference.Tensor{body.Inputs[0].Name: iter, body.Inputs[1].Name: condValue}
@@ -227,7 +228,7 @@ func loop(ctx context.Context, n Node, in []inference.Tensor, outer map[string]i
 		if err != nil {
 			return nil, fmt.Errorf("iteration %d: %w", i, err)
 		}
-		if Present(in[1]) { // without a cond input the body's condition is ignored (a for loop)
+		if present(in[1]) { // without a cond input the body's condition is ignored (a for loop)
 			condValue = outs[0]
 			if cond, err = scalarBool(outs[0]); err != nil {
 				return nil, fmt.Errorf("iteration %d: condition: %w", i, err)
@@ -241,7 +242,7 @@ func loop(ctx context.Context, n Node, in []inference.Tensor, outer map[string]i
 	res := carried
 	for k, parts := range collected {
 		if len(parts) == 0 {
-			return nil, Unsupported(n, "scan output %d of a loop that ran zero times", k)
+			return nil, n.Unsupported("scan output %d of a loop that ran zero times", k)
 		}
 		t, err := inference.Stack(parts)
 		if err != nil {

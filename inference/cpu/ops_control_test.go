@@ -7,6 +7,7 @@ import (
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // loopModel is a graph whose Loop doubles v each iteration and stacks every
@@ -84,10 +85,10 @@ func TestLoop(t *testing.T) {
 }
 
 func TestLoopWithoutBoundIsUnsupported(t *testing.T) {
-	n := Node{&graph.Node{Name: "l", OpType: "Loop", Attrs: map[string]graph.Attr{"body": {Type: graph.AttrGraph, Graph: &graph.Graph{
+	n := opsem.Node{Node: &graph.Node{Name: "l", OpType: "Loop", Attrs: map[string]graph.Attr{"body": {Type: graph.AttrGraph, Graph: &graph.Graph{
 		Inputs:  []graph.Value{{Name: "i"}, {Name: "c"}, {Name: "v"}},
 		Outputs: []graph.Value{{Name: "c"}, {Name: "v"}},
-	}}}}, 17}
+	}}}}, Opset: 17}
 	_, err := loop(context.Background(), n, []inference.Tensor{{}, {}, tensorOf(t, []int{1}, float32(1))}, nil)
 	if !errors.Is(err, inference.ErrUnsupportedOp) {
 		t.Errorf("loop without trip count or condition: %v, want ErrUnsupportedOp", err)

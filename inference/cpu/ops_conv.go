@@ -7,10 +7,12 @@ import (
 	"sync"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // Convolutions: Conv, ConvTranspose and Col2Im. Tensors are NCHW:
-// [batch, channels, spatial...]; the window geometry is in window.go.
+// [batch, channels, spatial...]; the operands' shapes and the window
+// geometry are opsem's (ConvOperands, SlidingWindow, TransposedWindow).
 
 func init() {
 	register("Conv", cvConv)
@@ -48,13 +50,13 @@ type cvTaps struct {
 // first channel's first element); the others are padding.
 func (m cvTaps) walk(channels int, seg func(r, col0, lo, hi, at int)) {
 	rank := len(m.cols)
-	ncol, nimg, ntap := product(m.cols), product(m.img), product(m.kernel)
+	ncol, nimg, ntap := opsem.Count(m.cols), opsem.Count(m.img), opsem.Count(m.kernel)
 	if ncol == 0 {
 		return
 	}
 	last := rank - 1
 	width := m.cols[last]
-	imgStrides := Strides(m.img)
+	imgStrides := opsem.Strides(m.img)
 	tap := make([]int, rank)
 	pos := make([]int, rank)
 	for c := range channels {
@@ -94,7 +96,7 @@ func (m cvTaps) walk(channels int, seg func(r, col0, lo, hi, at int)) {
 // cvIm2col fills col (channels·∏kernel rows, ∏cols columns) with the image
 // elements m addresses, zero in the padding.
 func cvIm2col(x []float32, channels int, m cvTaps, col []float32) {
-	ncol, width, s := product(m.cols), m.cols[len(m.cols)-1], m.stride[len(m.stride)-1]
+	ncol, width, s := opsem.Count(m.cols), m.cols[len(m.cols)-1], m.stride[len(m.stride)-1]
 	m.walk(channels, func(r, col0, lo, hi, at int) {
 		cvIm2colRun(col[r*ncol+col0:r*ncol+col0+width], x, lo, hi, at, s)
 	})
@@ -118,20 +120,20 @@ func cvIm2colRun(run, x []float32, lo, hi, at, s int) {
 // cvIm2col2D is cvIm2col for two spatial dimensions, g giving the
 // addressing: row (c·kh + ky)·kw + kx, column oy·ow + ox holds image
 // element (oy·sh − ph + ky·dh, ox·sw − pw + kx·dw) of channel c.
-func cvIm2col2D(x []float32, channels int, g geom, col []float32) {
-	ih, iw, oh, ow := g.in[0], g.in[1], g.out[0], g.out[1]
-	sh, sw := g.stride[0], g.stride[1]
+func cvIm2col2D(x []float32, channels int, g opsem.Window, col []float32) {
+	ih, iw, oh, ow := g.In[0], g.In[1], g.Out[0], g.Out[1]
+	sh, sw := g.Stride[0], g.Stride[1]
 	osp := oh * ow
 	r := 0
 	for c := range channels {
 		plane := x[c*ih*iw : (c+1)*ih*iw]
-		for ky := range g.kernel[0] {
-			offY := ky*g.dilation[0] - g.padBegin[0]
+		for ky := range g.Kernel[0] {
+			offY := ky*g.Dilation[0] - g.PadBegin[0]
 			yLo, yHi := cvSpan(offY, sh, ih, oh)
-			for kx := range g.kernel[1] {
+			for kx := range g.Kernel[1] {
 				dst := col[r*osp : (r+1)*osp]
 				r++
-				offX := kx*g.dilation[1] - g.padBegin[1]
+				offX := kx*g.Dilation[1] - g.PadBegin[1]
 				lo, hi := cvSpan(offX, sw, iw, ow)
 				if lo >= hi {
 					clear(dst) // every column of this tap is padding
@@ -150,7 +152,7 @@ func cvIm2col2D(x []float32, channels int, g geom, col []float32) {
 // cvCol2im adds each element of col to the image element m addresses,
 // dropping those that fall in the padding: the adjoint of cvIm2col.
 func cvCol2im(col []float32, channels int, m cvTaps, y []float32) {
-	ncol, width, s := product(m.cols), m.cols[len(m.cols)-1], m.stride[len(m.stride)-1]
+	ncol, width, s := opsem.Count(m.cols), m.cols[len(m.cols)-1], m.stride[len(m.stride)-1]
 	m.walk(channels, func(r, col0, lo, hi, at int) {
 		run := col[r*ncol+col0 : r*ncol+col0+width]
 		for j := lo; j < hi; j++ {
@@ -160,34 +162,10 @@ func cvCol2im(col []float32, channels int, m cvTaps, y []float32) {
 	})
 }
 
-// cvConvShapes checks X [N, C, spatial...] and W of a convolution and
-// returns the group count and the kernel shape. W is [M, C/group,
-// kernel...] for Conv and, when transposed, [C, M/group, kernel...] for
-// ConvTranspose.
-func cvConvShapes(n Node, x, w inference.Tensor, transposed bool) (group int, kernel []int, err error) {
-	xs, ws := x.Shape(), w.Shape()
-	if len(xs) < 3 || len(ws) != len(xs) {
-		return 0, nil, fmt.Errorf("X is %v, W is %v; want equal ranks ≥ 3: %w", x, w, inference.ErrShape)
-	}
-	group = int(n.Int("group", 1))
-	if group < 1 {
-		return 0, nil, fmt.Errorf("group %d < 1: %w", group, inference.ErrShape)
-	}
-	if transposed {
-		if ws[0] != xs[1] || xs[1]%group != 0 {
-			return 0, nil, fmt.Errorf("X is %v, W is %v, group %d: want W's dimension 0 = X's channels, divisible by group: %w", x, w, group, inference.ErrShape)
-		}
-	} else if ws[1]*group != xs[1] || ws[0]%group != 0 {
-		return 0, nil, fmt.Errorf("X is %v, W is %v, group %d: want X's channels = W's dimension 1 × group and W's dimension 0 divisible by group: %w", x, w, group, inference.ErrShape)
-	}
-	kernel, err = kernelShape(n, len(xs)-2, ws[2:])
-	return group, kernel, err
-}
-
 // cvBias returns the optional per-output-channel bias input 2.
-func cvBias(n Node, in []inference.Tensor, channels int) ([]float32, error) {
+func cvBias(n opsem.Node, in []inference.Tensor, channels int) ([]float32, error) {
 	b, bd, err := floatArg(n, in, 2, "B")
-	if err != nil || !Present(b) {
+	if err != nil || !present(b) {
 		return nil, err
 	}
 	if b.Rank() != 1 || len(bd) != channels {
@@ -239,7 +217,7 @@ func cvScratch(n int) ([]float32, func()) {
 // reads the input directly. A 2-D depthwise convolution (one input
 // channel per group, see cvDepthwise) runs cvConvDepthwise instead: its
 // groups are products too small for SGEMM to pay.
-func cvConv(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func cvConv(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	x, xd, err := requiredFloatArg(n, in, 0, "X")
 	if err != nil {
 		return nil, err
@@ -248,12 +226,12 @@ func cvConv(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	group, kernel, err := cvConvShapes(n, x, w, false)
+	xs, ws := x.Shape(), w.Shape()
+	group, kernel, err := opsem.ConvOperands(n, xs, ws, false)
 	if err != nil {
 		return nil, err
 	}
-	xs, ws := x.Shape(), w.Shape()
-	g, err := windowGeom(n, xs[2:], kernel, false)
+	g, err := opsem.SlidingWindow(n, xs[2:], kernel, false)
 	if err != nil {
 		return nil, err
 	}
@@ -262,14 +240,14 @@ func cvConv(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]float32, batch*outChans*product(g.out))
+	out := make([]float32, batch*outChans*opsem.Count(g.Out))
 	act := fusedClamp(n)
 	if cvDepthwise(group, chans, outChans, kernel) {
 		cvConvDepthwise(xd, wd, bias, batch, chans, outChans/chans, g, out, act)
 	} else {
 		cvConvGemm(xd, wd, bias, batch, chans, outChans, group, g, out, act)
 	}
-	return singleOutput(append([]int{batch, outChans}, g.out...), out)
+	return singleOutput(append([]int{batch, outChans}, g.Out...), out)
 }
 
 // cvDepthwise reports whether a convolution runs cvConvDepthwise: 2-D, one
@@ -281,16 +259,16 @@ func cvDepthwise(group, chans, outChans int, kernel []int) bool {
 }
 
 // cvConvGemm computes Conv with im2col and SGEMM into out, which holds
-// zeros: [batch, outChans, g.out...] from x [batch, chans, g.in...] and
-// W [outChans, chans/group, g.kernel...].
-func cvConvGemm(xd, wd, bias []float32, batch, chans, outChans, group int, g geom, out []float32, act clamp) {
+// zeros: [batch, outChans, g.Out...] from x [batch, chans, g.In...] and
+// W [outChans, chans/group, g.Kernel...].
+func cvConvGemm(xd, wd, bias []float32, batch, chans, outChans, group int, g opsem.Window, out []float32, act clamp) {
 	cg, mg := chans/group, outChans/group
-	isp, osp, rows := product(g.in), product(g.out), cg*product(g.kernel)
+	isp, osp, rows := opsem.Count(g.In), opsem.Count(g.Out), cg*opsem.Count(g.Kernel)
 	pointwise := rows == cg
-	for d := range g.kernel {
-		pointwise = pointwise && g.stride[d] == 1 && g.padBegin[d] == 0 && g.padEnd[d] == 0
+	for d := range g.Kernel {
+		pointwise = pointwise && g.Stride[d] == 1 && g.PadBegin[d] == 0 && g.PadEnd[d] == 0
 	}
-	taps := cvTaps{cols: g.out, img: g.in, kernel: g.kernel, stride: g.stride, dilation: g.dilation, pad: g.padBegin}
+	taps := cvTaps{cols: g.Out, img: g.In, kernel: g.Kernel, stride: g.Stride, dilation: g.Dilation, pad: g.PadBegin}
 	eachUnit(batch*group, 2*mg*rows*osp, func(lo, hi, threads int) {
 		var col []float32
 		if !pointwise {
@@ -303,7 +281,7 @@ func cvConvGemm(xd, wd, bias []float32, batch, chans, outChans, group int, g geo
 			src := xd[(img*chans+grp*cg)*isp : (img*chans+(grp+1)*cg)*isp]
 			switch {
 			case pointwise:
-			case len(g.kernel) == 2:
+			case len(g.Kernel) == 2:
 				cvIm2col2D(src, cg, g, col)
 				src = col
 			default:
@@ -327,14 +305,14 @@ func cvConvGemm(xd, wd, bias []float32, batch, chans, outChans, group int, g geo
 // padding, each input plane is first copied into the middle of a zeroed
 // plane padBegin + in + padEnd on a side, so that every tap of every
 // output lies inside the plane read and no inner loop tests for padding.
-func cvConvDepthwise(xd, wd, bias []float32, batch, chans, mult int, g geom, out []float32, act clamp) {
-	ih, iw, oh, ow := g.in[0], g.in[1], g.out[0], g.out[1]
-	kh, kw := g.kernel[0], g.kernel[1]
-	ph, pw := g.padBegin[0], g.padBegin[1]
-	padded := ph != 0 || pw != 0 || g.padEnd[0] != 0 || g.padEnd[1] != 0
+func cvConvDepthwise(xd, wd, bias []float32, batch, chans, mult int, g opsem.Window, out []float32, act clamp) {
+	ih, iw, oh, ow := g.In[0], g.In[1], g.Out[0], g.Out[1]
+	kh, kw := g.Kernel[0], g.Kernel[1]
+	ph, pw := g.PadBegin[0], g.PadBegin[1]
+	padded := ph != 0 || pw != 0 || g.PadEnd[0] != 0 || g.PadEnd[1] != 0
 	pih, piw := ih, iw
 	if padded {
-		pih, piw = ph+ih+g.padEnd[0], pw+iw+g.padEnd[1]
+		pih, piw = ph+ih+g.PadEnd[0], pw+iw+g.PadEnd[1]
 	}
 	outChans := chans * mult
 	parallelFor(batch*outChans, 2*kh*kw*oh*ow, func(p0, p1 int) {
@@ -369,21 +347,21 @@ func cvConvDepthwise(xd, wd, bias []float32, batch, chans, mult int, g geom, out
 	})
 }
 
-// cvDepthwisePlane sets y (g.out) to b plus x, a plane of rows iw wide
-// holding every tap (padding included, so the origin is at g.padBegin),
+// cvDepthwisePlane sets y (g.Out) to b plus x, a plane of rows iw wide
+// holding every tap (padding included, so the origin is at g.PadBegin),
 // convolved with the kernel w. A 3×3 undilated kernel goes to
 // cvDepthwise3x3; others start each row at b and add one tap at a time.
-func cvDepthwisePlane(y, x []float32, iw int, w []float32, b float32, g geom) {
-	ow := g.out[1]
-	kh, kw, sh, sw, dh, dw := g.kernel[0], g.kernel[1], g.stride[0], g.stride[1], g.dilation[0], g.dilation[1]
+func cvDepthwisePlane(y, x []float32, iw int, w []float32, b float32, g opsem.Window) {
+	ow := g.Out[1]
+	kh, kw, sh, sw, dh, dw := g.Kernel[0], g.Kernel[1], g.Stride[0], g.Stride[1], g.Dilation[0], g.Dilation[1]
 	if kh == 3 && kw == 3 && dh == 1 && dw == 1 {
-		for oy := range g.out[0] {
+		for oy := range g.Out[0] {
 			cvDepthwise3x3(y[oy*ow:(oy+1)*ow], x[oy*sh*iw:], iw, (*[9]float32)(w), b, sw)
 		}
 		return
 	}
 	span := (ow-1)*sw + 1
-	for oy := range g.out[0] {
+	for oy := range g.Out[0] {
 		row := y[oy*ow : (oy+1)*ow]
 		for i := range row {
 			row[i] = b
@@ -429,11 +407,8 @@ func cvDepthwise3x3(y, x []float32, iw int, w *[9]float32, b float32, s int) {
 // (C/group × M/group·∏kernel) transposed times the input
 // (C/group × ∏in) gives a column matrix that col2im scatters into the
 // output, where input position i and tap t land at i·stride − pad +
-// t·dilation. Output size: stride·(in−1) + output_padding +
-// (kernel−1)·dilation + 1 − padBegin − padEnd, unless output_shape sets it
-// and the pads follow (total padding split as auto_pad says, the odd one at
-// the start except for SAME_UPPER).
-func cvConvTranspose(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+// t·dilation. The output size and the pads are opsem.TransposedWindow's.
+func cvConvTranspose(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	x, xd, err := requiredFloatArg(n, in, 0, "X")
 	if err != nil {
 		return nil, err
@@ -442,12 +417,12 @@ func cvConvTranspose(n Node, in []inference.Tensor) ([]inference.Tensor, error) 
 	if err != nil {
 		return nil, err
 	}
-	group, kernel, err := cvConvShapes(n, x, w, true)
+	xs, ws := x.Shape(), w.Shape()
+	group, kernel, err := opsem.ConvOperands(n, xs, ws, true)
 	if err != nil {
 		return nil, err
 	}
-	xs, ws := x.Shape(), w.Shape()
-	g, err := cvTransposeGeom(n, xs[2:], kernel)
+	g, err := opsem.TransposedWindow(n, xs[2:], kernel)
 	if err != nil {
 		return nil, err
 	}
@@ -458,9 +433,9 @@ func cvConvTranspose(n Node, in []inference.Tensor) ([]inference.Tensor, error) 
 		return nil, err
 	}
 	cg := chans / group
-	isp, osp, rows := product(g.in), product(g.out), mg*product(kernel)
+	isp, osp, rows := opsem.Count(g.In), opsem.Count(g.Out), mg*opsem.Count(kernel)
 	out := make([]float32, batch*outChans*osp)
-	taps := cvTaps{cols: g.in, img: g.out, kernel: kernel, stride: g.stride, dilation: g.dilation, pad: g.padBegin}
+	taps := cvTaps{cols: g.In, img: g.Out, kernel: kernel, stride: g.Stride, dilation: g.Dilation, pad: g.PadBegin}
 	eachUnit(batch*group, 2*rows*cg*isp, func(lo, hi, threads int) {
 		col, done := cvScratch(rows * isp)
 		defer done()
@@ -475,92 +450,14 @@ func cvConvTranspose(n Node, in []inference.Tensor) ([]inference.Tensor, error) 
 			}
 		}
 	})
-	return singleOutput(append([]int{batch, outChans}, g.out...), out)
-}
-
-func cvFloorDiv(a, b int) int {
-	q := a / b
-	if (a%b != 0) && ((a < 0) != (b < 0)) {
-		q--
-	}
-	return q
-}
-
-// cvTransposeGeom reads ConvTranspose's attributes; in the result, in is the
-// input's spatial shape and out the output's.
-func cvTransposeGeom(n Node, in, kernel []int) (geom, error) {
-	g, pads, err := geomAttrs(n, in, kernel)
-	if err != nil {
-		return g, err
-	}
-	r := len(in)
-	outPad, err := intsAttr(n, "output_padding", r, 0)
-	if err != nil {
-		return g, err
-	}
-	for d := range r {
-		if g.stride[d] < 1 || g.dilation[d] < 1 || outPad[d] < 0 {
-			return g, fmt.Errorf("strides %v, dilations %v, output_padding %v: want strides and dilations ≥ 1, output_padding ≥ 0: %w", g.stride, g.dilation, outPad, inference.ErrShape)
-		}
-	}
-	auto := n.Str("auto_pad", "NOTSET")
-	switch auto {
-	case "NOTSET", "", "VALID", "SAME_UPPER", "SAME_LOWER":
-	default:
-		return g, Unsupported(n, "auto_pad %q", auto)
-	}
-	full := make([]int, r) // output size before padding is taken off
-	for d := range r {
-		full[d] = g.stride[d]*(in[d]-1) + outPad[d] + (kernel[d]-1)*g.dilation[d] + 1
-	}
-	var target []int
-	switch {
-	case n.Has("output_shape"):
-		os := n.Ints("output_shape", nil)
-		if len(os) == r+2 {
-			os = os[2:]
-		}
-		if len(os) != r {
-			return g, fmt.Errorf("output_shape %v for %d spatial dimensions: %w", os, r, inference.ErrShape)
-		}
-		target = make([]int, r)
-		for d, v := range os {
-			target[d] = int(v)
-		}
-	case auto == "SAME_UPPER" || auto == "SAME_LOWER":
-		target = make([]int, r)
-		for d := range r {
-			target[d] = in[d] * g.stride[d]
-		}
-	}
-	for d := range r {
-		if target == nil {
-			if auto == "VALID" {
-				g.padBegin[d], g.padEnd[d] = 0, 0
-			}
-			g.out[d] = full[d] - g.padBegin[d] - g.padEnd[d]
-		} else {
-			total := full[d] - target[d]
-			if auto == "SAME_UPPER" {
-				g.padBegin[d] = cvFloorDiv(total, 2)
-			} else {
-				g.padBegin[d] = total - cvFloorDiv(total, 2)
-			}
-			g.padEnd[d] = total - g.padBegin[d]
-			g.out[d] = target[d]
-		}
-		if g.out[d] < 0 {
-			return g, fmt.Errorf("output size %d in spatial dimension %d is negative (input %v, kernel %v, pads %v): %w", g.out[d], d, in, kernel, pads, inference.ErrShape)
-		}
-	}
-	return g, nil
+	return singleOutput(append([]int{batch, outChans}, g.Out...), out)
 }
 
 // cvCol2Im implements Col2Im-18: input [N, C·∏block, L] holds, for each of
 // the L block positions (in row-major order over the positions the
 // strides allow), C·∏block values; each is added into the output
 // [N, C, image…] at position·stride − pad_begin + offset·dilation.
-func cvCol2Im(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func cvCol2Im(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	_, xd, err := requiredFloatArg(n, in, 0, "input")
 	if err != nil {
 		return nil, err
@@ -571,7 +468,7 @@ func cvCol2Im(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		if err != nil {
 			return nil, err
 		}
-		if shapes[i], err = Int64s(t); err != nil {
+		if shapes[i], err = opsem.Int64s(t); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 	}
@@ -639,11 +536,11 @@ func cvCol2Im(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if y.Len() == 0 {
 		return []inference.Tensor{y}, nil
 	}
-	yd, _ := Floats(y)
+	yd, _ := floats(y)
 	imgSize, _ := inference.NumElements(imgDims)
-	imgStrides := Strides(imgDims)
-	blkStrides := Strides(blkDims)
-	colStrides := Strides(cols)
+	imgStrides := opsem.Strides(imgDims)
+	blkStrides := opsem.Strides(blkDims)
+	colStrides := opsem.Strides(cols)
 	// target[o·blocks + l] is the image offset block offset o at block l
 	// adds into, or −1 where that lies in the padding.
 	target := make([]int, blockSize*blocks)

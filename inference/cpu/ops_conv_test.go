@@ -10,6 +10,7 @@ import (
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 func TestNNConvHand(t *testing.T) {
@@ -45,12 +46,12 @@ func TestNNConvHand(t *testing.T) {
 
 // cvDirectConv is the reference convolution: a loop over every output
 // element and every tap, in float64.
-func cvDirectConv(xs, ws []int, x, w, bias []float32, g geom, group int) []float32 {
+func cvDirectConv(xs, ws []int, x, w, bias []float32, g opsem.Window, group int) []float32 {
 	batch, chans, outChans := xs[0], xs[1], ws[0]
 	cg, mg := chans/group, outChans/group
-	isp, osp, ksz := product(g.in), product(g.out), product(g.kernel)
+	isp, osp, ksz := opsem.Count(g.In), opsem.Count(g.Out), opsem.Count(g.Kernel)
 	out := make([]float32, batch*outChans*osp)
-	r := len(g.in)
+	r := len(g.In)
 	for b := range batch {
 		for m := range outChans {
 			grp := m / mg
@@ -65,12 +66,12 @@ func cvDirectConv(xs, ws []int, x, w, bias []float32, g geom, group int) []float
 						orem, krem := o, k
 						mul := 1
 						for d := r - 1; d >= 0; d-- {
-							od, kd := orem%g.out[d], krem%g.kernel[d]
-							orem, krem = orem/g.out[d], krem/g.kernel[d]
-							i := od*g.stride[d] - g.padBegin[d] + kd*g.dilation[d]
-							inside = inside && i >= 0 && i < g.in[d]
+							od, kd := orem%g.Out[d], krem%g.Kernel[d]
+							orem, krem = orem/g.Out[d], krem/g.Kernel[d]
+							i := od*g.Stride[d] - g.PadBegin[d] + kd*g.Dilation[d]
+							inside = inside && i >= 0 && i < g.In[d]
 							at += i * mul
-							mul *= g.in[d]
+							mul *= g.In[d]
 						}
 						if inside {
 							s += float64(x[(b*chans+grp*cg+c)*isp+at]) * float64(w[(m*cg+c)*ksz+k])
@@ -115,18 +116,18 @@ func TestNNConvRandom(t *testing.T) {
 		pads = append(pads, padEnd...)
 		attrs := map[string]graph.Attr{"group": attrInt(int64(group)), "strides": attrInts(strides...), "dilations": attrInts(dils...), "pads": attrInts(pads...)}
 		n := testNode("Conv", 11, attrs, 1)
-		x := nnRandom(r, product(xs))
-		w := nnRandom(r, product(ws))
+		x := nnRandom(r, opsem.Count(xs))
+		w := nnRandom(r, opsem.Count(ws))
 		bias := nnRandom(r, ws[0])
 		out := runKernel(t, n, tensorOf(t, xs, x...), tensorOf(t, ws, w...), tensorOf(t, []int{ws[0]}, bias...))
-		g, err := windowGeom(n, xs[2:], ws[2:], false)
+		g, err := opsem.SlidingWindow(n, xs[2:], ws[2:], false)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := cvDirectConv(xs, ws, x, w, bias, g, group)
-		got, _ := Floats(out[0])
+		got, _ := floats(out[0])
 		name := fmt.Sprintf("trial %d: X %v W %v attrs strides %v dilations %v pads %v group %d", trial, xs, ws, strides, dils, pads, group)
-		if !slices.Equal(out[0].Shape(), append([]int{xs[0], ws[0]}, g.out...)) {
+		if !slices.Equal(out[0].Shape(), append([]int{xs[0], ws[0]}, g.Out...)) {
 			t.Fatalf("%s: shape %v", name, out[0].Shape())
 		}
 		for i := range want {
@@ -139,7 +140,7 @@ func TestNNConvRandom(t *testing.T) {
 
 // cvConvCase runs Conv on x (shape xs) and w (shape ws) with attrs and an
 // optional bias, and returns the output and the geometry.
-func cvConvCase(t *testing.T, xs, ws []int, x, w, bias []float32, attrs map[string]graph.Attr) ([]float32, geom) {
+func cvConvCase(t *testing.T, xs, ws []int, x, w, bias []float32, attrs map[string]graph.Attr) ([]float32, opsem.Window) {
 	t.Helper()
 	n := testNode("Conv", 11, attrs, 1)
 	in := []inference.Tensor{tensorOf(t, xs, x...), tensorOf(t, ws, w...)}
@@ -147,14 +148,14 @@ func cvConvCase(t *testing.T, xs, ws []int, x, w, bias []float32, attrs map[stri
 		in = append(in, tensorOf(t, []int{ws[0]}, bias...))
 	}
 	out := runKernel(t, n, in...)
-	g, err := windowGeom(n, xs[2:], ws[2:], false)
+	g, err := opsem.SlidingWindow(n, xs[2:], ws[2:], false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := append([]int{xs[0], ws[0]}, g.out...); !slices.Equal(out[0].Shape(), want) {
+	if want := append([]int{xs[0], ws[0]}, g.Out...); !slices.Equal(out[0].Shape(), want) {
 		t.Fatalf("X %v W %v: output shape %v, want %v", xs, ws, out[0].Shape(), want)
 	}
-	got, _ := Floats(out[0])
+	got, _ := floats(out[0])
 	return got, g
 }
 
@@ -213,7 +214,7 @@ func TestNNConvDepthwise(t *testing.T) {
 			pads, padEnd = append(pads, int64(pb)), append(padEnd, int64(pe))
 		}
 		attrs := map[string]graph.Attr{"group": attrInt(int64(chans)), "strides": attrInts(strides...), "dilations": attrInts(dils...), "pads": attrInts(append(pads, padEnd...)...)}
-		x, w := nnRandom(r, product(xs)), nnRandom(r, product(ws))
+		x, w := nnRandom(r, opsem.Count(xs)), nnRandom(r, opsem.Count(ws))
 		var bias []float32
 		if trial%6 != 5 {
 			bias = nnRandom(r, ws[0])
@@ -251,7 +252,7 @@ func TestNNConvPointwise(t *testing.T) {
 	for _, c := range cases {
 		xs := []int{c.batch, c.chans, c.h, c.w}
 		ws := []int{c.outChans, c.chans / c.group, 1, 1}
-		x, w, bias := nnRandom(r, product(xs)), nnRandom(r, product(ws)), nnRandom(r, c.outChans)
+		x, w, bias := nnRandom(r, opsem.Count(xs)), nnRandom(r, opsem.Count(ws)), nnRandom(r, c.outChans)
 		attrs := map[string]graph.Attr{"group": attrInt(int64(c.group)), "strides": attrInts(c.stride, c.stride), "pads": attrInts(c.pad, c.pad, c.pad, c.pad)}
 		name := fmt.Sprintf("X %v W %v stride %d pad %d group %d", xs, ws, c.stride, c.pad, c.group)
 		for _, b := range [][]float32{bias, nil} {
@@ -273,27 +274,27 @@ func TestNNIm2col2D(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 18))
 	for trial := range 40 {
 		chans := 1 + r.IntN(3)
-		g := geom{in: make([]int, 2), out: make([]int, 2), kernel: make([]int, 2), stride: make([]int, 2), dilation: make([]int, 2), padBegin: make([]int, 2), padEnd: make([]int, 2)}
+		g := opsem.Window{In: make([]int, 2), Out: make([]int, 2), Kernel: make([]int, 2), Stride: make([]int, 2), Dilation: make([]int, 2), PadBegin: make([]int, 2), PadEnd: make([]int, 2)}
 		for d := range 2 {
-			g.kernel[d], g.stride[d], g.dilation[d] = 1+r.IntN(3), 1+r.IntN(3), 1+r.IntN(2)
-			g.padBegin[d], g.padEnd[d] = r.IntN(4), r.IntN(4)
+			g.Kernel[d], g.Stride[d], g.Dilation[d] = 1+r.IntN(3), 1+r.IntN(3), 1+r.IntN(2)
+			g.PadBegin[d], g.PadEnd[d] = r.IntN(4), r.IntN(4)
 			// Inputs may be narrower than the window: some taps then
 			// fall wholly in the padding.
-			eff := (g.kernel[d]-1)*g.dilation[d] + 1
-			g.in[d] = max(1, eff-g.padBegin[d]-g.padEnd[d]) + r.IntN(6)
+			eff := (g.Kernel[d]-1)*g.Dilation[d] + 1
+			g.In[d] = max(1, eff-g.PadBegin[d]-g.PadEnd[d]) + r.IntN(6)
 			if trial == 0 { // taps 2 and 4 past the end of a 1-wide input
-				g.in[d], g.kernel[d], g.dilation[d], g.padBegin[d], g.padEnd[d], eff = 1, 3, 2, 0, 4, 5
+				g.In[d], g.Kernel[d], g.Dilation[d], g.PadBegin[d], g.PadEnd[d], eff = 1, 3, 2, 0, 4, 5
 			}
-			g.out[d] = (g.in[d]+g.padBegin[d]+g.padEnd[d]-eff)/g.stride[d] + 1
+			g.Out[d] = (g.In[d]+g.PadBegin[d]+g.PadEnd[d]-eff)/g.Stride[d] + 1
 		}
-		x := nnRandom(r, chans*product(g.in))
-		size := chans * product(g.kernel) * product(g.out)
+		x := nnRandom(r, chans*opsem.Count(g.In))
+		size := chans * opsem.Count(g.Kernel) * opsem.Count(g.Out)
 		got, want := make([]float32, size), make([]float32, size)
 		for i := range got {
 			got[i], want[i] = float32(math.NaN()), float32(math.NaN())
 		}
 		cvIm2col2D(x, chans, g, got)
-		cvIm2col(x, chans, cvTaps{cols: g.out, img: g.in, kernel: g.kernel, stride: g.stride, dilation: g.dilation, pad: g.padBegin}, want)
+		cvIm2col(x, chans, cvTaps{cols: g.Out, img: g.In, kernel: g.Kernel, stride: g.Stride, dilation: g.Dilation, pad: g.PadBegin}, want)
 		if !slices.Equal(got, want) {
 			t.Fatalf("trial %d: geometry %+v, %d channels: im2col differs:\n got %v\nwant %v", trial, g, chans, got, want)
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // Object detection: NonMaxSuppression.
@@ -17,7 +18,7 @@ func init() {
 // dtScalarInput returns the single value of an optional scalar input, and
 // false when the input is left out or empty.
 func dtScalarInput[T float32 | int64](t inference.Tensor, name string) (T, bool, error) {
-	if !Present(t) || t.Len() == 0 {
+	if !present(t) || t.Len() == 0 {
 		return 0, false, nil
 	}
 	if t.Len() != 1 {
@@ -71,7 +72,7 @@ func dtOverlaps(a, b dtBox, threshold float32) bool {
 // those whose IoU with a box already taken exceeds iou_threshold, up to
 // max_output_boxes_per_class (0 when left out). The result is
 // [batch, class, box] rows in that order.
-func dtNonMaxSuppression(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func dtNonMaxSuppression(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if len(in) < 2 {
 		return nil, fmt.Errorf("%d inputs, want 2 to 5 (boxes, scores, …): %w", len(in), inference.ErrBadModel)
 	}
@@ -81,11 +82,11 @@ func dtNonMaxSuppression(n Node, in []inference.Tensor) ([]inference.Tensor, err
 	case 1:
 		centerPoint = true
 	default:
-		return nil, Unsupported(n, "center_point_box=%d", c)
+		return nil, n.Unsupported("center_point_box=%d", c)
 	}
 	boxesT, scoresT := in[0], in[1]
 	if boxesT.DType() != inference.Float32 || scoresT.DType() != inference.Float32 {
-		return nil, Unsupported(n, "boxes %v and scores %v, want float32", boxesT, scoresT)
+		return nil, n.Unsupported("boxes %v and scores %v, want float32", boxesT, scoresT)
 	}
 	bs, ss := boxesT.Shape(), scoresT.Shape()
 	if len(bs) != 3 || bs[2] != 4 {
@@ -94,20 +95,20 @@ func dtNonMaxSuppression(n Node, in []inference.Tensor) ([]inference.Tensor, err
 	if len(ss) != 3 || ss[0] != bs[0] || ss[2] != bs[1] {
 		return nil, fmt.Errorf("scores %v for boxes %v, want [%d, classes, %d]: %w", scoresT, boxesT, bs[0], bs[1], inference.ErrShape)
 	}
-	limit, _, err := dtScalarInput[int64](Arg(in, 2), "max_output_boxes_per_class")
+	limit, _, err := dtScalarInput[int64](arg(in, 2), "max_output_boxes_per_class")
 	if err != nil {
 		return nil, err
 	}
-	iouThreshold, _, err := dtScalarInput[float32](Arg(in, 3), "iou_threshold")
+	iouThreshold, _, err := dtScalarInput[float32](arg(in, 3), "iou_threshold")
 	if err != nil {
 		return nil, err
 	}
-	scoreThreshold, hasScoreThreshold, err := dtScalarInput[float32](Arg(in, 4), "score_threshold")
+	scoreThreshold, hasScoreThreshold, err := dtScalarInput[float32](arg(in, 4), "score_threshold")
 	if err != nil {
 		return nil, err
 	}
-	boxes, _ := Floats(boxesT)
-	scores, _ := Floats(scoresT)
+	boxes, _ := floats(boxesT)
+	scores, _ := floats(scoresT)
 	batches, numBoxes, classes := bs[0], bs[1], ss[1]
 	var selected []int64
 	var candidates []int

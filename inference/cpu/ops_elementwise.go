@@ -9,6 +9,7 @@ import (
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // Elementwise operators: unary math and activations, binary arithmetic with
@@ -48,20 +49,21 @@ type ewUnary struct {
 }
 
 // ewAttrs builds a unary operator from the node's attributes.
-type ewAttrs func(n Node) (ewUnary, error)
+type ewAttrs func(n opsem.Node) (ewUnary, error)
 
 func ewFixed(f func(float64) float64) ewAttrs {
-	return func(Node) (ewUnary, error) { return ewUnary{float: f}, nil }
+	return func(opsem.Node) (ewUnary, error) { return ewUnary{float: f}, nil }
 }
 
 func ewFixedInt(f func(float64) float64, i func(int64) int64, unsigned bool) ewAttrs {
-	return func(Node) (ewUnary, error) { return ewUnary{float: f, integer: i, unsigned: unsigned}, nil }
+	return func(opsem.Node) (ewUnary, error) { return ewUnary{float: f, integer: i, unsigned: unsigned}, nil }
 }
 
-// ewAlpha builds an operator whose float function takes the attribute alpha.
-func ewAlpha(def float32, f func(x, alpha float64) float64) ewAttrs {
-	return func(n Node) (ewUnary, error) {
-		alpha := float64(n.Float("alpha", def))
+// ewAlpha builds an operator whose float function takes the attribute
+// alpha (opsem.ActivationAttrs gives it, with its default).
+func ewAlpha(f func(x, alpha float64) float64) ewAttrs {
+	return func(n opsem.Node) (ewUnary, error) {
+		alpha, _ := opsem.ActivationAttrs(n)
 		return ewUnary{float: func(x float64) float64 { return f(x, alpha) }}, nil
 	}
 }
@@ -117,32 +119,31 @@ var ewUnaryOps = map[string]ewAttrs{
 	"Mish":       ewFixed(func(x float64) float64 { return x * math.Tanh(softplus(x)) }),
 	// HardSwish is x·HardSigmoid(x) with alpha 1/6 and beta 1/2.
 	"HardSwish": ewFixed(func(x float64) float64 { return x * max(0, min(1, x/6+0.5)) }),
-	"LeakyRelu": ewAlpha(0.01, func(x, alpha float64) float64 {
+	"LeakyRelu": ewAlpha(func(x, alpha float64) float64 {
 		if x < 0 {
 			return alpha * x
 		}
 		return x
 	}),
-	"Elu": ewAlpha(1, func(x, alpha float64) float64 {
+	"Elu": ewAlpha(func(x, alpha float64) float64 {
 		if x < 0 {
 			return alpha * (math.Exp(x) - 1)
 		}
 		return x
 	}),
 	// Celu is max(0, x) + min(0, alpha·(e^(x/alpha) − 1)).
-	"Celu": ewAlpha(1, func(x, alpha float64) float64 {
+	"Celu": ewAlpha(func(x, alpha float64) float64 {
 		return max(0, x) + min(0, alpha*(math.Exp(x/alpha)-1))
 	}),
-	"ThresholdedRelu": ewAlpha(1, func(x, alpha float64) float64 {
+	"ThresholdedRelu": ewAlpha(func(x, alpha float64) float64 {
 		if x > alpha {
 			return x
 		}
 		return 0
 	}),
-	"Swish": ewAlpha(1, func(x, alpha float64) float64 { return x * sigmoid(alpha*x) }),
-	"Selu": func(n Node) (ewUnary, error) {
-		alpha := float64(n.Float("alpha", 1.67326319217681884765625))
-		gamma := float64(n.Float("gamma", 1.05070102214813232421875))
+	"Swish": ewAlpha(func(x, alpha float64) float64 { return x * sigmoid(alpha*x) }),
+	"Selu": func(n opsem.Node) (ewUnary, error) {
+		alpha, gamma := opsem.ActivationAttrs(n)
 		return ewUnary{float: func(x float64) float64 {
 			if x <= 0 {
 				return gamma * (alpha*math.Exp(x) - alpha)
@@ -150,12 +151,12 @@ var ewUnaryOps = map[string]ewAttrs{
 			return gamma * x
 		}}, nil
 	},
-	"HardSigmoid": func(n Node) (ewUnary, error) {
-		alpha, beta := float64(n.Float("alpha", 0.2)), float64(n.Float("beta", 0.5))
+	"HardSigmoid": func(n opsem.Node) (ewUnary, error) {
+		alpha, beta := opsem.ActivationAttrs(n)
 		return ewUnary{float: func(x float64) float64 { return max(0, min(1, alpha*x+beta)) }}, nil
 	},
-	"Shrink": func(n Node) (ewUnary, error) {
-		bias, lambd := float64(n.Float("bias", 0)), float64(n.Float("lambd", 0.5))
+	"Shrink": func(n opsem.Node) (ewUnary, error) {
+		lambd, bias := opsem.ActivationAttrs(n)
 		f := func(x float64) float64 {
 			switch {
 			case x < -lambd:
@@ -170,21 +171,21 @@ var ewUnaryOps = map[string]ewAttrs{
 	},
 	// Gelu is x·Φ(x), or with approximate=tanh
 	// 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
-	"Gelu": func(n Node) (ewUnary, error) {
-		switch a := n.Str("approximate", "none"); a {
-		case "none":
-			return ewUnary{float: func(x float64) float64 { return 0.5 * x * (1 + math.Erf(x/math.Sqrt2)) }}, nil
-		case "tanh":
+	"Gelu": func(n opsem.Node) (ewUnary, error) {
+		tanh, err := opsem.GeluTanh(n)
+		if err != nil {
+			return ewUnary{}, err
+		}
+		if tanh {
 			c := math.Sqrt(2 / math.Pi)
 			return ewUnary{float: func(x float64) float64 { return 0.5 * x * (1 + math.Tanh(c*(x+0.044715*x*x*x))) }}, nil
-		default:
-			return ewUnary{}, Unsupported(n, "approximate %q", a)
 		}
+		return ewUnary{float: func(x float64) float64 { return 0.5 * x * (1 + math.Erf(x/math.Sqrt2)) }}, nil
 	},
 }
 
-func ewUnaryKernel(attrs ewAttrs) Kernel {
-	return func(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func ewUnaryKernel(attrs ewAttrs) kernel {
+	return func(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		if err := needInputs(in, 1); err != nil {
 			return nil, err
 		}
@@ -214,9 +215,9 @@ func ewUnaryKernel(attrs ewAttrs) Kernel {
 // Binary arithmetic.
 
 // PRelu is x < 0 ? slope·x : x, slope broadcasting to x's shape
-// (unidirectionally). Before opset 7, a 1-D slope as long as x's dimension 1
-// is per channel.
-func ewPRelu(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+// (unidirectionally) as opsem.PReluSlope says: before opset 7, a 1-D slope
+// as long as x's dimension 1 is per channel.
+func ewPRelu(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err := needInputs(in, 2); err != nil {
 		return nil, err
 	}
@@ -224,17 +225,10 @@ func ewPRelu(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		return nil, err
 	}
 	x, slope := in[0], in[1]
-	xs, ss := x.Shape(), slope.Shape()
-	if n.Opset < 7 && len(ss) == 1 && len(xs) >= 2 && ss[0] == xs[1] && ss[0] != 1 {
-		ss = make([]int, len(xs)-1)
-		for i := range ss {
-			ss[i] = 1
-		}
-		ss[0] = xs[1]
-	}
-	out, err := BroadcastShape(xs, ss)
-	if err != nil || !slices.Equal(out, xs) {
-		return nil, fmt.Errorf("slope of shape %v does not broadcast to input shape %v: %w", slope.Shape(), xs, inference.ErrShape)
+	xs := x.Shape()
+	ss, err := opsem.PReluSlope(n, xs, slope.Shape())
+	if err != nil {
+		return nil, err
 	}
 	p := newBroadcastPlan(xs, xs, ss)
 	switch x.DType() {
@@ -268,7 +262,7 @@ var ewArithOps = map[string]ewArithOp{"Add": ewAdd, "Sub": ewSub, "Mul": ewMul, 
 
 // ewArithKernel runs Add, Sub, Mul and Div. Integer division truncates
 // toward zero; an integer zero divisor is an error.
-func ewArithKernel(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func ewArithKernel(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	p, err := binaryInputs(n, in)
 	if err != nil {
 		return nil, err
@@ -403,7 +397,7 @@ func ewArithSV[T number](op ewArithOp, out []T, s T, b []T) {
 // type; the result has the base's type. An integer base with an integer
 // exponent is computed exactly (wrapping on overflow); otherwise in float64,
 // truncated toward zero for an integer base.
-func ewPow(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func ewPow(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err := needInputs(in, 2); err != nil {
 		return nil, err
 	}
@@ -477,7 +471,7 @@ func ewIntPow(x, y int64) int64 {
 // Mod is the remainder of a / b. With fmod=1 it has the sign of a (C's
 // fmod); with fmod=0 the sign of b (Python's %), the ONNX default for
 // integers. An integer zero divisor is an error.
-func ewMod(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func ewMod(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	p, err := binaryInputs(n, in)
 	if err != nil {
 		return nil, err
@@ -517,7 +511,7 @@ func ewModInt[T int64 | int32 | uint8](p broadcastPlan, a, b []T, fmod bool) ([]
 }
 
 // BitShift shifts uint8 elements; bits shifted past the width are lost.
-func ewBitShift(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func ewBitShift(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	p, err := binaryInputs(n, in)
 	if err != nil {
 		return nil, err
@@ -541,7 +535,7 @@ func ewBitShift(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 // Where, Clip, and the variadic operators.
 
 // Where picks x where cond holds and y elsewhere, the three broadcast together.
-func ewWhere(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func ewWhere(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err := needInputs(in, 3); err != nil {
 		return nil, err
 	}
@@ -596,9 +590,9 @@ func ewSelect[T inference.Element](p broadcastPlan, c []bool, x, y []T) []T {
 }
 
 // Clip limits x to [min, max]; where min > max every element becomes max.
-// Clip-1 and Clip-6 take the bounds as attributes (Clip-6 defaulting to
-// ∓FLT_MAX), Clip-11 on as optional single-element inputs.
-func ewClip(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+// Before Clip-11 the bounds are attributes (opsem.ClipBounds), from Clip-11
+// on optional single-element inputs.
+func ewClip(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err := needInputs(in, 1); err != nil {
 		return nil, err
 	}
@@ -607,12 +601,7 @@ func ewClip(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		if x.DType() != inference.Float32 {
 			return nil, wantType(0, x, "float32")
 		}
-		// Clip-1 leaves a bound out when its attribute is absent.
-		lo, hi := float32(math.Inf(-1)), float32(math.Inf(1))
-		if n.Opset >= 6 {
-			lo, hi = -math.MaxFloat32, math.MaxFloat32
-		}
-		lo, hi = n.Float("min", lo), n.Float("max", hi)
+		lo, hi := opsem.ClipBounds(n)
 		return singleOutput(x.Shape(), ewClipData(dataOf[float32](x), lo, hi))
 	}
 	if err := sameType(in[:min(len(in), 3)]); err != nil {
@@ -633,7 +622,7 @@ func ewClip(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 
 func ewClipInputs[T number](in []inference.Tensor, lo, hi T) ([]inference.Tensor, error) {
 	for i := 1; i < min(len(in), 3); i++ {
-		if !Present(in[i]) {
+		if !present(in[i]) {
 			continue
 		}
 		if in[i].Len() != 1 {
@@ -666,7 +655,7 @@ func ewClipData[T number](x []T, lo, hi T) []T {
 // ewVariadic runs Sum, Max, Min and Mean over one or more inputs, which
 // broadcast together from opset 8 and must have equal shapes before. Max and
 // Min propagate NaN.
-func ewVariadic(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func ewVariadic(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err := needInputs(in, 1); err != nil {
 		return nil, err
 	}
@@ -780,7 +769,7 @@ func ewFold[T number](p broadcastPlan, in []inference.Tensor, f func(acc, x T) T
 // ONNX TensorProto.DataType numbers, for the supported element types.
 var ewONNXTypeNames = map[string]int64{"FLOAT": 1, "UINT8": 2, "INT32": 6, "INT64": 7, "BOOL": 9}
 
-func ewCast(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func ewCast(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err := needInputs(in, 1); err != nil {
 		return nil, err
 	}
@@ -792,13 +781,13 @@ func ewCast(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if a.Type == graph.AttrString { // Cast-1 names the type
 		c, ok := ewONNXTypeNames[strings.ToUpper(a.String)]
 		if !ok {
-			return nil, Unsupported(n, "cast to ONNX type %s", a.String)
+			return nil, n.Unsupported("cast to ONNX type %s", a.String)
 		}
 		code = c
 	}
 	to, ok := inference.DTypeFromONNX(code)
 	if !ok {
-		return nil, Unsupported(n, "cast to ONNX type %d", code)
+		return nil, n.Unsupported("cast to ONNX type %d", code)
 	}
 	t, err := ewConvert(in[0], to)
 	if err != nil {
@@ -807,7 +796,7 @@ func ewCast(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	return []inference.Tensor{t}, nil
 }
 
-func ewCastLike(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func ewCastLike(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err := needInputs(in, 2); err != nil {
 		return nil, err
 	}

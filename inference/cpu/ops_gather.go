@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // Indexing operators: Gather, GatherElements, GatherND and Compress read
@@ -22,37 +23,26 @@ func init() {
 	register("Compress", gaCompress)
 }
 
-// gaIndex maps an index in [-dim, dim) to [0, dim).
-func gaIndex(i int64, dim int, what string) (int, error) {
-	if i < -int64(dim) || i >= int64(dim) {
-		return 0, fmt.Errorf("%s %d out of range for dimension %d: %w", what, i, dim, inference.ErrShape)
-	}
-	if i < 0 {
-		i += int64(dim)
-	}
-	return int(i), nil
-}
-
-func gaGather(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func gaGather(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	in, err := inputs(in, 2, 2)
 	if err != nil {
 		return nil, err
 	}
 	x, ind := in[0], in[1]
 	shape := x.Shape()
-	axis, err := NormAxis(n.Int("axis", 0), len(shape))
+	axis, out, err := opsem.GatherShape(n, shape, ind.Shape())
 	if err != nil {
-		return nil, fmt.Errorf("data %v: %w", x, err)
+		return nil, err
 	}
-	idx, err := Int64s(ind)
+	idx, err := opsem.Int64s(ind)
 	if err != nil {
 		return nil, fmt.Errorf("indices: %w", err)
 	}
-	st := Strides(shape)
+	st := opsem.Strides(shape)
 	tabs := tables(shape)
 	tabs[axis] = make([]int, len(idx))
 	for i, v := range idx {
-		k, err := gaIndex(v, shape[axis], "index")
+		k, err := opsem.Index(v, shape[axis])
 		if err != nil {
 			return nil, fmt.Errorf("data %v, axis %d: %w", x, axis, err)
 		}
@@ -62,54 +52,28 @@ func gaGather(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	y, err = viewAs(y, slices.Concat(shape[:axis], ind.Shape(), shape[axis+1:]))
+	y, err = viewAs(y, out)
 	return []inference.Tensor{y}, err
 }
 
-// gaElementOffsets returns, for each element of indices (same rank as
-// data, no larger off axis), the offset in data of the element whose
-// coordinates are the index's own with the axis coordinate replaced by the
-// index value: GatherElements and ScatterElements addressing.
+// gaElementOffsets returns opsem.ElementOffsets of the indices ind into
+// data of shape data along axis: GatherElements and ScatterElements
+// addressing.
 func gaElementOffsets(data []int, ind inference.Tensor, axis int) ([]int, error) {
-	is := ind.Shape()
-	if len(is) != len(data) {
-		return nil, fmt.Errorf("indices %v and data %v differ in rank: %w", ind, data, inference.ErrShape)
-	}
-	for j := range is {
-		if j != axis && is[j] > data[j] {
-			return nil, fmt.Errorf("indices %v exceed data %v on axis %d: %w", ind, data, j, inference.ErrShape)
-		}
-	}
-	idx, err := Int64s(ind)
+	idx, err := opsem.Int64s(ind)
 	if err != nil {
 		return nil, fmt.Errorf("indices: %w", err)
 	}
-	st := Strides(data)
-	offs := make([]int, len(idx))
-	err = eachIndex(is, func(c []int, pos int) error {
-		k, err := gaIndex(idx[pos], data[axis], "index")
-		if err != nil {
-			return fmt.Errorf("indices %v at %v: %w", ind, c, err)
-		}
-		o := k * st[axis]
-		for j, v := range c {
-			if j != axis {
-				o += v * st[j]
-			}
-		}
-		offs[pos] = o
-		return nil
-	})
-	return offs, err
+	return opsem.ElementOffsets(data, ind.Shape(), idx, axis)
 }
 
-func gaGatherElements(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func gaGatherElements(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	in, err := inputs(in, 2, 2)
 	if err != nil {
 		return nil, err
 	}
 	x, ind := in[0], in[1]
-	axis, err := NormAxis(n.Int("axis", 0), x.Rank())
+	axis, err := opsem.GatherAxis(n, x.Rank())
 	if err != nil {
 		return nil, fmt.Errorf("data %v: %w", x, err)
 	}
@@ -121,77 +85,44 @@ func gaGatherElements(n Node, in []inference.Tensor) ([]inference.Tensor, error)
 	return []inference.Tensor{y}, err
 }
 
-// gaNDOffsets resolves GatherND/ScatterND indices: indices of shape
-// [..., m] address slices data[b..., i_0, …, i_{m-1}, :] where the first
-// batchDims axes of indices and data agree. It returns the offset of each
-// slice, the slice shape (data's axes after the addressed ones) and the
-// index shape (indices' without the last axis).
-func gaNDOffsets(data []int, ind inference.Tensor, batchDims int) (offs, slice, lead []int, err error) {
-	is := ind.Shape()
-	q, r := len(is), len(data)
-	if q < 1 || batchDims < 0 || batchDims >= min(q, r) {
-		return nil, nil, nil, fmt.Errorf("indices %v, data %v, batch_dims %d: %w", ind, data, batchDims, inference.ErrShape)
-	}
-	m := is[q-1]
-	if m < 1 || m > r-batchDims || !slices.Equal(is[:batchDims], data[:batchDims]) {
-		return nil, nil, nil, fmt.Errorf("indices %v do not address data %v with batch_dims %d: %w", ind, data, batchDims, inference.ErrShape)
-	}
-	idx, err := Int64s(ind)
+// gaNDOffsets returns opsem.NDOffsets of GatherND or ScatterND indices ind
+// into data of shape data.
+func gaNDOffsets(data []int, ind inference.Tensor, batchDims int) (opsem.NDAddress, error) {
+	idx, err := opsem.Int64s(ind)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("indices: %w", err)
+		return opsem.NDAddress{}, fmt.Errorf("indices: %w", err)
 	}
-	st := Strides(data)
-	lead = is[:q-1]
-	count := product(lead)
-	perBatch := product(is[batchDims : q-1])
-	batchSize := product(data[batchDims:])
-	offs = make([]int, count)
-	for p := range count {
-		o := 0
-		if perBatch > 0 {
-			o = p / perBatch * batchSize
-		}
-		for k := range m {
-			a := batchDims + k
-			v, err := gaIndex(idx[p*m+k], data[a], "index")
-			if err != nil {
-				return nil, nil, nil, fmt.Errorf("indices %v, tuple %d, data %v axis %d: %w", ind, p, data, a, err)
-			}
-			o += v * st[a]
-		}
-		offs[p] = o
-	}
-	return offs, data[batchDims+m:], lead, nil
+	return opsem.NDOffsets(data, ind.Shape(), idx, batchDims)
 }
 
-func gaGatherND(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func gaGatherND(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	in, err := inputs(in, 2, 2)
 	if err != nil {
 		return nil, err
 	}
 	x, ind := in[0], in[1]
-	starts, slice, lead, err := gaNDOffsets(x.Shape(), ind, int(n.Int("batch_dims", 0)))
+	a, err := gaNDOffsets(x.Shape(), ind, int(n.Int("batch_dims", 0)))
 	if err != nil {
 		return nil, err
 	}
-	inner := product(slice)
-	offs := make([]int, 0, len(starts)*inner)
-	for _, s := range starts {
+	inner := opsem.Count(a.Slice)
+	offs := make([]int, 0, len(a.Offsets)*inner)
+	for _, s := range a.Offsets {
 		for t := range inner {
 			offs = append(offs, s+t)
 		}
 	}
-	y, err := take(x, slices.Concat(lead, slice), offs, inference.Tensor{})
+	y, err := take(x, slices.Concat(a.Lead, a.Slice), offs, inference.Tensor{})
 	return []inference.Tensor{y}, err
 }
 
-func gaScatterElements(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func gaScatterElements(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	in, err := inputs(in, 3, 3)
 	if err != nil {
 		return nil, err
 	}
 	x, ind, upd := in[0], in[1], in[2]
-	axis, err := NormAxis(n.Int("axis", 0), x.Rank())
+	axis, err := opsem.GatherAxis(n, x.Rank())
 	if err != nil {
 		return nil, fmt.Errorf("data %v: %w", x, err)
 	}
@@ -206,26 +137,26 @@ func gaScatterElements(n Node, in []inference.Tensor) ([]inference.Tensor, error
 	return []inference.Tensor{y}, err
 }
 
-func gaScatterND(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func gaScatterND(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	in, err := inputs(in, 3, 3)
 	if err != nil {
 		return nil, err
 	}
 	x, ind, upd := in[0], in[1], in[2]
-	starts, slice, lead, err := gaNDOffsets(x.Shape(), ind, 0)
+	a, err := gaNDOffsets(x.Shape(), ind, 0)
 	if err != nil {
 		return nil, err
 	}
-	if want := slices.Concat(lead, slice); !slices.Equal(upd.Shape(), want) {
+	if want := slices.Concat(a.Lead, a.Slice); !slices.Equal(upd.Shape(), want) {
 		return nil, fmt.Errorf("updates %v for indices %v into data %v: want shape %v: %w", upd, ind, x, want, inference.ErrShape)
 	}
-	y, err := gaScatter(n, x, starts, product(slice), upd)
+	y, err := gaScatter(n, x, a.Offsets, opsem.Count(a.Slice), upd)
 	return []inference.Tensor{y}, err
 }
 
 // gaScatter returns a copy of x where the block of size elements at
 // offs[i] is combined, by the node's reduction, with updates block i.
-func gaScatter(n Node, x inference.Tensor, offs []int, size int, upd inference.Tensor) (inference.Tensor, error) {
+func gaScatter(n opsem.Node, x inference.Tensor, offs []int, size int, upd inference.Tensor) (inference.Tensor, error) {
 	if upd.DType() != x.DType() {
 		return inference.Tensor{}, fmt.Errorf("updates %v for data %v: %w", upd, x, inference.ErrType)
 	}
@@ -233,7 +164,7 @@ func gaScatter(n Node, x inference.Tensor, offs []int, size int, upd inference.T
 	switch red {
 	case "none", "add", "mul", "max", "min":
 	default:
-		return inference.Tensor{}, Unsupported(n, "reduction %q", red)
+		return inference.Tensor{}, n.Unsupported("reduction %q", red)
 	}
 	switch x.DType() {
 	case inference.Float32:
@@ -246,7 +177,7 @@ func gaScatter(n Node, x inference.Tensor, offs []int, size int, upd inference.T
 		return gaScatterOf[uint8](x, offs, size, upd, red)
 	case inference.Bool:
 		if red != "none" {
-			return inference.Tensor{}, Unsupported(n, "reduction %q on bool", red)
+			return inference.Tensor{}, n.Unsupported("reduction %q on bool", red)
 		}
 		d, _ := inference.Data[bool](x)
 		u, _ := inference.Data[bool](upd)
@@ -299,20 +230,20 @@ func gaScatterOf[T float32 | int64 | int32 | uint8](x inference.Tensor, offs []i
 // along the sequence axis from write_indices[b] on for batch entry b (0 when
 // left out); mode "circular" wraps positions modulo the cache's length,
 // "linear" requires them to fit.
-func gaTensorScatter(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func gaTensorScatter(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if len(in) < 2 {
 		return nil, fmt.Errorf("%d inputs, want 2 or 3 (past_cache, update, write_indices): %w", len(in), inference.ErrBadModel)
 	}
 	mode := n.Str("mode", "linear")
 	if mode != "linear" && mode != "circular" {
-		return nil, Unsupported(n, "mode %q", mode)
+		return nil, n.Unsupported("mode %q", mode)
 	}
 	past, update := in[0], in[1]
 	if past.DType() != update.DType() {
 		return nil, fmt.Errorf("past_cache %v and update %v differ in element type: %w", past, update, inference.ErrType)
 	}
 	shape, ushape := past.Shape(), update.Shape()
-	axis, err := NormAxis(n.Int("axis", -2), len(shape))
+	axis, err := opsem.NormAxis(n.Int("axis", -2), len(shape))
 	if err != nil {
 		return nil, err
 	}
@@ -328,11 +259,11 @@ func gaTensorScatter(n Node, in []inference.Tensor) ([]inference.Tensor, error) 
 	}
 	batch := shape[0]
 	starts := make([]int64, batch)
-	if w := Arg(in, 2); Present(w) {
+	if w := arg(in, 2); present(w) {
 		if w.Len() != batch {
 			return nil, fmt.Errorf("write_indices %v, want [%d]: %w", w, batch, inference.ErrShape)
 		}
-		if starts, err = Int64s(w); err != nil {
+		if starts, err = opsem.Int64s(w); err != nil {
 			return nil, err
 		}
 	}
@@ -363,7 +294,7 @@ func gaTensorScatter(n Node, in []inference.Tensor) ([]inference.Tensor, error) 
 	case inference.Uint8:
 		return gaScatterSeq[uint8](past, update, axis, positions)
 	}
-	return nil, Unsupported(n, "element type %v", past.DType())
+	return nil, n.Unsupported("element type %v", past.DType())
 }
 
 // gaScatterSeq copies past and writes update into it along axis at the
@@ -373,7 +304,7 @@ func gaScatterSeq[T inference.Element](past, update inference.Tensor, axis int, 
 	src, _ := inference.Data[T](past)
 	upd, _ := inference.Data[T](update)
 	out := slices.Clone(src)
-	outer, length, inner := splitAxis(shape, axis)
+	outer, length, inner := opsem.SplitAxis(shape, axis)
 	seq := update.Shape()[axis]
 	perBatch := 1
 	if shape[0] > 0 {
@@ -389,13 +320,13 @@ func gaScatterSeq[T inference.Element](past, update inference.Tensor, axis int, 
 	return singleOutput(shape, out)
 }
 
-func gaCompress(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func gaCompress(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	in, err := inputs(in, 2, 2)
 	if err != nil {
 		return nil, err
 	}
 	x := in[0]
-	cond, err := Int64s(in[1])
+	cond, err := opsem.Int64s(in[1])
 	if err != nil {
 		return nil, fmt.Errorf("condition: %w", err)
 	}
@@ -426,12 +357,12 @@ func gaCompress(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		return []inference.Tensor{y}, err
 	}
 	shape := x.Shape()
-	axis, err := NormAxis(n.Int("axis", 0), len(shape))
+	axis, err := opsem.NormAxis(n.Int("axis", 0), len(shape))
 	if err != nil {
 		return nil, fmt.Errorf("input %v: %w", x, err)
 	}
 	tabs := tables(shape)
-	if tabs[axis], err = selected(shape[axis], Strides(shape)[axis]); err != nil {
+	if tabs[axis], err = selected(shape[axis], opsem.Strides(shape)[axis]); err != nil {
 		return nil, err
 	}
 	y, err := takeTables(x, tabs, inference.Tensor{})

@@ -2,10 +2,10 @@ package cpu
 
 import (
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // Operators that create tensors: Constant, ConstantOfShape, Range, EyeLike
@@ -22,14 +22,14 @@ func init() {
 
 // gnDType maps an ONNX TensorProto element type number (a dtype or to
 // attribute) to ours.
-func gnDType(n Node, onnxType int64) (inference.DType, error) {
+func gnDType(n opsem.Node, onnxType int64) (inference.DType, error) {
 	if d, ok := inference.DTypeFromONNX(onnxType); ok {
 		return d, nil
 	}
-	return 0, Unsupported(n, "element type %d", onnxType)
+	return 0, n.Unsupported("element type %d", onnxType)
 }
 
-func gnConstant(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func gnConstant(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	for name, a := range n.Attrs {
 		var y inference.Tensor
 		var err error
@@ -45,11 +45,11 @@ func gnConstant(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		case "value_ints":
 			y, err = inference.New([]int{len(a.Ints)}, slices.Clone(a.Ints))
 		case "value_string", "value_strings", "sparse_value":
-			return nil, Unsupported(n, "attribute %s", name)
+			return nil, n.Unsupported("attribute %s", name)
 		default:
 			continue
 		}
-		if err == nil && !Present(y) {
+		if err == nil && !present(y) {
 			err = fmt.Errorf("attribute %s holds no tensor: %w", name, inference.ErrBadModel)
 		}
 		return []inference.Tensor{y}, err
@@ -57,29 +57,28 @@ func gnConstant(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	return nil, fmt.Errorf("no value attribute: %w", inference.ErrBadModel)
 }
 
-func gnConstantOfShape(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func gnConstantOfShape(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	in, err := inputs(in, 1, 1)
 	if err != nil {
 		return nil, err
 	}
-	shape, err := dimsOf(in[0], "shape")
+	v, err := opsem.Int64s(in[0])
+	if err != nil {
+		return nil, fmt.Errorf("shape: %w", err)
+	}
+	shape, err := opsem.Dims(v, "shape")
 	if err != nil {
 		return nil, err
 	}
-	value := n.Attrs["value"].Tensor
-	if !Present(value) {
-		if value, err = scalarOf(inference.Float32, 0); err != nil {
-			return nil, err
-		}
+	value, err := opsem.ConstantOfShapeValue(n)
+	if err != nil {
+		return nil, err
 	}
-	if value.Len() != 1 {
-		return nil, fmt.Errorf("value %v is not one element: %w", value, inference.ErrBadModel)
-	}
-	y, err := take(value, shape, make([]int, product(shape)), inference.Tensor{})
+	y, err := take(value, shape, make([]int, opsem.Count(shape)), inference.Tensor{})
 	return []inference.Tensor{y}, err
 }
 
-func gnRange(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func gnRange(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	in, err := inputs(in, 3, 3)
 	if err != nil {
 		return nil, err
@@ -99,31 +98,28 @@ func gnRange(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	case inference.Int32:
 		y, err = gnRangeInt[int32](in)
 	default:
-		return nil, Unsupported(n, "element type %v", dt)
+		return nil, n.Unsupported("element type %v", dt)
 	}
 	return []inference.Tensor{y}, err
 }
 
-// gnRangeFloat computes max(ceil((limit-start)/delta), 0) values start +
-// i·delta in float64, as numpy.arange sizes its result.
+// gnRangeFloat computes the opsem.RangeCountFloat values start + i·delta,
+// in float64.
 func gnRangeFloat(in []inference.Tensor) (inference.Tensor, error) {
 	var v [3]float64
 	for i := range v {
-		d, err := Floats(in[i])
+		d, err := floats(in[i])
 		if err != nil {
 			return inference.Tensor{}, err
 		}
 		v[i] = float64(d[0])
 	}
-	start, limit, delta := v[0], v[1], v[2]
-	if delta == 0 || math.IsNaN(start) || math.IsNaN(limit) || math.IsNaN(delta) {
-		return inference.Tensor{}, fmt.Errorf("range(%v, %v, %v): %w", start, limit, delta, inference.ErrShape)
+	start, delta := v[0], v[2]
+	count, err := opsem.RangeCountFloat(start, v[1], delta)
+	if err != nil {
+		return inference.Tensor{}, err
 	}
-	count := max(math.Ceil((limit-start)/delta), 0)
-	if count > math.MaxInt32 {
-		return inference.Tensor{}, fmt.Errorf("range(%v, %v, %v) has %v elements: %w", start, limit, delta, count, inference.ErrShape)
-	}
-	out := make([]float32, int(count))
+	out := make([]float32, count)
 	for i := range out {
 		out[i] = float32(start + float64(i)*delta)
 	}
@@ -139,19 +135,10 @@ func gnRangeInt[T int64 | int32](in []inference.Tensor) (inference.Tensor, error
 		}
 		v[i] = int64(d[0])
 	}
-	start, limit, delta := v[0], v[1], v[2]
-	if delta == 0 {
-		return inference.Tensor{}, fmt.Errorf("range(%d, %d, %d): %w", start, limit, delta, inference.ErrShape)
-	}
-	// count = ceil((limit-start)/delta)
-	span := limit - start
-	count := span / delta
-	if span%delta != 0 {
-		count++
-	}
-	count = max(count, 0)
-	if count > math.MaxInt32 {
-		return inference.Tensor{}, fmt.Errorf("range(%d, %d, %d) has %d elements: %w", start, limit, delta, count, inference.ErrShape)
+	start, delta := v[0], v[2]
+	count, err := opsem.RangeCountInt(start, v[1], delta)
+	if err != nil {
+		return inference.Tensor{}, err
 	}
 	out := make([]T, count)
 	for i := range out {
@@ -160,7 +147,7 @@ func gnRangeInt[T int64 | int32](in []inference.Tensor) (inference.Tensor, error
 	return inference.New([]int{len(out)}, out)
 }
 
-func gnEyeLike(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func gnEyeLike(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	in, err := inputs(in, 1, 1)
 	if err != nil {
 		return nil, err
@@ -191,55 +178,41 @@ func gnEyeLike(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	return []inference.Tensor{y}, err
 }
 
-func gnOneHot(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func gnOneHot(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	in, err := inputs(in, 3, 3)
 	if err != nil {
 		return nil, err
 	}
 	ind, values := in[0], in[2]
-	idx, err := Int64s(ind)
+	idx, err := opsem.Int64s(ind)
 	if err != nil {
 		return nil, fmt.Errorf("indices: %w", err)
 	}
-	dv, err := Int64s(in[1])
-	if err != nil || len(dv) != 1 || dv[0] < 0 || dv[0] > math.MaxInt32 {
-		return nil, fmt.Errorf("depth %v is not one non-negative integer: %w", in[1], inference.ErrShape)
-	}
-	depth := int(dv[0])
-	if values.Len() != 2 {
-		return nil, fmt.Errorf("values %v is not [off, on]: %w", values, inference.ErrShape)
-	}
+	// Int64s fails only for a tensor that holds no numbers; opsem.OneHot
+	// rejects the nil depth that leaves.
+	dv, _ := opsem.Int64s(in[1])
 	is := ind.Shape()
-	axis := n.Int("axis", -1)
-	if axis < 0 {
-		axis += int64(len(is)) + 1
-	}
-	if axis < 0 || axis > int64(len(is)) {
-		return nil, fmt.Errorf("axis %d out of range for indices %v: %w", n.Int("axis", -1), ind, inference.ErrShape)
-	}
-	shape := slices.Concat(is[:axis], []int{depth}, is[axis:])
-	if _, err := inference.NumElements(shape); err != nil {
+	axis, depth, shape, err := opsem.OneHot(n, is, dv, values.Len())
+	if err != nil {
 		return nil, err
 	}
-	inner := product(is[axis:])
+	inner := opsem.Count(is[axis:])
 	// offs picks values[0] (off) everywhere but at the index, values[1];
 	// indices outside [-depth, depth) give an all-off row.
-	offs := make([]int, product(shape))
+	offs := make([]int, opsem.Count(shape))
 	for p, v := range idx {
-		if v < 0 {
-			v += int64(depth)
-		}
-		if v < 0 || v >= int64(depth) {
+		k, err := opsem.Index(v, depth)
+		if err != nil {
 			continue
 		}
 		o, i := p/inner, p%inner
-		offs[(o*depth+int(v))*inner+i] = 1
+		offs[(o*depth+k)*inner+i] = 1
 	}
 	y, err := take(values, shape, offs, inference.Tensor{})
 	return []inference.Tensor{y}, err
 }
 
-func gnTrilu(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func gnTrilu(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	in, err := inputs(in, 2, 1)
 	if err != nil {
 		return nil, err
@@ -250,8 +223,8 @@ func gnTrilu(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		return nil, fmt.Errorf("input %v has rank below 2: %w", x, inference.ErrShape)
 	}
 	var k int64
-	if Present(in[1]) {
-		kv, err := Int64s(in[1])
+	if present(in[1]) {
+		kv, err := opsem.Int64s(in[1])
 		if err != nil || len(kv) != 1 {
 			return nil, fmt.Errorf("k %v is not one integer: %w", in[1], inference.ErrShape)
 		}

@@ -3,9 +3,9 @@ package cpu
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // Image operators: resampling (Resize, Upsample) and sampling at given
@@ -14,7 +14,8 @@ import (
 //
 // Resize is separable: it resizes one axis at a time, each output position
 // along the axis being a weighted sum of a few input positions (imTaps), as
-// ONNX's reference implementation does.
+// ONNX's reference implementation does. What it resizes to, and how, is
+// opsem's (Resize, Upsample: a ResizeGeometry); the taps are the CPU's.
 
 func init() {
 	register("Resize", imResize)
@@ -25,18 +26,6 @@ func init() {
 
 // ---- Resize and Upsample ----------------------------------------------------
 
-// imResampling is how Resize or Upsample maps output positions to input
-// positions and weighs them.
-type imResampling struct {
-	mode        string  // "nearest", "linear" or "cubic"
-	coord       string  // coordinate_transformation_mode
-	nearestMode string  // round_prefer_floor, round_prefer_ceil, floor, ceil, or "legacy"
-	cubicA      float64 // cubic_coeff_a
-	exclude     bool    // exclude_outside
-	antialias   bool
-	extrapolate float64 // extrapolation_value, for tf_crop_and_resize
-}
-
 // imTaps lists, for each position along one output axis, the input
 // positions it reads and their weights.
 type imTaps struct {
@@ -46,304 +35,101 @@ type imTaps struct {
 	extrap []bool    // [out]; true where the position takes extrapolate; nil if none does
 }
 
-// imResize implements Resize-10 (scales input, asymmetric coordinates) and
-// Resize-11 and later (roi, scales, sizes inputs and the attributes that
-// pick the coordinate transformation and the interpolation kernel).
-func imResize(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+// imResize implements Resize: Resize-10 (scales input, asymmetric
+// coordinates) and Resize-11 and later (roi, scales, sizes inputs and the
+// attributes that pick the coordinate transformation and the interpolation
+// kernel), as opsem.Resize reads them.
+func imResize(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	x, _, err := requiredFloatArg(n, in, 0, "X")
 	if err != nil {
 		return nil, err
 	}
-	mode := n.Str("mode", "nearest")
+	var roi, scales []float32
+	var sizes []int64
 	if n.Opset < 11 {
-		_, scales, err := requiredFloatArg(n, in, 1, "scales")
-		if err != nil {
+		// Resize-10's input 1 is its scales.
+		if _, scales, err = requiredFloatArg(n, in, 1, "scales"); err != nil {
 			return nil, err
 		}
-		return imLegacyResize(n, x, mode, scales)
-	}
-	rs := imResampling{
-		mode:        mode,
-		coord:       n.Str("coordinate_transformation_mode", "half_pixel"),
-		nearestMode: n.Str("nearest_mode", "round_prefer_floor"),
-		cubicA:      float64(n.Float("cubic_coeff_a", -0.75)),
-		exclude:     n.Int("exclude_outside", 0) != 0,
-		extrapolate: float64(n.Float("extrapolation_value", 0)),
-	}
-	switch rs.mode {
-	case "nearest", "linear", "cubic":
-	default:
-		return nil, Unsupported(n, "mode %q", rs.mode)
-	}
-	switch rs.nearestMode {
-	case "round_prefer_floor", "round_prefer_ceil", "floor", "ceil":
-	default:
-		return nil, Unsupported(n, "nearest_mode %q", rs.nearestMode)
-	}
-	switch c := rs.coord; {
-	case c == "half_pixel", c == "pytorch_half_pixel", c == "align_corners", c == "asymmetric", c == "tf_crop_and_resize":
-	case c == "tf_half_pixel_for_nn" && n.Opset < 13:
-	case c == "half_pixel_symmetric" && n.Opset >= 19:
-	default:
-		return nil, Unsupported(n, "coordinate_transformation_mode %q", c)
-	}
-
-	rank := x.Rank()
-	inShape := x.Shape()
-	axes := make([]int, rank)
-	for i := range axes {
-		axes[i] = i
-	}
-	policy := "stretch"
-	if n.Opset >= 18 {
-		rs.antialias = n.Int("antialias", 0) != 0
-		policy = n.Str("keep_aspect_ratio_policy", "stretch")
-		if n.Has("axes") {
-			raw := n.Ints("axes", nil)
-			axes = axes[:0]
-			for _, a := range raw {
-				ax, err := NormAxis(a, rank)
-				if err != nil {
-					return nil, fmt.Errorf("attribute axes %v: %w", raw, err)
-				}
-				if slices.Contains(axes, ax) {
-					return nil, fmt.Errorf("attribute axes %v repeats axis %d: %w", raw, ax, inference.ErrShape)
-				}
-				axes = append(axes, ax)
-			}
-		}
-	}
-
-	// scale and out per dimension of X; dimensions outside axes keep scale 1.
-	scale := make([]float64, rank)
-	out := slices.Clone(inShape)
-	for i := range scale {
-		scale[i] = 1
-	}
-	scalesT, sizesT := Arg(in, 2), Arg(in, 3)
-	hasScales := Present(scalesT) && scalesT.Len() > 0
-	hasSizes := Present(sizesT) && sizesT.Len() > 0
-	switch {
-	case hasScales && hasSizes:
-		return nil, fmt.Errorf("both scales and sizes are given: %w", inference.ErrBadModel)
-	case hasScales:
-		_, s, err := requiredFloatArg(n, in, 2, "scales")
-		if err != nil {
+	} else {
+		if roi, err = imFloatOperand(n, in, 1, "roi"); err != nil {
 			return nil, err
 		}
-		if len(s) != len(axes) {
-			return nil, fmt.Errorf("scales has %d values for %d axes of X %v: %w", len(s), len(axes), x, inference.ErrShape)
-		}
-		for i, ax := range axes {
-			v := float64(s[i])
-			if !(v > 0) || math.IsInf(v, 0) {
-				return nil, fmt.Errorf("scales %v: scale %d is %g, want > 0: %w", s, i, v, inference.ErrShape)
-			}
-			scale[ax] = v
-			if out[ax], err = imScaledDim(v, inShape[ax]); err != nil {
-				return nil, fmt.Errorf("scales %v: %w", s, err)
-			}
-		}
-	case hasSizes:
-		sz, err := Int64s(sizesT)
-		if err != nil {
-			return nil, fmt.Errorf("sizes: %w", err)
-		}
-		if len(sz) != len(axes) {
-			return nil, fmt.Errorf("sizes has %d values for %d axes of X %v: %w", len(sz), len(axes), x, inference.ErrShape)
-		}
-		for i, ax := range axes {
-			if sz[i] < 0 || sz[i] > math.MaxInt32 {
-				return nil, fmt.Errorf("sizes %v: size %d is out of range: %w", sz, i, inference.ErrShape)
-			}
-			if inShape[ax] == 0 {
-				if sz[i] != 0 {
-					return nil, fmt.Errorf("sizes %v: axis %d of X %v is empty: %w", sz, ax, x, inference.ErrShape)
-				}
-				out[ax] = 0
-				continue
-			}
-			scale[ax] = float64(sz[i]) / float64(inShape[ax])
-			out[ax] = int(sz[i])
-		}
-		if policy != "stretch" {
-			var s float64
-			switch policy {
-			case "not_larger":
-				s = math.Inf(1)
-				for _, ax := range axes {
-					s = min(s, scale[ax])
-				}
-			case "not_smaller":
-				s = math.Inf(-1)
-				for _, ax := range axes {
-					s = max(s, scale[ax])
-				}
-			default:
-				return nil, Unsupported(n, "keep_aspect_ratio_policy %q", policy)
-			}
-			for _, ax := range axes {
-				scale[ax] = s
-				// round half up, as the spec's round_int
-				out[ax] = int(s*float64(inShape[ax]) + 0.5)
-			}
-		}
-	default:
-		return nil, fmt.Errorf("neither scales nor sizes is given: %w", inference.ErrBadModel)
-	}
-
-	// roi per dimension, [start, end] in the input's normalized coordinates.
-	var roi [][2]float64
-	if rs.coord == "tf_crop_and_resize" {
-		_, r, err := requiredFloatArg(n, in, 1, "roi")
-		if err != nil {
+		if scales, err = imFloatOperand(n, in, 2, "scales"); err != nil {
 			return nil, err
 		}
-		if len(r) != 2*len(axes) {
-			return nil, fmt.Errorf("roi has %d values, want %d (start and end of %d axes): %w", len(r), 2*len(axes), len(axes), inference.ErrShape)
-		}
-		roi = make([][2]float64, rank)
-		for i := range roi {
-			roi[i] = [2]float64{0, 1}
-		}
-		for i, ax := range axes {
-			roi[ax] = [2]float64{float64(r[i]), float64(r[len(axes)+i])}
+		if t := arg(in, 3); present(t) && t.Len() > 0 {
+			if sizes, err = opsem.Int64s(t); err != nil {
+				return nil, fmt.Errorf("sizes: %w", err)
+			}
 		}
 	}
-
-	slices.Sort(axes)
-	return imResample(n, x, rs, axes, scale, out, roi)
+	g, err := opsem.Resize(n, x.Shape(), roi, scales, sizes)
+	if err != nil {
+		return nil, err
+	}
+	return imResample(x, g)
 }
 
-// imLegacyResize implements Resize-10 and Upsample: output size
-// floor(in·scale), coordinates x_in = x_out/scale. Nearest takes
-// floor(x_in) when upsampling and ceil(x_in) when downsampling along the
-// axis, as ONNX Runtime does for these versions (the spec does not say;
-// both agree with the operators' examples).
-func imLegacyResize(n Node, x inference.Tensor, mode string, scales []float32) ([]inference.Tensor, error) {
-	switch mode {
-	case "nearest", "linear":
-	case "bilinear": // Upsample-1's name for it
-		mode = "linear"
-	default:
-		return nil, Unsupported(n, "mode %q", mode)
+// imFloatOperand returns the values of Resize's optional float32 input i,
+// nil when the node leaves it out or gives it empty.
+func imFloatOperand(n opsem.Node, in []inference.Tensor, i int, name string) ([]float32, error) {
+	if t := arg(in, i); !present(t) || t.Len() == 0 {
+		return nil, nil
 	}
-	rank := x.Rank()
-	if len(scales) != rank {
-		return nil, fmt.Errorf("scales has %d values for X %v: %w", len(scales), x, inference.ErrShape)
-	}
-	inShape := x.Shape()
-	scale := make([]float64, rank)
-	out := make([]int, rank)
-	axes := make([]int, rank)
-	for i, s := range scales {
-		v := float64(s)
-		if !(v > 0) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("scales %v: scale %d is %g, want > 0: %w", scales, i, v, inference.ErrShape)
-		}
-		scale[i] = v
-		var err error
-		if out[i], err = imScaledDim(v, inShape[i]); err != nil {
-			return nil, fmt.Errorf("scales %v: %w", scales, err)
-		}
-		axes[i] = i
-	}
-	rs := imResampling{mode: mode, coord: "asymmetric", nearestMode: "legacy"}
-	return imResample(n, x, rs, axes, scale, out, nil)
-}
-
-// imScaledDim returns floor(scale·dim), the output length of an axis of
-// length dim resized by scale.
-func imScaledDim(scale float64, dim int) (int, error) {
-	f := math.Floor(scale * float64(dim))
-	if f > math.MaxInt32 {
-		return 0, fmt.Errorf("output length %g of an axis of length %d is too large: %w", f, dim, inference.ErrShape)
-	}
-	return int(f), nil
+	_, d, err := floatArg(n, in, i, name)
+	return d, err
 }
 
 // imUpsample implements Upsample-1 (height_scale and width_scale
 // attributes on 4-D input), Upsample-7 (scales attribute) and Upsample-9
-// (scales input), all with Resize-10's semantics.
-func imUpsample(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+// (scales input), all with Resize-10's semantics (opsem.Upsample).
+func imUpsample(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	x, _, err := requiredFloatArg(n, in, 0, "X")
 	if err != nil {
 		return nil, err
 	}
 	var scales []float32
-	switch {
-	case n.Opset >= 9:
-		_, s, err := requiredFloatArg(n, in, 1, "scales")
-		if err != nil {
+	if n.Opset >= 9 {
+		// Upsample-9's input 1 is its scales.
+		if _, scales, err = requiredFloatArg(n, in, 1, "scales"); err != nil {
 			return nil, err
 		}
-		scales = s
-	case n.Opset >= 7:
-		if !n.Has("scales") {
-			return nil, fmt.Errorf("attribute scales is missing: %w", inference.ErrBadModel)
-		}
-		scales = n.Floats("scales", nil)
-	default:
-		if x.Rank() != 4 {
-			return nil, fmt.Errorf("X is %v, Upsample-1 takes 4-D input: %w", x, inference.ErrShape)
-		}
-		if !n.Has("height_scale") || !n.Has("width_scale") {
-			return nil, fmt.Errorf("attribute height_scale or width_scale is missing: %w", inference.ErrBadModel)
-		}
-		scales = []float32{1, 1, n.Float("height_scale", 1), n.Float("width_scale", 1)}
 	}
-	return imLegacyResize(n, x, n.Str("mode", "nearest"), scales)
+	g, err := opsem.Upsample(n, x.Shape(), scales)
+	if err != nil {
+		return nil, err
+	}
+	return imResample(x, g)
 }
 
-// imResample resizes x along axes (sorted) to the sizes in out, with the
-// scale factors in scale; roi is nil unless the coordinate transformation
-// is tf_crop_and_resize.
-func imResample(n Node, x inference.Tensor, rs imResampling, axes []int, scale []float64, out []int, roi [][2]float64) ([]inference.Tensor, error) {
-	if _, err := inference.NumElements(out); err != nil {
-		return nil, fmt.Errorf("output shape %v: %w", out, err)
-	}
-	src, _ := Floats(x)
+// imResample resizes x as g says, one axis at a time.
+func imResample(x inference.Tensor, g opsem.ResizeGeometry) ([]inference.Tensor, error) {
+	src, _ := floats(x)
 	cur := x.Shape()
-	if x.Len() == 0 {
-		for ax := range cur {
-			if cur[ax] == 0 && out[ax] != 0 {
-				return nil, fmt.Errorf("cannot resize empty axis %d of X %v to %d: %w", ax, x, out[ax], inference.ErrShape)
-			}
-		}
-	}
 	data := make([]float64, len(src))
 	for i, v := range src {
 		data[i] = float64(v)
 	}
-	for _, ax := range axes {
-		r := [2]float64{0, 1}
-		if roi != nil {
-			r = roi[ax]
-		}
-		if imIsClose(scale[ax], 1) && out[ax] == cur[ax] && imIsClose(r[0], 0) && imIsClose(r[1], 1) {
+	for _, ax := range g.Axes {
+		if g.Unchanged(ax, cur[ax]) {
 			continue // identity along this axis
 		}
-		if cur[ax] == 0 || out[ax] == 0 {
-			cur[ax] = out[ax]
+		if cur[ax] == 0 || g.Out[ax] == 0 {
+			cur[ax] = g.Out[ax]
 			size, _ := inference.NumElements(cur)
 			data = make([]float64, size)
 			continue
 		}
-		taps := imResizeTaps(rs, cur[ax], out[ax], scale[ax], r)
-		data = imApplyTaps(data, cur, ax, taps, rs.extrapolate)
-		cur[ax] = out[ax]
+		taps := imResizeTaps(g.Resampling, cur[ax], g.Out[ax], g.Scale[ax], g.AxisROI(ax))
+		data = imApplyTaps(data, cur, ax, taps, g.Extrapolate)
+		cur[ax] = g.Out[ax]
 	}
 	res := make([]float32, len(data))
 	for i, v := range data {
 		res[i] = float32(v)
 	}
-	return singleOutput(out, res)
-}
-
-// imIsClose is Python's math.isclose with its default rel_tol 1e-9, which
-// the reference implementation uses to skip axes it leaves unchanged.
-func imIsClose(a, b float64) bool {
-	return math.Abs(a-b) <= 1e-9*max(math.Abs(a), math.Abs(b))
+	return singleOutput(g.Out, res)
 }
 
 // imSourceCoord maps output position y along an axis of length inW,
@@ -394,15 +180,15 @@ func imSourceCoord(coord string, y float64, inW, outW int, scale float64, roi [2
 // min(scale, 1) and the weights normalized when antialiasing. Inputs
 // beyond the edges read the edge value (after exclude_outside dropped
 // their weight, if set).
-func imResizeTaps(rs imResampling, inW, outW int, scale float64, roi [2]float64) imTaps {
+func imResizeTaps(rs opsem.Resampling, inW, outW int, scale float64, roi [2]float64) imTaps {
 	var kernel func(float64) float64
 	radius, s := 1.0, 1.0
-	switch rs.mode {
+	switch rs.Mode {
 	case "linear":
 		kernel = func(d float64) float64 { return max(0, 1-math.Abs(d)) }
 	case "cubic":
 		radius = 2
-		a := rs.cubicA
+		a := rs.CubicA
 		kernel = func(d float64) float64 {
 			d = math.Abs(d)
 			switch {
@@ -414,17 +200,17 @@ func imResizeTaps(rs imResampling, inW, outW int, scale float64, roi [2]float64)
 			return 0
 		}
 	}
-	if rs.antialias && rs.mode != "nearest" {
+	if rs.Antialias && rs.Mode != "nearest" {
 		s = min(scale, 1)
 	}
 	start := int(math.Floor(-radius/s)) + 1
 	width := 2 - 2*start
-	if rs.mode == "nearest" {
+	if rs.Mode == "nearest" {
 		width = 1
 	}
 	t := imTaps{width: width, index: make([]int, outW*width), weight: make([]float64, outW*width)}
 	for y := range outW {
-		x, inside := imSourceCoord(rs.coord, float64(y), inW, outW, scale, roi)
+		x, inside := imSourceCoord(rs.Coord, float64(y), inW, outW, scale, roi)
 		if !inside {
 			if t.extrap == nil {
 				t.extrap = make([]bool, outW)
@@ -439,9 +225,9 @@ func imResizeTaps(rs imResampling, inW, outW int, scale float64, roi [2]float64)
 		}
 		idx := t.index[y*width : (y+1)*width]
 		w := t.weight[y*width : (y+1)*width]
-		if rs.mode == "nearest" {
+		if rs.Mode == "nearest" {
 			pick := base + 1
-			if ratio != 1 && imNearestFloor(rs.nearestMode, ratio, scale) {
+			if ratio != 1 && imNearestFloor(rs.NearestMode, ratio, scale) {
 				pick = base
 			}
 			idx[0], w[0] = pick, 1
@@ -452,13 +238,13 @@ func imResizeTaps(rs imResampling, inW, outW int, scale float64, roi [2]float64)
 				w[k] = kernel(s * (float64(start+k) - ratio))
 				sum += w[k]
 			}
-			if rs.antialias && sum != 0 {
+			if rs.Antialias && sum != 0 {
 				for k := range w {
 					w[k] /= sum
 				}
 			}
 		}
-		if rs.exclude {
+		if rs.Exclude {
 			var sum float64
 			for k := range idx {
 				if idx[k] < 0 || idx[k] >= inW {
@@ -466,7 +252,7 @@ func imResizeTaps(rs imResampling, inW, outW int, scale float64, roi [2]float64)
 				}
 				sum += w[k]
 			}
-			if sum != 0 && rs.mode != "nearest" {
+			if sum != 0 && rs.Mode != "nearest" {
 				for k := range w {
 					w[k] /= sum
 				}
@@ -480,9 +266,9 @@ func imResizeTaps(rs imResampling, inW, outW int, scale float64, roi [2]float64)
 }
 
 // imNearestFloor reports whether nearest mode picks floor(x) over
-// floor(x)+1 for a non-integral x with fractional part ratio. The legacy
-// mode (Resize-10, Upsample) floors when upsampling and ceils when
-// downsampling.
+// floor(x)+1 for a non-integral x with fractional part ratio.
+// opsem.LegacyNearest (Resize-10, Upsample) floors when upsampling and
+// ceils when downsampling.
 func imNearestFloor(mode string, ratio, scale float64) bool {
 	switch mode {
 	case "round_prefer_floor":
@@ -493,8 +279,10 @@ func imNearestFloor(mode string, ratio, scale float64) bool {
 		return true
 	case "ceil":
 		return false
+	case opsem.LegacyNearest:
+		return scale >= 1
 	}
-	return scale >= 1
+	panic("cpu: Resize: unchecked nearest_mode " + mode)
 }
 
 // imApplyTaps resizes data, of shape shape, along axis with taps, and
@@ -548,7 +336,7 @@ type imGridTap struct {
 // nearest, bicubic) and GridSample-20 and later (N-D; modes linear,
 // nearest, cubic), following PyTorch's grid_sample: nearest rounds half to
 // even, cubic uses Keys' kernel with a = −0.75.
-func imGridSample(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func imGridSample(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	_, xd, err := requiredFloatArg(n, in, 0, "X")
 	if err != nil {
 		return nil, err
@@ -581,13 +369,13 @@ func imGridSample(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		mode = "cubic"
 	case "linear", "cubic", "nearest":
 	default:
-		return nil, Unsupported(n, "mode %q", mode)
+		return nil, n.Unsupported("mode %q", mode)
 	}
 	padding := n.Str("padding_mode", "zeros")
 	switch padding {
 	case "zeros", "border", "reflection":
 	default:
-		return nil, Unsupported(n, "padding_mode %q", padding)
+		return nil, n.Unsupported("padding_mode %q", padding)
 	}
 	align := n.Int("align_corners", 0) != 0
 
@@ -598,7 +386,7 @@ func imGridSample(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	yd, _ := Floats(y)
+	yd, _ := floats(y)
 	if y.Len() == 0 {
 		return []inference.Tensor{y}, nil
 	}
@@ -608,7 +396,7 @@ func imGridSample(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		return []inference.Tensor{y}, nil
 	}
 	outPlane, _ := inference.NumElements(gs[1 : r+1])
-	strides := Strides(dims)
+	strides := opsem.Strides(dims)
 	// lo and hi bound each axis's coordinates: the centers of the edge
 	// pixels with align_corners, their outer edges without.
 	lo, hi := make([]float64, r), make([]float64, r)
@@ -779,7 +567,7 @@ func imTapProduct(offsets []int, weights []float64, taps [][]imGridTap, strides 
 // theta[n] · (x_w, y_h, z_d, 1). The base coordinates along an axis of
 // length L are −1 + 2i/(L−1) with align_corners (−1 when L = 1), and
 // −1 + (2i+1)/L without.
-func imAffineGrid(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func imAffineGrid(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	_, theta, err := requiredFloatArg(n, in, 0, "theta")
 	if err != nil {
 		return nil, err
@@ -788,7 +576,7 @@ func imAffineGrid(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	size, err := Int64s(sizeT)
+	size, err := opsem.Int64s(sizeT)
 	if err != nil {
 		return nil, fmt.Errorf("size: %w", err)
 	}
@@ -834,9 +622,9 @@ func imAffineGrid(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	yd, _ := Floats(y)
+	yd, _ := floats(y)
 	points, _ := inference.NumElements(dims)
-	strides := Strides(dims)
+	strides := opsem.Strides(dims)
 	homo := make([]float64, r+1) // (x, y[, z], 1): innermost axis first
 	homo[r] = 1
 	for b := range ts[0] {

@@ -70,7 +70,7 @@ func TestIMResizeCubicAsymmetric(t *testing.T) {
 	got := runKernel(t, testNode("Resize", 13, map[string]graph.Attr{
 		"mode": attrString("cubic"), "coordinate_transformation_mode": attrString("asymmetric"),
 	}, 1), x, inference.Tensor{}, scales)[0]
-	d, _ := Floats(got)
+	d, _ := floats(got)
 	if len(d) != 8 || math.Abs(float64(d[2])-1) > 1e-5 || math.Abs(float64(d[3])-0.59375) > 1e-5 {
 		t.Fatalf("got %v, want 8 values with [2] = 1, [3] = 0.59375", d)
 	}

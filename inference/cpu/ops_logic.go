@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // Logic operators, producing bool: the comparisons Equal, Greater,
@@ -23,7 +24,7 @@ func init() {
 	register("IsInf", lgIsInf)
 }
 
-func lgCompare(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func lgCompare(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	p, err := binaryInputs(n, in)
 	if err != nil {
 		return nil, err
@@ -60,7 +61,7 @@ func lgComparison[T number](op string) func(x, y T) bool {
 	return func(x, y T) bool { return x <= y }
 }
 
-func lgLogical(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func lgLogical(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err := needInputs(in, 2); err != nil {
 		return nil, err
 	}
@@ -84,7 +85,7 @@ func lgLogical(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	return singleOutput(p.shape, zip(p, dataOf[bool](a), dataOf[bool](b), f))
 }
 
-func lgNot(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func lgNot(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err := needInputs(in, 1); err != nil {
 		return nil, err
 	}
@@ -94,7 +95,7 @@ func lgNot(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	return singleOutput(in[0].Shape(), mapElems(dataOf[bool](in[0]), func(v bool) bool { return !v }))
 }
 
-func lgIsNaN(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func lgIsNaN(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err := needInputs(in, 1); err != nil {
 		return nil, err
 	}
@@ -104,7 +105,7 @@ func lgIsNaN(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	return singleOutput(in[0].Shape(), mapElems(dataOf[float32](in[0]), func(v float32) bool { return v != v }))
 }
 
-func lgIsInf(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func lgIsInf(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err := needInputs(in, 1); err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // Loss functions: NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss.
@@ -31,7 +32,7 @@ type lsLoss struct {
 // lsLossInputs reads the attributes and the inputs (scores, target, optional
 // weight) of a loss operator and checks their shapes: the target is the
 // scores' shape without dimension 1 (the C classes), the weight has C values.
-func lsLossInputs(n Node, in []inference.Tensor) (*lsLoss, error) {
+func lsLossInputs(n opsem.Node, in []inference.Tensor) (*lsLoss, error) {
 	if len(in) < 2 {
 		return nil, fmt.Errorf("%d inputs, want 2 or 3 (scores, target, weight): %w", len(in), inference.ErrBadModel)
 	}
@@ -39,12 +40,12 @@ func lsLossInputs(n Node, in []inference.Tensor) (*lsLoss, error) {
 	switch l.reduction {
 	case "none", "sum", "mean":
 	default:
-		return nil, Unsupported(n, "reduction %q", l.reduction)
+		return nil, n.Unsupported("reduction %q", l.reduction)
 	}
 	l.ignore, l.hasIgnore = n.Int("ignore_index", 0), n.Has("ignore_index")
 	x, target := in[0], in[1]
 	if x.DType() != inference.Float32 {
-		return nil, Unsupported(n, "scores of element type %v", x.DType())
+		return nil, n.Unsupported("scores of element type %v", x.DType())
 	}
 	if t := target.DType(); t != inference.Int64 && t != inference.Int32 {
 		return nil, fmt.Errorf("target %v, want int64 or int32: %w", target, inference.ErrType)
@@ -58,15 +59,15 @@ func lsLossInputs(n Node, in []inference.Tensor) (*lsLoss, error) {
 	if !slices.Equal(l.targetShape, want) {
 		return nil, fmt.Errorf("target %v for scores %v, want shape %v: %w", target, x, want, inference.ErrShape)
 	}
-	l.target, _ = Int64s(target)
-	if w := Arg(in, 2); Present(w) {
+	l.target, _ = opsem.Int64s(target)
+	if w := arg(in, 2); present(w) {
 		if w.DType() != inference.Float32 {
-			return nil, Unsupported(n, "weight of element type %v", w.DType())
+			return nil, n.Unsupported("weight of element type %v", w.DType())
 		}
 		if w.Rank() != 1 || w.Len() != l.shape[1] {
 			return nil, fmt.Errorf("weight %v, want [%d] (one per class): %w", w, l.shape[1], inference.ErrShape)
 		}
-		l.weight, _ = Floats(w)
+		l.weight, _ = floats(w)
 	}
 	return l, nil
 }
@@ -78,7 +79,7 @@ func lsLossInputs(n Node, in []inference.Tensor) (*lsLoss, error) {
 // positions not ignored when there is no weight input).
 func (l *lsLoss) compute(logp []float32) (inference.Tensor, error) {
 	classes := l.shape[1]
-	spatial := product(l.shape[2:])
+	spatial := opsem.Count(l.shape[2:])
 	loss := make([]float32, len(l.target))
 	var sum, weights float64
 	for i, c := range l.target {
@@ -107,12 +108,12 @@ func (l *lsLoss) compute(logp []float32) (inference.Tensor, error) {
 }
 
 // lsNLLLoss is NegativeLogLikelihoodLoss: input holds log-probabilities.
-func lsNLLLoss(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func lsNLLLoss(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	l, err := lsLossInputs(n, in)
 	if err != nil {
 		return nil, err
 	}
-	x, _ := Floats(in[0])
+	x, _ := floats(in[0])
 	loss, err := l.compute(x)
 	if err != nil {
 		return nil, err
@@ -123,14 +124,14 @@ func lsNLLLoss(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 // lsSoftmaxCrossEntropyLoss is SoftmaxCrossEntropyLoss: the negative
 // log-likelihood loss of log_prob = LogSoftmax(scores) over dimension 1,
 // which is the optional second output.
-func lsSoftmaxCrossEntropyLoss(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func lsSoftmaxCrossEntropyLoss(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	l, err := lsLossInputs(n, in)
 	if err != nil {
 		return nil, err
 	}
-	x, _ := Floats(in[0])
+	x, _ := floats(in[0])
 	batch, classes := l.shape[0], l.shape[1]
-	spatial := product(l.shape[2:])
+	spatial := opsem.Count(l.shape[2:])
 	logp := make([]float32, len(x))
 	for s := range batch {
 		for d := range spatial {

@@ -3,9 +3,9 @@ package cpu
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // Normalisation operators. Statistics are computed in float64 whatever
@@ -25,7 +25,7 @@ func init() {
 // nmFloatInputs returns the data of inputs 0, 1, … named names (nil for
 // one left out), failing with Unsupported for an element type other than
 // float32.
-func nmFloatInputs(n Node, in []inference.Tensor, names ...string) ([][]float32, error) {
+func nmFloatInputs(n opsem.Node, in []inference.Tensor, names ...string) ([][]float32, error) {
 	out := make([][]float32, len(names))
 	for i, name := range names {
 		var err error
@@ -53,16 +53,6 @@ func nmMeanVar(x []float32) (mean, variance float64) {
 	return mean, variance / float64(len(x))
 }
 
-// nmChannels checks that x is [N, C, …] and returns N, C and the number of
-// elements per channel and sample.
-func nmChannels(x inference.Tensor) (batch, channels, spatial int, err error) {
-	shape := x.Shape()
-	if len(shape) < 2 {
-		return 0, 0, 0, fmt.Errorf("input %v, want rank 2 or more (N, C, …): %w", x, inference.ErrShape)
-	}
-	return shape[0], shape[1], product(shape[2:]), nil
-}
-
 // nmWantLen checks that input i holds want elements.
 func nmWantLen(in []inference.Tensor, i int, name string, want int) error {
 	if t := in[i]; t.Len() != want {
@@ -72,7 +62,7 @@ func nmWantLen(in []inference.Tensor, i int, name string, want int) error {
 }
 
 // nmOutputs counts the node outputs that are named (not left out).
-func nmOutputs(n Node) int {
+func nmOutputs(n opsem.Node) int {
 	c := 0
 	for _, o := range n.Outputs {
 		if o != "" {
@@ -82,16 +72,13 @@ func nmOutputs(n Node) int {
 	return c
 }
 
-// nmBatchNorm is BatchNormalization in inference mode:
-// y = scale·(x - mean)/√(var + epsilon) + B per channel (dimension 1); with
-// spatial=0 (before opset 9) the statistics are per element of a sample.
-// Training (training_mode=1 from opset 14, or the running/saved statistic
-// outputs of older opsets) is unsupported.
-func nmBatchNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	training := n.Opset >= 14 && n.Int("training_mode", 0) != 0
-	if !training && nmOutputs(n) > 1 {
-		return nil, Unsupported(n, "training-mode statistics outputs before opset 14")
-	}
+// nmBatchNorm is BatchNormalization: y = scale·(x - mean)/√(var + epsilon)
+// + B with the statistics opsem.BatchNorm applies (per channel, or with
+// spatial=0 before opset 9 per element of a sample). In training mode
+// (training_mode=1 from opset 14) it normalises with the batch's own
+// statistics; the running/saved statistic outputs of older opsets are
+// unsupported.
+func nmBatchNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if len(in) < 5 {
 		return nil, fmt.Errorf("%d inputs, want 5 (X, scale, B, mean, var): %w", len(in), inference.ErrBadModel)
 	}
@@ -100,22 +87,22 @@ func nmBatchNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		return nil, err
 	}
 	x, scale, bias, mean, variance := d[0], d[1], d[2], d[3], d[4]
-	batch, channels, spatial, err := nmChannels(in[0])
+	// params is how many values each statistic input holds; each applies to
+	// repeat consecutive elements of a sample.
+	params, repeat, training, err := opsem.BatchNorm(n, in[0].Shape())
 	if err != nil {
 		return nil, err
 	}
-	// params is how many values each statistic input holds; each applies to
-	// repeat consecutive elements of a sample.
-	params, repeat := channels, spatial
-	if n.Opset < 9 && n.Int("spatial", 1) == 0 {
-		params, repeat = channels*spatial, 1
+	if !training && nmOutputs(n) > 1 {
+		return nil, n.Unsupported("training-mode statistics outputs before opset 14")
 	}
+	batch := in[0].Shape()[0]
 	for i, name := range []string{"scale", "B", "mean", "var"} {
 		if err := nmWantLen(in, i+1, name, params); err != nil {
 			return nil, err
 		}
 	}
-	eps := float64(n.Float("epsilon", 1e-5))
+	eps := opsem.Epsilon(n)
 	var outs []inference.Tensor
 	if training {
 		// Normalise with the batch's own statistics (population variance
@@ -172,7 +159,7 @@ func nmBatchNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 // nmInstanceNorm is InstanceNormalization: each (sample, channel) block is
 // normalised by its own mean and variance, then scaled and shifted per
 // channel: y = scale·(x - μ)/√(σ² + epsilon) + B.
-func nmInstanceNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func nmInstanceNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if len(in) < 3 {
 		return nil, fmt.Errorf("%d inputs, want 3 (input, scale, B): %w", len(in), inference.ErrBadModel)
 	}
@@ -180,7 +167,7 @@ func nmInstanceNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	batch, channels, spatial, err := nmChannels(in[0])
+	batch, channels, spatial, err := opsem.Channels(in[0].Shape())
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +177,7 @@ func nmInstanceNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err := nmWantLen(in, 2, "B", channels); err != nil {
 		return nil, err
 	}
-	eps := float64(n.Float("epsilon", 1e-5))
+	eps := opsem.Epsilon(n)
 	x, y := d[0], make([]float32, len(d[0]))
 	for b := range batch * channels {
 		c := b % channels
@@ -205,40 +192,37 @@ func nmInstanceNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	return singleOutput(in[0].Shape(), y)
 }
 
-// nmTrailingOffsets returns, for each element of the normalised block
-// shape[axis:], the element of t (a scale or bias) that broadcasting maps to
-// it; t must broadcast to the block without growing it. nil t gives nil.
+// nmTrailingOffsets returns, for each element of the normalised block, the
+// element of t (a scale or bias) that broadcasting maps to it, t taking the
+// shape opsem.BlockOperand gives it. nil t gives nil.
 func nmTrailingOffsets(t inference.Tensor, name string, block []int) ([]int, error) {
-	if !Present(t) {
+	if !present(t) {
 		return nil, nil
 	}
-	s := t.Shape()
-	for len(s) > len(block) && s[0] == 1 {
-		s = s[1:]
+	s, err := opsem.BlockOperand(t.Shape(), block, name)
+	if err != nil {
+		return nil, err
 	}
-	b, err := BroadcastShape(block, s)
-	if err != nil || !slices.Equal(b, block) {
-		return nil, fmt.Errorf("%s %v does not broadcast to the normalised shape %v: %w", name, t, block, inference.ErrShape)
-	}
-	return BroadcastOffsets(s, block), nil
+	return opsem.BroadcastOffsets(s, block), nil
 }
 
 // nmLayerNorm is LayerNormalization: each block x[i, …] over the axes
-// axis…rank-1 is normalised, y = (x - μ)·InvStdDev·Scale + B with
-// InvStdDev = 1/√(σ² + epsilon); the optional outputs are μ and InvStdDev
-// with the normalised axes kept as size 1.
-func nmLayerNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+// axis…rank-1 (opsem.BlockNormAxis) is normalised,
+// y = (x - μ)·InvStdDev·Scale + B with InvStdDev = 1/√(σ² + epsilon); the
+// optional outputs are μ and InvStdDev with the normalised axes kept as
+// size 1.
+func nmLayerNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	return nmBlockNorm(n, in, false)
 }
 
 // nmRMSNorm is RMSNormalization: y = x / √(mean(x²) + epsilon) ·
 // scale over the axes axis…rank-1.
-func nmRMSNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func nmRMSNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	return nmBlockNorm(n, in, true)
 }
 
-func nmBlockNorm(n Node, in []inference.Tensor, rms bool) ([]inference.Tensor, error) {
-	if len(in) < 2 || !Present(in[1]) {
+func nmBlockNorm(n opsem.Node, in []inference.Tensor, rms bool) ([]inference.Tensor, error) {
+	if len(in) < 2 || !present(in[1]) {
 		return nil, fmt.Errorf("%d inputs, want X and scale: %w", len(in), inference.ErrBadModel)
 	}
 	outputs := len(n.Outputs)
@@ -246,7 +230,7 @@ func nmBlockNorm(n Node, in []inference.Tensor, rms bool) ([]inference.Tensor, e
 		outputs = 1
 	}
 	if !rms && nmOutputs(n) > 1 && n.Int("stash_type", 1) != 1 {
-		return nil, Unsupported(n, "stash_type %d for the Mean and InvStdDev outputs", n.Int("stash_type", 1))
+		return nil, n.Unsupported("stash_type %d for the Mean and InvStdDev outputs", n.Int("stash_type", 1))
 	}
 	d, err := nmFloatInputs(n, in, "X", "scale", "B")
 	if err != nil {
@@ -254,21 +238,21 @@ func nmBlockNorm(n Node, in []inference.Tensor, rms bool) ([]inference.Tensor, e
 	}
 	x, scale, bias := d[0], d[1], d[2]
 	shape := in[0].Shape()
-	axis, err := NormAxis(n.Int("axis", -1), len(shape))
+	axis, err := opsem.BlockNormAxis(n, shape)
 	if err != nil {
-		return nil, fmt.Errorf("input %v: %w", in[0], err)
+		return nil, err
 	}
 	block := shape[axis:]
-	size, rows := product(block), product(shape[:axis])
+	size, rows := opsem.Count(block), opsem.Count(shape[:axis])
 	scaleAt, err := nmTrailingOffsets(in[1], "scale", block)
 	if err != nil {
 		return nil, err
 	}
-	biasAt, err := nmTrailingOffsets(Arg(in, 2), "B", block)
+	biasAt, err := nmTrailingOffsets(arg(in, 2), "B", block)
 	if err != nil {
 		return nil, err
 	}
-	eps := float64(n.Float("epsilon", 1e-5))
+	eps := opsem.Epsilon(n)
 	y := make([]float32, len(x))
 	means, invs := make([]float32, rows), make([]float32, rows)
 	for r := range rows {
@@ -318,8 +302,8 @@ func nmBlockNorm(n Node, in []inference.Tensor, rms bool) ([]inference.Tensor, e
 // nmGroupNorm is GroupNormalization: the channels are split into
 // num_groups groups, each (sample, group) block is normalised by its mean
 // and variance, then scaled and shifted per group (opset 18) or per channel
-// (opset 21).
-func nmGroupNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+// (opset 21), as opsem.GroupNorm says.
+func nmGroupNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if len(in) < 3 {
 		return nil, fmt.Errorf("%d inputs, want 3 (X, scale, bias): %w", len(in), inference.ErrBadModel)
 	}
@@ -327,29 +311,22 @@ func nmGroupNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	batch, channels, spatial, err := nmChannels(in[0])
+	batch, channels, spatial, err := opsem.Channels(in[0].Shape())
 	if err != nil {
 		return nil, err
 	}
-	if !n.Has("num_groups") {
-		return nil, fmt.Errorf("attribute num_groups missing: %w", inference.ErrBadModel)
+	groups, params, err := opsem.GroupNorm(n, in[0].Shape())
+	if err != nil {
+		return nil, err
 	}
-	groups := int(n.Int("num_groups", 0))
-	if groups <= 0 || channels%groups != 0 {
-		return nil, fmt.Errorf("num_groups %d does not divide the %d channels of input %v: %w", groups, channels, in[0], inference.ErrShape)
-	}
-	perGroup := n.Opset < 21
-	params := channels
-	if perGroup {
-		params = groups
-	}
+	perChannel := params == channels
 	if err := nmWantLen(in, 1, "scale", params); err != nil {
 		return nil, err
 	}
 	if err := nmWantLen(in, 2, "bias", params); err != nil {
 		return nil, err
 	}
-	eps := float64(n.Float("epsilon", 1e-5))
+	eps := opsem.Epsilon(n)
 	x, scale, bias := d[0], d[1], d[2]
 	y := make([]float32, len(x))
 	cpg := channels / groups
@@ -360,7 +337,7 @@ func nmGroupNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		inv := 1 / math.Sqrt(variance+eps)
 		for k := range cpg {
 			p := g
-			if !perGroup {
+			if perChannel {
 				p = g*cpg + k
 			}
 			a := inv * float64(scale[p])
@@ -375,24 +352,22 @@ func nmGroupNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 }
 
 // nmLRN is LRN across channels: y = x / (bias + alpha/size · Σ x²)^beta, the
-// sum over channels c - ⌊(size-1)/2⌋ … c + ⌈(size-1)/2⌉ clipped to the input.
-func nmLRN(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+// sum over channels c - ⌊(size-1)/2⌋ … c + ⌈(size-1)/2⌉ clipped to the input
+// (the attributes are opsem.LRN's).
+func nmLRN(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	d, err := nmFloatInputs(n, in, "X")
 	if err != nil {
 		return nil, err
 	}
-	batch, channels, spatial, err := nmChannels(in[0])
+	batch, channels, spatial, err := opsem.Channels(in[0].Shape())
 	if err != nil {
 		return nil, err
 	}
-	size := n.Int("size", 0)
-	if size <= 0 {
-		return nil, fmt.Errorf("attribute size is %d, want a positive window: %w", size, inference.ErrBadModel)
+	size, alpha, beta, bias, err := opsem.LRN(n)
+	if err != nil {
+		return nil, err
 	}
-	alpha := float64(n.Float("alpha", 1e-4))
-	beta := float64(n.Float("beta", 0.75))
-	bias := float64(n.Float("bias", 1))
-	lo, hi := int((size-1)/2), int(size/2)
+	lo, hi := (size-1)/2, size/2
 	x, y := d[0], make([]float32, len(d[0]))
 	for b := range batch {
 		for c := range channels {
@@ -411,23 +386,19 @@ func nmLRN(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	return singleOutput(in[0].Shape(), y)
 }
 
-// nmLpNorm is LpNormalization: y = x / ‖x‖_p along axis (default -1), p 1 or
-// 2 (default 2); a slice whose norm is 0 gives 0.
-func nmLpNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+// nmLpNorm is LpNormalization: y = x / ‖x‖_p along axis, with p and axis
+// from opsem.LpNorm; a slice whose norm is 0 gives 0.
+func nmLpNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	d, err := nmFloatInputs(n, in, "input")
 	if err != nil {
 		return nil, err
 	}
-	p := n.Int("p", 2)
-	if p != 1 && p != 2 {
-		return nil, Unsupported(n, "p=%d", p)
-	}
 	shape := in[0].Shape()
-	axis, err := NormAxis(n.Int("axis", -1), len(shape))
+	p, axis, err := opsem.LpNorm(n, shape)
 	if err != nil {
-		return nil, fmt.Errorf("input %v: %w", in[0], err)
+		return nil, err
 	}
-	outer, size, inner := splitAxis(shape, axis)
+	outer, size, inner := opsem.SplitAxis(shape, axis)
 	x, y := d[0], make([]float32, len(d[0]))
 	for o := range outer {
 		for j := range inner {
@@ -459,18 +430,27 @@ func nmLpNorm(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 // nmMVN is MeanVarianceNormalization: y = (x - μ) / (σ + 1e-9) with μ and σ²
 // the mean and population variance over axes (default [0, 2, 3]), as the
 // operator's function body defines it.
-func nmMVN(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func nmMVN(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	d, err := nmFloatInputs(n, in, "X")
 	if err != nil {
 		return nil, err
 	}
+	shape := in[0].Shape()
 	axes := n.Ints("axes", []int64{0, 2, 3})
-	p, err := newReducePlan(in[0].Shape(), axes, true)
-	if err != nil {
-		return nil, fmt.Errorf("input %v: %w", in[0], err)
+	reduced := make([]bool, len(shape))
+	for i := range reduced {
+		reduced[i] = len(axes) == 0 // an empty list reduces every axis
 	}
+	for _, a := range axes {
+		ax, err := opsem.NormAxis(a, len(shape))
+		if err != nil {
+			return nil, fmt.Errorf("input %v: axes %v: %w", in[0], axes, err)
+		}
+		reduced[ax] = true
+	}
+	p := newReducePlan(shape, reduced, nil)
 	x := d[0]
-	k := product(p.keep)
+	k := opsem.Count(p.keep)
 	// den is first the sum of squared deviations, then σ + 1e-9.
 	mean, den := make([]float64, k), make([]float64, k)
 	for i, v := range x {

@@ -6,12 +6,12 @@ import (
 	"slices"
 
 	"github.com/beamml/beamml/inference"
-	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // Pooling operators: MaxPool, AveragePool, LpPool, GlobalAveragePool,
 // GlobalMaxPool and MaxUnpool. Tensors are NCHW: [batch, channels,
-// spatial...]; the window geometry is in window.go.
+// spatial...]; the window geometry is opsem's (PoolWindow).
 
 func init() {
 	register("MaxPool", plMaxPool)
@@ -40,23 +40,23 @@ type plPoolTaps struct {
 	inPad []int
 }
 
-func plPoolTapsOf(g geom, d int) plPoolTaps {
+func plPoolTapsOf(g opsem.Window, d int) plPoolTaps {
 	var t plPoolTaps
-	t.start = make([]int, g.out[d]+1)
-	t.inPad = make([]int, g.out[d])
-	for o := range g.out[d] {
+	t.start = make([]int, g.Out[d]+1)
+	t.inPad = make([]int, g.Out[d])
+	for o := range g.Out[d] {
 		t.start[o] = len(t.idx)
-		for k := range g.kernel[d] {
-			i := o*g.stride[d] - g.padBegin[d] + k*g.dilation[d]
-			if i >= 0 && i < g.in[d] {
+		for k := range g.Kernel[d] {
+			i := o*g.Stride[d] - g.PadBegin[d] + k*g.Dilation[d]
+			if i >= 0 && i < g.In[d] {
 				t.idx = append(t.idx, i)
 			}
-			if i < g.in[d]+g.padEnd[d] {
+			if i < g.In[d]+g.PadEnd[d] {
 				t.inPad[o]++
 			}
 		}
 	}
-	t.start[g.out[d]] = len(t.idx)
+	t.start[g.Out[d]] = len(t.idx)
 	return t
 }
 
@@ -67,31 +67,23 @@ const plPoolChunk = 1 << 14
 // For each output position it gathers the window's offsets into the input
 // plane (and, for MaxPool's Indices, the same elements' offsets in the
 // storage order asked for) and reduces over them.
-func plPool(n Node, in []inference.Tensor, kind plPoolKind) ([]inference.Tensor, error) {
+func plPool(n opsem.Node, in []inference.Tensor, kind plPoolKind) ([]inference.Tensor, error) {
 	x, xd, err := requiredFloatArg(n, in, 0, "X")
 	if err != nil {
 		return nil, err
 	}
 	xs := x.Shape()
-	if len(xs) < 3 {
-		return nil, fmt.Errorf("X is %v, want rank ≥ 3: %w", x, inference.ErrShape)
+	g, err := opsem.PoolWindow(n, xs)
+	if err != nil {
+		return nil, err
 	}
 	r := len(xs) - 2
-	kernel, err := kernelShape(n, r, nil)
-	if err != nil {
-		return nil, err
-	}
-	g, err := windowGeom(n, xs[2:], kernel, n.Int("ceil_mode", 0) != 0)
-	if err != nil {
-		return nil, err
-	}
 	includePad := n.Int("count_include_pad", 0) != 0
-	p := float64(n.Int("p", 2))
-	if a, ok := n.Attrs["p"]; ok && a.Type == graph.AttrFloat {
-		p = float64(a.Float)
-	}
-	if kind == plLpKind && p <= 0 {
-		return nil, Unsupported(n, "p = %g", p)
+	var p float64
+	if kind == plLpKind {
+		if p, err = opsem.PoolP(n); err != nil {
+			return nil, err
+		}
 	}
 	wantIndices := kind == plMaxKind && wantsOutput(n, 1)
 	colMajor := n.Int("storage_order", 0) == 1
@@ -99,15 +91,15 @@ func plPool(n Node, in []inference.Tensor, kind plPoolKind) ([]inference.Tensor,
 	for d := range r {
 		taps[d] = plPoolTapsOf(g, d)
 	}
-	planes, isp, osp := xs[0]*xs[1], product(g.in), product(g.out)
-	rowStrides := Strides(g.in)
+	planes, isp, osp := xs[0]*xs[1], opsem.Count(g.In), opsem.Count(g.Out)
+	rowStrides := opsem.Strides(g.In)
 	idxStrides := rowStrides
 	if colMajor {
 		idxStrides = make([]int, r)
 		acc := 1
 		for d := range r {
 			idxStrides[d] = acc
-			acc *= g.in[d]
+			acc *= g.In[d]
 		}
 	}
 	out := make([]float32, planes*osp)
@@ -115,7 +107,7 @@ func plPool(n Node, in []inference.Tensor, kind plPoolKind) ([]inference.Tensor,
 	if wantIndices {
 		indices = make([]int64, planes*osp)
 	}
-	window := product(kernel)
+	window := opsem.Count(g.Kernel)
 	// Output positions go in chunks: the chunk's window offsets are gathered
 	// once, then every plane of the worker reduces over them.
 	chunk := max(1, plPoolChunk/max(1, window))
@@ -153,7 +145,7 @@ func plPool(n Node, in []inference.Tensor, kind plPoolKind) ([]inference.Tensor,
 					idxOffs = append(idxOffs, curIdx...)
 				}
 				for d := r - 1; d >= 0; d-- {
-					if pos[d]++; pos[d] < g.out[d] {
+					if pos[d]++; pos[d] < g.Out[d] {
 						break
 					}
 					pos[d] = 0
@@ -212,7 +204,7 @@ func plPool(n Node, in []inference.Tensor, kind plPoolKind) ([]inference.Tensor,
 			}
 		}
 	})
-	shape := append([]int{xs[0], xs[1]}, g.out...)
+	shape := append([]int{xs[0], xs[1]}, g.Out...)
 	y, err := inference.New(shape, out)
 	if err != nil {
 		return nil, err
@@ -231,24 +223,24 @@ func plPool(n Node, in []inference.Tensor, kind plPoolKind) ([]inference.Tensor,
 // PyTorch export carries dilations, which onnxruntime honours. Indices
 // count over the whole tensor, row-major or, with storage_order 1,
 // column-major within each plane.
-func plMaxPool(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func plMaxPool(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	return plPool(n, in, plMaxKind)
 }
 
 // AveragePool divides by the taps inside the input, or with
 // count_include_pad by the taps inside the padded input.
-func plAveragePool(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func plAveragePool(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	return plPool(n, in, plAvgKind)
 }
 
 // LpPool computes (Σ|x|^p)^(1/p) over the window; p is a float attribute in
 // LpPool-1 and an integer from LpPool-2.
-func plLpPool(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func plLpPool(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	return plPool(n, in, plLpKind)
 }
 
 // plGlobalPool reduces each plane of x [N, C, spatial...] to one value.
-func plGlobalPool(n Node, in []inference.Tensor, reduce func(plane []float32) float32) ([]inference.Tensor, error) {
+func plGlobalPool(n opsem.Node, in []inference.Tensor, reduce func(plane []float32) float32) ([]inference.Tensor, error) {
 	x, xd, err := requiredFloatArg(n, in, 0, "X")
 	if err != nil {
 		return nil, err
@@ -257,7 +249,7 @@ func plGlobalPool(n Node, in []inference.Tensor, reduce func(plane []float32) fl
 	if len(xs) < 2 {
 		return nil, fmt.Errorf("X is %v, want rank ≥ 2: %w", x, inference.ErrShape)
 	}
-	planes, size := xs[0]*xs[1], product(xs[2:])
+	planes, size := xs[0]*xs[1], opsem.Count(xs[2:])
 	out := make([]float32, planes)
 	parallelFor(planes, size, func(lo, hi int) {
 		for pl := lo; pl < hi; pl++ {
@@ -271,7 +263,7 @@ func plGlobalPool(n Node, in []inference.Tensor, reduce func(plane []float32) fl
 	return singleOutput(shape, out)
 }
 
-func plGlobalAveragePool(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func plGlobalAveragePool(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	return plGlobalPool(n, in, func(plane []float32) float32 {
 		var s float32
 		for _, v := range plane {
@@ -281,7 +273,7 @@ func plGlobalAveragePool(n Node, in []inference.Tensor) ([]inference.Tensor, err
 	})
 }
 
-func plGlobalMaxPool(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func plGlobalMaxPool(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	return plGlobalPool(n, in, func(plane []float32) float32 {
 		best := float32(math.Inf(-1))
 		for _, v := range plane {
@@ -293,8 +285,9 @@ func plGlobalMaxPool(n Node, in []inference.Tensor) ([]inference.Tensor, error) 
 
 // MaxUnpool scatters X into zeros at the flat positions I gives (MaxPool's
 // Indices). The output shape is input 2 when present, else spatially
-// (in−1)·stride + kernel − padBegin − padEnd.
-func plMaxUnpool(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+// (in−1)·stride + kernel − padBegin − padEnd: the output of the transposed
+// window (opsem.TransposedWindow) of kernel_shape, strides and pads.
+func plMaxUnpool(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	x, xd, err := requiredFloatArg(n, in, 0, "X")
 	if err != nil {
 		return nil, err
@@ -311,25 +304,17 @@ func plMaxUnpool(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if len(xs) < 3 || !slices.Equal(xs, it.Shape()) {
 		return nil, fmt.Errorf("X is %v, I is %v; want equal shapes of rank ≥ 3: %w", x, it, inference.ErrShape)
 	}
-	r := len(xs) - 2
-	kernel, err := kernelShape(n, r, nil)
+	kernel, err := opsem.KernelShape(n, len(xs)-2, nil)
 	if err != nil {
 		return nil, err
 	}
-	strides, err := intsAttr(n, "strides", r, 1)
+	g, err := opsem.TransposedWindow(n, xs[2:], kernel)
 	if err != nil {
 		return nil, err
 	}
-	pads, err := intsAttr(n, "pads", 2*r, 0)
-	if err != nil {
-		return nil, err
-	}
-	shape := slices.Clone(xs)
-	for d := range r {
-		shape[2+d] = (xs[2+d]-1)*strides[d] + kernel[d] - pads[d] - pads[r+d]
-	}
-	if len(in) > 2 && Present(in[2]) {
-		want, err := Int64s(in[2])
+	shape := append([]int{xs[0], xs[1]}, g.Out...)
+	if len(in) > 2 && present(in[2]) {
+		want, err := opsem.Int64s(in[2])
 		if err != nil {
 			return nil, fmt.Errorf("output_shape: %w", err)
 		}

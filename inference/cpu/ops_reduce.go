@@ -5,23 +5,23 @@ import (
 	"math"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // Reductions (ReduceX, ArgMax/ArgMin) and CumSum. The plan of a reduction
 // is in reduceplan.go.
 
 func init() {
-	// ReduceSum takes axes as an input from opset 13, the others from 18.
-	register("ReduceSum", rdReduce(rdSum, 13))
-	register("ReduceMean", rdReduce(rdMean, 18))
-	register("ReduceMax", rdReduce(rdMax, 18))
-	register("ReduceMin", rdReduce(rdMin, 18))
-	register("ReduceProd", rdReduce(rdProd, 18))
-	register("ReduceL1", rdReduce(rdL1, 18))
-	register("ReduceL2", rdReduce(rdL2, 18))
-	register("ReduceLogSum", rdReduce(rdLogSum, 18))
-	register("ReduceLogSumExp", rdReduce(rdLogSumExp, 18))
-	register("ReduceSumSquare", rdReduce(rdSumSquare, 18))
+	register("ReduceSum", rdReduce(rdSum))
+	register("ReduceMean", rdReduce(rdMean))
+	register("ReduceMax", rdReduce(rdMax))
+	register("ReduceMin", rdReduce(rdMin))
+	register("ReduceProd", rdReduce(rdProd))
+	register("ReduceL1", rdReduce(rdL1))
+	register("ReduceL2", rdReduce(rdL2))
+	register("ReduceLogSum", rdReduce(rdLogSum))
+	register("ReduceLogSumExp", rdReduce(rdLogSumExp))
+	register("ReduceSumSquare", rdReduce(rdSumSquare))
 	register("ArgMax", rdArg(true))
 	register("ArgMin", rdArg(false))
 	register("CumSum", rdCumSum)
@@ -43,42 +43,39 @@ const (
 	rdSumSquare
 )
 
-// rdAxesOf returns the axes of a Reduce node: the attribute before opset
-// since, the optional second input from it on. noop reports an identity:
-// the input form with empty axes and noop_with_empty_axes=1.
-func rdAxesOf(n Node, in []inference.Tensor, since int64) (axes []int64, noop bool, err error) {
-	if n.Opset < since {
-		return n.Ints("axes", nil), false, nil
-	}
-	if t := Arg(in, 1); Present(t) {
+// rdAxesOf returns which dimensions of x a Reduce node reduces
+// (opsem.ReduceAxes), reading the axes input when the node's version takes
+// one (opsem.ReduceAxesInput). noop reports an identity: the input form
+// with empty axes and noop_with_empty_axes=1.
+func rdAxesOf(n opsem.Node, in []inference.Tensor, rank int) (reduced []bool, noop bool, err error) {
+	var axes []int64
+	if t := arg(in, 1); opsem.ReduceAxesInput(n) && present(t) {
 		if t.DType() != inference.Int64 && t.DType() != inference.Int32 {
 			return nil, false, fmt.Errorf("axes input is %v, want int64: %w", t, inference.ErrType)
 		}
-		if axes, err = Int64s(t); err != nil {
+		if axes, err = opsem.Int64s(t); err != nil {
 			return nil, false, err
 		}
 	}
-	return axes, len(axes) == 0 && n.Int("noop_with_empty_axes", 0) != 0, nil
+	return opsem.ReduceAxes(n, rank, axes)
 }
 
-func rdReduce(op rdOp, axesInputSince int64) Kernel {
-	return func(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func rdReduce(op rdOp) kernel {
+	return func(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		x := in[0]
-		axes, noop, err := rdAxesOf(n, in, axesInputSince)
+		shape := x.Shape()
+		reduced, noop, err := rdAxesOf(n, in, len(shape))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("input %v: %w", x, err)
 		}
 		if noop {
 			return []inference.Tensor{x}, nil
 		}
-		p, err := newReducePlan(x.Shape(), axes, n.Int("keepdims", 1) != 0)
-		if err != nil {
-			return nil, fmt.Errorf("input %v: %w", x, err)
-		}
+		p := newReducePlan(shape, reduced, opsem.ReducedShape(n, shape, reduced))
 		var out inference.Tensor
 		switch x.DType() {
 		case inference.Float32:
-			d, _ := Floats(x)
+			d, _ := floats(x)
 			out, err = inference.New(p.out, rdReduceFloats(op, p, d))
 		case inference.Int64:
 			out, err = rdReduceIntTensor[int64](n, op, p, x)
@@ -86,17 +83,17 @@ func rdReduce(op rdOp, axesInputSince int64) Kernel {
 			out, err = rdReduceIntTensor[int32](n, op, p, x)
 		case inference.Uint8:
 			if op != rdMax && op != rdMin {
-				return nil, Unsupported(n, "element type %v", x.DType())
+				return nil, n.Unsupported("element type %v", x.DType())
 			}
 			out, err = rdReduceIntTensor[uint8](n, op, p, x)
 		case inference.Bool:
 			if (op != rdMax && op != rdMin) || n.Opset < 20 {
-				return nil, Unsupported(n, "element type %v", x.DType())
+				return nil, n.Unsupported("element type %v", x.DType())
 			}
 			d, _ := inference.Data[bool](x)
 			out, err = inference.New(p.out, rdReduceBools(op, p, d))
 		default:
-			return nil, Unsupported(n, "element type %v", x.DType())
+			return nil, n.Unsupported("element type %v", x.DType())
 		}
 		if err != nil {
 			return nil, err
@@ -110,7 +107,7 @@ func rdReduce(op rdOp, axesInputSince int64) Kernel {
 // the sums, 1 for Prod, -inf for Max, LogSum and LogSumExp, +inf for Min,
 // and NaN (0/0) for Mean.
 func rdReduceFloats(op rdOp, p *reducePlan, x []float32) []float32 {
-	n := product(p.keep)
+	n := opsem.Count(p.keep)
 	out := make([]float32, n)
 	switch op {
 	case rdMax, rdMin:
@@ -209,12 +206,12 @@ func rdLimits[T rdInteger]() (lo, hi T) {
 // rdReduceIntTensor reduces integers exactly in int64, wrapping on overflow
 // as the element type does. Mean truncates toward zero and L2 truncates the
 // square root, as the ONNX reference does when it casts back.
-func rdReduceIntTensor[T rdInteger](n Node, op rdOp, p *reducePlan, t inference.Tensor) (inference.Tensor, error) {
+func rdReduceIntTensor[T rdInteger](n opsem.Node, op rdOp, p *reducePlan, t inference.Tensor) (inference.Tensor, error) {
 	x, err := inference.Data[T](t)
 	if err != nil {
 		return inference.Tensor{}, err
 	}
-	size := product(p.keep)
+	size := opsem.Count(p.keep)
 	out := make([]T, size)
 	switch op {
 	case rdMax, rdMin:
@@ -234,7 +231,7 @@ func rdReduceIntTensor[T rdInteger](n Node, op rdOp, p *reducePlan, t inference.
 		}
 		return inference.New(p.out, out)
 	case rdLogSum, rdLogSumExp:
-		return inference.Tensor{}, Unsupported(n, "element type %v", t.DType())
+		return inference.Tensor{}, n.Unsupported("element type %v", t.DType())
 	case rdMean:
 		if p.count == 0 && size > 0 {
 			return inference.Tensor{}, fmt.Errorf("mean of an empty set of %v (input %v): %w", t.DType(), t, inference.ErrShape)
@@ -277,7 +274,7 @@ func rdReduceIntTensor[T rdInteger](n Node, op rdOp, p *reducePlan, t inference.
 // rdReduceBools reduces booleans: Max is any (false when empty), Min is all
 // (true when empty).
 func rdReduceBools(op rdOp, p *reducePlan, x []bool) []bool {
-	out := make([]bool, product(p.keep))
+	out := make([]bool, opsem.Count(p.keep))
 	if op == rdMin {
 		for i := range out {
 			out[i] = true
@@ -295,24 +292,20 @@ func rdReduceBools(op rdOp, p *reducePlan, x []bool) []bool {
 }
 
 // rdArg returns the ArgMax (max true) or ArgMin kernel: the index along axis
-// (default 0) of the first extreme value, or the last with
+// (opsem.ArgAxis) of the first extreme value, or the last with
 // select_last_index=1; a NaN counts as the extreme, as in numpy.
-func rdArg(max bool) Kernel {
-	return func(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func rdArg(max bool) kernel {
+	return func(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		x := in[0]
 		shape := x.Shape()
-		axis, err := NormAxis(n.Int("axis", 0), len(shape))
+		axis, last, outShape, err := opsem.ArgAxis(n, shape)
 		if err != nil {
-			return nil, fmt.Errorf("input %v: %w", x, err)
+			return nil, err
 		}
-		if shape[axis] == 0 {
-			return nil, fmt.Errorf("input %v: axis %d is empty, it has no %s: %w", x, axis, n.OpType, inference.ErrShape)
-		}
-		last := n.Int("select_last_index", 0) != 0
 		var idx []int64
 		switch x.DType() {
 		case inference.Float32:
-			d, _ := Floats(x)
+			d, _ := floats(x)
 			idx = rdArgIndex(d, shape, axis, max, last)
 		case inference.Int64:
 			d, _ := inference.Data[int64](x)
@@ -324,19 +317,14 @@ func rdArg(max bool) Kernel {
 			d, _ := inference.Data[uint8](x)
 			idx = rdArgIndex(d, shape, axis, max, last)
 		default:
-			return nil, Unsupported(n, "element type %v", x.DType())
+			return nil, n.Unsupported("element type %v", x.DType())
 		}
-		outShape := append([]int{}, shape[:axis]...)
-		if n.Int("keepdims", 1) != 0 {
-			outShape = append(outShape, 1)
-		}
-		outShape = append(outShape, shape[axis+1:]...)
 		return singleOutput(outShape, idx)
 	}
 }
 
 func rdArgIndex[T float32 | rdInteger](x []T, shape []int, axis int, max, last bool) []int64 {
-	outer, n, inner := splitAxis(shape, axis)
+	outer, n, inner := opsem.SplitAxis(shape, axis)
 	idx := make([]int64, outer*inner)
 	for o := range outer {
 		for j := range inner {
@@ -370,17 +358,17 @@ func rdArgIndex[T float32 | rdInteger](x []T, shape []int, axis int, max, last b
 
 // rdCumSum is CumSum: y_i = Σ_{j≤i} x_j along axis (the second input), j<i
 // with exclusive=1, and summing from the end with reverse=1.
-func rdCumSum(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	x, at := in[0], Arg(in, 1)
+func rdCumSum(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
+	x, at := in[0], arg(in, 1)
 	if at.DType() != inference.Int64 && at.DType() != inference.Int32 {
 		return nil, fmt.Errorf("axis input is %v, want int64 or int32: %w", at, inference.ErrType)
 	}
 	if at.Len() != 1 {
 		return nil, fmt.Errorf("axis input is %v, want one value: %w", at, inference.ErrShape)
 	}
-	av, _ := Int64s(at)
+	av, _ := opsem.Int64s(at)
 	shape := x.Shape()
-	axis, err := NormAxis(av[0], len(shape))
+	axis, err := opsem.NormAxis(av[0], len(shape))
 	if err != nil {
 		return nil, fmt.Errorf("input %v: %w", x, err)
 	}
@@ -388,7 +376,7 @@ func rdCumSum(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	var out inference.Tensor
 	switch x.DType() {
 	case inference.Float32:
-		d, _ := Floats(x)
+		d, _ := floats(x)
 		y := make([]float32, len(d))
 		rdScan(shape, axis, exclusive, reverse, func(i int, acc float64) float64 {
 			return acc + float64(d[i])
@@ -399,7 +387,7 @@ func rdCumSum(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	case inference.Int32:
 		out, err = rdCumSumInts[int32](shape, axis, exclusive, reverse, x)
 	default:
-		return nil, Unsupported(n, "element type %v", x.DType())
+		return nil, n.Unsupported("element type %v", x.DType())
 	}
 	if err != nil {
 		return nil, err
@@ -423,7 +411,7 @@ func rdCumSumInts[T int64 | int32](shape []int, axis int, exclusive, reverse boo
 // order it stores the accumulator with set (before adding i when exclusive)
 // and folds i in with add.
 func rdScan[A float64 | int64](shape []int, axis int, exclusive, reverse bool, add func(i int, acc A) A, set func(i int, acc A)) {
-	outer, n, inner := splitAxis(shape, axis)
+	outer, n, inner := opsem.SplitAxis(shape, axis)
 	for o := range outer {
 		for j := range inner {
 			base := o*n*inner + j

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // Recurrent operators: the cells RNN, GRU and LSTM, on float32 tensors.
@@ -52,7 +53,7 @@ var rnActivationDefaults = map[string][2]float64{
 // (case-insensitive) from the RNN operator's list, each consuming the next
 // activation_alpha and activation_beta values it takes. It returns
 // per-direction lists; a list for one direction serves both.
-func rnActivations(n Node, cell rnCell, dirs int) ([][]rnActivation, error) {
+func rnActivations(n opsem.Node, cell rnCell, dirs int) ([][]rnActivation, error) {
 	per := len(cell.activations())
 	names := cell.activations()
 	if dirs == 2 {
@@ -126,7 +127,7 @@ func rnActivations(n Node, cell rnCell, dirs int) ([][]rnActivation, error) {
 				return x
 			}
 		default:
-			return nil, Unsupported(n, "activation %q", name)
+			return nil, n.Unsupported("activation %q", name)
 		}
 		out[i/per] = append(out[i/per], f)
 	}
@@ -152,13 +153,13 @@ func rnActivations(n Node, cell rnCell, dirs int) ([][]rnActivation, error) {
 // (Y_c) is the state after them. Y is [seq, dirs, batch, hidden] and Y_h,
 // Y_c [dirs, batch, hidden]; layout 1 puts batch first in X, initial_h,
 // initial_c and every output.
-func rnRecurrent(cell rnCell) Kernel {
-	return func(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func rnRecurrent(cell rnCell) kernel {
+	return func(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		return rnRunRecurrent(n, in, cell)
 	}
 }
 
-func rnRunRecurrent(n Node, in []inference.Tensor, cell rnCell) ([]inference.Tensor, error) {
+func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inference.Tensor, error) {
 	x, xd, err := requiredFloatArg(n, in, 0, "X")
 	if err != nil {
 		return nil, err
@@ -200,7 +201,7 @@ func rnRunRecurrent(n Node, in []inference.Tensor, cell rnCell) ([]inference.Ten
 	reverse := n.Str("direction", "forward") == "reverse"
 	layout := n.Int("layout", 0)
 	if layout != 0 && layout != 1 {
-		return nil, Unsupported(n, "layout %d", layout)
+		return nil, n.Unsupported("layout %d", layout)
 	}
 	if x.Rank() != 3 {
 		return nil, fmt.Errorf("input 0 (X) is %v, want rank 3: %w", x, inference.ErrShape)
@@ -225,7 +226,7 @@ func rnRunRecurrent(n Node, in []inference.Tensor, cell rnCell) ([]inference.Ten
 		return nil, err
 	}
 	if bd != nil {
-		if err := wantShape(Arg(in, 3), 3, "B", dirs, 2*g*hidden); err != nil {
+		if err := wantShape(arg(in, 3), 3, "B", dirs, 2*g*hidden); err != nil {
 			return nil, err
 		}
 	}
@@ -234,17 +235,17 @@ func rnRunRecurrent(n Node, in []inference.Tensor, cell rnCell) ([]inference.Ten
 		stateShape = []int{batch, dirs, hidden}
 	}
 	if h0d != nil {
-		if err := wantShape(Arg(in, 5), 5, "initial_h", stateShape...); err != nil {
+		if err := wantShape(arg(in, 5), 5, "initial_h", stateShape...); err != nil {
 			return nil, err
 		}
 	}
 	if c0d != nil {
-		if err := wantShape(Arg(in, 6), 6, "initial_c", stateShape...); err != nil {
+		if err := wantShape(arg(in, 6), 6, "initial_c", stateShape...); err != nil {
 			return nil, err
 		}
 	}
 	if pd != nil {
-		if err := wantShape(Arg(in, 7), 7, "P", dirs, 3*hidden); err != nil {
+		if err := wantShape(arg(in, 7), 7, "P", dirs, 3*hidden); err != nil {
 			return nil, err
 		}
 	}
@@ -252,8 +253,8 @@ func rnRunRecurrent(n Node, in []inference.Tensor, cell rnCell) ([]inference.Ten
 	for b := range lens {
 		lens[b] = seq
 	}
-	if t := Arg(in, 4); Present(t) {
-		v, err := Int64s(t)
+	if t := arg(in, 4); present(t) {
+		v, err := opsem.Int64s(t)
 		if err != nil {
 			return nil, fmt.Errorf("input 4 (sequence_lens): %w", err)
 		}

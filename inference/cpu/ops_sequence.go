@@ -5,6 +5,7 @@ import (
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // Sequence operators: SequenceEmpty, SequenceConstruct, SequenceAt,
@@ -22,7 +23,7 @@ type item struct {
 }
 
 // seqKernel computes a sequence operator.
-type seqKernel func(n Node, in []item) (item, error)
+type seqKernel func(n opsem.Node, in []item) (item, error)
 
 var seqKernels = map[string]seqKernel{
 	"SequenceEmpty":      seqEmpty,
@@ -48,16 +49,16 @@ func seqArg(in []item, i int, wantSeq bool) (item, error) {
 	return in[i], nil
 }
 
-func seqEmpty(n Node, _ []item) (item, error) {
+func seqEmpty(n opsem.Node, _ []item) (item, error) {
 	if n.Has("dtype") {
 		if _, ok := inference.DTypeFromONNX(n.Int("dtype", 1)); !ok {
-			return item{}, Unsupported(n, "element type %d", n.Int("dtype", 1))
+			return item{}, n.Unsupported("element type %d", n.Int("dtype", 1))
 		}
 	}
 	return item{isSeq: true, seq: []inference.Tensor{}}, nil
 }
 
-func seqConstruct(n Node, in []item) (item, error) {
+func seqConstruct(n opsem.Node, in []item) (item, error) {
 	seq := make([]inference.Tensor, len(in))
 	for i := range in {
 		a, err := seqArg(in, i, false)
@@ -75,10 +76,10 @@ func seqConstruct(n Node, in []item) (item, error) {
 // seqPosition reads an optional position input: def when absent, negative
 // positions count from the end, and the result must lie in [0, limit].
 func seqPosition(in []item, i, def, limit int) (int, error) {
-	if i >= len(in) || !Present(in[i].t) {
+	if i >= len(in) || !present(in[i].t) {
 		return def, nil
 	}
-	v, err := Int64s(in[i].t)
+	v, err := opsem.Int64s(in[i].t)
 	if err != nil || len(v) != 1 {
 		return 0, fmt.Errorf("position %v is not one integer: %w", in[i].t, inference.ErrShape)
 	}
@@ -95,7 +96,7 @@ func seqPosition(in []item, i, def, limit int) (int, error) {
 	return p, nil
 }
 
-func seqAt(n Node, in []item) (item, error) {
+func seqAt(n opsem.Node, in []item) (item, error) {
 	s, err := seqArg(in, 0, true)
 	if err != nil {
 		return item{}, err
@@ -110,7 +111,7 @@ func seqAt(n Node, in []item) (item, error) {
 	return item{t: s.seq[p]}, nil
 }
 
-func seqInsert(n Node, in []item) (item, error) {
+func seqInsert(n opsem.Node, in []item) (item, error) {
 	s, err := seqArg(in, 0, true)
 	if err != nil {
 		return item{}, err
@@ -128,7 +129,7 @@ func seqInsert(n Node, in []item) (item, error) {
 	return item{isSeq: true, seq: seq}, nil
 }
 
-func seqErase(n Node, in []item) (item, error) {
+func seqErase(n opsem.Node, in []item) (item, error) {
 	s, err := seqArg(in, 0, true)
 	if err != nil {
 		return item{}, err
@@ -147,7 +148,7 @@ func seqErase(n Node, in []item) (item, error) {
 	return item{isSeq: true, seq: seq}, nil
 }
 
-func seqLength(n Node, in []item) (item, error) {
+func seqLength(n opsem.Node, in []item) (item, error) {
 	s, err := seqArg(in, 0, true)
 	if err != nil {
 		return item{}, err
@@ -158,7 +159,7 @@ func seqLength(n Node, in []item) (item, error) {
 
 // seqConcat joins a sequence along axis with the Concat kernel, after
 // inserting a new axis with Unsqueeze when new_axis is 1.
-func seqConcat(n Node, in []item) (item, error) {
+func seqConcat(n opsem.Node, in []item) (item, error) {
 	s, err := seqArg(in, 0, true)
 	if err != nil {
 		return item{}, err
@@ -169,8 +170,8 @@ func seqConcat(n Node, in []item) (item, error) {
 	axis := n.Int("axis", 0)
 	parts := s.seq
 	if n.Int("new_axis", 0) == 1 {
-		unsq := Node{&graph.Node{Name: n.Name, OpType: "Unsqueeze", Attrs: map[string]graph.Attr{
-			"axes": {Type: graph.AttrInts, Ints: []int64{axis}}}}, 11}
+		unsq := opsem.Node{Node: &graph.Node{Name: n.Name, OpType: "Unsqueeze", Attrs: map[string]graph.Attr{
+			"axes": {Type: graph.AttrInts, Ints: []int64{axis}}}}, Opset: 11}
 		parts = make([]inference.Tensor, len(s.seq))
 		for i, t := range s.seq {
 			out, err := kernels["Unsqueeze"](unsq, []inference.Tensor{t})
@@ -180,8 +181,8 @@ func seqConcat(n Node, in []item) (item, error) {
 			parts[i] = out[0]
 		}
 	}
-	concat := Node{&graph.Node{Name: n.Name, OpType: "Concat", Attrs: map[string]graph.Attr{
-		"axis": {Type: graph.AttrInt, Int: axis}}}, 13}
+	concat := opsem.Node{Node: &graph.Node{Name: n.Name, OpType: "Concat", Attrs: map[string]graph.Attr{
+		"axis": {Type: graph.AttrInt, Int: axis}}}, Opset: 13}
 	out, err := kernels["Concat"](concat, parts)
 	if err != nil {
 		return item{}, err

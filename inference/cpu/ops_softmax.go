@@ -1,10 +1,10 @@
 package cpu
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // The softmax family: Softmax, LogSoftmax and Hardmax.
@@ -23,34 +23,24 @@ const (
 	smHardmaxKind
 )
 
-// smSoftmax returns the Softmax, LogSoftmax or Hardmax kernel. Before opset
-// 13 the input is coerced to 2-D [prod(shape[:axis]), prod(shape[axis:])]
-// (axis default 1) and each row is normalised; from 13 on, each 1-D slice
-// along axis (default -1) is. Softmax(x)_i = exp(x_i - m) / Σ_j exp(x_j - m)
+// smSoftmax returns the Softmax, LogSoftmax or Hardmax kernel, which
+// normalises each row of the input that opsem.SoftmaxRows gives (before
+// opset 13 the trailing block from axis, from 13 the slice along axis).
+// Softmax(x)_i = exp(x_i - m) / Σ_j exp(x_j - m)
 // with m the slice's maximum, LogSoftmax(x)_i = x_i - m - log Σ_j exp(x_j - m),
 // and Hardmax is 1 at the first maximum, 0 elsewhere.
-func smSoftmax(kind smSoftmaxOp) Kernel {
-	return func(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func smSoftmax(kind smSoftmaxOp) kernel {
+	return func(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		x := in[0]
 		if x.DType() != inference.Float32 {
-			return nil, Unsupported(n, "element type %v", x.DType())
+			return nil, n.Unsupported("element type %v", x.DType())
 		}
 		shape := x.Shape()
-		var outer, size, inner int
-		if n.Opset < 13 {
-			axis, err := NormAxis(n.Int("axis", 1), len(shape))
-			if err != nil {
-				return nil, fmt.Errorf("input %v: %w", x, err)
-			}
-			outer, size, inner = product(shape[:axis]), product(shape[axis:]), 1
-		} else {
-			axis, err := NormAxis(n.Int("axis", -1), len(shape))
-			if err != nil {
-				return nil, fmt.Errorf("input %v: %w", x, err)
-			}
-			outer, size, inner = splitAxis(shape, axis)
+		outer, size, inner, err := opsem.SoftmaxRows(n, shape)
+		if err != nil {
+			return nil, err
 		}
-		d, _ := Floats(x)
+		d, _ := floats(x)
 		y := make([]float32, len(d))
 		for o := range outer {
 			for j := range inner {

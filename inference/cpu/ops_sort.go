@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // Sorting and searching: TopK, Unique and NonZero.
@@ -16,7 +17,7 @@ func init() {
 	register("NonZero", soNonZero)
 }
 
-func soTopK(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func soTopK(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	var k int64
 	if n.Opset < 10 {
 		var err error
@@ -32,7 +33,7 @@ func soTopK(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		if in, err = inputs(in, 2, 2); err != nil {
 			return nil, err
 		}
-		kv, err := Int64s(in[1])
+		kv, err := opsem.Int64s(in[1])
 		if err != nil || len(kv) != 1 {
 			return nil, fmt.Errorf("K %v is not one integer: %w", in[1], inference.ErrShape)
 		}
@@ -40,7 +41,7 @@ func soTopK(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	}
 	x := in[0]
 	shape := x.Shape()
-	axis, err := NormAxis(n.Int("axis", -1), len(shape))
+	axis, err := opsem.NormAxis(n.Int("axis", -1), len(shape))
 	if err != nil {
 		return nil, fmt.Errorf("input %v: %w", x, err)
 	}
@@ -61,7 +62,7 @@ func soTopK(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	case inference.Uint8:
 		vals, idx, err = soTopKOf[uint8](x, axis, int(k), largest)
 	default:
-		return nil, Unsupported(n, "element type %v", x.DType())
+		return nil, n.Unsupported("element type %v", x.DType())
 	}
 	if err != nil {
 		return nil, err
@@ -78,7 +79,7 @@ func soTopKOf[T float32 | int64 | int32 | uint8](x inference.Tensor, axis, k int
 		return inference.Tensor{}, nil, err
 	}
 	shape := x.Shape()
-	outer, dim, inner := splitAxis(shape, axis)
+	outer, dim, inner := opsem.SplitAxis(shape, axis)
 	vals := make([]T, outer*k*inner)
 	idx := make([]int64, outer*k*inner)
 	order := make([]int, dim)
@@ -120,7 +121,7 @@ func soBoolInt(b bool) int {
 // sorted=1, else in order of first occurrence. The outputs are Y, the index
 // of each one's first occurrence, the index into Y of every element (or
 // slice) of X, and how often each occurs.
-func soUnique(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func soUnique(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if len(in) < 1 {
 		return nil, fmt.Errorf("no input: %w", inference.ErrBadModel)
 	}
@@ -128,7 +129,7 @@ func soUnique(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	sorted := n.Int("sorted", 1) != 0
 	axis := -1
 	if n.Has("axis") {
-		a, err := NormAxis(n.Int("axis", 0), x.Rank())
+		a, err := opsem.NormAxis(n.Int("axis", 0), x.Rank())
 		if err != nil {
 			return nil, err
 		}
@@ -146,7 +147,7 @@ func soUnique(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	case inference.Bool:
 		return soUniqueOf(x, axis, sorted, func(a, b bool) int { return cmp.Compare(soBoolInt(a), soBoolInt(b)) })
 	}
-	return nil, Unsupported(n, "element type %v", x.DType())
+	return nil, n.Unsupported("element type %v", x.DType())
 }
 
 // soUniqueOf does Unique on x of element type T; axis -1 flattens x.
@@ -156,7 +157,7 @@ func soUniqueOf[T inference.Element](x inference.Tensor, axis int, sorted bool, 
 	// X is viewed as [outer, count, inner]; slice k is x[:, k, :].
 	outer, count, inner := 1, len(data), 1
 	if axis >= 0 {
-		outer, count, inner = splitAxis(shape, axis)
+		outer, count, inner = opsem.SplitAxis(shape, axis)
 	}
 	slice := func(k int) []T {
 		s := make([]T, 0, outer*inner)
@@ -241,7 +242,7 @@ func soUniqueOf[T inference.Element](x inference.Tensor, axis int, sorted bool, 
 	return out, nil
 }
 
-func soNonZero(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func soNonZero(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	in, err := inputs(in, 1, 1)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // View operators: Reshape, Flatten, Squeeze, Unsqueeze, Identity and
@@ -23,7 +24,7 @@ func init() {
 	register("Size", vwSize)
 }
 
-func vwReshape(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func vwReshape(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	var spec []int64
 	var err error
 	if n.Opset < 5 {
@@ -38,7 +39,7 @@ func vwReshape(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		if in, err = inputs(in, 2, 2); err != nil {
 			return nil, err
 		}
-		if spec, err = Int64s(in[1]); err != nil {
+		if spec, err = opsem.Int64s(in[1]); err != nil {
 			return nil, fmt.Errorf("shape: %w", err)
 		}
 	}
@@ -80,7 +81,7 @@ func vwReshapeDims(in []int, spec []int64, allowZero bool) ([]int, error) {
 		}
 		known *= out[i]
 	}
-	total := product(in)
+	total := opsem.Count(in)
 	if infer >= 0 {
 		if known == 0 || total%known != 0 {
 			return nil, fmt.Errorf("shape %v cannot hold %d elements: %w", spec, total, inference.ErrShape)
@@ -92,7 +93,7 @@ func vwReshapeDims(in []int, spec []int64, allowZero bool) ([]int, error) {
 	return out, nil
 }
 
-func vwFlatten(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func vwFlatten(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	in, err := inputs(in, 1, 1)
 	if err != nil {
 		return nil, err
@@ -107,31 +108,31 @@ func vwFlatten(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if axis < 0 || axis > int64(len(shape)) {
 		return nil, fmt.Errorf("axis %d out of range for %v: %w", n.Int("axis", 1), x, inference.ErrShape)
 	}
-	y, err := viewAs(x, []int{product(shape[:axis]), product(shape[axis:])})
+	y, err := viewAs(x, []int{opsem.Count(shape[:axis]), opsem.Count(shape[axis:])})
 	return []inference.Tensor{y}, err
 }
 
 // vwAxesOperand returns the axes a Squeeze/Unsqueeze-like node names: the
 // axes attribute before opset since, input 1 from it on. ok is false when
 // the node names none.
-func vwAxesOperand(n Node, in []inference.Tensor, since int64) (axes []int64, ok bool, err error) {
+func vwAxesOperand(n opsem.Node, in []inference.Tensor, since int64) (axes []int64, ok bool, err error) {
 	if n.Opset < since {
 		if !n.Has("axes") {
 			return nil, false, nil
 		}
 		return n.Ints("axes", nil), true, nil
 	}
-	if len(in) < 2 || !Present(in[1]) {
+	if len(in) < 2 || !present(in[1]) {
 		return nil, false, nil
 	}
-	axes, err = Int64s(in[1])
+	axes, err = opsem.Int64s(in[1])
 	if err != nil {
 		return nil, false, fmt.Errorf("axes: %w", err)
 	}
 	return axes, true, nil
 }
 
-func vwSqueeze(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func vwSqueeze(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	in, err := inputs(in, 2, 1)
 	if err != nil {
 		return nil, err
@@ -145,7 +146,7 @@ func vwSqueeze(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	drop := make([]bool, len(shape))
 	// An empty axes list squeezes every 1, as onnxruntime does.
 	if given && len(axes) > 0 {
-		ax, err := normAxes(axes, len(shape))
+		ax, err := opsem.NormAxes(axes, len(shape))
 		if err != nil {
 			return nil, fmt.Errorf("data %v: %w", x, err)
 		}
@@ -170,7 +171,7 @@ func vwSqueeze(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	return []inference.Tensor{y}, err
 }
 
-func vwUnsqueeze(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func vwUnsqueeze(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	in, err := inputs(in, 2, 1)
 	if err != nil {
 		return nil, err
@@ -184,7 +185,7 @@ func vwUnsqueeze(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		return nil, fmt.Errorf("no axes: %w", inference.ErrBadModel)
 	}
 	rank := x.Rank() + len(axes)
-	ax, err := normAxes(axes, rank)
+	ax, err := opsem.NormAxes(axes, rank)
 	if err != nil {
 		return nil, fmt.Errorf("data %v: %w", x, err)
 	}
@@ -204,7 +205,7 @@ func vwUnsqueeze(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	return []inference.Tensor{y}, err
 }
 
-func vwIdentity(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func vwIdentity(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	in, err := inputs(in, 1, 1)
 	if err != nil {
 		return nil, err
@@ -213,46 +214,38 @@ func vwIdentity(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 }
 
 // vwDropout is the inference form: the output is the input and the mask
-// keeps everything. Training (is_test=0 before Dropout-7, training_mode
-// from Dropout-12) with a nonzero ratio draws random masks: unsupported.
-func vwDropout(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+// (of opsem.DropoutMaskType) keeps everything. Training with a nonzero
+// ratio (opsem.DropoutMode) draws random masks: unsupported.
+func vwDropout(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	in, err := inputs(in, 3, 1)
 	if err != nil {
 		return nil, err
 	}
 	x := in[0]
-	ratio := float64(n.Float("ratio", 0.5))
-	training := n.Opset < 7 && n.Int("is_test", 0) == 0
-	if n.Opset >= 12 {
-		ratio = 0.5
-		if Present(in[1]) {
-			r, err := Floats(in[1])
-			if err != nil || len(r) != 1 {
-				return nil, fmt.Errorf("ratio %v is not one float: %w", in[1], inference.ErrType)
-			}
-			ratio = float64(r[0])
+	var ratio []float32
+	var training []int64
+	if present(in[1]) {
+		r, err := floats(in[1])
+		if err != nil {
+			return nil, fmt.Errorf("ratio %v is not a float: %w", in[1], inference.ErrType)
 		}
-		if Present(in[2]) {
-			t, err := scalarBool(in[2])
-			if err != nil {
-				return nil, fmt.Errorf("training_mode: %w", err)
-			}
-			training = t
-		}
+		ratio = given(r)
 	}
-	if training && ratio != 0 {
-		return nil, Unsupported(n, "training mode")
+	if present(in[2]) {
+		t, err := opsem.Int64s(in[2])
+		if err != nil {
+			return nil, fmt.Errorf("training_mode: %w", err)
+		}
+		training = given(t)
+	}
+	if _, err := opsem.DropoutMode(n, ratio, training); err != nil {
+		return nil, err
 	}
 	outs := []inference.Tensor{x}
 	if !wantsOutput(n, 1) {
 		return outs, nil
 	}
-	// The mask is bool from Dropout-10, the input's type before.
-	mt := inference.Bool
-	if n.Opset < 10 {
-		mt = x.DType()
-	}
-	one, err := scalarOf(mt, 1)
+	one, err := scalarOf(opsem.DropoutMaskType(n, x.DType()), 1)
 	if err != nil {
 		return nil, err
 	}
@@ -260,22 +253,13 @@ func vwDropout(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	return append(outs, mask), err
 }
 
-func vwShape(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func vwShape(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	in, err := inputs(in, 1, 1)
 	if err != nil {
 		return nil, err
 	}
 	shape := in[0].Shape()
-	r := int64(len(shape))
-	// Shape-15: start and end count from the back when negative, then clamp
-	// to [0, rank].
-	clamp := func(v int64) int {
-		if v < 0 {
-			v += r
-		}
-		return int(min(max(v, 0), r))
-	}
-	start, end := clamp(n.Int("start", 0)), clamp(n.Int("end", r))
+	start, end := opsem.ShapeRange(n, len(shape))
 	out := []int64{}
 	for i := start; i < end; i++ {
 		out = append(out, int64(shape[i]))
@@ -284,7 +268,7 @@ func vwShape(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	return []inference.Tensor{y}, err
 }
 
-func vwSize(n Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func vwSize(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	in, err := inputs(in, 1, 1)
 	if err != nil {
 		return nil, err

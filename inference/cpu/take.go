@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // Index tables, for the operators that move, select or create elements
@@ -15,7 +16,7 @@ import (
 // coordinate i: i·stride_j. Kernels replace some tables to slice, tile or
 // pad along an axis, and pass the result to tableOffsets.
 func tables(shape []int) [][]int {
-	st := Strides(shape)
+	st := opsem.Strides(shape)
 	tabs := make([][]int, len(shape))
 	for j, d := range shape {
 		tabs[j] = axisTable(d, func(i int) int { return i * st[j] })
@@ -54,7 +55,7 @@ func takeTables(src inference.Tensor, tabs [][]int, fill inference.Tensor) (infe
 // tables span, in row-major order, Σ_j tabs[j][i_j]; or -1 when any term is
 // negative (an element taken from the fill value).
 func tableOffsets(tabs [][]int) []int {
-	n := product(tableShape(tabs))
+	n := opsem.Count(tableShape(tabs))
 	offs := make([]int, n)
 	if n == 0 || len(tabs) == 0 {
 		return offs
@@ -93,7 +94,7 @@ func tableOffsets(tabs [][]int) []int {
 // eachIndex calls f with the coordinates of every element of shape in
 // row-major order, and the element's position. f must not keep idx.
 func eachIndex(shape []int, f func(idx []int, pos int) error) error {
-	n := product(shape)
+	n := opsem.Count(shape)
 	idx := make([]int, len(shape))
 	for pos := range n {
 		if err := f(idx, pos); err != nil {
@@ -134,7 +135,7 @@ func takeOf[T inference.Element](src inference.Tensor, shape, offs []int, fill i
 		return inference.Tensor{}, err
 	}
 	var f T
-	if Present(fill) {
+	if present(fill) {
 		fd, err := inference.Data[T](fill)
 		if err != nil {
 			return inference.Tensor{}, fmt.Errorf("fill value %v for data %v: %w", fill, src, inference.ErrType)
