@@ -24,7 +24,7 @@ type lowerFunc func(l *lowering) error
 var lowerings = map[string]lowerFunc{}
 
 // registerLowering adds op's lowering; it is called from the init function
-// of the op's family file, lower_<family>.go, which mirrors the CPU's
+// of the op's family file, lower_<family>.go, the counterpart of the CPU's
 // ops_<family>.go (family.Record reads the family off it).
 func registerLowering(op string, f lowerFunc) {
 	if _, dup := lowerings[op]; dup {

@@ -2,26 +2,22 @@ package cuda
 
 import (
 	"math"
-	"slices"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/graph/passes"
+	"github.com/beamml/beamml/inference/internal/opsem"
 	"github.com/beamml/beamml/internal/kernels"
 )
 
 // Lowerings of the convolutions (nn.cu conv_*, and cuBLAS): Conv as
 // im2col and GEMMs, or a direct kernel for depthwise layers, and
-// ConvTranspose as GEMMs and col2im. The semantics are the CPU backend's
-// (inference/cpu/ops_nn.go); the window geometry (slidingGeom in
-// window.go, transposedGeom below) mirrors its nnWindowGeom and
-// nnTransposeGeom, and a lowering whose geometry does not give the plan's
-// output shape sends the node to the host.
-
-// The fused activation the CPU backend's fuseActivations puts on a Conv
-// (inference/cpu/fuse.go): clamp the output to [min, max].
-const (
-	fusedMinAttr = "beamml.fused_min"
-	fusedMaxAttr = "beamml.fused_max"
-)
+// ConvTranspose as GEMMs and col2im. The operands' rules are
+// opsem.ConvOperands' and the window geometry opsem.SlidingWindow's and
+// opsem.TransposedWindow's (window.go pads it to the kernels' three
+// dimensions); a lowering whose geometry does not give the plan's output
+// shape sends the node to the host. The fused activation that
+// passes.FuseActivations puts on a Conv (attributes passes.FusedMin and
+// passes.FusedMax) clamps the output.
 
 // colLimit bounds the im2col and col2im scratch matrices, in floats
 // (64 MiB): a batch whose columns would not fit runs in chunks of images.
@@ -33,120 +29,35 @@ func init() {
 	registerLowering("ConvTranspose", lowerConvTranspose)
 }
 
+// prod3 is the element count of a three-dimensional spatial shape.
 func prod3(v [3]int64) int64 { return v[0] * v[1] * v[2] }
 
-func floorDivInt64(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) != (b < 0) {
-		q--
-	}
-	return q
-}
-
-// transposedGeom is the CPU's nnTransposeGeom: ConvTranspose's geometry,
-// with in the input's spatial shape and out the output's. Its pads may be
-// negative (an output_shape larger than the full output).
-func transposedGeom(l *lowering, in, kernel []int) (convWindow, error) {
-	w, err := windowAttrs(l, in, kernel)
-	if err != nil {
-		return w, err
-	}
-	r, off := len(in), 3-len(in)
-	outPad, ok := spatialInts(l, "output_padding", r, 0)
-	if !ok {
-		return w, l.NoKernel("output_padding %v for %d spatial dimensions", outPad, r)
-	}
-	var op [3]int64
-	for d := range r {
-		op[off+d] = outPad[d]
-	}
-	for d := range 3 {
-		if w.stride[d] < 1 || w.dilation[d] < 1 || op[d] < 0 || w.kernel[d] < 1 {
-			return w, l.NoKernel("strides %v, dilations %v, output_padding %v", w.stride, w.dilation, outPad)
-		}
-	}
-	auto := l.Str("auto_pad", "NOTSET")
-	switch auto {
-	case "NOTSET", "", "VALID", "SAME_UPPER", "SAME_LOWER":
-	default:
-		return w, l.NoKernel("auto_pad %q", auto)
-	}
-	var target []int64
-	switch {
-	case l.Node.Has("output_shape"):
-		os := l.Ints("output_shape", nil)
-		if len(os) == r+2 {
-			os = os[2:]
-		}
-		if len(os) != r {
-			return w, l.NoKernel("output_shape %v for %d spatial dimensions", os, r)
-		}
-		target = append(make([]int64, off), os...)
-	case auto == "SAME_UPPER" || auto == "SAME_LOWER":
-		target = make([]int64, 3)
-		for d := range 3 {
-			target[d] = w.in[d] * w.stride[d]
-		}
-	}
-	for d := range 3 {
-		full := w.stride[d]*(w.in[d]-1) + op[d] + (w.kernel[d]-1)*w.dilation[d] + 1
-		switch {
-		case d < off:
-			// a padding dimension: size 1 in and out
-		case target == nil:
-			if auto == "VALID" {
-				w.padBegin[d], w.padEnd[d] = 0, 0
-			}
-			w.out[d] = full - w.padBegin[d] - w.padEnd[d]
-		default:
-			total := full - target[d]
-			if auto == "SAME_UPPER" {
-				w.padBegin[d] = floorDivInt64(total, 2)
-			} else {
-				w.padBegin[d] = total - floorDivInt64(total, 2)
-			}
-			w.padEnd[d] = total - w.padBegin[d]
-			w.out[d] = target[d]
-		}
-		if w.out[d] < 0 {
-			return w, l.NoKernel("negative output size")
-		}
-	}
-	return w, nil
-}
-
-// convOperands checks Conv's or ConvTranspose's X and W and returns the
-// group count and the kernel shape; see the CPU's nnConvShapes.
-func convOperands(l *lowering, x, w operand, transposed bool) (group int, kernel []int, err error) {
+// convOperands checks Conv's or ConvTranspose's X and W as the kernels
+// take them (float32, ranks 3 to 5) and returns opsem.ConvOperands' group
+// count and the window: opsem.SlidingWindow's for Conv,
+// opsem.TransposedWindow's for ConvTranspose.
+func convOperands(l *lowering, x, w operand, transposed bool) (group int, win convWindow, err error) {
 	if x.DType != inference.Float32 || w.DType != inference.Float32 {
-		return 0, nil, l.NoKernel("%v input, %v weights", x.DType, w.DType)
+		return 0, win, l.NoKernel("%v input, %v weights", x.DType, w.DType)
 	}
-	xs, ws := x.Shape, w.Shape
-	if len(xs) < 3 || len(xs) > 5 || len(ws) != len(xs) {
-		return 0, nil, l.NoKernel("X %v, W %v: kernels take equal ranks 3 to 5", xs, ws)
+	if x.Rank() < 3 || x.Rank() > 5 {
+		return 0, win, l.NoKernel("X %v, W %v: kernels take ranks 3 to 5", x.Shape, w.Shape)
 	}
-	group = int(l.Int("group", 1))
-	if group < 1 || xs[1]%group != 0 ||
-		(transposed && ws[0] != xs[1]) ||
-		(!transposed && (ws[1]*group != xs[1] || ws[0]%group != 0)) {
-		return 0, nil, l.NoKernel("X %v, W %v, group %d do not agree", xs, ws, group)
+	group, kernel, err := opsem.ConvOperands(l.Node, x.Shape, w.Shape, transposed)
+	if err != nil {
+		return 0, win, l.NoKernel("%v", err)
 	}
-	kernel = ws[2:]
-	if l.Node.Has("kernel_shape") {
-		k, ok := spatialInts(l, "kernel_shape", len(kernel), 1)
-		if !ok || !slices.Equal(k, int64s(kernel)) {
-			return 0, nil, l.NoKernel("kernel_shape %v, weights %v", k, ws)
-		}
+	var g opsem.Window
+	if transposed {
+		g, err = opsem.TransposedWindow(l.Node, x.Shape[2:], kernel)
+	} else {
+		g, err = opsem.SlidingWindow(l.Node, x.Shape[2:], kernel, false)
 	}
-	return group, kernel, nil
-}
-
-func int64s(v []int) []int64 {
-	out := make([]int64, len(v))
-	for i, d := range v {
-		out[i] = int64(d)
+	if err != nil {
+		return 0, win, l.NoKernel("%v", err)
 	}
-	return out
+	win, err = kernelWindow(l, g)
+	return group, win, err
 }
 
 // convBias returns the argument for an optional per-channel bias,
@@ -165,11 +76,11 @@ func convBias(l *lowering, i, channels int) (kernelArg, error) {
 // fusedClamp returns the clamp arguments of conv_direct_f32 and
 // conv_bias_act_f32 (on, lo, hi) and whether the clamp is on.
 func fusedClamp(l *lowering) ([]kernelArg, bool) {
-	if !l.Node.Has(fusedMinAttr) {
+	if !l.Node.Has(passes.FusedMin) {
 		return []kernelArg{intArg(0), floatArg(0.0), floatArg(0.0)}, false
 	}
-	lo := l.Float(fusedMinAttr, float32(math.Inf(-1)))
-	hi := l.Float(fusedMaxAttr, float32(math.Inf(1)))
+	lo := l.Float(passes.FusedMin, float32(math.Inf(-1)))
+	hi := l.Float(passes.FusedMax, float32(math.Inf(1)))
 	return []kernelArg{intArg(1), floatArg(lo), floatArg(hi)}, true
 }
 
@@ -215,11 +126,7 @@ func gemmUnits(l *lowering, g gemmOp, images, groups int, aImg, aGrp, bGrp, cImg
 // follow in one pass.
 func lowerConv(l *lowering) error {
 	x, w, y := l.In[0], l.In[1], l.Out[0]
-	group, kernel, err := convOperands(l, x, w, false)
-	if err != nil {
-		return err
-	}
-	win, err := slidingGeom(l, x.Shape[2:], kernel, false)
+	group, win, err := convOperands(l, x, w, false)
 	if err != nil {
 		return err
 	}
@@ -285,11 +192,7 @@ func lowerConv(l *lowering) error {
 // and adds the bias.
 func lowerConvTranspose(l *lowering) error {
 	x, w, y := l.In[0], l.In[1], l.Out[0]
-	group, kernel, err := convOperands(l, x, w, true)
-	if err != nil {
-		return err
-	}
-	win, err := transposedGeom(l, x.Shape[2:], kernel)
+	group, win, err := convOperands(l, x, w, true)
 	if err != nil {
 		return err
 	}

@@ -5,71 +5,31 @@ import (
 	"slices"
 
 	"github.com/beamml/beamml/inference"
-	"github.com/beamml/beamml/inference/cpu"
+	"github.com/beamml/beamml/inference/internal/opsem"
 	"github.com/beamml/beamml/internal/kernels"
 )
 
 // Lowerings of the elementwise operators (elementwise.cu, and shape.cu's
 // shape_where and cast_convert): the unary operators and activations,
 // Clip, the binary arithmetic (Add, Sub, Mul, Div, PRelu, Pow, Mod), Sum,
-// Max, Min and Mean, Where, Cast and CastLike. Operands broadcast as numpy
-// does from opset 7 (legacyBroadcast in strided.go before it).
+// Max, Min and Mean, Where, Cast and CastLike. The binary operators'
+// operands broadcast as opsem.LegacyBroadcast says (numpy broadcasting from
+// opset 7), PRelu's slope as opsem.PReluSlope says, Where's operands to
+// opsem.BroadcastShape; the attributes are opsem.ActivationAttrs',
+// opsem.GeluTanh's and opsem.ClipBounds'.
 
-// unaryOps maps an operator to its unary_f32 code and attributes.
-var unaryOps = map[string]func(l *lowering) (code int, a, b float64){
-	"Relu":       func(*lowering) (int, float64, float64) { return kernels.U_RELU, 0, 0 },
-	"Sigmoid":    func(*lowering) (int, float64, float64) { return kernels.U_SIGMOID, 0, 0 },
-	"Tanh":       func(*lowering) (int, float64, float64) { return kernels.U_TANH, 0, 0 },
-	"Exp":        func(*lowering) (int, float64, float64) { return kernels.U_EXP, 0, 0 },
-	"Log":        func(*lowering) (int, float64, float64) { return kernels.U_LOG, 0, 0 },
-	"Sqrt":       func(*lowering) (int, float64, float64) { return kernels.U_SQRT, 0, 0 },
-	"Neg":        func(*lowering) (int, float64, float64) { return kernels.U_NEG, 0, 0 },
-	"Abs":        func(*lowering) (int, float64, float64) { return kernels.U_ABS, 0, 0 },
-	"Reciprocal": func(*lowering) (int, float64, float64) { return kernels.U_RECIP, 0, 0 },
-	"Floor":      func(*lowering) (int, float64, float64) { return kernels.U_FLOOR, 0, 0 },
-	"Ceil":       func(*lowering) (int, float64, float64) { return kernels.U_CEIL, 0, 0 },
-	"Round":      func(*lowering) (int, float64, float64) { return kernels.U_ROUND, 0, 0 },
-	"Sin":        func(*lowering) (int, float64, float64) { return kernels.U_SIN, 0, 0 },
-	"Cos":        func(*lowering) (int, float64, float64) { return kernels.U_COS, 0, 0 },
-	"Tan":        func(*lowering) (int, float64, float64) { return kernels.U_TAN, 0, 0 },
-	"Asin":       func(*lowering) (int, float64, float64) { return kernels.U_ASIN, 0, 0 },
-	"Acos":       func(*lowering) (int, float64, float64) { return kernels.U_ACOS, 0, 0 },
-	"Atan":       func(*lowering) (int, float64, float64) { return kernels.U_ATAN, 0, 0 },
-	"Sinh":       func(*lowering) (int, float64, float64) { return kernels.U_SINH, 0, 0 },
-	"Cosh":       func(*lowering) (int, float64, float64) { return kernels.U_COSH, 0, 0 },
-	"Asinh":      func(*lowering) (int, float64, float64) { return kernels.U_ASINH, 0, 0 },
-	"Acosh":      func(*lowering) (int, float64, float64) { return kernels.U_ACOSH, 0, 0 },
-	"Atanh":      func(*lowering) (int, float64, float64) { return kernels.U_ATANH, 0, 0 },
-	"Erf":        func(*lowering) (int, float64, float64) { return kernels.U_ERF, 0, 0 },
-	"Sign":       func(*lowering) (int, float64, float64) { return kernels.U_SIGN, 0, 0 },
-	"LeakyRelu": func(l *lowering) (int, float64, float64) {
-		return kernels.U_LEAKYRELU, float64(l.Float("alpha", 0.01)), 0
-	},
-	"Elu":  func(l *lowering) (int, float64, float64) { return kernels.U_ELU, float64(l.Float("alpha", 1)), 0 },
-	"Celu": func(l *lowering) (int, float64, float64) { return kernels.U_CELU, float64(l.Float("alpha", 1)), 0 },
-	"Selu": func(l *lowering) (int, float64, float64) {
-		return kernels.U_SELU, float64(l.Float("alpha", 1.67326319217681884765625)), float64(l.Float("gamma", 1.05070102214813232421875))
-	},
-	"HardSigmoid": func(l *lowering) (int, float64, float64) {
-		return kernels.U_HARDSIGMOID, float64(l.Float("alpha", 0.2)), float64(l.Float("beta", 0.5))
-	},
-	"HardSwish": func(*lowering) (int, float64, float64) { return kernels.U_HARDSWISH, 0, 0 },
-	"Softplus":  func(*lowering) (int, float64, float64) { return kernels.U_SOFTPLUS, 0, 0 },
-	"Softsign":  func(*lowering) (int, float64, float64) { return kernels.U_SOFTSIGN, 0, 0 },
-	"Mish":      func(*lowering) (int, float64, float64) { return kernels.U_MISH, 0, 0 },
-	"ThresholdedRelu": func(l *lowering) (int, float64, float64) {
-		return kernels.U_THRESHOLDEDRELU, float64(l.Float("alpha", 1)), 0
-	},
-	"Shrink": func(l *lowering) (int, float64, float64) {
-		return kernels.U_SHRINK, float64(l.Float("lambd", 0.5)), float64(l.Float("bias", 0))
-	},
-	"Swish": func(l *lowering) (int, float64, float64) { return kernels.U_SWISH, float64(l.Float("alpha", 1)), 0 },
-	"Gelu": func(l *lowering) (int, float64, float64) {
-		if l.Str("approximate", "none") == "tanh" {
-			return kernels.U_GELU_TANH, 0, 0
-		}
-		return kernels.U_GELU, 0, 0
-	},
+// unaryOps maps an operator to its unary_f32 code; its attributes are
+// opsem.ActivationAttrs' (Gelu's approximation opsem.GeluTanh's).
+var unaryOps = map[string]int{
+	"Relu": kernels.U_RELU, "Sigmoid": kernels.U_SIGMOID, "Tanh": kernels.U_TANH, "Exp": kernels.U_EXP, "Log": kernels.U_LOG,
+	"Sqrt": kernels.U_SQRT, "Neg": kernels.U_NEG, "Abs": kernels.U_ABS, "Reciprocal": kernels.U_RECIP, "Floor": kernels.U_FLOOR,
+	"Ceil": kernels.U_CEIL, "Round": kernels.U_ROUND, "Sin": kernels.U_SIN, "Cos": kernels.U_COS, "Tan": kernels.U_TAN,
+	"Asin": kernels.U_ASIN, "Acos": kernels.U_ACOS, "Atan": kernels.U_ATAN, "Sinh": kernels.U_SINH, "Cosh": kernels.U_COSH,
+	"Asinh": kernels.U_ASINH, "Acosh": kernels.U_ACOSH, "Atanh": kernels.U_ATANH, "Erf": kernels.U_ERF, "Sign": kernels.U_SIGN,
+	"LeakyRelu": kernels.U_LEAKYRELU, "Elu": kernels.U_ELU, "Celu": kernels.U_CELU, "Selu": kernels.U_SELU,
+	"HardSigmoid": kernels.U_HARDSIGMOID, "HardSwish": kernels.U_HARDSWISH, "Softplus": kernels.U_SOFTPLUS,
+	"Softsign": kernels.U_SOFTSIGN, "Mish": kernels.U_MISH, "ThresholdedRelu": kernels.U_THRESHOLDEDRELU,
+	"Shrink": kernels.U_SHRINK, "Swish": kernels.U_SWISH, "Gelu": kernels.U_GELU,
 }
 
 // intUnaryOps are the unary operators with an int64 and int32 kernel
@@ -77,8 +37,8 @@ var unaryOps = map[string]func(l *lowering) (code int, a, b float64){
 var intUnaryOps = map[string]int{"Neg": kernels.U_NEG, "Abs": kernels.U_ABS, "Sign": kernels.U_SIGN, "Relu": kernels.U_RELU}
 
 func init() {
-	for op, attrs := range unaryOps {
-		registerLowering(op, func(l *lowering) error { return lowerUnary(l, attrs) })
+	for op, code := range unaryOps {
+		registerLowering(op, func(l *lowering) error { return lowerUnary(l, code) })
 	}
 	registerLowering("Clip", lowerClip)
 	for op, code := range binaryOps {
@@ -94,10 +54,21 @@ func init() {
 	registerLowering("CastLike", lowerCast)
 }
 
-func lowerUnary(l *lowering, attrs func(*lowering) (int, float64, float64)) error {
+// lowerUnary lowers a unary operator of unaryOps: unary_f32 on float32,
+// and the operators of intUnaryOps on int64 and int32.
+func lowerUnary(l *lowering, code int) error {
 	x, y := l.In[0], l.Out[0]
 	if x.DType == inference.Float32 {
-		code, a, b := attrs(l)
+		if code == kernels.U_GELU {
+			tanh, err := opsem.GeluTanh(l.Node)
+			if err != nil {
+				return l.NoKernel("%v", err)
+			}
+			if tanh {
+				code = kernels.U_GELU_TANH
+			}
+		}
+		a, b := opsem.ActivationAttrs(l.Node)
 		return l.Launch(kernels.UnaryF32, y.Len(), intArg(code), ptrArg(y), ptrArg(x), intArg(y.Len()), floatArg(a), floatArg(b))
 	}
 	code, ok := intUnaryOps[l.Node.OpType]
@@ -120,20 +91,17 @@ func intKernel(family string, t inference.DType) string {
 	return ""
 }
 
-// lowerClip handles Clip-1 and Clip-6 (min and max attributes; absent,
-// they are ∓inf and ∓FLT_MAX) and Clip-11+ (optional min and max inputs,
-// known on the host; absent, ∓inf), on float32, int64 and int32.
+// lowerClip handles Clip-1 and Clip-6 (the bounds are attributes:
+// opsem.ClipBounds), on float32, and Clip-11+ (optional min and max
+// inputs, known on the host or read by unary_clip_*; absent, ∓inf), on
+// float32, int64 and int32.
 func lowerClip(l *lowering) error {
 	x, y := l.In[0], l.Out[0]
 	if l.Opset < 11 {
 		if x.DType != inference.Float32 {
 			return l.NoKernel("%v input", x.DType)
 		}
-		lo, hi := math.Inf(-1), math.Inf(1)
-		if l.Opset >= 6 {
-			lo, hi = -math.MaxFloat32, math.MaxFloat32
-		}
-		lo, hi = float64(l.Float("min", float32(lo))), float64(l.Float("max", float32(hi)))
+		lo, hi := opsem.ClipBounds(l.Node)
 		return l.Launch(kernels.UnaryF32, y.Len(), intArg(kernels.U_CLIP), ptrArg(y), ptrArg(x), intArg(y.Len()), floatArg(lo), floatArg(hi))
 	}
 	var bounds [2]inference.Tensor
@@ -149,7 +117,7 @@ func lowerClip(l *lowering) error {
 			continue
 		}
 		if t.DType() != x.DType || t.Len() != 1 {
-			return l.Errorf(inference.ErrShape, "Clip bound %q is %v, want one %v", o.Name, t, x.DType)
+			return l.NoKernel("Clip bound %q is %v, want one %v", o.Name, t, x.DType)
 		}
 		bounds[i] = t
 	}
@@ -172,7 +140,7 @@ func lowerClip(l *lowering) error {
 		}
 		for i, t := range bounds {
 			if t.DType() != 0 {
-				v, _ := cpu.Int64s(t)
+				v, _ := opsem.Int64s(t)
 				lim[i] = v[0]
 			}
 		}
@@ -221,8 +189,11 @@ func lowerBinary(l *lowering, code int) error {
 	}
 	var err error
 	if code == kernels.B_PRELU {
-		y = preluSlope(l, x, y)
-	} else if y, err = legacyBroadcast(l, x, y); err != nil {
+		y, err = preluSlope(l, x, y)
+	} else {
+		y, err = legacyBroadcast(l, x, y)
+	}
+	if err != nil {
 		return err
 	}
 	if x.DType == inference.Float32 {
@@ -240,18 +211,15 @@ func lowerBinary(l *lowering, code int) error {
 	return launchBroadcast(l, kernel, code, z, x, y)
 }
 
-// preluSlope returns PRelu's slope as it broadcasts to x: before opset 7
-// a 1-D slope as long as x's dimension 1 is per channel.
-func preluSlope(l *lowering, x, slope operand) operand {
-	if l.Opset < 7 && slope.Rank() == 1 && x.Rank() >= 2 && slope.Shape[0] == x.Shape[1] && slope.Shape[0] != 1 {
-		s := make([]int, x.Rank()-1)
-		for i := range s {
-			s[i] = 1
-		}
-		s[0] = x.Shape[1]
-		slope.Shape = s
+// preluSlope returns PRelu's slope with the shape opsem.PReluSlope gives
+// it against x.
+func preluSlope(l *lowering, x, slope operand) (operand, error) {
+	s, err := opsem.PReluSlope(l.Node, x.Shape, slope.Shape)
+	if err != nil {
+		return slope, l.NoKernel("%v", err)
 	}
-	return slope
+	slope.Shape = s
+	return slope, nil
 }
 
 // hostNonzero checks that the integer divisor y is known on the host and
@@ -261,7 +229,7 @@ func hostNonzero(l *lowering, y, z operand) error {
 	if !ok {
 		return l.NoKernel("integer divisor %q computed on the device (a zero divisor is an error)", y.Name)
 	}
-	v, err := cpu.Int64s(t)
+	v, err := opsem.Int64s(t)
 	if err != nil {
 		return l.NoKernel("divisor %v: %v", t, err)
 	}
@@ -378,9 +346,9 @@ func lowerWhere(l *lowering) error {
 	if c.DType != inference.Bool || a.DType != b.DType {
 		return l.NoKernel("condition %v, values %v and %v", c.DType, a.DType, b.DType)
 	}
-	shape, err := cpu.BroadcastShape(c.Shape, a.Shape, b.Shape)
+	shape, err := opsem.BroadcastShape(c.Shape, a.Shape, b.Shape)
 	if err != nil {
-		return l.NoKernel("shapes %v, %v and %v do not broadcast", c.Shape, a.Shape, b.Shape)
+		return l.NoKernel("%v", err)
 	}
 	if err := checkOut(l, 0, a.DType, shape); err != nil {
 		return err
@@ -395,7 +363,10 @@ func lowerWhere(l *lowering) error {
 	}
 	var sets [][]int64
 	for _, in := range []operand{y, c, a, b} {
-		s, _ := broadcastInto(shape, in.Shape)
+		s, err := broadcastInto(l, in.Shape, shape)
+		if err != nil {
+			return err
+		}
 		sets = append(sets, s)
 	}
 	d, s := simplifyDims(int64Dims(shape), sets...)

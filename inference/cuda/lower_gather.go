@@ -4,7 +4,7 @@ import (
 	"slices"
 
 	"github.com/beamml/beamml/inference"
-	"github.com/beamml/beamml/inference/cpu"
+	"github.com/beamml/beamml/inference/internal/opsem"
 	"github.com/beamml/beamml/internal/kernels"
 )
 
@@ -13,7 +13,9 @@ import (
 // range is an error of the model's input, which the CPU backend reports;
 // a kernel has no way to report it, so these lowerings take only indices
 // known on the host at plan time (initializers, shape arithmetic), check
-// them there, and send the node to the host otherwise.
+// them there, and send the node to the host otherwise. The addressing is
+// opsem's: opsem.GatherShape and opsem.Index, opsem.ElementOffsets and
+// opsem.NDOffsets.
 
 func init() {
 	registerLowering("Gather", lowerGather)
@@ -33,28 +35,17 @@ func gatherIndices(l *lowering, o operand) ([]int64, int64, error) {
 	if !ok {
 		return nil, 0, l.NoKernel("indices %q computed on the device: a kernel cannot report one out of range", o.Name)
 	}
-	v, err := cpu.Int64s(t)
+	v, err := opsem.Int64s(t)
 	if err != nil {
 		return nil, 0, l.NoKernel("indices %v: %v", t, err)
 	}
 	return v, indexTypes[o.DType], nil
 }
 
-// gatherIndex maps an index in [-dim, dim) to [0, dim).
-func gatherIndex(l *lowering, v, dim int64) (int64, error) {
-	if v < -dim || v >= dim {
-		return 0, l.NoKernel("index %d out of range for a dimension of %d", v, dim)
-	}
-	if v < 0 {
-		v += dim
-	}
-	return v, nil
-}
-
 // gatherUnique sends a scatter to the host when two updates go to the
 // same place: the CPU backend writes them in order, the kernel's threads
 // in no order.
-func gatherUnique(l *lowering, offs []int64) error {
+func gatherUnique(l *lowering, offs []int) error {
 	s := slices.Clone(offs)
 	slices.Sort(s)
 	for i := 1; i < len(s); i++ {
@@ -65,23 +56,25 @@ func gatherUnique(l *lowering, offs []int64) error {
 	return nil
 }
 
+// lowerGather gathers along opsem.GatherShape's axis, every index checked
+// with opsem.Index.
 func lowerGather(l *lowering) error {
 	x, ind := l.In[0], l.In[1]
-	axis, err := cpu.NormAxis(l.Int("axis", 0), x.Rank())
+	axis, shape, err := opsem.GatherShape(l.Node, x.Shape, ind.Shape)
 	if err != nil {
-		return l.NoKernel("axis %d for data %v", l.Int("axis", 0), x.Shape)
+		return l.NoKernel("%v", err)
 	}
 	idx, itype, err := gatherIndices(l, ind)
 	if err != nil {
 		return err
 	}
-	dim := int64(x.Shape[axis])
+	dim := x.Shape[axis]
 	for _, v := range idx {
-		if _, err := gatherIndex(l, v, dim); err != nil {
-			return err
+		if _, err := opsem.Index(v, dim); err != nil {
+			return l.NoKernel("%v", err)
 		}
 	}
-	if err := checkOut(l, 0, x.DType, slices.Concat(x.Shape[:axis], ind.Shape, x.Shape[axis+1:])); err != nil {
+	if err := checkOut(l, 0, x.DType, shape); err != nil {
 		return err
 	}
 	w, err := elemWidth(l, x.DType)
@@ -90,10 +83,11 @@ func lowerGather(l *lowering) error {
 	}
 	y := l.Out[0]
 	n := y.Len()
-	return l.Launch(kernels.GatherAxis, n, ptrArg(y), ptrArg(x), ptrArg(ind), intArg(itype), intArg(w), intArg(n), intArg(dimsProduct(x.Shape[axis+1:])),
+	return l.Launch(kernels.GatherAxis, n, ptrArg(y), ptrArg(x), ptrArg(ind), intArg(itype), intArg(w), intArg(n), intArg(opsem.Count(x.Shape[axis+1:])),
 		intArg(len(idx)), intArg(dim))
 }
 
+// lowerGatherElements gathers the elements opsem.ElementOffsets addresses.
 func lowerGatherElements(l *lowering) error {
 	x, ind := l.In[0], l.In[1]
 	if err := checkOut(l, 0, x.DType, ind.Shape); err != nil {
@@ -123,49 +117,22 @@ func lowerScatterElements(l *lowering) error {
 }
 
 // launchElements queues gather_elements for indices ind into data of shape
-// data along the node's axis: gathering x into y, or scattering x (the
-// updates) into y.
+// data along opsem.GatherAxis: gathering x into y, or scattering x (the
+// updates) into y. The offsets are opsem.ElementOffsets'.
 func launchElements(l *lowering, y, x operand, data []int, ind operand, scatter bool) error {
-	axis, err := cpu.NormAxis(l.Int("axis", 0), len(data))
+	axis, err := opsem.GatherAxis(l.Node, len(data))
 	if err != nil {
-		return l.NoKernel("axis %d for data %v", l.Int("axis", 0), data)
-	}
-	is := ind.Shape
-	if len(is) != len(data) {
-		return l.NoKernel("indices %v for data %v", is, data)
-	}
-	for j := range is {
-		if j != axis && is[j] > data[j] {
-			return l.NoKernel("indices %v exceed data %v on axis %d", is, data, j)
-		}
+		return l.NoKernel("%v", err)
 	}
 	idx, itype, err := gatherIndices(l, ind)
 	if err != nil {
 		return err
 	}
-	st := rowMajorStrides(data)
-	dim := int64(data[axis])
-	offs := make([]int64, len(idx))
-	coord := make([]int, len(is))
-	for p, v := range idx {
-		k, err := gatherIndex(l, v, dim)
-		if err != nil {
-			return err
-		}
-		o := k * st[axis]
-		for j, c := range coord {
-			if j != axis {
-				o += int64(c) * st[j]
-			}
-		}
-		offs[p] = o
-		for j := len(coord) - 1; j >= 0; j-- {
-			if coord[j]++; coord[j] < is[j] {
-				break
-			}
-			coord[j] = 0
-		}
+	offs, err := opsem.ElementOffsets(data, ind.Shape, idx, axis)
+	if err != nil {
+		return l.NoKernel("%v", err)
 	}
+	is, st, dim := ind.Shape, rowMajorStrides(data), data[axis]
 	if scatter {
 		if err := gatherUnique(l, offs); err != nil {
 			return err
@@ -188,6 +155,7 @@ func launchElements(l *lowering, y, x operand, data []int, ind operand, scatter 
 	return l.Launch(kernels.GatherElements, n, args...)
 }
 
+// lowerGatherND gathers the slices opsem.NDOffsets addresses.
 func lowerGatherND(l *lowering) error {
 	x, ind := l.In[0], l.In[1]
 	return launchND(l, l.Out[0], x, x.Shape, ind, int(l.Int("batch_dims", 0)), false)
@@ -214,63 +182,41 @@ func lowerScatterND(l *lowering) error {
 }
 
 // launchND queues gather_nd: the index tuples of ind ([..., m]) address
-// slices of data (of shape data) after its first batchDims axes. Gathering
-// reads the slices of x into y; scattering writes x (the updates) into
-// y's slices.
+// slices of data (of shape data) after its first batchDims axes, as
+// opsem.NDOffsets resolves them. Gathering reads the slices of x into y;
+// scattering writes x (the updates) into y's slices.
 func launchND(l *lowering, y, x operand, data []int, ind operand, batchDims int, scatter bool) error {
-	is := ind.Shape
-	q, r := len(is), len(data)
-	if q < 1 || batchDims < 0 || batchDims >= min(q, r) {
-		return l.NoKernel("indices %v, data %v, batch_dims %d", is, data, batchDims)
-	}
-	m := is[q-1]
-	if m < 1 || m > r-batchDims || m > kernels.MAXRANK || !slices.Equal(is[:batchDims], data[:batchDims]) {
-		return l.NoKernel("indices %v for data %v with batch_dims %d", is, data, batchDims)
-	}
-	lead, slice := is[:q-1], data[batchDims+m:]
-	if scatter {
-		if want := slices.Concat(lead, slice); !slices.Equal(x.Shape, want) {
-			return l.NoKernel("updates %v, want %v", x.Shape, want)
-		}
-	} else if err := checkOut(l, 0, x.DType, slices.Concat(lead, slice)); err != nil {
-		return err
-	}
 	idx, itype, err := gatherIndices(l, ind)
 	if err != nil {
 		return err
 	}
-	st := rowMajorStrides(data)
-	perBatch, batchSize := dimsProduct(is[batchDims:q-1]), dimsProduct(data[batchDims:])
-	count := dimsProduct(lead)
-	offs := make([]int64, count)
-	for p := range count {
-		var o int64
-		if perBatch > 0 {
-			o = p / perBatch * batchSize
-		}
-		for k := range m {
-			a := batchDims + k
-			v, err := gatherIndex(l, idx[p*int64(m)+int64(k)], int64(data[a]))
-			if err != nil {
-				return err
-			}
-			o += v * st[a]
-		}
-		offs[p] = o
+	a, err := opsem.NDOffsets(data, ind.Shape, idx, batchDims)
+	if err != nil {
+		return l.NoKernel("%v", err)
 	}
+	if a.M > kernels.MAXRANK {
+		return l.NoKernel("index tuples of %d > %d values", a.M, kernels.MAXRANK)
+	}
+	want := slices.Concat(a.Lead, a.Slice)
 	if scatter {
-		if err := gatherUnique(l, offs); err != nil {
+		if !slices.Equal(x.Shape, want) {
+			return l.NoKernel("updates %v, want %v", x.Shape, want)
+		}
+		if err := gatherUnique(l, a.Offsets); err != nil {
 			return err
 		}
+	} else if err := checkOut(l, 0, x.DType, want); err != nil {
+		return err
 	}
 	w, err := elemWidth(l, x.DType)
 	if err != nil {
 		return err
 	}
-	inner := dimsProduct(slice)
-	n := count * inner
-	args := []kernelArg{ptrArg(y), ptrArg(x), ptrArg(ind), intArg(itype), intArg(w), intArg(n), intArg(b2i(scatter)), intArg(inner), intArg(m), intArg(perBatch), intArg(batchSize)}
-	for _, v := range [][]int64{int64Dims(data[batchDims : batchDims+m]), st[batchDims : batchDims+m]} {
+	inner := int64(opsem.Count(a.Slice))
+	n := int64(len(a.Offsets)) * inner
+	args := []kernelArg{ptrArg(y), ptrArg(x), ptrArg(ind), intArg(itype), intArg(w), intArg(n), intArg(b2i(scatter)), intArg(inner), intArg(a.M), intArg(a.PerBatch), intArg(a.BatchSize)}
+	st := rowMajorStrides(data)
+	for _, v := range [][]int64{int64Dims(data[batchDims : batchDims+a.M]), st[batchDims : batchDims+a.M]} {
 		for k := range kernels.MAXRANK {
 			if k < len(v) {
 				args = append(args, intArg(v[k]))

@@ -1,17 +1,17 @@
 package cuda
 
 import (
-	"math"
 	"slices"
 
 	"github.com/beamml/beamml/inference"
-	"github.com/beamml/beamml/inference/cpu"
+	"github.com/beamml/beamml/inference/internal/opsem"
 	"github.com/beamml/beamml/internal/kernels"
 )
 
 // Lowerings of the operators that create tensors (shape.cu shape_range,
-// shape_fill, shape_onehot and shape_trilu): Range, ConstantOfShape,
-// OneHot and Trilu.
+// shape_fill, shape_onehot and shape_trilu): Range (opsem.RangeCountFloat,
+// opsem.RangeCountInt), ConstantOfShape (opsem.ConstantOfShapeValue),
+// OneHot (opsem.OneHot) and Trilu.
 
 func init() {
 	registerLowering("Range", lowerRange)
@@ -20,9 +20,9 @@ func init() {
 	registerLowering("Trilu", lowerTrilu)
 }
 
-// lowerRange fills start + i·delta; its bounds are known on the host (the
-// node is lowered only when its output is too large to compute at plan
-// time).
+// lowerRange fills start + i·delta, opsem.RangeCountFloat or
+// opsem.RangeCountInt elements; its bounds are known on the host (the node
+// is lowered only when its output is too large to compute at plan time).
 func lowerRange(l *lowering) error {
 	y := l.Out[0]
 	var t [3]inference.Tensor
@@ -34,7 +34,8 @@ func lowerRange(l *lowering) error {
 		}
 		t[i] = v
 	}
-	var count int64
+	var count int
+	var err error
 	var fstart, fdelta float64
 	var istart, idelta int64
 	switch y.DType {
@@ -44,48 +45,34 @@ func lowerRange(l *lowering) error {
 			d, _ := inference.Data[float32](t[i])
 			v[i] = float64(d[0])
 		}
-		if v[2] == 0 || math.IsNaN(v[0]) || math.IsNaN(v[1]) || math.IsNaN(v[2]) {
-			return l.NoKernel("range(%v, %v, %v)", v[0], v[1], v[2])
-		}
-		count = int64(max(math.Ceil((v[1]-v[0])/v[2]), 0))
+		count, err = opsem.RangeCountFloat(v[0], v[1], v[2])
 		fstart, fdelta = v[0], v[2]
 	case inference.Int64, inference.Int32:
 		var v [3]int64
 		for i := range v {
-			d, _ := cpu.Int64s(t[i])
+			d, _ := opsem.Int64s(t[i])
 			v[i] = d[0]
 		}
-		if v[2] == 0 {
-			return l.NoKernel("range(%d, %d, %d)", v[0], v[1], v[2])
-		}
-		span := v[1] - v[0]
-		count = span / v[2]
-		if span%v[2] != 0 {
-			count++
-		}
-		count = max(count, 0)
+		count, err = opsem.RangeCountInt(v[0], v[1], v[2])
 		istart, idelta = v[0], v[2]
 	default:
 		return l.NoKernel("element type %v", y.DType)
 	}
-	if err := checkOut(l, 0, y.DType, []int{int(count)}); err != nil {
+	if err != nil {
+		return l.NoKernel("%v", err)
+	}
+	if err := checkOut(l, 0, y.DType, []int{count}); err != nil {
 		return err
 	}
-	return l.Launch(kernels.ShapeRange, count, ptrArg(y), intArg(castCodes[y.DType]), intArg(count), floatArg(fstart), floatArg(fdelta), intArg(istart), intArg(idelta))
+	return l.Launch(kernels.ShapeRange, int64(count), ptrArg(y), intArg(castCodes[y.DType]), intArg(count), floatArg(fstart), floatArg(fdelta), intArg(istart), intArg(idelta))
 }
 
+// lowerConstantOfShape fills the output with opsem.ConstantOfShapeValue.
 func lowerConstantOfShape(l *lowering) error {
 	y := l.Out[0]
-	value := l.Node.Attrs["value"].Tensor
-	if value.DType() == 0 {
-		v, err := inference.New([]int{}, []float32{0})
-		if err != nil {
-			return err
-		}
-		value = v
-	}
-	if value.Len() != 1 {
-		return l.NoKernel("value %v is not one element", value)
+	value, err := opsem.ConstantOfShapeValue(l.Node)
+	if err != nil {
+		return l.NoKernel("%v", err)
 	}
 	if dims, err := hostInts(l, l.In[0], "shape"); err == nil {
 		if !slices.Equal(int64Dims(y.Shape), dims) {
@@ -112,31 +99,23 @@ func firstBits(t inference.Tensor) uint64 {
 	return v
 }
 
-// lowerOneHot lowers OneHot with depth known on the host; the indices may
-// be device data (an index out of range gives an all-off row, no error).
+// lowerOneHot lowers OneHot (opsem.OneHot) with depth known on the host;
+// the indices may be device data (an index out of range gives an all-off
+// row, no error).
 func lowerOneHot(l *lowering) error {
 	ind, vals := l.In[0], l.In[2]
 	dv, err := hostInts(l, l.In[1], "depth")
 	if err != nil {
 		return err
 	}
-	if len(dv) != 1 || dv[0] < 0 || dv[0] > math.MaxInt32 || vals.Len() != 2 {
-		return l.NoKernel("depth %v, values %v", dv, vals.Shape)
+	axis, depth, shape, err := opsem.OneHot(l.Node, ind.Shape, dv, int(vals.Len()))
+	if err != nil {
+		return l.NoKernel("%v", err)
 	}
-	depth := int(dv[0])
 	itype, ok := indexTypes[ind.DType]
 	if !ok {
 		return l.NoKernel("indices of type %v", ind.DType)
 	}
-	is := ind.Shape
-	axis := l.Int("axis", -1)
-	if axis < 0 {
-		axis += int64(len(is)) + 1
-	}
-	if axis < 0 || axis > int64(len(is)) {
-		return l.NoKernel("axis %d for indices %v", l.Int("axis", -1), is)
-	}
-	shape := slices.Concat(is[:axis], []int{depth}, is[axis:])
 	if err := checkOut(l, 0, vals.DType, shape); err != nil {
 		return err
 	}
@@ -146,7 +125,7 @@ func lowerOneHot(l *lowering) error {
 	}
 	y := l.Out[0]
 	n := y.Len()
-	return l.Launch(kernels.ShapeOnehot, n, ptrArg(y), ptrArg(ind), ptrArg(vals), intArg(itype), intArg(w), intArg(n), intArg(depth), intArg(dimsProduct(is[axis:])))
+	return l.Launch(kernels.ShapeOnehot, n, ptrArg(y), ptrArg(ind), ptrArg(vals), intArg(itype), intArg(w), intArg(n), intArg(depth), intArg(opsem.Count(ind.Shape[axis:])))
 }
 
 // lowerTrilu zeroes what lies outside the kept triangle; k may be device
@@ -169,7 +148,7 @@ func lowerTrilu(l *lowering) error {
 			return l.NoKernel("k %v is not one integer", ko.Shape)
 		}
 		if t, ok := ko.Host(); ok {
-			v, err := cpu.Int64s(t)
+			v, err := opsem.Int64s(t)
 			if err != nil {
 				return l.NoKernel("k %v", t)
 			}

@@ -4,13 +4,13 @@ import (
 	"slices"
 
 	"github.com/beamml/beamml/inference"
-	"github.com/beamml/beamml/inference/cpu"
+	"github.com/beamml/beamml/inference/internal/opsem"
 	"github.com/beamml/beamml/internal/kernels"
 )
 
 // Lowerings of the matrix products: Gemm and MatMul as cuBLAS GEMMs
-// (nn.cu's gemm_fill_f32 broadcasts Gemm's C into the output first). The
-// semantics are the CPU backend's (inference/cpu/ops_nn.go).
+// (nn.cu's gemm_fill_f32 broadcasts Gemm's C into the output first). How
+// they multiply is opsem.Gemm's and opsem.GemmBias', and opsem.MatMul's.
 
 func init() {
 	registerLowering("Gemm", lowerGemm)
@@ -24,57 +24,48 @@ func lowerGemm(l *lowering) error {
 	if a.DType != inference.Float32 || b.DType != inference.Float32 {
 		return l.NoKernel("%v and %v inputs", a.DType, b.DType)
 	}
-	if a.Rank() != 2 || b.Rank() != 2 {
-		return l.NoKernel("A %v, B %v, want rank 2", a.Shape, b.Shape)
+	g, err := opsem.Gemm(l.Node, a.Shape, b.Shape)
+	if err != nil {
+		return l.NoKernel("%v", err)
 	}
-	transA, transB := l.Int("transA", 0) != 0, l.Int("transB", 0) != 0
-	alpha, beta := l.Float("alpha", 1), l.Float("beta", 1)
-	m, k := a.Shape[0], a.Shape[1]
-	if transA {
-		m, k = k, m
+	if g.K == 0 {
+		return l.NoKernel("A %v, B %v: empty inner dimension", a.Shape, b.Shape)
 	}
-	kb, n := b.Shape[0], b.Shape[1]
-	if transB {
-		kb, n = n, kb
+	if err := checkOut(l, 0, inference.Float32, []int{g.M, g.N}); err != nil {
+		return err
 	}
-	if k != kb || k == 0 || !slices.Equal(y.Shape, []int{m, n}) {
-		return l.NoKernel("A %v, B %v, Y %v", a.Shape, b.Shape, y.Shape)
+	beta := g.Beta
+	c := l.input(2)
+	if !c.Present() {
+		beta = 0
 	}
 	if y.Len() == 0 {
 		return nil
 	}
-	if c := l.input(2); c.Present() && beta != 0 {
-		if c.DType != inference.Float32 || c.Rank() > 2 || (l.Opset < 7 && l.Int("broadcast", 0) == 0 && !slices.Equal(c.Shape, y.Shape)) {
-			return l.NoKernel("C %v %v", c.DType, c.Shape)
+	if beta != 0 {
+		if c.DType != inference.Float32 {
+			return l.NoKernel("C of type %v", c.DType)
 		}
-		cm, cn := 1, 1
-		if c.Rank() >= 1 {
-			cn = c.Shape[c.Rank()-1]
-		}
-		if c.Rank() == 2 {
-			cm = c.Shape[0]
-		}
-		if (cm != 1 && cm != m) || (cn != 1 && cn != n) {
-			return l.NoKernel("C %v does not broadcast to %v", c.Shape, y.Shape)
+		cm, cn, err := opsem.GemmBias(l.Node, g, c.Shape)
+		if err != nil {
+			return l.NoKernel("%v", err)
 		}
 		var rs, cs int
-		if cm == m {
+		if cm == g.M {
 			rs = cn
 		}
-		if cn == n {
+		if cn == g.N {
 			cs = 1
 		}
-		if err := l.Launch(kernels.GemmFillF32, y.Len(), ptrArg(y), ptrArg(c), intArg(m), intArg(n), intArg(rs), intArg(cs)); err != nil {
+		if err := l.Launch(kernels.GemmFillF32, y.Len(), ptrArg(y), ptrArg(c), intArg(g.M), intArg(g.N), intArg(rs), intArg(cs)); err != nil {
 			return err
 		}
-	} else {
-		beta = 0
 	}
-	return l.Gemm(gemmOp{Gemm: Gemm{TransA: transB, TransB: transA, M: n, N: m, K: k, Alpha: alpha, Beta: beta,
-		LDA: max(1, b.Shape[1]), LDB: max(1, a.Shape[1]), LDC: n}, OpA: b, OpB: a, OpC: y})
+	return l.Gemm(gemmOp{Gemm: Gemm{TransA: g.TransB, TransB: g.TransA, M: g.N, N: g.M, K: g.K, Alpha: g.Alpha, Beta: beta,
+		LDA: max(1, b.Shape[1]), LDB: max(1, a.Shape[1]), LDC: g.N}, OpA: b, OpB: a, OpC: y})
 }
 
-// lowerMatMul follows numpy.matmul, as the CPU does: each product of the
+// lowerMatMul multiplies as opsem.MatMul says: each product of the
 // broadcast batch is the column-major Y_bᵀ = B_bᵀ·A_bᵀ. Consecutive
 // products whose operands lie at constant strides share one strided
 // batched call; with one B and contiguous A the batch is a single product
@@ -84,30 +75,22 @@ func lowerMatMul(l *lowering) error {
 	if a.DType != inference.Float32 || b.DType != inference.Float32 {
 		return l.NoKernel("%v and %v inputs", a.DType, b.DType)
 	}
-	as, bs := a.Shape, b.Shape
-	if len(as) == 0 || len(bs) == 0 {
-		return l.NoKernel("scalar operand")
-	}
-	if len(as) == 1 {
-		as = []int{1, as[0]}
-	}
-	if len(bs) == 1 {
-		bs = []int{bs[0], 1}
-	}
-	m, k, n := as[len(as)-2], as[len(as)-1], bs[len(bs)-1]
-	if bs[len(bs)-2] != k || k == 0 {
-		return l.NoKernel("A %v, B %v", a.Shape, b.Shape)
-	}
-	aBatch, bBatch := as[:len(as)-2], bs[:len(bs)-2]
-	batch, err := cpu.BroadcastShape(aBatch, bBatch)
+	s, err := opsem.MatMul(a.Shape, b.Shape)
 	if err != nil {
 		return l.NoKernel("%v", err)
+	}
+	if s.K == 0 {
+		return l.NoKernel("A %v, B %v: empty inner dimension", a.Shape, b.Shape)
+	}
+	if err := checkOut(l, 0, inference.Float32, s.Out); err != nil {
+		return err
 	}
 	if y.Len() == 0 {
 		return nil
 	}
-	nb := int(numElems(batch))
-	aOff, bOff := cpu.BroadcastOffsets(aBatch, batch), cpu.BroadcastOffsets(bBatch, batch)
+	m, k, n := s.M, s.K, s.N
+	aOff, bOff := s.AOffsets, s.BOffsets
+	nb := len(aOff)
 	g := gemmOp{Gemm: Gemm{M: n, N: m, K: k, Alpha: 1, LDA: n, LDB: k, LDC: n}, OpA: b, OpB: a, OpC: y}
 	oneB := !slices.ContainsFunc(bOff, func(o int) bool { return o != 0 })
 	if oneB && slices.Equal(aOff, rangeInts(nb)) {
@@ -136,6 +119,7 @@ func lowerMatMul(l *lowering) error {
 	return nil
 }
 
+// rangeInts returns 0, 1, …, n−1.
 func rangeInts(n int) []int {
 	v := make([]int, n)
 	for i := range v {

@@ -2,14 +2,15 @@ package cuda
 
 import (
 	"github.com/beamml/beamml/inference"
-	"github.com/beamml/beamml/inference/cpu"
+	"github.com/beamml/beamml/inference/internal/opsem"
 	"github.com/beamml/beamml/internal/kernels"
 )
 
 // Lowerings of the normalisation operators (norm.cu): BatchNormalization in
 // inference mode, the row normalisations (Instance, Group, Layer, RMS),
-// LpNormalization and LRN. The semantics are the CPU backend's
-// (inference/cpu/ops_norm.go).
+// LpNormalization and LRN. Their rules are opsem's: opsem.Epsilon,
+// opsem.Channels, opsem.BatchNorm, opsem.GroupNorm, opsem.BlockNormAxis and
+// opsem.BlockOperand, opsem.LpNorm and opsem.LRN.
 
 func init() {
 	registerLowering("BatchNormalization", lowerBatchNorm)
@@ -43,10 +44,15 @@ func normOutputs(l *lowering) int {
 }
 
 // lowerBatchNorm handles inference mode: y = x·a + (B − mean·a) per
-// channel, a = scale/√(var + epsilon), or per element of a sample with
-// spatial=0 before opset 9.
+// statistic, a = scale/√(var + epsilon), the statistics applied as
+// opsem.BatchNorm says.
 func lowerBatchNorm(l *lowering) error {
-	if l.Opset >= 14 && l.Int("training_mode", 0) != 0 {
+	x, y := l.In[0], l.Out[0]
+	params, repeat, training, err := opsem.BatchNorm(l.Node, x.Shape)
+	if err != nil {
+		return l.NoKernel("%v", err)
+	}
+	if training {
 		return l.NoKernel("training_mode")
 	}
 	if normOutputs(l) > 1 {
@@ -58,16 +64,8 @@ func lowerBatchNorm(l *lowering) error {
 	if err := normFloatInputs(l, 5); err != nil {
 		return err
 	}
-	x, y := l.In[0], l.Out[0]
-	if x.Rank() < 2 {
-		return l.NoKernel("X %v, want rank ≥ 2", x.Shape)
-	}
-	params, repeat := int64(x.Shape[1]), numElems(x.Shape[2:])
-	if l.Opset < 9 && l.Int("spatial", 1) == 0 {
-		params, repeat = params*repeat, 1
-	}
 	for _, o := range l.In[1:5] {
-		if !o.Present() || o.Len() != params {
+		if !o.Present() || o.Len() != int64(params) {
 			return l.NoKernel("statistic %q %v, want %d values", o.Name, o.Shape, params)
 		}
 	}
@@ -75,7 +73,7 @@ func lowerBatchNorm(l *lowering) error {
 		return nil
 	}
 	return l.Launch(kernels.NormBatchF32, y.Len(), ptrArg(y), ptrArg(x), ptrArg(l.In[1]), ptrArg(l.In[2]), ptrArg(l.In[3]), ptrArg(l.In[4]),
-		intArg(y.Len()), intArg(params), intArg(repeat), floatArg(l.Float("epsilon", 1e-5)))
+		intArg(y.Len()), intArg(params), intArg(repeat), floatArg(opsem.Epsilon(l.Node)))
 }
 
 // normRows is one launch of norm_rows_f32 over the node's X, scale and
@@ -96,10 +94,11 @@ func (r normRows) launch(l *lowering) error {
 		rms = 1
 	}
 	return launchRows(l, kernels.NormRowsF32, r.rows, ptrArg(l.Out[0]), ptrArg(l.In[0]), ptrArg(l.In[1]), r.bias, r.mean, r.inv,
-		intArg(r.rows), intArg(r.size), floatArg(l.Float("epsilon", 1e-5)), intArg(rms), intArg(r.sdiv), intArg(r.smod), intArg(r.bdiv), intArg(r.bmod))
+		intArg(r.rows), intArg(r.size), floatArg(opsem.Epsilon(l.Node)), intArg(rms), intArg(r.sdiv), intArg(r.smod), intArg(r.bdiv), intArg(r.bmod))
 }
 
-// lowerInstanceNorm normalises each (sample, channel) block.
+// lowerInstanceNorm normalises each (sample, channel) block
+// (opsem.Channels).
 func lowerInstanceNorm(l *lowering) error {
 	if len(l.In) < 3 || !l.In[1].Present() || !l.In[2].Present() {
 		return l.NoKernel("want input, scale and B")
@@ -107,20 +106,20 @@ func lowerInstanceNorm(l *lowering) error {
 	if err := normFloatInputs(l, 3); err != nil {
 		return err
 	}
-	x := l.In[0]
-	if x.Rank() < 2 {
-		return l.NoKernel("input %v, want rank ≥ 2", x.Shape)
+	n, c, spatial, err := opsem.Channels(l.In[0].Shape)
+	if err != nil {
+		return l.NoKernel("%v", err)
 	}
-	c, size := int64(x.Shape[1]), numElems(x.Shape[2:])
-	if l.In[1].Len() != c || l.In[2].Len() != c {
+	if l.In[1].Len() != int64(c) || l.In[2].Len() != int64(c) {
 		return l.NoKernel("scale %v, B %v for %d channels", l.In[1].Shape, l.In[2].Shape, c)
 	}
-	return normRows{rows: int64(x.Shape[0]) * c, size: size,
-		sdiv: size, smod: c, bdiv: size, bmod: c, bias: ptrArg(l.In[2]), mean: intArg(0), inv: intArg(0)}.launch(l)
+	size := int64(spatial)
+	return normRows{rows: int64(n) * int64(c), size: size,
+		sdiv: size, smod: int64(c), bdiv: size, bmod: int64(c), bias: ptrArg(l.In[2]), mean: intArg(0), inv: intArg(0)}.launch(l)
 }
 
-// lowerGroupNorm normalises each (sample, group) block; scale and bias are
-// per group before opset 21 and per channel from it.
+// lowerGroupNorm normalises each (sample, group) block; scale and bias
+// hold opsem.GroupNorm's params values, one per group or one per channel.
 func lowerGroupNorm(l *lowering) error {
 	if len(l.In) < 3 || !l.In[1].Present() || !l.In[2].Present() {
 		return l.NoKernel("want X, scale and bias")
@@ -129,64 +128,60 @@ func lowerGroupNorm(l *lowering) error {
 		return err
 	}
 	x := l.In[0]
-	groups := l.Int("num_groups", 0)
-	if x.Rank() < 2 || !l.Node.Has("num_groups") || groups <= 0 || int64(x.Shape[1])%groups != 0 {
-		return l.NoKernel("X %v, num_groups %d", x.Shape, groups)
+	groups, params, err := opsem.GroupNorm(l.Node, x.Shape)
+	if err != nil {
+		return l.NoKernel("%v", err)
 	}
-	c, spatial := int64(x.Shape[1]), numElems(x.Shape[2:])
-	size := c / groups * spatial
-	div, mod := size, groups // per group
-	if l.Opset >= 21 {
-		div, mod = spatial, c
+	n, c, spatial, _ := opsem.Channels(x.Shape)
+	size := int64(c/groups) * int64(spatial)
+	div := size // per group: element i of the tensor reads (i / size) % groups
+	if params != groups {
+		div = int64(spatial) // per channel: (i / spatial) % channels
 	}
+	mod := int64(params)
 	if l.In[1].Len() != mod || l.In[2].Len() != mod {
 		return l.NoKernel("scale %v, bias %v, want %d values", l.In[1].Shape, l.In[2].Shape, mod)
 	}
-	return normRows{rows: int64(x.Shape[0]) * groups, size: size,
+	return normRows{rows: int64(n) * int64(groups), size: size,
 		sdiv: div, smod: mod, bdiv: div, bmod: mod, bias: ptrArg(l.In[2]), mean: intArg(0), inv: intArg(0)}.launch(l)
 }
 
-// normTrailing returns div and mod such that element i of a block of
-// shape block reads element (i / div) % mod of t, which broadcasts to the
-// block (rdTrailingOffsets on the CPU). ok is false for a broadcast that
-// is not of that form: t's dimensions that are not 1 must be consecutive.
-func normTrailing(t operand, block []int) (div, mod int64, ok bool) {
-	s := t.Shape
-	for len(s) > len(block) && s[0] == 1 {
-		s = s[1:]
+// blockDivMod returns div and mod such that element i of a normalised
+// block of shape block reads element (i / div) % mod of o, a scale or bias
+// that applies to the block as opsem.BlockOperand says. The kernel
+// addresses only such broadcasts: o's dimensions that are not broadcast
+// must be consecutive.
+func blockDivMod(l *lowering, o operand, block []int, name string) (div, mod int64, err error) {
+	t, err := opsem.BlockOperand(o.Shape, block, name)
+	if err != nil {
+		return 0, 0, l.NoKernel("%v", err)
 	}
-	if len(s) > len(block) {
-		return 0, 0, false
-	}
-	for len(s) < len(block) {
-		s = append([]int{1}, s...)
-	}
+	off := len(block) - len(t)
 	lo, hi := -1, -1
 	after := false // past the run, having seen a broadcast dimension
-	for d, v := range s {
+	for d, b := range block {
+		v := 1
+		if d >= off {
+			v = t[d-off]
+		}
 		switch {
-		case block[d] == 1:
-			if v != 1 {
-				return 0, 0, false
-			}
-		case v == block[d]:
+		case b == 1:
+		case v == b:
 			if after {
-				return 0, 0, false
+				return 0, 0, l.NoKernel("%s %v on the normalised shape %v", name, o.Shape, block)
 			}
 			if lo < 0 {
 				lo = d
 			}
 			hi = d + 1
-		case v == 1:
+		default: // v == 1: broadcast
 			after = lo >= 0
-		default:
-			return 0, 0, false
 		}
 	}
 	if lo < 0 {
-		return 1, 1, true
+		return 1, 1, nil
 	}
-	return numElems(block[hi:]), numElems(block[lo:hi]), true
+	return int64(opsem.Count(block[hi:])), int64(opsem.Count(block[lo:hi])), nil
 }
 
 // normOptionalOutput returns the address of output i, or a null pointer when
@@ -212,20 +207,19 @@ func lowerBlockNorm(l *lowering, rms bool) error {
 	if !rms && normOutputs(l) > 1 && l.Int("stash_type", 1) != 1 {
 		return l.NoKernel("stash_type %d", l.Int("stash_type", 1))
 	}
-	axis, err := cpu.NormAxis(l.Int("axis", -1), x.Rank())
+	axis, err := opsem.BlockNormAxis(l.Node, x.Shape)
 	if err != nil {
 		return l.NoKernel("%v", err)
 	}
 	block := x.Shape[axis:]
-	r := normRows{rows: numElems(x.Shape[:axis]), size: numElems(block), rms: rms, bias: intArg(0), mean: intArg(0), inv: intArg(0)}
-	var ok bool
-	if r.sdiv, r.smod, ok = normTrailing(l.In[1], block); !ok {
-		return l.NoKernel("scale %v on the normalised shape %v", l.In[1].Shape, block)
+	r := normRows{rows: int64(opsem.Count(x.Shape[:axis])), size: int64(opsem.Count(block)), rms: rms, bias: intArg(0), mean: intArg(0), inv: intArg(0)}
+	if r.sdiv, r.smod, err = blockDivMod(l, l.In[1], block, "scale"); err != nil {
+		return err
 	}
 	r.bdiv, r.bmod = 1, 1
 	if b := l.input(2); b.Present() {
-		if r.bdiv, r.bmod, ok = normTrailing(b, block); !ok {
-			return l.NoKernel("B %v on the normalised shape %v", b.Shape, block)
+		if r.bdiv, r.bmod, err = blockDivMod(l, b, block, "B"); err != nil {
+			return err
 		}
 		r.bias = ptrArg(b)
 	}
@@ -235,36 +229,35 @@ func lowerBlockNorm(l *lowering, rms bool) error {
 	return r.launch(l)
 }
 
-// lowerLpNorm divides by the 1- or 2-norm along axis (default −1), a
+// lowerLpNorm divides by the 1- or 2-norm along opsem.LpNorm's axis, a
 // block per row of the axis.
 func lowerLpNorm(l *lowering) error {
 	x, y := l.In[0], l.Out[0]
 	if x.DType != inference.Float32 {
 		return l.NoKernel("%v input", x.DType)
 	}
-	p := l.Int("p", 2)
-	if p != 1 && p != 2 {
-		return l.NoKernel("p=%d", p)
-	}
-	axis, err := cpu.NormAxis(l.Int("axis", -1), x.Rank())
+	p, axis, err := opsem.LpNorm(l.Node, x.Shape)
 	if err != nil {
 		return l.NoKernel("%v", err)
 	}
-	outer, size, inner := numElems(x.Shape[:axis]), int64(x.Shape[axis]), numElems(x.Shape[axis+1:])
-	return launchRows(l, kernels.NormLpF32, outer*inner, ptrArg(y), ptrArg(x), intArg(outer), intArg(size), intArg(inner), intArg(p))
+	outer, size, inner := opsem.SplitAxis(x.Shape, axis)
+	return launchRows(l, kernels.NormLpF32, int64(outer)*int64(inner), ptrArg(y), ptrArg(x), intArg(outer), intArg(size), intArg(inner), intArg(p))
 }
 
-// lowerLRN sums squares over a window of channels per element.
+// lowerLRN sums squares over opsem.LRN's window of channels per element.
 func lowerLRN(l *lowering) error {
 	x, y := l.In[0], l.Out[0]
 	if x.DType != inference.Float32 {
 		return l.NoKernel("%v input", x.DType)
 	}
-	size := l.Int("size", 0)
-	if x.Rank() < 2 || size <= 0 {
-		return l.NoKernel("X %v, size %d", x.Shape, size)
+	_, c, spatial, err := opsem.Channels(x.Shape)
+	if err != nil {
+		return l.NoKernel("%v", err)
 	}
-	c, spatial := int64(x.Shape[1]), numElems(x.Shape[2:])
+	size, alpha, beta, bias, err := opsem.LRN(l.Node)
+	if err != nil {
+		return l.NoKernel("%v", err)
+	}
 	return l.Launch(kernels.LrnF32, y.Len(), ptrArg(y), ptrArg(x), intArg(y.Len()), intArg(c), intArg(spatial), intArg(size), intArg((size-1)/2), intArg(size/2),
-		floatArg(l.Float("alpha", 1e-4)), floatArg(l.Float("beta", 0.75)), floatArg(l.Float("bias", 1)))
+		floatArg(alpha), floatArg(beta), floatArg(bias))
 }

@@ -2,14 +2,15 @@ package cuda
 
 import (
 	"github.com/beamml/beamml/inference"
-	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/internal/opsem"
 	"github.com/beamml/beamml/internal/kernels"
 )
 
 // Lowerings of the pooling operators (nn.cu pool_f32, pool_max_index_f32
 // and pool_global_f32): MaxPool (with its Indices output), AveragePool,
-// LpPool, GlobalAveragePool and GlobalMaxPool. The semantics are the CPU
-// backend's (inference/cpu/ops_nn.go); the window geometry is window.go's.
+// LpPool, GlobalAveragePool and GlobalMaxPool. The window geometry is
+// opsem.PoolWindow's (window.go pads it to the kernels' three dimensions),
+// LpPool's p opsem.PoolP's.
 
 func init() {
 	registerLowering("MaxPool", func(l *lowering) error { return lowerPool(l, kernels.POOL_MAX) })
@@ -34,28 +35,22 @@ func lowerPool(l *lowering, kind int) error {
 	if indices && l.Out[1].DType != inference.Int64 {
 		return l.NoKernel("Indices output of type %v", l.Out[1].DType)
 	}
-	r := x.Rank() - 2
-	kernel, ok := spatialInts(l, "kernel_shape", r, 1)
-	if !ok || !l.Node.Has("kernel_shape") {
-		return l.NoKernel("kernel_shape %v for %d spatial dimensions", kernel, r)
+	g, err := opsem.PoolWindow(l.Node, x.Shape)
+	if err != nil {
+		return l.NoKernel("%v", err)
 	}
-	kern := make([]int, r)
-	for d, v := range kernel {
-		kern[d] = int(v)
-	}
-	win, err := slidingGeom(l, x.Shape[2:], kern, l.Int("ceil_mode", 0) != 0)
+	win, err := kernelWindow(l, g)
 	if err != nil {
 		return err
 	}
-	if !win.outIs(y.Shape[2:]) || y.Rank() != x.Rank() {
+	if y.Rank() != x.Rank() || !win.outIs(y.Shape[2:]) {
 		return l.NoKernel("geometry %v differs from the output %v", win.out, y.Shape)
 	}
-	p := float64(l.Int("p", 2))
-	if a, ok := l.Node.Attrs["p"]; ok && a.Type == graph.AttrFloat {
-		p = float64(a.Float)
-	}
-	if kind == kernels.POOL_LP && p <= 0 {
-		return l.NoKernel("p = %g", p)
+	p := 0.0 // read by POOL_LP only
+	if kind == kernels.POOL_LP {
+		if p, err = opsem.PoolP(l.Node); err != nil {
+			return l.NoKernel("%v", err)
+		}
 	}
 	if indices {
 		args := append([]kernelArg{ptrArg(y), ptrArg(l.Out[1]), ptrArg(x), intArg(y.Len())},
@@ -74,13 +69,14 @@ func lowerGlobalPool(l *lowering, kind int) error {
 	if x.DType != inference.Float32 {
 		return l.NoKernel("%v input", x.DType)
 	}
-	if x.Rank() < 2 {
-		return l.NoKernel("X %v, want rank ≥ 2", x.Shape)
+	batch, channels, spatial, err := opsem.Channels(x.Shape)
+	if err != nil {
+		return l.NoKernel("%v", err)
 	}
-	planes := int64(x.Shape[0]) * int64(x.Shape[1])
+	planes := int64(batch) * int64(channels)
 	if planes == 0 {
 		return nil
 	}
 	return l.LaunchGrid(kernels.PoolGlobalF32, Dim3{X: uint32(min(planes, maxGrid))}, Dim3{X: threadsPerBlock},
-		intArg(kind), ptrArg(y), ptrArg(x), intArg(planes), intArg(numElems(x.Shape[2:])))
+		intArg(kind), ptrArg(y), ptrArg(x), intArg(planes), intArg(spatial))
 }

@@ -2,28 +2,25 @@ package cuda
 
 import (
 	"github.com/beamml/beamml/inference"
-	"github.com/beamml/beamml/inference/cpu"
+	"github.com/beamml/beamml/inference/internal/opsem"
 	"github.com/beamml/beamml/internal/kernels"
 )
 
 // Lowerings of the reductions (reduce.cu): the Reduce operators, ArgMax
 // and ArgMin, over an [outer, k, inner] view of the input, a thread or a
-// block per output element.
+// block per output element. The axes and output shapes are opsem's
+// (opsem.ReduceAxes and opsem.ReducedShape, opsem.ArgAxis).
 
-// reduceOps maps each Reduce operator to its code and the opset from
-// which it takes its axes as an input rather than an attribute.
-var reduceOps = map[string]struct {
-	code  int
-	since int64
-}{
-	"ReduceSum": {kernels.R_SUM, 13}, "ReduceMean": {kernels.R_MEAN, 18}, "ReduceMax": {kernels.R_MAX, 18}, "ReduceMin": {kernels.R_MIN, 18},
-	"ReduceProd": {kernels.R_PROD, 18}, "ReduceL1": {kernels.R_L1, 18}, "ReduceL2": {kernels.R_L2, 18}, "ReduceLogSum": {kernels.R_LOGSUM, 18},
-	"ReduceLogSumExp": {kernels.R_LOGSUMEXP, 18}, "ReduceSumSquare": {kernels.R_SUMSQUARE, 18},
+// reduceOps maps each Reduce operator to its code.
+var reduceOps = map[string]int{
+	"ReduceSum": kernels.R_SUM, "ReduceMean": kernels.R_MEAN, "ReduceMax": kernels.R_MAX, "ReduceMin": kernels.R_MIN,
+	"ReduceProd": kernels.R_PROD, "ReduceL1": kernels.R_L1, "ReduceL2": kernels.R_L2, "ReduceLogSum": kernels.R_LOGSUM,
+	"ReduceLogSumExp": kernels.R_LOGSUMEXP, "ReduceSumSquare": kernels.R_SUMSQUARE,
 }
 
 func init() {
-	for op, r := range reduceOps {
-		registerLowering(op, func(l *lowering) error { return lowerReduce(l, r.code, r.since) })
+	for op, code := range reduceOps {
+		registerLowering(op, func(l *lowering) error { return lowerReduce(l, code) })
 	}
 	registerLowering("ArgMax", func(l *lowering) error { return lowerArg(l, true) })
 	registerLowering("ArgMin", func(l *lowering) error { return lowerArg(l, false) })
@@ -54,37 +51,34 @@ func launchReduce(l *lowering, thread, block string, outer, k, inner int64, args
 
 // lowerReduce handles the Reduce operators on float32 (accumulating in
 // float) and, but for LogSum and LogSumExp, on int64 and int32
-// (accumulating exactly in 64 bits), over any set of axes: attribute axes
-// before opset since, axes known on the host from it on.
-func lowerReduce(l *lowering, code int, since int64) error {
+// (accumulating exactly in 64 bits), over any set of axes
+// (opsem.ReduceAxes: the attribute, or the operand, known on the host,
+// when opsem.ReduceAxesInput says so).
+func lowerReduce(l *lowering, code int) error {
 	x, y := l.In[0], l.Out[0]
 	var axes []int64
-	if l.Opset < since {
-		axes = l.Ints("axes", nil)
-	} else if a := l.input(1); a.Present() {
-		t, ok := a.Host()
-		if !ok {
-			return l.NoKernel("axes %q computed on the device", a.Name)
+	if a := l.input(1); opsem.ReduceAxesInput(l.Node) && a.Present() {
+		if a.DType != inference.Int64 && a.DType != inference.Int32 {
+			return l.NoKernel("axes input of type %v, want int64", a.DType)
 		}
-		v, err := cpu.Int64s(t)
+		v, err := hostInts(l, a, "axes")
 		if err != nil {
-			return l.Errorf(inference.ErrType, "axes %v: %v", t, err)
+			return err
 		}
 		axes = v
 	}
-	if l.Opset >= since && len(axes) == 0 && l.Int("noop_with_empty_axes", 0) != 0 {
+	reduced, noop, err := opsem.ReduceAxes(l.Node, x.Rank(), axes)
+	if err != nil {
+		return l.NoKernel("%v", err)
+	}
+	if noop {
+		if err := checkOut(l, 0, x.DType, x.Shape); err != nil {
+			return err
+		}
 		return l.Copy(y, x)
 	}
-	reduced := make([]bool, x.Rank())
-	for i := range reduced {
-		reduced[i] = len(axes) == 0
-	}
-	for _, a := range axes {
-		ax, err := cpu.NormAxis(a, x.Rank())
-		if err != nil {
-			return l.Errorf(inference.ErrShape, "axes %v: %v", axes, err)
-		}
-		reduced[ax] = true
+	if err := checkOut(l, 0, x.DType, opsem.ReducedShape(l.Node, x.Shape, reduced)); err != nil {
+		return err
 	}
 	k := int64(1)
 	for i, d := range x.Shape {
@@ -188,26 +182,21 @@ func lowerReduce(l *lowering, code int, since int64) error {
 	return launchReduce(l, thread, block, x.Len()/k, k, 1, args...)
 }
 
-// lowerArg handles ArgMax and ArgMin of float32 inputs.
+// lowerArg handles ArgMax and ArgMin of float32 inputs along
+// opsem.ArgAxis' axis.
 func lowerArg(l *lowering, max bool) error {
 	x, y := l.In[0], l.Out[0]
 	if x.DType != inference.Float32 {
 		return l.NoKernel("%v input", x.DType)
 	}
-	axis, err := cpu.NormAxis(l.Int("axis", 0), x.Rank())
+	axis, last, out, err := opsem.ArgAxis(l.Node, x.Shape)
 	if err != nil {
-		return l.Errorf(inference.ErrShape, "input %v: %v", x.Shape, err)
+		return l.NoKernel("%v", err)
 	}
-	if x.Shape[axis] == 0 {
-		return l.NoKernel("axis %d is empty (the CPU backend reports it)", axis)
+	if err := checkOut(l, 0, inference.Int64, out); err != nil {
+		return err
 	}
-	outer, inner := int64(1), int64(1)
-	for _, d := range x.Shape[:axis] {
-		outer *= int64(d)
-	}
-	for _, d := range x.Shape[axis+1:] {
-		inner *= int64(d)
-	}
-	return launchReduce(l, kernels.ArgF32, kernels.ArgBlockF32, outer, int64(x.Shape[axis]), inner,
-		intArg(b2i(max)), intArg(b2i(l.Int("select_last_index", 0) != 0)), ptrArg(y), ptrArg(x))
+	outer, k, inner := opsem.SplitAxis(x.Shape, axis)
+	return launchReduce(l, kernels.ArgF32, kernels.ArgBlockF32, int64(outer), int64(k), int64(inner),
+		intArg(b2i(max)), intArg(b2i(last)), ptrArg(y), ptrArg(x))
 }

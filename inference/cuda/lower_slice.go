@@ -3,14 +3,16 @@ package cuda
 import (
 	"slices"
 
-	"github.com/beamml/beamml/inference/cpu"
+	"github.com/beamml/beamml/inference/internal/opsem"
 	"github.com/beamml/beamml/internal/kernels"
 )
 
 // Lowerings of the operators that select, join, repeat and pad (shape.cu
 // shape_copy and shape_pad): Slice, Concat, Split, Pad, Tile and Expand.
 // Each is strided copies or a strided pad whose dims and strides the host
-// works out at plan time.
+// works out at plan time, from what opsem.Slice, opsem.ConcatAxis and
+// opsem.ConcatShape, opsem.SplitParts, opsem.PadGeometry,
+// opsem.TileRepeats and opsem.ExpandShape say the operator does.
 
 func init() {
 	registerLowering("Slice", lowerSlice)
@@ -21,136 +23,96 @@ func init() {
 	registerLowering("Expand", lowerExpand)
 }
 
+// lowerSlice copies what opsem.Slice keeps: a strided copy, the steps as
+// strides.
 func lowerSlice(l *lowering) error {
 	x := l.In[0]
-	var starts, ends, axes, steps []int64
-	if l.Opset < 10 {
-		starts, ends, axes = l.Ints("starts", nil), l.Ints("ends", nil), l.Ints("axes", nil)
-	} else {
-		for i, p := range []*[]int64{&starts, &ends, &axes, &steps} {
-			o := l.input(i + 1)
-			if !o.Present() {
-				continue
-			}
-			v, err := hostInts(l, o, "Slice input")
-			if err != nil {
-				return err
-			}
-			*p = v
+	var ops [4][]int64 // starts, ends, axes, steps: nil when left out
+	for i := range ops {
+		v, err := hostIntsOrNil(l, l.input(i+1), "Slice input")
+		if err != nil {
+			return err
 		}
+		ops[i] = v
 	}
-	if axes == nil {
-		for i := range starts {
-			axes = append(axes, int64(i))
-		}
-	}
-	if steps == nil {
-		steps = make([]int64, len(starts))
-		for i := range steps {
-			steps[i] = 1
-		}
-	}
-	if len(ends) != len(starts) || len(axes) != len(starts) || len(steps) != len(starts) {
-		return l.NoKernel("starts %v, ends %v, axes %v, steps %v", starts, ends, axes, steps)
-	}
-	ax, err := normalizeAxes(l, axes, x.Rank())
+	kept, shape, err := opsem.Slice(l.Node, x.Shape, ops[0], ops[1], ops[2], ops[3])
 	if err != nil {
-		return err
-	}
-	st := rowMajorStrides(x.Shape)
-	dims, xs := int64Dims(x.Shape), slices.Clone(st)
-	var xb int64
-	for i, a := range ax {
-		first, count, ok := sliceRange(starts[i], ends[i], steps[i], int64(x.Shape[a]))
-		if !ok {
-			return l.NoKernel("step 0")
-		}
-		dims[a], xs[a] = count, st[a]*steps[i]
-		xb += first * st[a]
-	}
-	shape := make([]int, len(dims))
-	for i, d := range dims {
-		shape[i] = int(d)
+		return l.NoKernel("%v", err)
 	}
 	if err := checkOut(l, 0, x.DType, shape); err != nil {
 		return err
 	}
-	return launchCopy(l, l.Out[0], x, dims, 0, xb, rowMajorStrides(shape), xs)
+	st := rowMajorStrides(x.Shape)
+	xs := slices.Clone(st)
+	var xb int64
+	for _, k := range kept {
+		xs[k.Axis] = st[k.Axis] * int64(k.Step)
+		xb += int64(k.First) * st[k.Axis]
+	}
+	return launchCopy(l, l.Out[0], x, int64Dims(shape), 0, xb, rowMajorStrides(shape), xs)
 }
 
-// sliceRange clamps a slice of a dimension as ONNX Slice does (as the
-// CPU backend's shSliceRange) and returns its first index and length.
-func sliceRange(start, end, step, dim int64) (first, count int64, ok bool) {
-	if step == 0 {
-		return 0, 0, false
-	}
-	if start < 0 {
-		start += dim
-	}
-	if end < 0 {
-		end += dim
-	}
-	if step > 0 {
-		start, end = min(max(start, 0), dim), min(max(end, 0), dim)
-		if end <= start {
-			return 0, 0, true
-		}
-		return start, (end - start + step - 1) / step, true
-	}
-	start, end = min(max(start, 0), dim-1), min(max(end, -1), dim-1)
-	if start <= end {
-		return 0, 0, true
-	}
-	return start, (start - end - step - 1) / -step, true
-}
-
-// lowerConcat copies each input into its columns of the output.
+// lowerConcat copies each input into its columns of the output, along
+// opsem.ConcatAxis.
 func lowerConcat(l *lowering) error {
 	y := l.Out[0]
-	if !l.Node.Has("axis") && l.Opset >= 4 {
-		return l.NoKernel("no axis attribute")
+	shapes := make([][]int, len(l.In))
+	for i, p := range l.In {
+		if !p.Present() || p.DType != y.DType {
+			return l.NoKernel("input %d %v%v for output %v%v", i, p.DType, p.Shape, y.DType, y.Shape)
+		}
+		shapes[i] = p.Shape
 	}
-	axis, err := cpu.NormAxis(l.Int("axis", 1), y.Rank())
+	if len(shapes) == 0 {
+		return l.NoKernel("no inputs")
+	}
+	axis, err := opsem.ConcatAxis(l.Node, len(shapes[0]))
 	if err != nil {
-		return l.NoKernel("axis %d for output %v", l.Int("axis", 1), y.Shape)
+		return l.NoKernel("%v", err)
+	}
+	shape, err := opsem.ConcatShape(shapes, axis)
+	if err != nil {
+		return l.NoKernel("%v", err)
+	}
+	if err := checkOut(l, 0, y.DType, shape); err != nil {
+		return err
 	}
 	return copyParts(l, y, l.In, axis, true)
 }
 
-// lowerSplit copies each output's columns of the input. The parts are the
-// planned outputs' lengths along the axis, whichever way the node gave
-// them (split input or attribute, num_outputs, equal parts).
+// lowerSplit copies each output's columns of the input: the parts of
+// opsem.SplitParts, with the split operand known on the host.
 func lowerSplit(l *lowering) error {
 	x := l.In[0]
-	axis, err := cpu.NormAxis(l.Int("axis", 0), x.Rank())
+	split, err := hostIntsOrNil(l, l.input(1), "split")
 	if err != nil {
-		return l.NoKernel("axis %d for input %v", l.Int("axis", 0), x.Shape)
+		return err
+	}
+	axis, parts, err := opsem.SplitParts(l.Node, x.Shape, split)
+	if err != nil {
+		return l.NoKernel("%v", err)
+	}
+	for i, a := range parts {
+		shape := slices.Clone(x.Shape)
+		shape[axis] = a
+		if err := checkOut(l, i, x.DType, shape); err != nil {
+			return err
+		}
 	}
 	return copyParts(l, x, l.Out, axis, false)
 }
 
-// copyParts copies between whole and parts laid side by side along axis,
-// all viewed as [outer, axis·inner]: into whole (Concat) or out of it
-// (Split). The parts must fill whole exactly.
+// copyParts copies between whole and parts laid side by side along axis
+// (which fill it), all viewed as [outer, axis·inner]: into whole (Concat)
+// or out of it (Split).
 func copyParts(l *lowering, whole operand, parts []operand, axis int, into bool) (err error) {
-	outer, inner := dimsProduct(whole.Shape[:axis]), dimsProduct(whole.Shape[axis+1:])
-	total := int64(whole.Shape[axis])
+	o, total, i := opsem.SplitAxis(whole.Shape, axis)
+	outer, inner := int64(o), int64(i)
 	var at int64
-	for i, p := range parts {
-		if !p.Present() || p.DType != whole.DType || p.Rank() != whole.Rank() {
-			return l.NoKernel("part %d %v%v of %v%v", i, p.DType, p.Shape, whole.DType, whole.Shape)
-		}
-		for k := range p.Shape {
-			if k != axis && p.Shape[k] != whole.Shape[k] {
-				return l.NoKernel("part %d %v of %v", i, p.Shape, whole.Shape)
-			}
-		}
+	for _, p := range parts {
 		a := int64(p.Shape[axis])
-		if at+a > total {
-			return l.NoKernel("parts overflow %v on axis %d", whole.Shape, axis)
-		}
 		dims := []int64{outer, a * inner}
-		wholeStrides, partStrides := []int64{total * inner, 1}, []int64{a * inner, 1}
+		wholeStrides, partStrides := []int64{int64(total) * inner, 1}, []int64{a * inner, 1}
 		if into {
 			err = launchCopy(l, whole, p, dims, at*inner, 0, wholeStrides, partStrides)
 		} else {
@@ -160,9 +122,6 @@ func copyParts(l *lowering, whole operand, parts []operand, axis int, into bool)
 			return err
 		}
 		at += a
-	}
-	if at != total {
-		return l.NoKernel("parts fill %d of %d along axis %d", at, total, axis)
 	}
 	return nil
 }
@@ -203,100 +162,85 @@ func launchPad(l *lowering, y, x, fill operand, fbits uint64, mode int64, xb int
 	return l.Launch(kernels.ShapePad, total, args...)
 }
 
+// lowerPad pads as opsem.PadGeometry says, with opsem.PadValue (Pad-1,
+// Pad-2) or the constant_value operand (Pad-11 on) as the constant.
 func lowerPad(l *lowering) error {
 	x, y := l.In[0], l.Out[0]
-	var pads, axes []int64
 	var fill operand
 	var fbits uint64
 	if l.Opset < 11 {
-		switch {
-		case l.Node.Has("pads"):
-			pads = l.Ints("pads", nil)
-		case l.Node.Has("paddings"):
-			pads = l.Ints("paddings", nil)
-		default:
-			return l.NoKernel("no pads attribute")
+		fbits = scalarBits(x.DType, float64(opsem.PadValue(l.Node)))
+	} else if f := l.input(2); f.Present() {
+		if f.DType != x.DType {
+			return l.NoKernel("constant_value %v for data %v", f.DType, x.DType)
 		}
-		fbits = scalarBits(x.DType, float64(l.Float("value", 0)))
-	} else {
-		var err error
-		if pads, err = hostInts(l, l.input(1), "pads"); err != nil {
-			return err
-		}
-		if f := l.input(2); f.Present() {
-			if f.DType != x.DType {
-				return l.NoKernel("constant_value %v for data %v", f.DType, x.DType)
-			}
-			if f.Len() > 0 {
-				fill = f
-			}
-		}
-		if a := l.input(3); a.Present() {
-			if axes, err = hostInts(l, a, "axes"); err != nil {
-				return err
-			}
+		if f.Len() > 0 {
+			fill = f
 		}
 	}
-	rank := x.Rank()
-	if axes == nil {
-		for i := range rank {
-			axes = append(axes, int64(i))
-		}
-	}
-	ax, err := normalizeAxes(l, axes, rank)
+	pads, err := hostIntsOrNil(l, l.input(1), "pads")
 	if err != nil {
 		return err
 	}
-	if len(pads) != 2*len(ax) {
-		return l.NoKernel("pads %v for axes %v", pads, ax)
+	axes, err := hostIntsOrNil(l, l.input(3), "axes")
+	if err != nil {
+		return err
 	}
-	modeName := l.Str("mode", "constant")
-	mode, ok := padModes[modeName]
+	g, err := opsem.PadGeometry(l.Node, x.Shape, pads, axes)
+	if err != nil {
+		return l.NoKernel("%v", err)
+	}
+	mode, ok := padModes[g.Mode]
 	if !ok {
-		return l.NoKernel("mode %q", modeName)
+		return l.NoKernel("mode %q", g.Mode)
+	}
+	if err := checkOut(l, 0, x.DType, g.Out); err != nil {
+		return err
 	}
 	xs := rowMajorStrides(x.Shape)
-	d, n, p := int64Dims(x.Shape), int64Dims(x.Shape), make([]int64, rank)
+	rank := x.Rank()
+	d, n, p := make([]int64, rank), make([]int64, rank), make([]int64, rank)
 	var xb int64
-	for i, a := range ax {
-		begin, end := pads[i], pads[i+len(ax)]
-		kept := int64(x.Shape[a]) - max(-begin, 0) - max(-end, 0)
-		size := kept + max(begin, 0) + max(end, 0)
-		if kept < 0 || kept == 0 && mode != kernels.PAD_CONSTANT && size > 0 {
-			return l.NoKernel("pads %v of axis %d of %v", pads, a, x.Shape)
-		}
-		d[a], n[a], p[a] = size, kept, max(begin, 0)
-		xb += max(-begin, 0) * xs[a]
-	}
-	shape := make([]int, rank)
-	for i, v := range d {
-		shape[i] = int(v)
-	}
-	if err := checkOut(l, 0, x.DType, shape); err != nil {
-		return err
+	for a, pd := range g.Dims {
+		d[a], n[a], p[a] = int64(pd.Size), int64(pd.Kept), int64(pd.Before)
+		xb += int64(pd.Crop) * xs[a]
 	}
 	return launchPad(l, y, x, fill, fbits, mode, xb, d, n, p, xs)
 }
 
 // lowerTile is a wrap-around pad: output coordinate c reads c mod the
-// input's length. The repeats are the planned output's dims over the
-// input's.
+// input's length. The repeats are opsem.TileRepeats' when its operands are
+// known on the host; otherwise the planned output, which the pad can
+// produce when each of its dims is a multiple of the input's.
 func lowerTile(l *lowering) error {
 	x, y := l.In[0], l.Out[0]
 	if y.DType != x.DType || y.Rank() != x.Rank() {
 		return l.NoKernel("output %v%v for input %v%v", y.DType, y.Shape, x.DType, x.Shape)
 	}
-	var reps []int64
-	if l.Opset >= 6 {
-		if v, err := hostInts(l, l.input(1), "repeats"); err == nil {
-			reps = v
+	// Input 1 is repeats from Tile-6 on; Tile-1 takes tiles and axis
+	// (inputs 1 and 2). opsem.TileRepeats reads what the node's version
+	// takes.
+	var ops [2][]int64
+	onHost := true
+	for i := range ops {
+		v, err := hostIntsOrNil(l, l.input(i+1), "Tile input")
+		if err != nil {
+			onHost = false
+			break
+		}
+		ops[i] = v
+	}
+	if onHost {
+		_, out, err := opsem.TileRepeats(l.Node, x.Shape, ops[0], ops[0], ops[1])
+		if err != nil {
+			return l.NoKernel("%v", err)
+		}
+		if err := checkOut(l, 0, x.DType, out); err != nil {
+			return err
 		}
 	}
 	for k, d := range x.Shape {
-		switch {
-		case reps != nil && (len(reps) != x.Rank() || int64(y.Shape[k]) != int64(d)*reps[k]):
-			return l.NoKernel("output %v for input %v repeated %v", y.Shape, x.Shape, reps)
-		case d == 0 && y.Shape[k] != 0, d != 0 && y.Shape[k]%d != 0:
+		if d == 0 && y.Shape[k] != 0 || d != 0 && y.Shape[k]%d != 0 {
 			return l.NoKernel("output %v for input %v", y.Shape, x.Shape)
 		}
 	}
@@ -304,23 +248,25 @@ func lowerTile(l *lowering) error {
 	return launchPad(l, y, x, operand{}, 0, kernels.PAD_WRAP, 0, int64Dims(y.Shape), int64Dims(x.Shape), zeros, rowMajorStrides(x.Shape))
 }
 
+// lowerExpand copies the input broadcast to the output: opsem.ExpandShape's
+// when the shape operand is known on the host, else the planned output's.
 func lowerExpand(l *lowering) error {
 	x, y := l.In[0], l.Out[0]
 	if target, err := hostInts(l, l.input(1), "shape"); err == nil {
-		t := make([]int, len(target))
-		for i, d := range target {
-			t[i] = int(d)
+		out, err := opsem.ExpandShape(x.Shape, target)
+		if err != nil {
+			return l.NoKernel("%v", err)
 		}
-		if want, err := cpu.BroadcastShape(x.Shape, t); err != nil || !slices.Equal(want, y.Shape) {
-			return l.NoKernel("output %v for input %v expanded to %v", y.Shape, x.Shape, target)
+		if err := checkOut(l, 0, x.DType, out); err != nil {
+			return err
 		}
 	}
 	if y.DType != x.DType {
 		return l.NoKernel("output %v for input %v", y.DType, x.DType)
 	}
-	xs, ok := broadcastInto(y.Shape, x.Shape)
-	if !ok {
-		return l.NoKernel("input %v does not broadcast to %v", x.Shape, y.Shape)
+	xs, err := broadcastInto(l, x.Shape, y.Shape)
+	if err != nil {
+		return err
 	}
 	return launchCopy(l, y, x, int64Dims(y.Shape), 0, 0, rowMajorStrides(y.Shape), xs)
 }

@@ -1,16 +1,15 @@
 package cuda
 
 import (
-	"math"
-
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/opsem"
 	"github.com/beamml/beamml/internal/kernels"
 )
 
 // Lowerings of the views: Reshape, Flatten, Squeeze, Unsqueeze, Identity
 // and inference-mode Dropout, whose output is the input, maybe with
 // another shape: a device copy, for every element type (Dropout's mask is
-// shape.cu's shape_fill).
+// shape.cu's shape_fill; whether Dropout trains is opsem.DropoutMode's).
 
 func init() {
 	for _, op := range []string{"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"} {
@@ -29,41 +28,34 @@ func lowerView(l *lowering) error {
 	return l.Copy(y, x)
 }
 
-// lowerDropout lowers inference-mode Dropout: the output is the input and
-// the mask, when asked for, is all true (1 of the input's type before
-// Dropout-10).
+// lowerDropout lowers Dropout when opsem.DropoutMode says it does not
+// train: the output is the input and the mask, when asked for, is all true
+// (of opsem.DropoutMaskType).
 func lowerDropout(l *lowering) error {
 	x := l.In[0]
-	training := l.Opset < 7 && l.Int("is_test", 0) == 0
-	ratio := float64(l.Float("ratio", 0.5))
-	if l.Opset >= 12 {
-		ratio = 0.5
-		if r := l.input(1); r.Present() {
-			if r.DType != inference.Float32 || r.Len() != 1 {
-				return l.NoKernel("ratio %v%v is not one float", r.DType, r.Shape)
-			}
-			// Outside training the ratio is not used: a ratio computed
-			// on the device matters only to training, which stays on
-			// the host.
-			ratio = math.NaN()
-			if t, ok := r.Host(); ok {
-				v, _ := inference.Data[float32](t)
-				ratio = float64(v[0])
-			}
+	var ratio []float32 // nil when left out or computed on the device
+	var training []int64
+	if r := l.input(1); r.Present() {
+		if r.DType != inference.Float32 {
+			return l.NoKernel("ratio of type %v", r.DType)
 		}
-		if m := l.input(2); m.Present() {
-			v, err := hostInts(l, m, "training_mode")
-			if err != nil {
-				return err
-			}
-			if len(v) != 1 {
-				return l.NoKernel("training_mode has %d values", len(v))
-			}
-			training = v[0] != 0
+		// A ratio computed on the device matters only to training,
+		// which stays on the host.
+		if t, ok := r.Host(); ok {
+			ratio, _ = inference.Data[float32](t)
+		} else if r.Len() != 1 {
+			return l.NoKernel("ratio %v is not one float", r.Shape)
 		}
 	}
-	if training && ratio != 0 {
-		return l.NoKernel("training mode")
+	if m := l.input(2); m.Present() {
+		v, err := hostInts(l, m, "training_mode")
+		if err != nil {
+			return err
+		}
+		training = v
+	}
+	if _, err := opsem.DropoutMode(l.Node, ratio, training); err != nil {
+		return l.NoKernel("%v", err)
 	}
 	if err := checkOut(l, 0, x.DType, x.Shape); err != nil {
 		return err
@@ -74,10 +66,7 @@ func lowerDropout(l *lowering) error {
 	if len(l.Out) < 2 || !l.Out[1].Present() {
 		return nil
 	}
-	mt := inference.Bool
-	if l.Opset < 10 {
-		mt = x.DType
-	}
+	mt := opsem.DropoutMaskType(l.Node, x.DType)
 	if err := checkOut(l, 1, mt, x.Shape); err != nil {
 		return err
 	}

@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/beamml/beamml/inference"
-	"github.com/beamml/beamml/inference/cpu"
+	"github.com/beamml/beamml/inference/internal/opsem"
 	"github.com/beamml/beamml/internal/kernels"
 )
 
@@ -48,24 +48,20 @@ func hostInts(l *lowering, o operand, what string) ([]int64, error) {
 	if !ok {
 		return nil, l.NoKernel("%s %q computed on the device", what, o.Name)
 	}
-	v, err := cpu.Int64s(t)
+	v, err := opsem.Int64s(t)
 	if err != nil {
 		return nil, l.NoKernel("%s %v: %v", what, t, err)
 	}
 	return v, nil
 }
 
-// normalizeAxes normalizes axes for rank, rejecting repeats.
-func normalizeAxes(l *lowering, axes []int64, rank int) ([]int, error) {
-	out := make([]int, len(axes))
-	for i, a := range axes {
-		ax, err := cpu.NormAxis(a, rank)
-		if err != nil || slices.Contains(out[:i], ax) {
-			return nil, l.NoKernel("axes %v for rank %d", axes, rank)
-		}
-		out[i] = ax
+// hostIntsOrNil is hostInts for an optional operand: nil when the node
+// leaves it out.
+func hostIntsOrNil(l *lowering, o operand, what string) ([]int64, error) {
+	if !o.Present() {
+		return nil, nil
 	}
-	return out, nil
+	return hostInts(l, o, what)
 }
 
 // scalarBits returns the bits of v converted to dtype as the CPU
@@ -97,6 +93,9 @@ func b2i(b bool) int {
 	return 0
 }
 
+// typeCode is the kernels' code of element type t (common.cuh T_*), for
+// the kernels that take an operand's type as a parameter; false for a
+// type they do not take.
 func typeCode(t inference.DType) (int, bool) {
 	switch t {
 	case inference.Float32:

@@ -335,14 +335,7 @@ func (b *planBuilder) evalHost(n *graph.Node) ([]inference.Tensor, error) {
 	switch n.OpType {
 	case "Shape": // reads only the shape of its input
 		s := b.shapes[n.Inputs[0]]
-		r := int64(len(s))
-		clamp := func(v int64) int64 {
-			if v < 0 {
-				v += r
-			}
-			return min(max(v, 0), r)
-		}
-		start, end := clamp(n.Int("start", 0)), clamp(n.Int("end", r))
+		start, end := opsem.ShapeRange(opsem.Node{Node: n, Opset: b.m.opset}, len(s))
 		dims := []int64{}
 		for _, d := range s[start:max(start, end)] {
 			dims = append(dims, int64(d))

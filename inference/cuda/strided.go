@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/beamml/beamml/inference/internal/opsem"
 	"github.com/beamml/beamml/internal/kernels"
 )
 
@@ -13,20 +14,13 @@ import (
 // strides of the binary kernels (elementwise.cu binary_*, logic.cu cmp_*
 // and logic_binary). Dimensions of size 1 are dropped and neighbours that
 // every operand walks contiguously are merged, so that a higher rank fits
-// the kernels when it reduces to MaxRank.
+// the kernels when it reduces to MAXRANK.
 
-// rowMajorStrides returns the element strides of shape.
-func rowMajorStrides(shape []int) []int64 {
-	s := make([]int64, len(shape))
-	acc := int64(1)
-	for i := len(shape) - 1; i >= 0; i-- {
-		s[i] = acc
-		acc *= int64(shape[i])
-	}
-	return s
-}
+// rowMajorStrides returns the element strides of shape (opsem.Strides),
+// as the kernels take them.
+func rowMajorStrides(shape []int) []int64 { return int64Dims(opsem.Strides(shape)) }
 
-// int64Dims returns shape as int64 dims.
+// int64Dims returns shape (or strides) as int64 values.
 func int64Dims(shape []int) []int64 {
 	d := make([]int64, len(shape))
 	for i, v := range shape {
@@ -35,34 +29,15 @@ func int64Dims(shape []int) []int64 {
 	return d
 }
 
-// dimsProduct is the number of elements of a tensor of shape dims.
-func dimsProduct(dims []int) int64 {
-	n := int64(1)
-	for _, d := range dims {
-		n *= int64(d)
+// broadcastInto returns the element strides of a tensor of shape in read
+// along the dims of out, as opsem.BroadcastStrides gives them (0 where in
+// is broadcast).
+func broadcastInto(l *lowering, in, out []int) ([]int64, error) {
+	s, err := opsem.BroadcastStrides(in, out)
+	if err != nil {
+		return nil, l.NoKernel("%v", err)
 	}
-	return n
-}
-
-// broadcastInto returns the strides of a tensor of shape in read along
-// the dims of out (aligned right, 0 where in is broadcast), and false when
-// in does not broadcast to out.
-func broadcastInto(out, in []int) ([]int64, bool) {
-	if len(in) > len(out) {
-		return nil, false
-	}
-	s := make([]int64, len(out))
-	st := rowMajorStrides(in)
-	for k := range in {
-		o := len(out) - len(in) + k
-		switch {
-		case in[k] == out[o]:
-			s[o] = st[k]
-		case in[k] != 1:
-			return nil, false
-		}
-	}
-	return s, true
+	return int64Dims(s), nil
 }
 
 // simplifyDims drops the dims of size 1 and merges neighbouring dims that
@@ -97,7 +72,7 @@ func simplifyDims(dims []int64, strides ...[]int64) ([]int64, [][]int64) {
 	return d, s
 }
 
-// maxRankArgs pads v on the left to MaxRank entries of fill, as kernel args.
+// maxRankArgs pads v on the left to MAXRANK entries of fill, as kernel args.
 func maxRankArgs(v []int64, fill int64) []kernelArg {
 	args := make([]kernelArg, 0, kernels.MAXRANK)
 	for range kernels.MAXRANK - len(v) {
@@ -138,40 +113,14 @@ func launchCopy(l *lowering, y, x operand, dims []int64, yb, xb int64, ys, xs []
 	return l.Launch(kernels.ShapeCopy, n, args...)
 }
 
-// legacyBroadcast returns y as it broadcasts to x in a binary operator of
-// opset < 7 (Add, Sub, Mul, Div, Pow, And, Or, Xor, Equal, Greater,
-// Less): only with broadcast=1, y's dimensions aligned with x's from axis
-// (default: at the right), or y a single element. From opset 7 on it
-// returns y unchanged (numpy broadcasting).
+// legacyBroadcast returns y with the shape it takes against x in a binary
+// operator: opsem.LegacyBroadcast's (y unchanged from opset 7 on).
 func legacyBroadcast(l *lowering, x, y operand) (operand, error) {
-	if l.Opset >= 7 {
-		return y, nil
+	s, err := opsem.LegacyBroadcast(l.Node, x.Shape, y.Shape)
+	if err != nil {
+		return y, l.NoKernel("%v", err)
 	}
-	if l.Int("broadcast", 0) == 0 {
-		if !slices.Equal(x.Shape, y.Shape) {
-			return y, l.NoKernel("shapes %v and %v with broadcast=0", x.Shape, y.Shape)
-		}
-		return y, nil
-	}
-	if y.Len() == 1 {
-		y.Shape = nil
-		return y, nil
-	}
-	axis := int64(x.Rank() - y.Rank())
-	if l.Node.Has("axis") {
-		if axis = l.Int("axis", 0); axis < 0 {
-			axis += int64(x.Rank())
-		}
-	}
-	if axis < 0 || axis+int64(y.Rank()) > int64(x.Rank()) {
-		return y, l.NoKernel("input 1 of shape %v does not fit %v at axis %d", y.Shape, x.Shape, axis)
-	}
-	aligned := make([]int, x.Rank())
-	for i := range aligned {
-		aligned[i] = 1
-	}
-	copy(aligned[axis:], y.Shape)
-	y.Shape = aligned
+	y.Shape = s
 	return y, nil
 }
 
@@ -180,7 +129,7 @@ func legacyBroadcast(l *lowering, x, y operand) (operand, error) {
 // ystrides[6]). Operands of z's shape take binary_same_f32 when the
 // kernel is binary_f32.
 func launchBroadcast(l *lowering, kernel string, code int, z, x, y operand) error {
-	if kernel == kernels.BinaryF32 && equalShapes(x.Shape, z.Shape) && equalShapes(y.Shape, z.Shape) {
+	if kernel == kernels.BinaryF32 && slices.Equal(x.Shape, z.Shape) && slices.Equal(y.Shape, z.Shape) {
 		return l.Launch(kernels.BinarySameF32, z.Len(), intArg(code), ptrArg(z), ptrArg(x), ptrArg(y), intArg(z.Len()))
 	}
 	b, err := broadcastArgs(z, x, y)
@@ -212,30 +161,17 @@ func broadcastArgs(z operand, ins ...operand) ([]kernelArg, error) {
 }
 
 // broadcastStrides returns out's dims, padded with 1 on the left to
-// MaxRank, and for each input its element strides along them (0 where it
-// is broadcast). Dimensions of size 1 are dropped and neighbours that
+// MAXRANK, and for each input its element strides along them
+// (opsem.BroadcastStrides: 0 where it is broadcast). Dimensions of size 1 are dropped and neighbours that
 // every input steps through contiguously (or broadcasts along both) are
-// merged first, so higher ranks fit when they reduce to MaxRank, and
+// merged first, so higher ranks fit when they reduce to MAXRANK, and
 // same-shape operands and scalars come out as one dimension.
 func broadcastStrides(out []int, ins ...[]int) (dims [kernels.MAXRANK]int64, strides [][kernels.MAXRANK]int64, err error) {
-	full := make([][]int64, len(ins))
+	full := make([][]int, len(ins))
 	for k, in := range ins {
-		if len(in) > len(out) {
-			return dims, nil, fmt.Errorf("input rank %d > output rank %d", len(in), len(out))
-		}
-		s := make([]int64, len(out))
-		stride := int64(1)
-		for j := len(in) - 1; j >= 0; j-- {
-			o := len(out) - len(in) + j
-			switch {
-			case in[j] == out[o]:
-				s[o] = stride
-			case in[j] == 1:
-				s[o] = 0
-			default:
-				return dims, nil, fmt.Errorf("shape %v does not broadcast to %v", in, out)
-			}
-			stride *= int64(in[j])
+		s, err := opsem.BroadcastStrides(in, out)
+		if err != nil {
+			return dims, nil, err
 		}
 		full[k] = s
 	}
@@ -250,7 +186,7 @@ func broadcastStrides(out []int, ins ...[]int) (dims [kernels.MAXRANK]int64, str
 		}
 		a := axis{d: int64(d), s: make([]int64, len(ins))}
 		for k := range ins {
-			a.s[k] = full[k][i]
+			a.s[k] = int64(full[k][i])
 		}
 		if n := len(axes); n > 0 {
 			prev := &axes[n-1]
@@ -282,5 +218,3 @@ func broadcastStrides(out []int, ins ...[]int) (dims [kernels.MAXRANK]int64, str
 	}
 	return dims, strides, nil
 }
-
-func equalShapes(a, b []int) bool { return slices.Equal(a, b) }

@@ -1,6 +1,7 @@
 // Elementwise kernels: one entry point per family, the operator chosen by
-// a code (the u* and b* constants in inference/cuda/lower_elementwise.go),
-// so a new operator is a case here, not a new entry point.
+// a code (U_* and B_* below, which inference/cuda/lower_elementwise.go reads
+// from the generated codes_gen.go: kernels.U_RELU, …), so a new operator is
+// a case here, not a new entry point.
 #include "common.cuh"
 
 // Unary operator codes.

@@ -1,6 +1,7 @@
 // Comparisons and logic: kernels whose output is bool, one byte (0 or 1)
-// per element. The operator is a code (the c*/l* constants in
-// inference/cuda/lower_logic.go).
+// per element. The operator is a code (C_* and L_* below, which
+// inference/cuda/lower_logic.go reads from the generated codes_gen.go:
+// kernels.C_EQ, …).
 #include "common.cuh"
 
 // Comparison codes of the cmp_* kernels.

@@ -7,7 +7,8 @@
 // are NC[D]HW, row-major.
 #include "common.cuh"
 
-// Pool kinds (pool_f32's kind; poolMax… in lower_pool.go).
+// Pool kinds (pool_f32's kind; kernels.POOL_MAX, … in the generated
+// codes_gen.go).
 #define POOL_MAX 0
 #define POOL_AVG 1
 #define POOL_LP 2
@@ -17,8 +18,8 @@
 
 #define NN_INF __int_as_float(0x7f800000)
 
-// nn_clamp is the fused activation of a Conv: NaN stays NaN, as Relu and
-// Clip keep it (inference/cpu/fuse.go).
+// nn_clamp is the fused activation of a Conv (passes.FuseActivations, in
+// inference/graph/passes): NaN stays NaN, as Relu and Clip keep it.
 DEVICE float nn_clamp(float v, float lo, float hi) {
 	if (v < lo) return lo;
 	if (v > hi) return hi;

@@ -6,7 +6,7 @@
 // memory, a block per row.
 #include "common.cuh"
 
-// softmax_f32's kinds (softmaxKind… in lower_softmax.go).
+// softmax_f32's kinds (kernels.SOFTMAX, … in the generated codes_gen.go).
 #define SOFTMAX 0
 #define LOG_SOFTMAX 1
 #define HARDMAX 2

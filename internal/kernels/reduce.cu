@@ -6,7 +6,7 @@
 // output element, combining in a shared-memory tree.
 #include "common.cuh"
 
-// Reduce operator codes (the lowering's r* constants).
+// Reduce operator codes (kernels.R_SUM, … in the generated codes_gen.go).
 #define R_SUM 0
 #define R_MEAN 1
 #define R_MAX 2

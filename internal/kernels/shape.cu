@@ -1,7 +1,11 @@
-// Data movement, selection and creation kernels: inference/cuda/lower_shape.go
-// and lower_gather.go launch them. The kernels that move elements take their
-// width w in bytes (1: bool and uint8; 4: float32 and int32; 8: int64), so one
-// entry point serves every element type; the element is moved as raw bits.
+// Data movement, selection and creation kernels: the lowerings of
+// inference/cuda (lower_transpose.go, lower_slice.go, lower_view.go,
+// lower_gather.go, lower_generator.go, lower_image.go and, for Where and Cast,
+// lower_elementwise.go) launch them, reading the codes below from the
+// generated internal/kernels/codes_gen.go (kernels.PAD_CONSTANT, …). The
+// kernels that move elements take their width w in bytes (1: bool and uint8;
+// 4: float32 and int32; 8: int64), so one entry point serves every element
+// type; the element is moved as raw bits.
 #include "common.cuh"
 
 // RANK6(p) declares the six parameters p0..p5 of a rank-padded shape or
