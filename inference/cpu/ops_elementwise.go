@@ -477,7 +477,7 @@ func ewMod(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		return nil, err
 	}
 	a, b := in[0], in[1]
-	fmod := n.Int("fmod", 0) != 0
+	fmod := opsem.ModFmod(n)
 	switch a.DType() {
 	case inference.Float32:
 		return singleOutput(p.shape, zip(p, dataOf[float32](a), dataOf[float32](b), func(x, y float32) float32 {
@@ -665,17 +665,15 @@ func ewVariadic(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error)
 	if err := needInputs(in, len(in)); err != nil {
 		return nil, err
 	}
-	if n.Opset < 8 {
-		for i, t := range in[1:] {
-			if !slices.Equal(t.Shape(), in[0].Shape()) {
-				return nil, fmt.Errorf("input %d has shape %v, input 0 has %v (no broadcasting before opset 8): %w", i+1, t.Shape(), in[0].Shape(), inference.ErrShape)
-			}
-		}
+	shapes := make([][]int, len(in))
+	for i, t := range in {
+		shapes[i] = t.Shape()
 	}
-	p, err := planBroadcast(in...)
+	out, err := opsem.VariadicShape(n, shapes)
 	if err != nil {
 		return nil, err
 	}
+	p := newBroadcastPlan(out, shapes...)
 	switch in[0].DType() {
 	case inference.Float32:
 		out := ewFold(p, in, ewFolder[float32](n.OpType))

@@ -101,7 +101,7 @@ func gaGatherND(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error)
 		return nil, err
 	}
 	x, ind := in[0], in[1]
-	a, err := gaNDOffsets(x.Shape(), ind, int(n.Int("batch_dims", 0)))
+	a, err := gaNDOffsets(x.Shape(), ind, opsem.GatherNDBatchDims(n))
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +112,7 @@ func gaGatherND(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error)
 			offs = append(offs, s+t)
 		}
 	}
-	y, err := take(x, slices.Concat(a.Lead, a.Slice), offs, inference.Tensor{})
+	y, err := take(x, a.Shape(), offs, inference.Tensor{})
 	return []inference.Tensor{y}, err
 }
 
@@ -147,7 +147,7 @@ func gaScatterND(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 	if err != nil {
 		return nil, err
 	}
-	if want := slices.Concat(a.Lead, a.Slice); !slices.Equal(upd.Shape(), want) {
+	if want := a.Shape(); !slices.Equal(upd.Shape(), want) {
 		return nil, fmt.Errorf("updates %v for indices %v into data %v: want shape %v: %w", upd, ind, x, want, inference.ErrShape)
 	}
 	y, err := gaScatter(n, x, a.Offsets, opsem.Count(a.Slice), upd)
@@ -160,11 +160,9 @@ func gaScatter(n opsem.Node, x inference.Tensor, offs []int, size int, upd infer
 	if upd.DType() != x.DType() {
 		return inference.Tensor{}, fmt.Errorf("updates %v for data %v: %w", upd, x, inference.ErrType)
 	}
-	red := n.Str("reduction", "none")
-	switch red {
-	case "none", "add", "mul", "max", "min":
-	default:
-		return inference.Tensor{}, n.Unsupported("reduction %q", red)
+	red, err := opsem.ScatterReduction(n)
+	if err != nil {
+		return inference.Tensor{}, err
 	}
 	switch x.DType() {
 	case inference.Float32:

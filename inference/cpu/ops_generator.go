@@ -230,7 +230,7 @@ func gnTrilu(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		}
 		k = kv[0]
 	}
-	upper := n.Int("upper", 1) == 1
+	upper := opsem.TriluUpper(n)
 	rows, cols := shape[len(shape)-2], shape[len(shape)-1]
 	offs := make([]int, x.Len())
 	// upper keeps j - i ≥ k, lower keeps j - i ≤ k.

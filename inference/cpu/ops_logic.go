@@ -112,7 +112,7 @@ func lgIsInf(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if in[0].DType() != inference.Float32 {
 		return nil, wantType(0, in[0], "float32")
 	}
-	neg, pos := n.Int("detect_negative", 1) != 0, n.Int("detect_positive", 1) != 0
+	neg, pos := opsem.IsInfDetect(n)
 	return singleOutput(in[0].Shape(), mapElems(dataOf[float32](in[0]), func(v float32) bool {
 		return (pos && math.IsInf(float64(v), 1)) || (neg && math.IsInf(float64(v), -1))
 	}))

@@ -229,8 +229,8 @@ func nmBlockNorm(n opsem.Node, in []inference.Tensor, rms bool) ([]inference.Ten
 	if rms {
 		outputs = 1
 	}
-	if !rms && nmOutputs(n) > 1 && n.Int("stash_type", 1) != 1 {
-		return nil, n.Unsupported("stash_type %d for the Mean and InvStdDev outputs", n.Int("stash_type", 1))
+	if err := opsem.LayerNormStats(n, !rms && nmOutputs(n) > 1); err != nil {
+		return nil, err
 	}
 	d, err := nmFloatInputs(n, in, "X", "scale", "B")
 	if err != nil {

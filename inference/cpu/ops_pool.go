@@ -78,7 +78,7 @@ func plPool(n opsem.Node, in []inference.Tensor, kind plPoolKind) ([]inference.T
 		return nil, err
 	}
 	r := len(xs) - 2
-	includePad := n.Int("count_include_pad", 0) != 0
+	includePad, colMajor := opsem.PoolOptions(n)
 	var p float64
 	if kind == plLpKind {
 		if p, err = opsem.PoolP(n); err != nil {
@@ -86,7 +86,6 @@ func plPool(n opsem.Node, in []inference.Tensor, kind plPoolKind) ([]inference.T
 		}
 	}
 	wantIndices := kind == plMaxKind && wantsOutput(n, 1)
-	colMajor := n.Int("storage_order", 0) == 1
 	taps := make([]plPoolTaps, r)
 	for d := range r {
 		taps[d] = plPoolTapsOf(g, d)

@@ -72,21 +72,21 @@ func lowerUnary(l *lowering, code int) error {
 		return l.Launch(kernels.UnaryF32, y.Len(), intArg(code), ptrArg(y), ptrArg(x), intArg(y.Len()), floatArg(a), floatArg(b))
 	}
 	code, ok := intUnaryOps[l.Node.OpType]
-	kernel := intKernel("unary", x.DType)
+	kernel := intKernel(kernels.UnaryI64, kernels.UnaryI32, x.DType)
 	if !ok || kernel == "" {
 		return l.NoKernel("%v input", x.DType)
 	}
 	return l.Launch(kernel, y.Len(), intArg(code), ptrArg(y), ptrArg(x), intArg(y.Len()), intArg(0), intArg(0))
 }
 
-// intKernel names the int64 or int32 kernel of a family ("binary" gives
-// binary_i64), or "" for other types.
-func intKernel(family string, t inference.DType) string {
+// intKernel picks the int64 or the int32 kernel of a family for type t, or
+// "" for other types.
+func intKernel(i64, i32 string, t inference.DType) string {
 	switch t {
 	case inference.Int64:
-		return family + "_i64"
+		return i64
 	case inference.Int32:
-		return family + "_i32"
+		return i32
 	}
 	return ""
 }
@@ -144,7 +144,7 @@ func lowerClip(l *lowering) error {
 				lim[i] = v[0]
 			}
 		}
-		return l.Launch(intKernel("unary", x.DType), y.Len(), intArg(kernels.U_CLIP), ptrArg(y), ptrArg(x), intArg(y.Len()), intArg(lim[0]), intArg(lim[1]))
+		return l.Launch(intKernel(kernels.UnaryI64, kernels.UnaryI32, x.DType), y.Len(), intArg(kernels.U_CLIP), ptrArg(y), ptrArg(x), intArg(y.Len()), intArg(lim[0]), intArg(lim[1]))
 	}
 	return l.NoKernel("%v input", x.DType)
 }
@@ -199,7 +199,7 @@ func lowerBinary(l *lowering, code int) error {
 	if x.DType == inference.Float32 {
 		return launchBroadcast(l, kernels.BinaryF32, code, z, x, y)
 	}
-	kernel := intKernel("binary", x.DType)
+	kernel := intKernel(kernels.BinaryI64, kernels.BinaryI32, x.DType)
 	if kernel == "" {
 		return l.NoKernel("%v inputs", x.DType)
 	}
@@ -270,13 +270,13 @@ func lowerMod(l *lowering) error {
 		return l.NoKernel("%v and %v inputs", x.DType, y.DType)
 	}
 	code := kernels.B_PYMOD
-	if l.Int("fmod", 0) != 0 {
+	if opsem.ModFmod(l.Node) {
 		code = kernels.B_MOD
 	}
 	if x.DType == inference.Float32 {
 		return launchBroadcast(l, kernels.BinaryF32, code, z, x, y)
 	}
-	kernel := intKernel("binary", x.DType)
+	kernel := intKernel(kernels.BinaryI64, kernels.BinaryI32, x.DType)
 	if kernel == "" {
 		return l.NoKernel("%v inputs", x.DType)
 	}
@@ -299,18 +299,20 @@ func lowerVariadic(l *lowering, code int) error {
 	case x.DType == inference.Float32:
 		kernel, pair = kernels.VariadicF32, kernels.BinaryF32
 	case !mean:
-		kernel, pair = intKernel("variadic", x.DType), intKernel("binary", x.DType)
+		kernel, pair = intKernel(kernels.VariadicI64, kernels.VariadicI32, x.DType), intKernel(kernels.BinaryI64, kernels.BinaryI32, x.DType)
 	}
 	if kernel == "" {
 		return l.NoKernel("%v inputs", x.DType)
 	}
-	for _, in := range l.In {
+	shapes := make([][]int, len(l.In))
+	for i, in := range l.In {
 		if !in.Present() || in.DType != x.DType {
 			return l.NoKernel("inputs of different types")
 		}
-		if l.Opset < 8 && !slices.Equal(in.Shape, z.Shape) {
-			return l.NoKernel("shapes differ and opset %d < 8 does not broadcast", l.Opset)
-		}
+		shapes[i] = in.Shape
+	}
+	if shape, err := opsem.VariadicShape(l.Node, shapes); err != nil || !slices.Equal(shape, z.Shape) {
+		return l.NoKernel("inputs %v for the output %v: %v", shapes, z.Shape, err)
 	}
 	switch {
 	case len(l.In) == 1:

@@ -100,8 +100,8 @@ func lowerGatherElements(l *lowering) error {
 // only without a reduction.
 func lowerScatterElements(l *lowering) error {
 	x, ind, upd := l.In[0], l.In[1], l.In[2]
-	if red := l.Str("reduction", "none"); red != "none" {
-		return l.NoKernel("reduction %q", red)
+	if err := scatterReplaces(l); err != nil {
+		return err
 	}
 	if upd.DType != x.DType || !slices.Equal(upd.Shape, ind.Shape) {
 		return l.NoKernel("updates %v%v for indices %v", upd.DType, upd.Shape, ind.Shape)
@@ -158,15 +158,15 @@ func launchElements(l *lowering, y, x operand, data []int, ind operand, scatter 
 // lowerGatherND gathers the slices opsem.NDOffsets addresses.
 func lowerGatherND(l *lowering) error {
 	x, ind := l.In[0], l.In[1]
-	return launchND(l, l.Out[0], x, x.Shape, ind, int(l.Int("batch_dims", 0)), false)
+	return launchND(l, l.Out[0], x, x.Shape, ind, opsem.GatherNDBatchDims(l.Node), false)
 }
 
 // lowerScatterND copies the data, then writes the update slices over it;
 // only without a reduction.
 func lowerScatterND(l *lowering) error {
 	x, ind, upd := l.In[0], l.In[1], l.In[2]
-	if red := l.Str("reduction", "none"); red != "none" {
-		return l.NoKernel("reduction %q", red)
+	if err := scatterReplaces(l); err != nil {
+		return err
 	}
 	if upd.DType != x.DType {
 		return l.NoKernel("updates %v for data %v", upd.DType, x.DType)
@@ -197,7 +197,7 @@ func launchND(l *lowering, y, x operand, data []int, ind operand, batchDims int,
 	if a.M > kernels.MAXRANK {
 		return l.NoKernel("index tuples of %d > %d values", a.M, kernels.MAXRANK)
 	}
-	want := slices.Concat(a.Lead, a.Slice)
+	want := a.Shape()
 	if scatter {
 		if !slices.Equal(x.Shape, want) {
 			return l.NoKernel("updates %v, want %v", x.Shape, want)
@@ -226,4 +226,17 @@ func launchND(l *lowering, y, x operand, data []int, ind operand, batchDims int,
 		}
 	}
 	return l.Launch(kernels.GatherNd, n, args...)
+}
+
+// scatterReplaces sends a scatter with a reduction to the host: the kernel
+// only writes the updates over the data.
+func scatterReplaces(l *lowering) error {
+	red, err := opsem.ScatterReduction(l.Node)
+	if err != nil {
+		return l.NoKernel("%v", err)
+	}
+	if red != "none" {
+		return l.NoKernel("reduction %q", red)
+	}
+	return nil
 }

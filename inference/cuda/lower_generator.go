@@ -159,7 +159,7 @@ func lowerTrilu(l *lowering) error {
 			return l.NoKernel("k of type %v on the device", ko.DType)
 		}
 	}
-	upper := b2i(l.Int("upper", 1) == 1)
+	upper := b2i(opsem.TriluUpper(l.Node))
 	rows, cols := x.Shape[x.Rank()-2], x.Shape[x.Rank()-1]
 	n := y.Len()
 	return l.Launch(kernels.ShapeTrilu, n, ptrArg(y), ptrArg(x), kp, intArg(k), intArg(w), intArg(n), intArg(rows), intArg(cols), intArg(upper))

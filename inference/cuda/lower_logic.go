@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/opsem"
 	"github.com/beamml/beamml/internal/kernels"
 )
 
@@ -93,6 +94,6 @@ func lowerIsInf(l *lowering) error {
 	if x.DType != inference.Float32 {
 		return l.NoKernel("%v input", x.DType)
 	}
-	neg, pos := l.Int("detect_negative", 1) != 0, l.Int("detect_positive", 1) != 0
+	neg, pos := opsem.IsInfDetect(l.Node)
 	return l.Launch(kernels.LogicIsinfF32, y.Len(), ptrArg(y), ptrArg(x), intArg(y.Len()), intArg(b2i(neg)), intArg(b2i(pos)))
 }

@@ -204,8 +204,8 @@ func lowerBlockNorm(l *lowering, rms bool) error {
 		return err
 	}
 	x := l.In[0]
-	if !rms && normOutputs(l) > 1 && l.Int("stash_type", 1) != 1 {
-		return l.NoKernel("stash_type %d", l.Int("stash_type", 1))
+	if err := opsem.LayerNormStats(l.Node, !rms && normOutputs(l) > 1); err != nil {
+		return l.NoKernel("%v", err)
 	}
 	axis, err := opsem.BlockNormAxis(l.Node, x.Shape)
 	if err != nil {

@@ -52,14 +52,15 @@ func lowerPool(l *lowering, kind int) error {
 			return l.NoKernel("%v", err)
 		}
 	}
+	includePad, columnMajor := opsem.PoolOptions(l.Node)
 	if indices {
 		args := append([]kernelArg{ptrArg(y), ptrArg(l.Out[1]), ptrArg(x), intArg(y.Len())},
 			spatialArgs(win.in, win.out, win.kernel, win.stride, win.dilation, win.padBegin)...)
-		return l.Launch(kernels.PoolMaxIndexF32, y.Len(), append(args, intArg(l.Int("storage_order", 0)))...)
+		return l.Launch(kernels.PoolMaxIndexF32, y.Len(), append(args, intArg(b2i(columnMajor)))...)
 	}
 	args := append([]kernelArg{intArg(kind), ptrArg(y), ptrArg(x), intArg(y.Len())},
 		spatialArgs(win.in, win.out, win.kernel, win.stride, win.dilation, win.padBegin, win.padEnd)...)
-	return l.Launch(kernels.PoolF32, y.Len(), append(args, intArg(l.Int("count_include_pad", 0)), floatArg(p))...)
+	return l.Launch(kernels.PoolF32, y.Len(), append(args, intArg(b2i(includePad)), floatArg(p))...)
 }
 
 // lowerGlobalPool reduces each plane with pool_global_f32, a block per

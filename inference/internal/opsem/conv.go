@@ -269,3 +269,11 @@ func PoolP(n Node) (float64, error) {
 	}
 	return p, nil
 }
+
+// PoolOptions are the pools' flags: whether AveragePool counts the padding
+// in its divisor (count_include_pad, default 0), and whether MaxPool's
+// Indices output counts in column-major order (storage_order 1; default 0,
+// row-major).
+func PoolOptions(n Node) (countIncludePad, columnMajor bool) {
+	return n.Int("count_include_pad", 0) != 0, n.Int("storage_order", 0) == 1
+}

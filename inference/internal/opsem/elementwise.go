@@ -1,6 +1,12 @@
 package opsem
 
-import "math"
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/beamml/beamml/inference"
+)
 
 // ClipBounds returns the bounds of Clip-1 to Clip-10, which takes them as
 // the attributes min and max. Left out, a bound is ∓inf in Clip-1 and
@@ -47,4 +53,23 @@ func GeluTanh(n Node) (bool, error) {
 	default:
 		return false, n.Unsupported("approximate %q", a)
 	}
+}
+
+// ModFmod reports whether Mod takes the sign of the dividend (attribute
+// fmod=1, C's fmod) rather than of the divisor (the default fmod=0,
+// Python's %).
+func ModFmod(n Node) bool { return n.Int("fmod", 0) != 0 }
+
+// VariadicShape returns the output shape of Sum, Max, Min and Mean of
+// inputs of the given shapes: they broadcast together from opset 8, and
+// must have equal shapes before.
+func VariadicShape(n Node, shapes [][]int) ([]int, error) {
+	if n.Opset < 8 {
+		for i, s := range shapes[1:] {
+			if !slices.Equal(s, shapes[0]) {
+				return nil, fmt.Errorf("input %d has shape %v, input 0 has %v (no broadcasting before opset 8): %w", i+1, s, shapes[0], inference.ErrShape)
+			}
+		}
+	}
+	return BroadcastShape(shapes...)
 }

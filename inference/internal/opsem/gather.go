@@ -116,3 +116,23 @@ func NDOffsets(data, ind []int, idx []int64, batchDims int) (NDAddress, error) {
 	}
 	return a, nil
 }
+
+// GatherNDBatchDims is GatherND's batch_dims: how many leading axes indices
+// and data share (attribute, default 0).
+func GatherNDBatchDims(n Node) int { return int(n.Int("batch_dims", 0)) }
+
+// ScatterReduction is how ScatterElements and ScatterND combine an update
+// with the data: the attribute reduction, "none" (replace, the default),
+// "add", "mul", "max" or "min".
+func ScatterReduction(n Node) (string, error) {
+	switch red := n.Str("reduction", "none"); red {
+	case "none", "add", "mul", "max", "min":
+		return red, nil
+	default:
+		return "", n.Unsupported("reduction %q", red)
+	}
+}
+
+// Shape is the shape of what the indices address: Lead ++ Slice, GatherND's
+// output and ScatterND's updates.
+func (a NDAddress) Shape() []int { return slices.Concat(a.Lead, a.Slice) }

@@ -82,3 +82,8 @@ func ConstantOfShapeValue(n Node) (inference.Tensor, error) {
 	}
 	return value, nil
 }
+
+// TriluUpper reports whether Trilu keeps the upper triangle, j − i ≥ k
+// (attribute upper, default 1), rather than the lower, j − i ≤ k; k is the
+// optional operand k (default 0).
+func TriluUpper(n Node) bool { return n.Int("upper", 1) == 1 }

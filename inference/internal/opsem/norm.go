@@ -112,3 +112,13 @@ func LpNorm(n Node, shape []int) (p, axis int, err error) {
 	}
 	return int(pp), axis, nil
 }
+
+// LayerNormStats checks what LayerNormalization's optional Mean and
+// InvStdDev outputs need, when the node asks for them (stats): stash_type
+// 1 (float32, the default), the precision the runtime computes them in.
+func LayerNormStats(n Node, stats bool) error {
+	if stash := n.Int("stash_type", 1); stats && stash != 1 {
+		return n.Unsupported("stash_type %d for the Mean and InvStdDev outputs", stash)
+	}
+	return nil
+}

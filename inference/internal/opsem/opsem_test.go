@@ -252,3 +252,35 @@ func TestActivationDefaults(t *testing.T) {
 		t.Errorf("Clip-1 bounds %v, %v (want ∓inf); Clip-6 with max 6: %v, %v", lo, hi, lo6, hi6)
 	}
 }
+
+func TestAttributeDefaults(t *testing.T) {
+	if _, err := VariadicShape(node("Sum", 6, nil), [][]int{{2, 3}, {3}}); !errors.Is(err, inference.ErrShape) {
+		t.Errorf("Sum-6 of [2 3] and [3]: %v, want ErrShape (no broadcasting before opset 8)", err)
+	}
+	if s, err := VariadicShape(node("Sum", 8, nil), [][]int{{2, 3}, {3}}); err != nil || !slices.Equal(s, []int{2, 3}) {
+		t.Errorf("Sum-8 of [2 3] and [3]: %v, %v; want [2 3]", s, err)
+	}
+	if red, err := ScatterReduction(node("ScatterND", 18, nil)); red != "none" || err != nil {
+		t.Errorf("ScatterND's default reduction: %q, %v", red, err)
+	}
+	var unsupported *inference.UnsupportedOpError
+	if _, err := ScatterReduction(node("ScatterND", 18, map[string]graph.Attr{"reduction": str("avg")})); !errors.As(err, &unsupported) {
+		t.Errorf("reduction avg: %v, want unsupported", err)
+	}
+	if neg, pos := IsInfDetect(node("IsInf", 10, map[string]graph.Attr{"detect_negative": int1(0)})); neg || !pos {
+		t.Errorf("IsInf detect_negative=0: %v, %v", neg, pos)
+	}
+	if !TriluUpper(node("Trilu", 14, nil)) || ModFmod(node("Mod", 13, nil)) {
+		t.Error("Trilu keeps the upper triangle and Mod takes the divisor's sign by default")
+	}
+	if inc, col := PoolOptions(node("MaxPool", 12, map[string]graph.Attr{"storage_order": int1(1)})); inc || !col {
+		t.Errorf("storage_order 1: %v, %v", inc, col)
+	}
+	if err := LayerNormStats(node("LayerNormalization", 17, map[string]graph.Attr{"stash_type": int1(0)}), true); !errors.As(err, &unsupported) {
+		t.Errorf("stash_type 0 with the statistics outputs: %v, want unsupported", err)
+	}
+	a := NDAddress{Lead: []int{2}, Slice: []int{3, 4}}
+	if !slices.Equal(a.Shape(), []int{2, 3, 4}) {
+		t.Errorf("NDAddress.Shape = %v", a.Shape())
+	}
+}
