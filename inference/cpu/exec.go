@@ -324,7 +324,7 @@ func scalarBool(t inference.Tensor) (bool, error) {
 }
 
 // runLoop and runScan run ONNX's Loop and Scan bodies. They are
-// implemented in control.go when available.
+// implemented in ops_control.go.
 var (
 	runLoop = func(ctx context.Context, n opsem.Node, in []inference.Tensor, outer map[string]inference.Tensor) ([]inference.Tensor, error) {
 		return nil, &inference.UnsupportedOpError{Node: n.Name, Op: "Loop"}
