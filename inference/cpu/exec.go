@@ -298,9 +298,9 @@ func runControl(ctx context.Context, n opsem.Node, in []inference.Tensor, visibl
 		}
 		return run(ctx, a.Graph, nil, visible)
 	case "Loop":
-		return runLoop(ctx, n, in, visible)
+		return loop(ctx, n, in, visible)
 	case "Scan":
-		return runScan(ctx, n, in, visible)
+		return scan(ctx, n, in, visible)
 	}
 	return nil, &inference.UnsupportedOpError{Node: n.Name, Op: n.OpType}
 }
@@ -322,17 +322,6 @@ func scalarBool(t inference.Tensor) (bool, error) {
 	}
 	return false, fmt.Errorf("%v is not a condition: %w", t, inference.ErrType)
 }
-
-// runLoop and runScan run ONNX's Loop and Scan bodies. They are
-// implemented in ops_control.go.
-var (
-	runLoop = func(ctx context.Context, n opsem.Node, in []inference.Tensor, outer map[string]inference.Tensor) ([]inference.Tensor, error) {
-		return nil, &inference.UnsupportedOpError{Node: n.Name, Op: "Loop"}
-	}
-	runScan = func(ctx context.Context, n opsem.Node, in []inference.Tensor, outer map[string]inference.Tensor) ([]inference.Tensor, error) {
-		return nil, &inference.UnsupportedOpError{Node: n.Name, Op: "Scan"}
-	}
-)
 
 // RunObserved runs m on feeds, calling observe with every tensor a node
 // computes: a graph.Runner, with which graph.InferShapes reads the shapes

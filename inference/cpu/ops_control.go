@@ -12,9 +12,7 @@ import (
 )
 
 // Control flow: the Loop and Scan operators, which the executor runs
-// through runLoop and runScan (exec.go, where If is).
-
-func init() { runScan = scan }
+// through runControl (exec.go, where If is).
 
 // scan runs ONNX Scan: the body runs once per slice of the scan inputs along
 // their scan axis, threading the state variables through, and the scan
@@ -168,8 +166,6 @@ func scanLoop(ctx context.Context, n opsem.Node, body *graph.Graph, states, scan
 	}
 	return res, nil
 }
-
-func init() { runLoop = loop }
 
 // loop runs ONNX Loop: inputs M (optional trip count), cond (optional) and
 // the initial loop-carried values; the body takes (iteration, cond, values…)
