@@ -20,18 +20,20 @@ func ShapeRange(n Node, rank int) (start, end int) {
 	return clamp(n.Int("start", 0)), clamp(n.Int("end", r))
 }
 
-// Dropout says what Dropout does, which depends on whether it trains: in
-// inference (the only mode the runtime implements, or training with ratio
-// 0) the output is the input and the mask, if asked for, is all ones.
-// Dropout-1 to -6 train unless is_test is set; Dropout-7 to -11 never train;
-// from Dropout-12 the operands ratio (nil: 0.5) and training_mode (nil:
-// false) say. The mask is bool from Dropout-10, the input's type before.
+// Dropout is whether a Dropout node trains, and its ratio. Outside
+// training (or with ratio 0) its output is its input and its mask, when
+// asked for, is all ones; training draws random masks, which the runtime
+// does not implement.
 type Dropout struct {
 	Training bool
 	Ratio    float64
 }
 
-// DropoutMode returns whether Dropout trains, and its ratio.
+// DropoutMode returns how Dropout runs: Dropout-1 to -6 train unless the
+// attribute is_test is set, with the attribute ratio (default 0.5);
+// Dropout-7 to -11 never train; from Dropout-12 the operands ratio (nil:
+// 0.5) and training_mode (nil: false) say. Training with a nonzero ratio is
+// an unsupported case.
 func DropoutMode(n Node, ratio []float32, trainingMode []int64) (Dropout, error) {
 	d := Dropout{Training: n.Opset < 7 && n.Int("is_test", 0) == 0, Ratio: float64(n.Float("ratio", 0.5))}
 	if n.Opset >= 12 {
