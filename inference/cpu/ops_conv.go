@@ -149,9 +149,9 @@ func cvIm2col2D(x []float32, channels int, g opsem.Window, col []float32) {
 	}
 }
 
-// cvCol2im adds each element of col to the image element m addresses,
+// cvScatterColumns adds each element of col to the image element m addresses,
 // dropping those that fall in the padding: the adjoint of cvIm2col.
-func cvCol2im(col []float32, channels int, m cvTaps, y []float32) {
+func cvScatterColumns(col []float32, channels int, m cvTaps, y []float32) {
 	ncol, width, s := opsem.Count(m.cols), m.cols[len(m.cols)-1], m.stride[len(m.stride)-1]
 	m.walk(channels, func(r, col0, lo, hi, at int) {
 		run := col[r*ncol+col0 : r*ncol+col0+width]
@@ -444,7 +444,7 @@ func cvConvTranspose(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, e
 			src := xd[(img*chans+grp*cg)*isp:]
 			nnSgemmThreads(threads, true, false, rows, isp, cg, 1, wd[grp*cg*rows:], rows, src, isp, 0, col, isp)
 			y := out[(img*outChans+grp*mg)*osp : (img*outChans+(grp+1)*mg)*osp]
-			cvCol2im(col, mg, taps, y)
+			cvScatterColumns(col, mg, taps, y)
 			if bias != nil {
 				cvAddBias(y, bias[grp*mg:(grp+1)*mg], osp)
 			}

@@ -52,12 +52,12 @@ func (s Shape) Bytes(b int) int64 {
 	return n
 }
 
-// SymbolicShapes derives each value's symbolic shape from its concrete
+// symbolicShapes derives each value's symbolic shape from its concrete
 // shapes at two batch sizes b1 < b2 (shapes[i] at sizes[i]): a dimension
 // that differs is taken to grow linearly with the batch. A value whose rank
 // or type differs between the two, or that is missing from either, is left
 // out: its shape depends on the data, and a plan cannot place it.
-func SymbolicShapes(b1, b2 int, s1, s2 map[string]inference.Tensor) (map[string]Shape, error) {
+func symbolicShapes(b1, b2 int, s1, s2 map[string]inference.Tensor) (map[string]Shape, error) {
 	if b1 >= b2 {
 		return nil, fmt.Errorf("graph: batch sizes %d and %d: want b1 < b2", b1, b2)
 	}
@@ -109,7 +109,7 @@ func (g *Graph) Batched() bool {
 //
 // When g is Batched and every feed has the same batch size b ≥ 1, the
 // shapes are symbolic in the batch size: g runs at batch 1 and at batch 2
-// on rows of feeds (row i is feeds' row i mod b) and SymbolicShapes reads
+// on rows of feeds (row i is feeds' row i mod b) and symbolicShapes reads
 // them off, so the result holds for every batch size of those non-batch
 // dimensions. Otherwise g runs once on feeds and the shapes are exact.
 // Real rows are used, not zeros, because an index, a divisor or a size
@@ -137,7 +137,7 @@ func InferShapes(ctx context.Context, g *Graph, run Runner, feeds map[string]inf
 			}
 		}
 		var err error
-		if shapes, err = SymbolicShapes(1, 2, seen[0], seen[1]); err != nil {
+		if shapes, err = symbolicShapes(1, 2, seen[0], seen[1]); err != nil {
 			return nil, err
 		}
 	} else {
