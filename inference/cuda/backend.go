@@ -11,6 +11,12 @@
 // stream, copies each output down once and synchronises. Workspaces are
 // reused, so a steady stream of batches allocates nothing; how many run at
 // once is bounded by device memory.
+//
+// Who it is for: a pipeline calls nothing here. Its GPU worker imports
+// inference/cuda/cu, which registers this backend, and Device(CUDA) or
+// Auto selects it; Model's Stats, HostNodes and Fallback say where a
+// loaded model runs. Writers of a Device (a real one, or a simulated one
+// for tests) implement the Device interface and wrap it with NewBackend.
 package cuda
 
 import (
