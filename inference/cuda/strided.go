@@ -162,58 +162,33 @@ func broadcastArgs(z operand, ins ...operand) ([]kernelArg, error) {
 
 // broadcastStrides returns out's dims, padded with 1 on the left to
 // MAXRANK, and for each input its element strides along them
-// (opsem.BroadcastStrides: 0 where it is broadcast). Dimensions of size 1 are dropped and neighbours that
-// every input steps through contiguously (or broadcasts along both) are
-// merged first, so higher ranks fit when they reduce to MAXRANK, and
-// same-shape operands and scalars come out as one dimension.
+// (opsem.BroadcastStrides: 0 where it is broadcast), simplified by
+// simplifyDims first: dimensions of size 1 dropped and neighbours that
+// every input steps through contiguously (or broadcasts along both)
+// merged, so higher ranks fit when they reduce to MAXRANK, and same-shape
+// operands and scalars come out as one dimension.
 func broadcastStrides(out []int, ins ...[]int) (dims [kernels.MAXRANK]int64, strides [][kernels.MAXRANK]int64, err error) {
-	full := make([][]int, len(ins))
+	full := make([][]int64, len(ins))
 	for k, in := range ins {
 		s, err := opsem.BroadcastStrides(in, out)
 		if err != nil {
 			return dims, nil, err
 		}
-		full[k] = s
+		full[k] = int64Dims(s)
 	}
-	type axis struct {
-		d int64
-		s []int64
+	d, s := simplifyDims(int64Dims(out), full...)
+	if len(d) > kernels.MAXRANK {
+		return dims, nil, fmt.Errorf("rank %d > %d after merging dimensions", len(d), kernels.MAXRANK)
 	}
-	var axes []axis
-	for i, d := range out {
-		if d == 1 {
-			continue
-		}
-		a := axis{d: int64(d), s: make([]int64, len(ins))}
-		for k := range ins {
-			a.s[k] = int64(full[k][i])
-		}
-		if n := len(axes); n > 0 {
-			prev := &axes[n-1]
-			merge := true
-			for k := range ins {
-				merge = merge && prev.s[k] == a.s[k]*a.d
-			}
-			if merge {
-				prev.d *= a.d
-				prev.s = a.s
-				continue
-			}
-		}
-		axes = append(axes, a)
-	}
-	if len(axes) > kernels.MAXRANK {
-		return dims, nil, fmt.Errorf("rank %d > %d after merging dimensions", len(axes), kernels.MAXRANK)
-	}
-	pad := kernels.MAXRANK - len(axes)
+	pad := kernels.MAXRANK - len(d)
 	for i := range dims {
 		dims[i] = 1
 	}
 	strides = make([][kernels.MAXRANK]int64, len(ins))
-	for i, a := range axes {
-		dims[pad+i] = a.d
+	for i := range d {
+		dims[pad+i] = d[i]
 		for k := range ins {
-			strides[k][pad+i] = a.s[k]
+			strides[k][pad+i] = s[k][i]
 		}
 	}
 	return dims, strides, nil
