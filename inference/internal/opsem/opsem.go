@@ -19,15 +19,22 @@ import (
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/internal/limit"
 )
 
 // Node is an operator application as its semantics see it: the graph node
 // (attributes, names) and the version of ai.onnx the model imports, which
 // selects the operator's version (Softmax-1 flattens at axis, Softmax-13
 // works along one axis, …).
+//
+// Run is the limits of the run the node is part of: kernels allocate
+// through limit.Make with it and poll it in loops whose work their output's
+// size does not bound. It is nil outside a run (shape rules, planning),
+// which checks sizes against the default budget.
 type Node struct {
 	*graph.Node
 	Opset int64
+	Run   *limit.Run
 }
 
 // Unsupported is the error for a case of n the runtime does not implement

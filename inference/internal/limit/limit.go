@@ -1,0 +1,172 @@
+// Package limit bounds what one run of a model may use: the memory its
+// kernels allocate and the time it takes. The executor makes a Run for
+// each model run and hands it to every kernel (opsem.Node.Run); a kernel
+// allocates through Make, which checks the size for overflow and against
+// the run's memory budget before it allocates, and a kernel whose work is
+// not bounded by its output's size polls Err.
+//
+// A nil *Run is valid: it checks sizes against inference.DefaultMemoryBudget
+// without counting what is held, and never expires.
+package limit
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/beamml/beamml/inference"
+)
+
+// Run is the state of one run: its deadline and the bytes its live values
+// and the running kernel's scratch hold. Its methods are safe for
+// concurrent use (kernels allocate from several goroutines).
+type Run struct {
+	done   <-chan struct{}
+	ctx    context.Context
+	budget int64
+	inUse  atomic.Int64
+}
+
+// New returns the limits of a run under ctx with the given memory budget
+// in bytes (≤ 0: the context's, inference.MemoryBudget).
+func New(ctx context.Context, budget int64) *Run {
+	if budget <= 0 {
+		budget = inference.MemoryBudget(ctx)
+	}
+	return &Run{done: ctx.Done(), ctx: ctx, budget: budget}
+}
+
+// Budget is the run's memory budget in bytes.
+func (r *Run) Budget() int64 {
+	if r == nil {
+		return inference.DefaultMemoryBudget()
+	}
+	return r.budget
+}
+
+// InUse is the bytes the run holds now.
+func (r *Run) InUse() int64 {
+	if r == nil {
+		return 0
+	}
+	return r.inUse.Load()
+}
+
+// Err returns the context's error once the run's deadline has passed or it
+// was cancelled, nil before. It is cheap enough to call every few thousand
+// iterations of a loop.
+func (r *Run) Err() error {
+	if r == nil || r.done == nil {
+		return nil
+	}
+	select {
+	case <-r.done:
+		return r.ctx.Err()
+	default:
+		return nil
+	}
+}
+
+// Reserve counts bytes against the budget, or fails with an
+// *inference.ResourceError naming what (bytes < 0: a size that overflows).
+func (r *Run) Reserve(what func() string, bytes int64) error {
+	budget, used := r.Budget(), r.InUse()
+	if bytes < 0 || bytes > budget-used {
+		return &inference.ResourceError{What: what(), Bytes: bytes, Budget: budget, InUse: used}
+	}
+	if r != nil {
+		r.inUse.Add(bytes)
+	}
+	return nil
+}
+
+// Hold counts bytes already allocated (a kernel's outputs, kept after its
+// scratch is released) without checking them.
+func (r *Run) Hold(bytes int64) {
+	if r != nil {
+		r.inUse.Add(bytes)
+	}
+}
+
+// Release gives back bytes counted by Reserve or Hold.
+func (r *Run) Release(bytes int64) {
+	if r != nil {
+		r.inUse.Add(-bytes)
+	}
+}
+
+// Reset sets the bytes in use back to mark, an earlier InUse: the
+// executor releases a kernel's scratch so.
+func (r *Run) Reset(mark int64) {
+	if r != nil {
+		r.inUse.Store(mark)
+	}
+}
+
+// Bytes is the size of count elements of elemSize bytes, or -1 when it
+// overflows int64 or count is negative.
+func Bytes(count int, elemSize uintptr) int64 {
+	if count < 0 || (elemSize > 0 && uint64(count) > uint64(math.MaxInt64)/uint64(elemSize)) {
+		return -1
+	}
+	return int64(count) * int64(elemSize)
+}
+
+// Count is the number of elements of shape, or -1 when a dimension is
+// negative or the product overflows int. A shape with a zero dimension
+// has no elements, whatever its other dimensions.
+func Count(shape ...int) int {
+	n := 1
+	zero := false
+	for _, d := range shape {
+		switch {
+		case d < 0:
+			return -1
+		case d == 0:
+			zero = true
+		case n > math.MaxInt/d:
+			n = -1
+		case n >= 0:
+			n *= d
+		}
+	}
+	if zero {
+		return 0
+	}
+	return n
+}
+
+// Make allocates the elements of a tensor (or a table) of the given shape,
+// once its size is known to fit the run's budget: the one place kernels
+// size what they allocate. A negative dimension fails with
+// inference.ErrShape, a size over the budget with an
+// *inference.ResourceError.
+func Make[T any](r *Run, shape ...int) ([]T, error) {
+	for _, d := range shape {
+		if d < 0 {
+			return nil, fmt.Errorf("shape %v has a negative dimension: %w", shape, inference.ErrShape)
+		}
+	}
+	var zero T
+	n := Count(shape...)
+	bytes := int64(-1)
+	if n >= 0 {
+		bytes = Bytes(n, unsafe.Sizeof(zero))
+	}
+	if err := r.Reserve(func() string { return describe[T](shape) }, bytes); err != nil {
+		return nil, err
+	}
+	return make([]T, n), nil
+}
+
+func describe[T any](shape []int) string {
+	var zero T
+	dims := make([]string, len(shape))
+	for i, d := range shape {
+		dims[i] = fmt.Sprint(d)
+	}
+	return fmt.Sprintf("%T[%s]", zero, strings.Join(dims, " "))
+}
