@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"github.com/beamml/beamml/inference/graph"
 	"github.com/beamml/beamml/inference/graph/passes"
 	"github.com/beamml/beamml/inference/internal/family"
+	"github.com/beamml/beamml/inference/internal/limit"
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
@@ -119,7 +121,11 @@ func (m *Model) ByteSize() int64 { return m.bytes }
 func (m *Model) Close() error { return nil }
 
 // Run executes the graph. Every graph input must be fed, with its declared
-// element type and rank.
+// element type and rank. The run holds at most inference.MemoryBudget(ctx)
+// bytes of intermediates live at once (a node that would pass it fails with
+// an *inference.ResourceError), stops between nodes and in data-driven loops
+// once ctx is done, and returns a panic in a kernel as an
+// *inference.PanicError naming the node.
 func (m *Model) Run(ctx context.Context, feeds map[string]inference.Tensor) (map[string]inference.Tensor, error) {
 	for _, in := range m.g.Inputs {
 		t, ok := feeds[in.Name]
@@ -133,7 +139,7 @@ func (m *Model) Run(ctx context.Context, feeds map[string]inference.Tensor) (map
 			return nil, fmt.Errorf("cpu: graph input %q is %v, want rank %d: %w", in.Name, t, len(in.Shape), inference.ErrShape)
 		}
 	}
-	outs, err := run(ctx, m.g, feeds, nil)
+	outs, err := run(ctx, limit.New(ctx, 0), m.g, feeds, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -144,15 +150,20 @@ func (m *Model) Run(ctx context.Context, feeds map[string]inference.Tensor) (map
 	return res, nil
 }
 
-// run executes g with its inputs from feeds and free values from outer, and
-// returns its outputs in order.
-func run(ctx context.Context, g *graph.Graph, feeds, outer map[string]inference.Tensor) ([]inference.Tensor, error) {
-	return runObserved(ctx, g, feeds, outer, nil)
+// run executes g with its inputs from feeds and free values from outer,
+// under the limits r, and returns its outputs in order.
+func run(ctx context.Context, r *limit.Run, g *graph.Graph, feeds, outer map[string]inference.Tensor) ([]inference.Tensor, error) {
+	return runObserved(ctx, r, g, feeds, outer, nil)
 }
 
 // runObserved is run, calling observe (when not nil) with every tensor a
 // node of g computes.
-func runObserved(ctx context.Context, g *graph.Graph, feeds, outer map[string]inference.Tensor, observe func(string, inference.Tensor)) ([]inference.Tensor, error) {
+//
+// The bytes a node's outputs hold count against r from the node that
+// computes them to the last node that reads them; a kernel's scratch counts
+// while it runs. Feeds, initializers and outer values are not counted: they
+// are the caller's.
+func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, feeds, outer map[string]inference.Tensor, observe func(string, inference.Tensor)) ([]inference.Tensor, error) {
 	values := make(map[string]inference.Tensor, len(g.Initializers)+len(feeds)+len(g.Nodes))
 	// Initializers are read in place, not copied into values each run.
 	lookup := func(name string) (inference.Tensor, bool) {
@@ -172,14 +183,23 @@ func runObserved(ctx context.Context, g *graph.Graph, feeds, outer map[string]in
 	}
 	opset := g.Opset()
 	seqs := map[string][]inference.Tensor{} // values of the sequence operators
+	held := map[string]int64{}              // the bytes of the values this run counts
 	var in []inference.Tensor
 	for i, n := range g.Nodes {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("cpu: graph %q: stopped before node %v: %w", g.Name, n, err)
 		}
+		node := opsem.Node{Node: n, Opset: opset, Run: r}
+		mark := r.InUse()
 		if k, ok := seqKernels[n.OpType]; ok {
-			if err := runSeq(opsem.Node{Node: n, Opset: opset}, k, lookup, values, seqs); err != nil {
-				return nil, fmt.Errorf("cpu: node %v: %w", n, err)
+			err := guard(n, func() error { return runSeq(node, k, lookup, values, seqs) })
+			r.Reset(mark)
+			if err != nil {
+				return nil, nodeError(g, n, err)
+			}
+			if name := n.Outputs[0]; wantsOutput(node, 0) {
+				held[name] = seqBytes(values[name], seqs[name])
+				r.Hold(held[name])
 			}
 			continue
 		}
@@ -198,14 +218,17 @@ func runObserved(ctx context.Context, g *graph.Graph, feeds, outer map[string]in
 			in = append(in, t)
 		}
 		var outs []inference.Tensor
-		var err error
-		if control[n.OpType] {
-			outs, err = runControl(ctx, opsem.Node{Node: n, Opset: opset}, in, scope(outer, g.Initializers, values))
-		} else {
-			outs, err = kernels[n.OpType](opsem.Node{Node: n, Opset: opset}, in)
-		}
+		err := guard(n, func() (err error) {
+			if control[n.OpType] {
+				outs, err = runControl(ctx, node, in, scope(outer, g.Initializers, values))
+			} else {
+				outs, err = kernels[n.OpType](node, in)
+			}
+			return err
+		})
+		r.Reset(mark) // the kernel's scratch is garbage now; its outputs are held below
 		if err != nil {
-			return nil, fmt.Errorf("cpu: node %v: %w", n, err)
+			return nil, nodeError(g, n, err)
 		}
 		for j, name := range n.Outputs {
 			if name == "" {
@@ -215,6 +238,8 @@ func runObserved(ctx context.Context, g *graph.Graph, feeds, outer map[string]in
 				return nil, fmt.Errorf("cpu: node %v: output %d (%q) not computed: %w", n, j, name, &inference.UnsupportedOpError{Node: n.Name, Op: n.OpType, Opset: opset, Detail: "optional output " + name})
 			}
 			values[name] = outs[j]
+			held[name] = outs[j].ByteSize()
+			r.Hold(held[name])
 			if observe != nil {
 				observe(name, outs[j])
 			}
@@ -222,6 +247,8 @@ func runObserved(ctx context.Context, g *graph.Graph, feeds, outer map[string]in
 		for _, name := range n.Inputs {
 			if last, ok := g.LastUse[name]; ok && last == i {
 				delete(values, name)
+				r.Release(held[name])
+				delete(held, name)
 			}
 		}
 	}
@@ -234,6 +261,41 @@ func runObserved(ctx context.Context, g *graph.Graph, feeds, outer map[string]in
 		res[i] = t
 	}
 	return res, nil
+}
+
+// guard runs a kernel, returning a panic in it (or in the goroutines it
+// started: parallelFor passes theirs on) as an *inference.PanicError.
+func guard(n *graph.Node, kernel func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			if pe, ok := v.(*inference.PanicError); ok { // from a worker goroutine
+				pe.Where = fmt.Sprintf("node %v, %s", n, pe.Where)
+				err = pe
+				return
+			}
+			err = inference.Recovered(fmt.Sprintf("node %v", n), v)
+		}
+	}()
+	return kernel()
+}
+
+// nodeError says which node of which graph failed; a refused allocation
+// gets the node and model filled in.
+func nodeError(g *graph.Graph, n *graph.Node, err error) error {
+	var re *inference.ResourceError
+	if errors.As(err, &re) && re.Node == "" {
+		re.Node, re.Model = n.String(), g.Name
+	}
+	return fmt.Errorf("cpu: node %v: %w", n, err)
+}
+
+// seqBytes is the size of a sequence operator's output.
+func seqBytes(t inference.Tensor, seq []inference.Tensor) int64 {
+	b := t.ByteSize()
+	for _, s := range seq {
+		b += s.ByteSize()
+	}
+	return b
 }
 
 // runSeq runs a sequence operator, reading and writing sequences in seqs
@@ -296,7 +358,7 @@ func runControl(ctx context.Context, n opsem.Node, in []inference.Tensor, visibl
 		if !ok || a.Graph == nil {
 			return nil, fmt.Errorf("no %s: %w", branch, inference.ErrBadModel)
 		}
-		return run(ctx, a.Graph, nil, visible)
+		return run(ctx, n.Run, a.Graph, nil, visible)
 	case "Loop":
 		return loop(ctx, n, in, visible)
 	case "Scan":
@@ -327,20 +389,31 @@ func scalarBool(t inference.Tensor) (bool, error) {
 // computes: a graph.Runner, with which graph.InferShapes reads the shapes
 // of a model's values.
 func (m *Model) RunObserved(ctx context.Context, feeds map[string]inference.Tensor, observe func(name string, t inference.Tensor)) error {
-	_, err := runObserved(ctx, m.g, feeds, nil, observe)
+	_, err := runObserved(ctx, limit.New(ctx, 0), m.g, feeds, nil, observe)
 	return err
 }
 
-// RunNode runs one node with the reference kernel of its operator: what
-// another backend does for a node it has no kernel for. Control-flow and
-// sequence operators are not single nodes and fail with ErrUnsupportedOp.
-func RunNode(n *graph.Node, opset int64, in []inference.Tensor) ([]inference.Tensor, error) {
+// RunNode runs one node with the reference kernel of its operator, under
+// the limits r (nil: the default memory budget, no deadline): what another
+// backend does for a node it has no kernel for, and what constant folding
+// evaluates with. Control-flow and sequence operators are not single nodes
+// and fail with ErrUnsupportedOp. A panic in the kernel is returned as an
+// *inference.PanicError.
+func RunNode(r *limit.Run, n *graph.Node, opset int64, in []inference.Tensor) ([]inference.Tensor, error) {
 	k, ok := kernels[n.OpType]
 	if !ok {
 		return nil, &inference.UnsupportedOpError{Node: n.Name, Op: n.OpType, Opset: opset, Detail: "not a single-node operator"}
 	}
-	out, err := k(opsem.Node{Node: n, Opset: opset}, in)
+	var out []inference.Tensor
+	err := guard(n, func() (err error) {
+		out, err = k(opsem.Node{Node: n, Opset: opset, Run: r}, in)
+		return err
+	})
 	if err != nil {
+		var re *inference.ResourceError
+		if errors.As(err, &re) && re.Node == "" {
+			re.Node = n.String()
+		}
 		return nil, fmt.Errorf("cpu: node %v: %w", n, err)
 	}
 	return out, nil

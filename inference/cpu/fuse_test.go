@@ -80,7 +80,7 @@ func TestFuseActivations(t *testing.T) {
 			}
 			// The reference: the same graph run node by node, unfused.
 			ref := convAct(t, tc.act(), tc.shared, tc.inits())
-			want, err := run(context.Background(), ref, map[string]inference.Tensor{"x": x}, nil)
+			want, err := run(context.Background(), nil, ref, map[string]inference.Tensor{"x": x}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

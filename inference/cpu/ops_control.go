@@ -132,6 +132,7 @@ func scanLoop(ctx context.Context, n opsem.Node, body *graph.Graph, states, scan
 	}
 	state := slices.Clone(states)
 	collected := make([][]inference.Tensor, nScanOut)
+	kept := iterationBudget(n)
 	for i := range steps {
 		feeds := make(map[string]inference.Tensor, len(body.Inputs))
 		for k, v := range body.Inputs {
@@ -141,7 +142,7 @@ func scanLoop(ctx context.Context, n opsem.Node, body *graph.Graph, states, scan
 				feeds[v.Name] = slicesIn[k-nState][i]
 			}
 		}
-		outs, err := run(ctx, body, feeds, outer)
+		outs, err := run(ctx, n.Run, body, feeds, outer)
 		if err != nil {
 			return nil, fmt.Errorf("iteration %d: %w", i, err)
 		}
@@ -149,8 +150,14 @@ func scanLoop(ctx context.Context, n opsem.Node, body *graph.Graph, states, scan
 		for k := range nScanOut {
 			collected[k] = append(collected[k], outs[nState+k])
 		}
+		if err := kept.next(state, outs[nState:]); err != nil {
+			return nil, fmt.Errorf("iteration %d: %w", i, err)
+		}
 	}
 	res := slices.Clone(state)
+	if err := kept.stack(); err != nil {
+		return nil, err
+	}
 	for k, parts := range collected {
 		if k < len(outDirs) && outDirs[k] == 1 {
 			slices.Reverse(parts)
@@ -207,6 +214,7 @@ func loop(ctx context.Context, n opsem.Node, in []inference.Tensor, outer map[st
 	}
 	carried := slices.Clone(in[2:])
 	collected := make([][]inference.Tensor, nScanOut)
+	kept := iterationBudget(n)
 	condValue := in[1]
 	for i := int64(0); i < trips && cond; i++ {
 		if err := ctx.Err(); err != nil {
@@ -220,7 +228,7 @@ func loop(ctx context.Context, n opsem.Node, in []inference.Tensor, outer map[st
 		for k, v := range body.Inputs[2:] {
 			feeds[v.Name] = carried[k]
 		}
-		outs, err := run(ctx, body, feeds, outer)
+		outs, err := run(ctx, n.Run, body, feeds, outer)
 		if err != nil {
 			return nil, fmt.Errorf("iteration %d: %w", i, err)
 		}
@@ -234,8 +242,14 @@ func loop(ctx context.Context, n opsem.Node, in []inference.Tensor, outer map[st
 		for k := range nScanOut {
 			collected[k] = append(collected[k], outs[1+nCarried+k])
 		}
+		if err := kept.next(carried, outs[1+nCarried:]); err != nil {
+			return nil, fmt.Errorf("iteration %d: %w", i, err)
+		}
 	}
 	res := carried
+	if err := kept.stack(); err != nil {
+		return nil, err
+	}
 	for k, parts := range collected {
 		if len(parts) == 0 {
 			return nil, n.Unsupported("scan output %d of a loop that ran zero times", k)
@@ -247,4 +261,37 @@ func loop(ctx context.Context, n opsem.Node, in []inference.Tensor, outer map[st
 		res = append(res, t)
 	}
 	return res, nil
+}
+
+// iterations counts what a loop keeps against its run's budget: the
+// values carried into the next iteration and the scan outputs collected so
+// far. What an iteration computed and dropped is released.
+type iterations struct {
+	n       opsem.Node
+	mark    int64 // the run's bytes in use before the first iteration
+	scanned int64 // the bytes of the scan outputs collected
+}
+
+func iterationBudget(n opsem.Node) *iterations {
+	return &iterations{n: n, mark: n.Run.InUse()}
+}
+
+// next accounts for an iteration that carries the values carried and adds
+// the scan outputs scanned, failing once they pass the budget.
+func (it *iterations) next(carried, scanned []inference.Tensor) error {
+	it.n.Run.Reset(it.mark)
+	for _, t := range scanned {
+		it.scanned += t.ByteSize()
+	}
+	keep := it.scanned
+	for _, t := range carried {
+		keep += t.ByteSize()
+	}
+	return it.n.Run.Reserve(func() string { return "the values and scan outputs " + it.n.OpType + " keeps" }, keep)
+}
+
+// stack reserves the stacked scan outputs, a second copy of the collected
+// ones.
+func (it *iterations) stack() error {
+	return it.n.Run.Reserve(func() string { return "the stacked scan outputs of " + it.n.OpType }, it.scanned)
 }

@@ -3,6 +3,9 @@ package cpu
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
+
+	"github.com/beamml/beamml/inference"
 )
 
 // Parallel loops of the kernels: work split among goroutines when it is
@@ -21,12 +24,40 @@ func parallelFor(n, cost int, fn func(lo, hi int)) {
 		fn(0, n)
 		return
 	}
-	var wg sync.WaitGroup
+	var g group
 	for w := range workers {
 		lo, hi := n*w/workers, n*(w+1)/workers
-		wg.Go(func() { fn(lo, hi) })
+		g.Go(func() { fn(lo, hi) })
 	}
-	wg.Wait()
+	g.Wait()
+}
+
+// group is a sync.WaitGroup whose goroutines cannot end the process: a
+// panic on one is recovered there and raised again by Wait on the caller's
+// goroutine, where the executor turns it into the node's error.
+type group struct {
+	wg       sync.WaitGroup
+	panicked atomic.Pointer[inference.PanicError]
+}
+
+// Go calls fn on a new goroutine.
+func (g *group) Go(fn func()) {
+	g.wg.Go(func() {
+		defer func() {
+			if v := recover(); v != nil {
+				g.panicked.CompareAndSwap(nil, inference.Recovered("a kernel's worker goroutine", v))
+			}
+		}()
+		fn()
+	})
+}
+
+// Wait waits for the goroutines, then panics with the first one's panic.
+func (g *group) Wait() {
+	g.wg.Wait()
+	if pe := g.panicked.Load(); pe != nil {
+		panic(pe)
+	}
 }
 
 // eachUnit runs body over units independent products of flops work each

@@ -100,7 +100,7 @@ func nnSgemmWith(kern nnKernel, threads int, transA, transB bool, m, n, k int, a
 	}
 	// Split the longer of M and N into independent sub-products, in whole
 	// micro-tiles; each worker packs its own blocks.
-	var wg sync.WaitGroup
+	var wg group
 	if m >= n {
 		step := nnRoundUp((m+workers-1)/workers, kern.mr)
 		for i0 := 0; i0 < m; i0 += step {

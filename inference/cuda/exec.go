@@ -13,6 +13,7 @@ import (
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cpu"
 	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/internal/limit"
 )
 
 // Model is a graph compiled for a CUDA device. Run is safe for concurrent
@@ -265,12 +266,13 @@ func (m *Model) execute(ctx context.Context, p *plan, ws *workspace, feeds map[s
 			return nil, fmt.Errorf("cuda: copy input %q to the device: %w", in.name, err)
 		}
 	}
+	run := limit.New(ctx, 0) // for the nodes that run on the host
 	for i := range p.steps {
 		if err := ctx.Err(); err != nil {
 			m.dev.Sync(ws.stream)
 			return nil, err
 		}
-		if err := m.do(&p.steps[i], f, ws); err != nil {
+		if err := m.do(run, &p.steps[i], f, ws); err != nil {
 			m.dev.Sync(ws.stream)
 			return nil, err
 		}
@@ -314,7 +316,7 @@ func (f frame) addr(l loc) Ptr {
 	return f.ws + Ptr(l.off)
 }
 
-func (m *Model) do(s *step, f frame, ws *workspace) error {
+func (m *Model) do(run *limit.Run, s *step, f frame, ws *workspace) error {
 	switch s.kind {
 	case stepLaunch:
 		ws.args = ws.args[:0] // devices copy the arguments at Launch
@@ -341,14 +343,14 @@ func (m *Model) do(s *step, f frame, ws *workspace) error {
 			return fmt.Errorf("cuda: device copy: %w", err)
 		}
 	case stepHost:
-		return m.runHost(s.host, f, ws)
+		return m.runHost(run, s.host, f, ws)
 	}
 	return nil
 }
 
 // runHost runs a node on the host: its device inputs come down, the CPU
 // kernel runs, its outputs go up.
-func (m *Model) runHost(h *hostStep, f frame, ws *workspace) error {
+func (m *Model) runHost(run *limit.Run, h *hostStep, f frame, ws *workspace) error {
 	if err := m.dev.Sync(ws.stream); err != nil {
 		return fmt.Errorf("cuda: node %v: %w", h.node, err)
 	}
@@ -372,7 +374,9 @@ func (m *Model) runHost(h *hostStep, f frame, ws *workspace) error {
 		}
 		in[i] = t
 	}
-	out, err := cpu.RunNode(h.node, m.opset, in)
+	mark := run.InUse()
+	defer run.Reset(mark) // the outputs are copied to the device
+	out, err := cpu.RunNode(run, h.node, m.opset, in)
 	if err != nil {
 		return err
 	}

@@ -352,7 +352,7 @@ func (b *planBuilder) evalHost(n *graph.Node) ([]inference.Tensor, error) {
 			in[i] = *b.host[name]
 		}
 	}
-	return cpu.RunNode(n, b.m.opset, in)
+	return cpu.RunNode(nil, n, b.m.opset, in) // outputs of at most hostOutputLimit bytes
 }
 
 // tensorBytes returns the bytes of t's data, without copying.

@@ -1,14 +1,25 @@
 package passes
 
 import (
+	"context"
+	"errors"
+	"fmt"
+
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/internal/limit"
 )
 
 // Evaluator computes one node on constant inputs, with the semantics of
-// the given ai.onnx opset; backends pass the CPU's reference kernels
-// (cpu.RunNode).
-type Evaluator func(n *graph.Node, opset int64, in []inference.Tensor) ([]inference.Tensor, error)
+// the given ai.onnx opset, allocating under the limits r; backends pass the
+// CPU's reference kernels (cpu.RunNode).
+type Evaluator func(r *limit.Run, n *graph.Node, opset int64, in []inference.Tensor) ([]inference.Tensor, error)
+
+// MinFoldBudget is the least memory constant folding may fill with new
+// constants; a model may fold twice the size of its initializers if that
+// is more. A model whose folding needs more (a ConstantOfShape of 10^12
+// elements in a 162-byte file) fails to load.
+const MinFoldBudget = 256 << 20
 
 // FoldConstants replaces every node whose inputs are all constants
 // (initializers, or outputs of nodes folded before it) by initializers
@@ -16,14 +27,23 @@ type Evaluator func(n *graph.Node, opset int64, in []inference.Tensor) ([]infere
 // Shape-free arithmetic on weights that exporters emit. Nodes with
 // subgraphs are left alone, and so is a node eval fails on (the error
 // surfaces when the graph runs). Initializers that nothing reads any more
-// are dropped.
+// are dropped. The constants folded count against a budget, the larger of
+// MinFoldBudget and twice the initializers' size: a graph that needs more
+// fails with an error wrapping inference.ErrBadModel and
+// inference.ErrResourceExhausted.
 func FoldConstants(eval Evaluator) Pass {
 	return Pass{Name: "FoldConstants", Run: func(g *graph.Graph) (bool, error) {
-		return foldConstants(g, eval) > 0, nil
+		folded, err := foldConstants(g, eval)
+		return folded > 0, err
 	}}
 }
 
-func foldConstants(g *graph.Graph, eval Evaluator) int {
+func foldConstants(g *graph.Graph, eval Evaluator) (int, error) {
+	var weights int64
+	for _, t := range g.Initializers {
+		weights += t.ByteSize()
+	}
+	r := limit.New(context.Background(), max(MinFoldBudget, 2*weights))
 	feeds := map[string]bool{}
 	for _, in := range g.Inputs {
 		feeds[in.Name] = true
@@ -42,7 +62,12 @@ func foldConstants(g *graph.Graph, eval Evaluator) int {
 				in[i] = g.Initializers[name]
 			}
 		}
-		out, err := eval(n, opset, in)
+		mark := r.InUse()
+		out, err := eval(r, n, opset, in)
+		r.Reset(mark)
+		if errors.Is(err, inference.ErrResourceExhausted) {
+			return folded, fmt.Errorf("graph %q: folding constant node %v: %w: %w", g.Name, n, inference.ErrBadModel, err)
+		}
 		if err != nil || len(out) < countNamed(n.Outputs) {
 			kept = append(kept, n)
 			continue
@@ -50,12 +75,13 @@ func foldConstants(g *graph.Graph, eval Evaluator) int {
 		for i, name := range n.Outputs {
 			if name != "" {
 				g.Initializers[name] = out[i]
+				r.Hold(out[i].ByteSize())
 			}
 		}
 		folded++
 	}
 	if folded == 0 {
-		return 0
+		return 0, nil
 	}
 	g.Nodes = kept
 	used := map[string]bool{}
@@ -77,7 +103,7 @@ func foldConstants(g *graph.Graph, eval Evaluator) int {
 			delete(g.Initializers, name)
 		}
 	}
-	return folded
+	return folded, nil
 }
 
 func foldable(g *graph.Graph, n *graph.Node, feeds map[string]bool) bool {

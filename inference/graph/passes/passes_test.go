@@ -7,6 +7,7 @@ import (
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
 	"github.com/beamml/beamml/inference/graph/passes"
+	"github.com/beamml/beamml/inference/internal/limit"
 )
 
 func node(name, op string, in []string, out ...string) *graph.Node {
@@ -37,7 +38,7 @@ func TestFoldConstants(t *testing.T) {
 	if err := g.Sort(nil); err != nil {
 		t.Fatal(err)
 	}
-	err := passes.Optimize(g, passes.FoldConstants(func(n *graph.Node, opset int64, in []inference.Tensor) ([]inference.Tensor, error) {
+	err := passes.Optimize(g, passes.FoldConstants(func(_ *limit.Run, n *graph.Node, opset int64, in []inference.Tensor) ([]inference.Tensor, error) {
 		v, _ := inference.Data[float32](in[0])
 		neg, _ := inference.New([]int{1}, []float32{-v[0]})
 		return []inference.Tensor{neg}, nil
