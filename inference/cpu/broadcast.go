@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/limit"
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
@@ -30,16 +31,19 @@ type broadcastOperand struct {
 }
 
 // broadcastPlan maps the output of a broadcasting operator to its operands.
+// Its output, and the offset tables of operands broadcast in general, are
+// allocated under the run's limits.
 type broadcastPlan struct {
 	shape []int
 	n     int
 	ops   []broadcastOperand
+	run   *limit.Run
 }
 
 // newBroadcastPlan plans an output of shape out over operands that
 // broadcast to it.
-func newBroadcastPlan(out []int, shapes ...[]int) broadcastPlan {
-	p := broadcastPlan{shape: out, n: opsem.Count(out), ops: make([]broadcastOperand, len(shapes))}
+func newBroadcastPlan(r *limit.Run, out []int, shapes ...[]int) broadcastPlan {
+	p := broadcastPlan{shape: out, n: opsem.Count(out), ops: make([]broadcastOperand, len(shapes)), run: r}
 	for i, s := range shapes {
 		o := broadcastOperand{shape: s, size: opsem.Count(s), mode: broadcastGeneral}
 		trimmed := s
@@ -59,25 +63,31 @@ func newBroadcastPlan(out []int, shapes ...[]int) broadcastPlan {
 	return p
 }
 
-// offsets returns, for each output element, the offset of operand k's element.
-func (p broadcastPlan) offsets(k int) []int { return opsem.BroadcastOffsets(p.ops[k].shape, p.shape) }
+// offsets returns, for each output element, the offset of operand k's
+// element: a table as large as the output.
+func (p broadcastPlan) offsets(k int) ([]int, error) {
+	if _, err := limit.Claim[int](p.run, p.shape...); err != nil {
+		return nil, err
+	}
+	return opsem.BroadcastOffsets(p.ops[k].shape, p.shape), nil
+}
 
 // planBroadcast plans numpy (multidirectional) broadcasting of ts.
-func planBroadcast(ts ...inference.Tensor) (broadcastPlan, error) {
+func planBroadcast(r *limit.Run, ts ...inference.Tensor) (broadcastPlan, error) {
 	shapes := make([][]int, len(ts))
 	for i, t := range ts {
 		shapes[i] = t.Shape()
 	}
-	return planShapes(shapes...)
+	return planShapes(r, shapes...)
 }
 
 // planShapes plans numpy broadcasting of operands of the given shapes.
-func planShapes(shapes ...[]int) (broadcastPlan, error) {
+func planShapes(r *limit.Run, shapes ...[]int) (broadcastPlan, error) {
 	out, err := opsem.BroadcastShape(shapes...)
 	if err != nil {
 		return broadcastPlan{}, err
 	}
-	return newBroadcastPlan(out, shapes...), nil
+	return newBroadcastPlan(r, out, shapes...), nil
 }
 
 // binaryInputs checks the two required inputs of a binary operator,
@@ -100,12 +110,16 @@ func binaryPlan(n opsem.Node, a, b inference.Tensor) (broadcastPlan, error) {
 	if err != nil {
 		return broadcastPlan{}, err
 	}
-	return planShapes(a.Shape(), bs)
+	return planShapes(n.Run, a.Shape(), bs)
 }
 
-// zip applies f to the broadcast pairs of a and b.
-func zip[A, B, U inference.Element](p broadcastPlan, a []A, b []B, f func(A, B) U) []U {
-	out := make([]U, p.n)
+// zip applies f to the broadcast pairs of a and b, and returns the result
+// as the node's one output.
+func zip[A, B, U inference.Element](p broadcastPlan, a []A, b []B, f func(A, B) U) ([]inference.Tensor, error) {
+	out, err := limit.Make[U](p.run, p.shape...)
+	if err != nil {
+		return nil, err
+	}
 	switch ma, mb := p.ops[0].mode, p.ops[1].mode; {
 	case ma == broadcastSame && mb == broadcastSame:
 		a, b = a[:len(out)], b[:len(out)]
@@ -141,10 +155,17 @@ func zip[A, B, U inference.Element](p broadcastPlan, a []A, b []B, f func(A, B) 
 			}
 		}
 	default:
-		oa, ob := p.offsets(0), p.offsets(1)
+		oa, err := p.offsets(0)
+		if err != nil {
+			return nil, err
+		}
+		ob, err := p.offsets(1)
+		if err != nil {
+			return nil, err
+		}
 		for i := range out {
 			out[i] = f(a[oa[i]], b[ob[i]])
 		}
 	}
-	return out
+	return singleOutput(p.shape, out)
 }

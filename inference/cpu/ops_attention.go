@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/limit"
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
@@ -141,8 +142,14 @@ func atAttention(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 	// past rows, then K and V.
 	kView := atHeadView{rank, kvHeads, kvSeq, headSize}
 	vView := atHeadView{rank, kvHeads, kvSeq, vHeadSize}
-	presentK := make([]float32, batch*kvHeads*total*headSize)
-	presentV := make([]float32, batch*kvHeads*total*vHeadSize)
+	presentK, err := limit.Make[float32](n.Run, batch, kvHeads, total, headSize)
+	if err != nil {
+		return nil, err
+	}
+	presentV, err := limit.Make[float32](n.Run, batch, kvHeads, total, vHeadSize)
+	if err != nil {
+		return nil, err
+	}
 	for b := range batch {
 		for h := range kvHeads {
 			bh := b*kvHeads + h
@@ -178,13 +185,21 @@ func atAttention(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 	}
 	var qk []float32
 	if wantQK {
-		qk = make([]float32, batch*qHeads*qSeq*total)
+		if qk, err = limit.Make[float32](n.Run, batch, qHeads, qSeq, total); err != nil {
+			return nil, err
+		}
 	}
 
 	qView := atHeadView{rank, qHeads, qSeq, headSize}
 	yView := atHeadView{rank, qHeads, qSeq, vHeadSize}
-	y := make([]float32, batch*qHeads*qSeq*vHeadSize)
-	scores := make([]float32, qSeq*total)
+	y, err := limit.Make[float32](n.Run, batch, qHeads, qSeq, vHeadSize)
+	if err != nil {
+		return nil, err
+	}
+	scores, err := limit.Make[float32](n.Run, qSeq, total)
+	if err != nil {
+		return nil, err
+	}
 	for b := range batch {
 		for h := range qHeads {
 			kvh := b*kvHeads + h/group
@@ -489,7 +504,10 @@ func atRotaryEmbedding(n opsem.Node, in []inference.Tensor) ([]inference.Tensor,
 	}
 
 	view := atHeadView{len(xs), heads, seq, headSize}
-	out := make([]float32, len(xd))
+	out, err := limit.Make[float32](n.Run, len(xd))
+	if err != nil {
+		return nil, err
+	}
 	for b := range batch {
 		for s := range seq {
 			c := cd[cacheRow(b, s):][:half]

@@ -3,10 +3,12 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"sync"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/limit"
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
@@ -200,6 +202,14 @@ func cvFillPlanes(y []float32, bias []float32, size int) {
 // the last user; callers write every element they read.
 var cvScratchPool sync.Pool
 
+// cvClaimScratch counts against r the scratch buffers of rows×cols floats
+// that the workers of a convolution over units take from cvScratch, one
+// per worker.
+func cvClaimScratch(r *limit.Run, units, rows, cols int) error {
+	_, err := limit.Claim[float32](r, min(units, runtime.GOMAXPROCS(0)), rows, cols)
+	return err
+}
+
 // cvScratch returns a buffer of n floats with undefined contents, and the
 // function that hands it back to cvScratchPool.
 func cvScratch(n int) ([]float32, func()) {
@@ -240,12 +250,18 @@ func cvConv(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]float32, batch*outChans*opsem.Count(g.Out))
+	out, err := limit.Make[float32](n.Run, batch, outChans, opsem.Count(g.Out))
+	if err != nil {
+		return nil, err
+	}
 	act := fusedClamp(n)
 	if cvDepthwise(group, chans, outChans, kernel) {
-		cvConvDepthwise(xd, wd, bias, batch, chans, outChans/chans, g, out, act)
+		err = cvConvDepthwise(n.Run, xd, wd, bias, batch, chans, outChans/chans, g, out, act)
 	} else {
-		cvConvGemm(xd, wd, bias, batch, chans, outChans, group, g, out, act)
+		err = cvConvGemm(n.Run, xd, wd, bias, batch, chans, outChans, group, g, out, act)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return singleOutput(append([]int{batch, outChans}, g.Out...), out)
 }
@@ -261,7 +277,7 @@ func cvDepthwise(group, chans, outChans int, kernel []int) bool {
 // cvConvGemm computes Conv with im2col and SGEMM into out, which holds
 // zeros: [batch, outChans, g.Out...] from x [batch, chans, g.In...] and
 // W [outChans, chans/group, g.Kernel...].
-func cvConvGemm(xd, wd, bias []float32, batch, chans, outChans, group int, g opsem.Window, out []float32, act clamp) {
+func cvConvGemm(r *limit.Run, xd, wd, bias []float32, batch, chans, outChans, group int, g opsem.Window, out []float32, act clamp) error {
 	cg, mg := chans/group, outChans/group
 	isp, osp, rows := opsem.Count(g.In), opsem.Count(g.Out), cg*opsem.Count(g.Kernel)
 	pointwise := rows == cg
@@ -269,6 +285,11 @@ func cvConvGemm(xd, wd, bias []float32, batch, chans, outChans, group int, g ops
 		pointwise = pointwise && g.Stride[d] == 1 && g.PadBegin[d] == 0 && g.PadEnd[d] == 0
 	}
 	taps := cvTaps{cols: g.Out, img: g.In, kernel: g.Kernel, stride: g.Stride, dilation: g.Dilation, pad: g.PadBegin}
+	if !pointwise {
+		if err := cvClaimScratch(r, batch*group, rows, osp); err != nil {
+			return err
+		}
+	}
 	eachUnit(batch*group, 2*mg*rows*osp, func(lo, hi, threads int) {
 		var col []float32
 		if !pointwise {
@@ -297,6 +318,7 @@ func cvConvGemm(xd, wd, bias []float32, batch, chans, outChans, group int, g ops
 			act.apply(y)
 		}
 	})
+	return nil
 }
 
 // cvConvDepthwise computes a 2-D Conv with group = chans into out:
@@ -305,7 +327,7 @@ func cvConvGemm(xd, wd, bias []float32, batch, chans, outChans, group int, g ops
 // padding, each input plane is first copied into the middle of a zeroed
 // plane padBegin + in + padEnd on a side, so that every tap of every
 // output lies inside the plane read and no inner loop tests for padding.
-func cvConvDepthwise(xd, wd, bias []float32, batch, chans, mult int, g opsem.Window, out []float32, act clamp) {
+func cvConvDepthwise(r *limit.Run, xd, wd, bias []float32, batch, chans, mult int, g opsem.Window, out []float32, act clamp) error {
 	ih, iw, oh, ow := g.In[0], g.In[1], g.Out[0], g.Out[1]
 	kh, kw := g.Kernel[0], g.Kernel[1]
 	ph, pw := g.PadBegin[0], g.PadBegin[1]
@@ -315,6 +337,11 @@ func cvConvDepthwise(xd, wd, bias []float32, batch, chans, mult int, g opsem.Win
 		pih, piw = ph+ih+g.PadEnd[0], pw+iw+g.PadEnd[1]
 	}
 	outChans := chans * mult
+	if padded {
+		if err := cvClaimScratch(r, batch*outChans, pih, piw); err != nil {
+			return err
+		}
+	}
 	parallelFor(batch*outChans, 2*kh*kw*oh*ow, func(p0, p1 int) {
 		var plane []float32
 		if padded {
@@ -345,6 +372,7 @@ func cvConvDepthwise(xd, wd, bias []float32, batch, chans, mult int, g opsem.Win
 			act.apply(out[p*oh*ow : (p+1)*oh*ow])
 		}
 	})
+	return nil
 }
 
 // cvDepthwisePlane sets y (g.Out) to b plus x, a plane of rows iw wide
@@ -434,8 +462,14 @@ func cvConvTranspose(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, e
 	}
 	cg := chans / group
 	isp, osp, rows := opsem.Count(g.In), opsem.Count(g.Out), mg*opsem.Count(kernel)
-	out := make([]float32, batch*outChans*osp)
+	out, err := limit.Make[float32](n.Run, batch, outChans, osp)
+	if err != nil {
+		return nil, err
+	}
 	taps := cvTaps{cols: g.In, img: g.Out, kernel: kernel, stride: g.Stride, dilation: g.Dilation, pad: g.PadBegin}
+	if err := cvClaimScratch(n.Run, batch*group, rows, isp); err != nil {
+		return nil, err
+	}
 	eachUnit(batch*group, 2*rows*cg*isp, func(lo, hi, threads int) {
 		col, done := cvScratch(rows * isp)
 		defer done()
@@ -543,7 +577,10 @@ func cvCol2Im(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	colStrides := opsem.Strides(cols)
 	// target[o·blocks + l] is the image offset block offset o at block l
 	// adds into, or −1 where that lies in the padding.
-	target := make([]int, blockSize*blocks)
+	target, err := limit.Make[int](n.Run, blockSize, blocks)
+	if err != nil {
+		return nil, err
+	}
 	for o := range blockSize {
 		for l := range blocks {
 			off := 0

@@ -9,6 +9,7 @@ import (
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/internal/limit"
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
@@ -197,13 +198,13 @@ func ewUnaryKernel(attrs ewAttrs) kernel {
 		switch t := x.DType(); {
 		case t == inference.Float32:
 			f := u.float
-			return singleOutput(x.Shape(), mapElems(dataOf[float32](x), func(v float32) float32 { return float32(f(float64(v))) }))
+			return mapOutput(n.Run, x.Shape(), dataOf[float32](x), func(v float32) float32 { return float32(f(float64(v))) })
 		case u.integer != nil && t == inference.Int64:
-			return singleOutput(x.Shape(), mapElems(dataOf[int64](x), u.integer))
+			return mapOutput(n.Run, x.Shape(), dataOf[int64](x), u.integer)
 		case u.integer != nil && t == inference.Int32:
-			return singleOutput(x.Shape(), mapElems(dataOf[int32](x), func(v int32) int32 { return int32(u.integer(int64(v))) }))
+			return mapOutput(n.Run, x.Shape(), dataOf[int32](x), func(v int32) int32 { return int32(u.integer(int64(v))) })
 		case u.integer != nil && u.unsigned && t == inference.Uint8:
-			return singleOutput(x.Shape(), mapElems(dataOf[uint8](x), func(v uint8) uint8 { return uint8(u.integer(int64(v))) }))
+			return mapOutput(n.Run, x.Shape(), dataOf[uint8](x), func(v uint8) uint8 { return uint8(u.integer(int64(v))) })
 		}
 		if u.integer != nil {
 			return nil, wantType(0, x, "a number")
@@ -230,14 +231,14 @@ func ewPRelu(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := newBroadcastPlan(xs, xs, ss)
+	p := newBroadcastPlan(n.Run, xs, xs, ss)
 	switch x.DType() {
 	case inference.Float32:
-		return singleOutput(xs, zip(p, dataOf[float32](x), dataOf[float32](slope), ewPReluOf[float32]))
+		return zip(p, dataOf[float32](x), dataOf[float32](slope), ewPReluOf[float32])
 	case inference.Int64:
-		return singleOutput(xs, zip(p, dataOf[int64](x), dataOf[int64](slope), ewPReluOf[int64]))
+		return zip(p, dataOf[int64](x), dataOf[int64](slope), ewPReluOf[int64])
 	case inference.Int32:
-		return singleOutput(xs, zip(p, dataOf[int32](x), dataOf[int32](slope), ewPReluOf[int32]))
+		return zip(p, dataOf[int32](x), dataOf[int32](slope), ewPReluOf[int32])
 	}
 	return nil, wantType(0, x, "float32, int64 or int32")
 }
@@ -271,7 +272,7 @@ func ewArithKernel(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, err
 	op := ewArithOps[n.OpType]
 	switch a.DType() {
 	case inference.Float32:
-		return singleOutput(p.shape, ewArith(op, p, dataOf[float32](a), dataOf[float32](b)))
+		return ewArith(op, p, dataOf[float32](a), dataOf[float32](b))
 	case inference.Int64:
 		return ewArithInt(op, p, dataOf[int64](a), dataOf[int64](b))
 	case inference.Int32:
@@ -286,13 +287,16 @@ func ewArithInt[T int64 | int32 | uint8](op ewArithOp, p broadcastPlan, a, b []T
 	if op == ewDiv && p.n > 0 && slices.Contains(b, 0) {
 		return nil, fmt.Errorf("integer division by zero: input 1 holds 0")
 	}
-	return singleOutput(p.shape, ewArith(op, p, a, b))
+	return ewArith(op, p, a, b)
 }
 
 // ewArith computes a op b with tight loops for equal shapes, a scalar
 // operand, and an operand repeated along the leading dimensions.
-func ewArith[T number](op ewArithOp, p broadcastPlan, a, b []T) []T {
-	out := make([]T, p.n)
+func ewArith[T number](op ewArithOp, p broadcastPlan, a, b []T) ([]inference.Tensor, error) {
+	out, err := limit.Make[T](p.run, p.shape...)
+	if err != nil {
+		return nil, err
+	}
 	switch ma, mb := p.ops[0].mode, p.ops[1].mode; {
 	case ma == broadcastSame && mb == broadcastSame:
 		ewArithVV(op, out, a, b)
@@ -309,7 +313,14 @@ func ewArith[T number](op ewArithOp, p broadcastPlan, a, b []T) []T {
 			ewArithVV(op, out[s:s+len(a)], a, b[s:s+len(a)])
 		}
 	default:
-		oa, ob := p.offsets(0), p.offsets(1)
+		oa, err := p.offsets(0)
+		if err != nil {
+			return nil, err
+		}
+		ob, err := p.offsets(1)
+		if err != nil {
+			return nil, err
+		}
 		for i := range out {
 			x, y := a[oa[i]], b[ob[i]]
 			switch op {
@@ -324,7 +335,7 @@ func ewArith[T number](op ewArithOp, p broadcastPlan, a, b []T) []T {
 			}
 		}
 	}
-	return out
+	return singleOutput(p.shape, out)
 }
 
 func ewArithVV[T number](op ewArithOp, out, a, b []T) {
@@ -420,13 +431,13 @@ func ewPow(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 func ewPowBase[B float32 | int64 | int32](p broadcastPlan, x []B, y inference.Tensor) ([]inference.Tensor, error) {
 	switch y.DType() {
 	case inference.Float32:
-		return singleOutput(p.shape, zip(p, x, dataOf[float32](y), ewPowFunc[B, float32]()))
+		return zip(p, x, dataOf[float32](y), ewPowFunc[B, float32]())
 	case inference.Int64:
-		return singleOutput(p.shape, zip(p, x, dataOf[int64](y), ewPowFunc[B, int64]()))
+		return zip(p, x, dataOf[int64](y), ewPowFunc[B, int64]())
 	case inference.Int32:
-		return singleOutput(p.shape, zip(p, x, dataOf[int32](y), ewPowFunc[B, int32]()))
+		return zip(p, x, dataOf[int32](y), ewPowFunc[B, int32]())
 	case inference.Uint8:
-		return singleOutput(p.shape, zip(p, x, dataOf[uint8](y), ewPowFunc[B, uint8]()))
+		return zip(p, x, dataOf[uint8](y), ewPowFunc[B, uint8]())
 	}
 	return nil, wantType(1, y, "a number")
 }
@@ -480,13 +491,13 @@ func ewMod(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	fmod := opsem.ModFmod(n)
 	switch a.DType() {
 	case inference.Float32:
-		return singleOutput(p.shape, zip(p, dataOf[float32](a), dataOf[float32](b), func(x, y float32) float32 {
+		return zip(p, dataOf[float32](a), dataOf[float32](b), func(x, y float32) float32 {
 			r := math.Mod(float64(x), float64(y))
 			if !fmod && r != 0 && (r < 0) != (y < 0) {
 				r += float64(y)
 			}
 			return float32(r)
-		}))
+		})
 	case inference.Int64:
 		return ewModInt(p, dataOf[int64](a), dataOf[int64](b), fmod)
 	case inference.Int32:
@@ -501,13 +512,13 @@ func ewModInt[T int64 | int32 | uint8](p broadcastPlan, a, b []T, fmod bool) ([]
 	if p.n > 0 && slices.Contains(b, 0) {
 		return nil, fmt.Errorf("integer modulo by zero: input 1 holds 0")
 	}
-	return singleOutput(p.shape, zip(p, a, b, func(x, y T) T {
+	return zip(p, a, b, func(x, y T) T {
 		r := x % y
 		if !fmod && r != 0 && (r < 0) != (y < 0) {
 			r += y
 		}
 		return r
-	}))
+	})
 }
 
 // BitShift shifts uint8 elements; bits shifted past the width are lost.
@@ -529,7 +540,7 @@ func ewBitShift(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error)
 	default:
 		return nil, fmt.Errorf("direction %q, want LEFT or RIGHT: %w", d, inference.ErrBadModel)
 	}
-	return singleOutput(p.shape, zip(p, dataOf[uint8](a), dataOf[uint8](b), f))
+	return zip(p, dataOf[uint8](a), dataOf[uint8](b), f)
 }
 
 // Where, Clip, and the variadic operators.
@@ -546,28 +557,31 @@ func ewWhere(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err := sameType(in[1:3]); err != nil {
 		return nil, fmt.Errorf("input 2 is %v, input 1 is %v: %w", y, x, inference.ErrType)
 	}
-	p, err := planBroadcast(cond, x, y)
+	p, err := planBroadcast(n.Run, cond, x, y)
 	if err != nil {
 		return nil, err
 	}
 	c := dataOf[bool](cond)
 	switch x.DType() {
 	case inference.Float32:
-		return singleOutput(p.shape, ewSelect(p, c, dataOf[float32](x), dataOf[float32](y)))
+		return ewSelect(p, c, dataOf[float32](x), dataOf[float32](y))
 	case inference.Int64:
-		return singleOutput(p.shape, ewSelect(p, c, dataOf[int64](x), dataOf[int64](y)))
+		return ewSelect(p, c, dataOf[int64](x), dataOf[int64](y))
 	case inference.Int32:
-		return singleOutput(p.shape, ewSelect(p, c, dataOf[int32](x), dataOf[int32](y)))
+		return ewSelect(p, c, dataOf[int32](x), dataOf[int32](y))
 	case inference.Bool:
-		return singleOutput(p.shape, ewSelect(p, c, dataOf[bool](x), dataOf[bool](y)))
+		return ewSelect(p, c, dataOf[bool](x), dataOf[bool](y))
 	case inference.Uint8:
-		return singleOutput(p.shape, ewSelect(p, c, dataOf[uint8](x), dataOf[uint8](y)))
+		return ewSelect(p, c, dataOf[uint8](x), dataOf[uint8](y))
 	}
 	return nil, wantType(1, x, "a tensor")
 }
 
-func ewSelect[T inference.Element](p broadcastPlan, c []bool, x, y []T) []T {
-	out := make([]T, p.n)
+func ewSelect[T inference.Element](p broadcastPlan, c []bool, x, y []T) ([]inference.Tensor, error) {
+	out, err := limit.Make[T](p.run, p.shape...)
+	if err != nil {
+		return nil, err
+	}
 	if p.ops[0].mode == broadcastSame && p.ops[1].mode == broadcastSame && p.ops[2].mode == broadcastSame {
 		for i := range out {
 			if c[i] {
@@ -576,9 +590,15 @@ func ewSelect[T inference.Element](p broadcastPlan, c []bool, x, y []T) []T {
 				out[i] = y[i]
 			}
 		}
-		return out
+		return singleOutput(p.shape, out)
 	}
-	oc, ox, oy := p.offsets(0), p.offsets(1), p.offsets(2)
+	offs := make([][]int, 3)
+	for k := range offs {
+		if offs[k], err = p.offsets(k); err != nil {
+			return nil, err
+		}
+	}
+	oc, ox, oy := offs[0], offs[1], offs[2]
 	for i := range out {
 		if c[oc[i]] {
 			out[i] = x[ox[i]]
@@ -586,7 +606,7 @@ func ewSelect[T inference.Element](p broadcastPlan, c []bool, x, y []T) []T {
 			out[i] = y[oy[i]]
 		}
 	}
-	return out
+	return singleOutput(p.shape, out)
 }
 
 // Clip limits x to [min, max]; where min > max every element becomes max.
@@ -602,25 +622,25 @@ func ewClip(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 			return nil, wantType(0, x, "float32")
 		}
 		lo, hi := opsem.ClipBounds(n)
-		return singleOutput(x.Shape(), ewClipData(dataOf[float32](x), lo, hi))
+		return ewClipData(n.Run, x.Shape(), dataOf[float32](x), lo, hi)
 	}
 	if err := sameType(in[:min(len(in), 3)]); err != nil {
 		return nil, err
 	}
 	switch x.DType() {
 	case inference.Float32:
-		return ewClipInputs(in, float32(math.Inf(-1)), float32(math.Inf(1)))
+		return ewClipInputs(n.Run, in, float32(math.Inf(-1)), float32(math.Inf(1)))
 	case inference.Int64:
-		return ewClipInputs[int64](in, math.MinInt64, math.MaxInt64)
+		return ewClipInputs[int64](n.Run, in, math.MinInt64, math.MaxInt64)
 	case inference.Int32:
-		return ewClipInputs[int32](in, math.MinInt32, math.MaxInt32)
+		return ewClipInputs[int32](n.Run, in, math.MinInt32, math.MaxInt32)
 	case inference.Uint8:
-		return ewClipInputs[uint8](in, 0, math.MaxUint8)
+		return ewClipInputs[uint8](n.Run, in, 0, math.MaxUint8)
 	}
 	return nil, wantType(0, x, "a number")
 }
 
-func ewClipInputs[T number](in []inference.Tensor, lo, hi T) ([]inference.Tensor, error) {
+func ewClipInputs[T number](r *limit.Run, in []inference.Tensor, lo, hi T) ([]inference.Tensor, error) {
 	for i := 1; i < min(len(in), 3); i++ {
 		if !present(in[i]) {
 			continue
@@ -634,22 +654,20 @@ func ewClipInputs[T number](in []inference.Tensor, lo, hi T) ([]inference.Tensor
 			hi = dataOf[T](in[i])[0]
 		}
 	}
-	return singleOutput(in[0].Shape(), ewClipData(dataOf[T](in[0]), lo, hi))
+	return ewClipData(r, in[0].Shape(), dataOf[T](in[0]), lo, hi)
 }
 
 // ewClipData keeps NaN, and gives hi everywhere when lo > hi.
-func ewClipData[T number](x []T, lo, hi T) []T {
-	out := make([]T, len(x))
-	for i, v := range x {
+func ewClipData[T number](r *limit.Run, shape []int, x []T, lo, hi T) ([]inference.Tensor, error) {
+	return mapOutput(r, shape, x, func(v T) T {
 		if v < lo {
 			v = lo
 		}
 		if v > hi {
 			v = hi
 		}
-		out[i] = v
-	}
-	return out
+		return v
+	})
 }
 
 // ewVariadic runs Sum, Max, Min and Mean over one or more inputs, which
@@ -673,28 +691,28 @@ func ewVariadic(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error)
 	if err != nil {
 		return nil, err
 	}
-	p := newBroadcastPlan(out, shapes...)
+	p := newBroadcastPlan(n.Run, out, shapes...)
 	switch in[0].DType() {
 	case inference.Float32:
-		out := ewFold(p, in, ewFolder[float32](n.OpType))
-		if n.OpType == "Mean" {
-			k := float32(len(in))
+		res, err := ewFold(p, in, ewFolder[float32](n.OpType))
+		if err == nil && n.OpType == "Mean" {
+			out, k := dataOf[float32](res[0]), float32(len(in))
 			for i := range out {
 				out[i] /= k
 			}
 		}
-		return singleOutput(p.shape, out)
+		return res, err
 	case inference.Int64:
 		if n.OpType != "Mean" {
-			return singleOutput(p.shape, ewFold(p, in, ewFolder[int64](n.OpType)))
+			return ewFold(p, in, ewFolder[int64](n.OpType))
 		}
 	case inference.Int32:
 		if n.OpType != "Mean" {
-			return singleOutput(p.shape, ewFold(p, in, ewFolder[int32](n.OpType)))
+			return ewFold(p, in, ewFolder[int32](n.OpType))
 		}
 	case inference.Uint8:
 		if n.OpType != "Mean" {
-			return singleOutput(p.shape, ewFold(p, in, ewFolder[uint8](n.OpType)))
+			return ewFold(p, in, ewFolder[uint8](n.OpType))
 		}
 	}
 	if n.OpType == "Mean" {
@@ -724,8 +742,11 @@ func ewFolder[T number](op string) func(acc, x T) T {
 }
 
 // ewFold broadcasts input 0 to the output, then folds each further input in.
-func ewFold[T number](p broadcastPlan, in []inference.Tensor, f func(acc, x T) T) []T {
-	out := make([]T, p.n)
+func ewFold[T number](p broadcastPlan, in []inference.Tensor, f func(acc, x T) T) ([]inference.Tensor, error) {
+	out, err := limit.Make[T](p.run, p.shape...)
+	if err != nil {
+		return nil, err
+	}
 	first := dataOf[T](in[0])
 	switch p.ops[0].mode {
 	case broadcastSame:
@@ -735,7 +756,11 @@ func ewFold[T number](p broadcastPlan, in []inference.Tensor, f func(acc, x T) T
 			out[i] = first[0]
 		}
 	default:
-		for i, o := range p.offsets(0) {
+		offs, err := p.offsets(0)
+		if err != nil {
+			return nil, err
+		}
+		for i, o := range offs {
 			out[i] = first[o]
 		}
 	}
@@ -753,12 +778,16 @@ func ewFold[T number](p broadcastPlan, in []inference.Tensor, f func(acc, x T) T
 				out[i] = f(out[i], s)
 			}
 		default:
-			for i, o := range p.offsets(k) {
+			offs, err := p.offsets(k)
+			if err != nil {
+				return nil, err
+			}
+			for i, o := range offs {
 				out[i] = f(out[i], x[o])
 			}
 		}
 	}
-	return out
+	return singleOutput(p.shape, out)
 }
 
 // Cast and CastLike.
@@ -787,7 +816,7 @@ func ewCast(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if !ok {
 		return nil, n.Unsupported("cast to ONNX type %d", code)
 	}
-	t, err := ewConvert(in[0], to)
+	t, err := ewConvert(n.Run, in[0], to)
 	if err != nil {
 		return nil, err
 	}
@@ -798,7 +827,7 @@ func ewCastLike(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error)
 	if err := needInputs(in, 2); err != nil {
 		return nil, err
 	}
-	t, err := ewConvert(in[0], in[1].DType())
+	t, err := ewConvert(n.Run, in[0], in[1].DType())
 	if err != nil {
 		return nil, err
 	}
@@ -807,42 +836,49 @@ func ewCastLike(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error)
 
 // ewConvert casts x to the element type to: float to integer truncates
 // toward zero, integers narrow by wrapping, nonzero is true and true is 1.
-func ewConvert(x inference.Tensor, to inference.DType) (inference.Tensor, error) {
+func ewConvert(r *limit.Run, x inference.Tensor, to inference.DType) (inference.Tensor, error) {
 	if x.DType() == to {
 		return x, nil
 	}
 	switch x.DType() {
 	case inference.Float32:
-		return ewConvertFrom(x.Shape(), dataOf[float32](x), to)
+		return ewConvertFrom(r, x.Shape(), dataOf[float32](x), to)
 	case inference.Int64:
-		return ewConvertFrom(x.Shape(), dataOf[int64](x), to)
+		return ewConvertFrom(r, x.Shape(), dataOf[int64](x), to)
 	case inference.Int32:
-		return ewConvertFrom(x.Shape(), dataOf[int32](x), to)
+		return ewConvertFrom(r, x.Shape(), dataOf[int32](x), to)
 	case inference.Uint8:
-		return ewConvertFrom(x.Shape(), dataOf[uint8](x), to)
+		return ewConvertFrom(r, x.Shape(), dataOf[uint8](x), to)
 	case inference.Bool:
-		return ewConvertFrom(x.Shape(), mapElems(dataOf[bool](x), func(v bool) uint8 {
+		if to == inference.Bool {
+			return mapElems(r, x.Shape(), dataOf[bool](x), func(v bool) bool { return v })
+		}
+		u, err := mapElems(r, x.Shape(), dataOf[bool](x), func(v bool) uint8 {
 			if v {
 				return 1
 			}
 			return 0
-		}), to)
+		})
+		if err != nil {
+			return inference.Tensor{}, err
+		}
+		return ewConvertFrom(r, x.Shape(), dataOf[uint8](u), to)
 	}
 	return inference.Tensor{}, fmt.Errorf("input 0 is %v: %w", x, inference.ErrType)
 }
 
-func ewConvertFrom[S number](shape []int, x []S, to inference.DType) (inference.Tensor, error) {
+func ewConvertFrom[S number](r *limit.Run, shape []int, x []S, to inference.DType) (inference.Tensor, error) {
 	switch to {
 	case inference.Float32:
-		return inference.New(shape, mapElems(x, func(v S) float32 { return float32(v) }))
+		return mapElems(r, shape, x, func(v S) float32 { return float32(v) })
 	case inference.Int64:
-		return inference.New(shape, mapElems(x, func(v S) int64 { return int64(v) }))
+		return mapElems(r, shape, x, func(v S) int64 { return int64(v) })
 	case inference.Int32:
-		return inference.New(shape, mapElems(x, func(v S) int32 { return int32(int64(v)) }))
+		return mapElems(r, shape, x, func(v S) int32 { return int32(int64(v)) })
 	case inference.Uint8:
-		return inference.New(shape, mapElems(x, func(v S) uint8 { return uint8(int64(v)) }))
+		return mapElems(r, shape, x, func(v S) uint8 { return uint8(int64(v)) })
 	case inference.Bool:
-		return inference.New(shape, mapElems(x, func(v S) bool { return v != 0 }))
+		return mapElems(r, shape, x, func(v S) bool { return v != 0 })
 	}
 	return inference.Tensor{}, fmt.Errorf("cast to %v: %w", to, inference.ErrType)
 }

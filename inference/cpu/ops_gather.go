@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/limit"
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
@@ -39,7 +40,10 @@ func gaGather(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		return nil, fmt.Errorf("indices: %w", err)
 	}
 	st := opsem.Strides(shape)
-	tabs := tables(shape)
+	tabs, err := tables(n.Run, shape)
+	if err != nil {
+		return nil, err
+	}
 	tabs[axis] = make([]int, len(idx))
 	for i, v := range idx {
 		k, err := opsem.Index(v, shape[axis])
@@ -48,7 +52,7 @@ func gaGather(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		}
 		tabs[axis][i] = k * st[axis]
 	}
-	y, err := takeTables(x, tabs, inference.Tensor{})
+	y, err := takeTables(n.Run, x, tabs, inference.Tensor{})
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +85,7 @@ func gaGatherElements(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, 
 	if err != nil {
 		return nil, err
 	}
-	y, err := take(x, ind.Shape(), offs, inference.Tensor{})
+	y, err := take(n.Run, x, ind.Shape(), offs, inference.Tensor{})
 	return []inference.Tensor{y}, err
 }
 
@@ -106,13 +110,16 @@ func gaGatherND(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error)
 		return nil, err
 	}
 	inner := opsem.Count(a.Slice)
-	offs := make([]int, 0, len(a.Offsets)*inner)
-	for _, s := range a.Offsets {
+	offs, err := limit.Make[int](n.Run, len(a.Offsets), inner)
+	if err != nil {
+		return nil, err
+	}
+	for i, s := range a.Offsets {
 		for t := range inner {
-			offs = append(offs, s+t)
+			offs[i*inner+t] = s + t
 		}
 	}
-	y, err := take(x, a.Shape(), offs, inference.Tensor{})
+	y, err := take(n.Run, x, a.Shape(), offs, inference.Tensor{})
 	return []inference.Tensor{y}, err
 }
 
@@ -166,20 +173,23 @@ func gaScatter(n opsem.Node, x inference.Tensor, offs []int, size int, upd infer
 	}
 	switch x.DType() {
 	case inference.Float32:
-		return gaScatterOf[float32](x, offs, size, upd, red)
+		return gaScatterOf[float32](n.Run, x, offs, size, upd, red)
 	case inference.Int64:
-		return gaScatterOf[int64](x, offs, size, upd, red)
+		return gaScatterOf[int64](n.Run, x, offs, size, upd, red)
 	case inference.Int32:
-		return gaScatterOf[int32](x, offs, size, upd, red)
+		return gaScatterOf[int32](n.Run, x, offs, size, upd, red)
 	case inference.Uint8:
-		return gaScatterOf[uint8](x, offs, size, upd, red)
+		return gaScatterOf[uint8](n.Run, x, offs, size, upd, red)
 	case inference.Bool:
 		if red != "none" {
 			return inference.Tensor{}, n.Unsupported("reduction %q on bool", red)
 		}
 		d, _ := inference.Data[bool](x)
 		u, _ := inference.Data[bool](upd)
-		out := slices.Clone(d)
+		out, err := cloneOf(n.Run, d)
+		if err != nil {
+			return inference.Tensor{}, err
+		}
 		for i, o := range offs {
 			copy(out[o:o+size], u[i*size:(i+1)*size])
 		}
@@ -188,7 +198,7 @@ func gaScatter(n opsem.Node, x inference.Tensor, offs []int, size int, upd infer
 	return inference.Tensor{}, fmt.Errorf("%v: %w", x, inference.ErrType)
 }
 
-func gaScatterOf[T float32 | int64 | int32 | uint8](x inference.Tensor, offs []int, size int, upd inference.Tensor, reduction string) (inference.Tensor, error) {
+func gaScatterOf[T float32 | int64 | int32 | uint8](r *limit.Run, x inference.Tensor, offs []int, size int, upd inference.Tensor, reduction string) (inference.Tensor, error) {
 	d, err := inference.Data[T](x)
 	if err != nil {
 		return inference.Tensor{}, err
@@ -197,7 +207,10 @@ func gaScatterOf[T float32 | int64 | int32 | uint8](x inference.Tensor, offs []i
 	if err != nil {
 		return inference.Tensor{}, err
 	}
-	out := slices.Clone(d)
+	out, err := cloneOf(r, d)
+	if err != nil {
+		return inference.Tensor{}, err
+	}
 	for i, o := range offs {
 		dst, src := out[o:o+size], u[i*size:(i+1)*size]
 		switch reduction {
@@ -282,26 +295,29 @@ func gaTensorScatter(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, e
 	}
 	switch past.DType() {
 	case inference.Float32:
-		return gaScatterSeq[float32](past, update, axis, positions)
+		return gaScatterSeq[float32](n.Run, past, update, axis, positions)
 	case inference.Int64:
-		return gaScatterSeq[int64](past, update, axis, positions)
+		return gaScatterSeq[int64](n.Run, past, update, axis, positions)
 	case inference.Int32:
-		return gaScatterSeq[int32](past, update, axis, positions)
+		return gaScatterSeq[int32](n.Run, past, update, axis, positions)
 	case inference.Bool:
-		return gaScatterSeq[bool](past, update, axis, positions)
+		return gaScatterSeq[bool](n.Run, past, update, axis, positions)
 	case inference.Uint8:
-		return gaScatterSeq[uint8](past, update, axis, positions)
+		return gaScatterSeq[uint8](n.Run, past, update, axis, positions)
 	}
 	return nil, n.Unsupported("element type %v", past.DType())
 }
 
 // gaScatterSeq copies past and writes update into it along axis at the
 // positions gaTensorScatter computed.
-func gaScatterSeq[T inference.Element](past, update inference.Tensor, axis int, positions []int) ([]inference.Tensor, error) {
+func gaScatterSeq[T inference.Element](r *limit.Run, past, update inference.Tensor, axis int, positions []int) ([]inference.Tensor, error) {
 	shape := past.Shape()
 	src, _ := inference.Data[T](past)
 	upd, _ := inference.Data[T](update)
-	out := slices.Clone(src)
+	out, err := cloneOf(r, src)
+	if err != nil {
+		return nil, err
+	}
 	outer, length, inner := opsem.SplitAxis(shape, axis)
 	seq := update.Shape()[axis]
 	perBatch := 1
@@ -351,7 +367,7 @@ func gaCompress(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error)
 		if err != nil {
 			return nil, err
 		}
-		y, err := take(x, []int{len(offs)}, offs, inference.Tensor{})
+		y, err := take(n.Run, x, []int{len(offs)}, offs, inference.Tensor{})
 		return []inference.Tensor{y}, err
 	}
 	shape := x.Shape()
@@ -359,10 +375,13 @@ func gaCompress(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error)
 	if err != nil {
 		return nil, fmt.Errorf("input %v: %w", x, err)
 	}
-	tabs := tables(shape)
+	tabs, err := tables(n.Run, shape)
+	if err != nil {
+		return nil, err
+	}
 	if tabs[axis], err = selected(shape[axis], opsem.Strides(shape)[axis]); err != nil {
 		return nil, err
 	}
-	y, err := takeTables(x, tabs, inference.Tensor{})
+	y, err := takeTables(n.Run, x, tabs, inference.Tensor{})
 	return []inference.Tensor{y}, err
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/limit"
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
@@ -74,7 +75,11 @@ func gnConstantOfShape(n opsem.Node, in []inference.Tensor) ([]inference.Tensor,
 	if err != nil {
 		return nil, err
 	}
-	y, err := take(value, shape, make([]int, opsem.Count(shape)), inference.Tensor{})
+	zeros, err := limit.Make[int](n.Run, shape...) // every element is value's first
+	if err != nil {
+		return nil, err
+	}
+	y, err := take(n.Run, value, shape, zeros, inference.Tensor{})
 	return []inference.Tensor{y}, err
 }
 
@@ -92,11 +97,11 @@ func gnRange(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	var y inference.Tensor
 	switch dt {
 	case inference.Float32:
-		y, err = gnRangeFloat(in)
+		y, err = gnRangeFloat(n.Run, in)
 	case inference.Int64:
-		y, err = gnRangeInt[int64](in)
+		y, err = gnRangeInt[int64](n.Run, in)
 	case inference.Int32:
-		y, err = gnRangeInt[int32](in)
+		y, err = gnRangeInt[int32](n.Run, in)
 	default:
 		return nil, n.Unsupported("element type %v", dt)
 	}
@@ -105,7 +110,7 @@ func gnRange(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 
 // gnRangeFloat computes the opsem.RangeCountFloat values start + i·delta,
 // in float64.
-func gnRangeFloat(in []inference.Tensor) (inference.Tensor, error) {
+func gnRangeFloat(r *limit.Run, in []inference.Tensor) (inference.Tensor, error) {
 	var v [3]float64
 	for i := range v {
 		d, err := floats(in[i])
@@ -119,14 +124,17 @@ func gnRangeFloat(in []inference.Tensor) (inference.Tensor, error) {
 	if err != nil {
 		return inference.Tensor{}, err
 	}
-	out := make([]float32, count)
+	out, err := limit.Make[float32](r, count)
+	if err != nil {
+		return inference.Tensor{}, err
+	}
 	for i := range out {
 		out[i] = float32(start + float64(i)*delta)
 	}
 	return inference.New([]int{len(out)}, out)
 }
 
-func gnRangeInt[T int64 | int32](in []inference.Tensor) (inference.Tensor, error) {
+func gnRangeInt[T int64 | int32](r *limit.Run, in []inference.Tensor) (inference.Tensor, error) {
 	var v [3]int64
 	for i := range v {
 		d, err := inference.Data[T](in[i])
@@ -140,7 +148,10 @@ func gnRangeInt[T int64 | int32](in []inference.Tensor) (inference.Tensor, error
 	if err != nil {
 		return inference.Tensor{}, err
 	}
-	out := make([]T, count)
+	out, err := limit.Make[T](r, count)
+	if err != nil {
+		return inference.Tensor{}, err
+	}
 	for i := range out {
 		out[i] = T(start + int64(i)*delta)
 	}
@@ -168,13 +179,16 @@ func gnEyeLike(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) 
 	}
 	shape := x.Shape()
 	k := n.Int("k", 0)
-	offs := make([]int, x.Len())
+	offs, err := limit.Make[int](n.Run, x.Len())
+	if err != nil {
+		return nil, err
+	}
 	for p := range offs {
 		if i, j := p/shape[1], p%shape[1]; int64(j-i) != k {
 			offs[p] = -1
 		}
 	}
-	y, err := take(one, shape, offs, inference.Tensor{})
+	y, err := take(n.Run, one, shape, offs, inference.Tensor{})
 	return []inference.Tensor{y}, err
 }
 
@@ -199,7 +213,10 @@ func gnOneHot(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	inner := opsem.Count(is[axis:])
 	// offs picks values[0] (off) everywhere but at the index, values[1];
 	// indices outside [-depth, depth) give an all-off row.
-	offs := make([]int, opsem.Count(shape))
+	offs, err := limit.Make[int](n.Run, shape...)
+	if err != nil {
+		return nil, err
+	}
 	for p, v := range idx {
 		k, err := opsem.Index(v, depth)
 		if err != nil {
@@ -208,7 +225,7 @@ func gnOneHot(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		o, i := p/inner, p%inner
 		offs[(o*depth+k)*inner+i] = 1
 	}
-	y, err := take(values, shape, offs, inference.Tensor{})
+	y, err := take(n.Run, values, shape, offs, inference.Tensor{})
 	return []inference.Tensor{y}, err
 }
 
@@ -232,7 +249,10 @@ func gnTrilu(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	}
 	upper := opsem.TriluUpper(n)
 	rows, cols := shape[len(shape)-2], shape[len(shape)-1]
-	offs := make([]int, x.Len())
+	offs, err := limit.Make[int](n.Run, x.Len())
+	if err != nil {
+		return nil, err
+	}
 	// upper keeps j - i ≥ k, lower keeps j - i ≤ k.
 	for p := range offs {
 		i, j := p/cols%rows, p%cols
@@ -242,6 +262,6 @@ func gnTrilu(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 			offs[p] = -1
 		}
 	}
-	y, err := take(x, shape, offs, inference.Tensor{})
+	y, err := take(n.Run, x, shape, offs, inference.Tensor{})
 	return []inference.Tensor{y}, err
 }

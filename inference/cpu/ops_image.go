@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/limit"
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
@@ -68,7 +69,7 @@ func imResize(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return imResample(x, g)
+	return imResample(n.Run, x, g)
 }
 
 // imFloatOperand returns the values of Resize's optional float32 input i,
@@ -100,14 +101,17 @@ func imUpsample(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error)
 	if err != nil {
 		return nil, err
 	}
-	return imResample(x, g)
+	return imResample(n.Run, x, g)
 }
 
 // imResample resizes x as g says, one axis at a time.
-func imResample(x inference.Tensor, g opsem.ResizeGeometry) ([]inference.Tensor, error) {
+func imResample(r *limit.Run, x inference.Tensor, g opsem.ResizeGeometry) ([]inference.Tensor, error) {
 	src, _ := floats(x)
 	cur := x.Shape()
-	data := make([]float64, len(src))
+	data, err := limit.Make[float64](r, len(src))
+	if err != nil {
+		return nil, err
+	}
 	for i, v := range src {
 		data[i] = float64(v)
 	}
@@ -117,15 +121,25 @@ func imResample(x inference.Tensor, g opsem.ResizeGeometry) ([]inference.Tensor,
 		}
 		if cur[ax] == 0 || g.Out[ax] == 0 {
 			cur[ax] = g.Out[ax]
-			size, _ := inference.NumElements(cur)
-			data = make([]float64, size)
+			var err error
+			if data, err = limit.Make[float64](r, cur...); err != nil {
+				return nil, err
+			}
 			continue
 		}
-		taps := imResizeTaps(g.Resampling, cur[ax], g.Out[ax], g.Scale[ax], g.AxisROI(ax))
-		data = imApplyTaps(data, cur, ax, taps, g.Extrapolate)
+		taps, err := imResizeTaps(r, g.Resampling, cur[ax], g.Out[ax], g.Scale[ax], g.AxisROI(ax))
+		if err != nil {
+			return nil, err
+		}
+		if data, err = imApplyTaps(r, data, cur, ax, taps, g.Extrapolate); err != nil {
+			return nil, err
+		}
 		cur[ax] = g.Out[ax]
 	}
-	res := make([]float32, len(data))
+	res, err := limit.Make[float32](r, len(data))
+	if err != nil {
+		return nil, err
+	}
 	for i, v := range data {
 		res[i] = float32(v)
 	}
@@ -180,7 +194,7 @@ func imSourceCoord(coord string, y float64, inW, outW int, scale float64, roi [2
 // min(scale, 1) and the weights normalized when antialiasing. Inputs
 // beyond the edges read the edge value (after exclude_outside dropped
 // their weight, if set).
-func imResizeTaps(rs opsem.Resampling, inW, outW int, scale float64, roi [2]float64) imTaps {
+func imResizeTaps(r *limit.Run, rs opsem.Resampling, inW, outW int, scale float64, roi [2]float64) (imTaps, error) {
 	var kernel func(float64) float64
 	radius, s := 1.0, 1.0
 	switch rs.Mode {
@@ -208,7 +222,15 @@ func imResizeTaps(rs opsem.Resampling, inW, outW int, scale float64, roi [2]floa
 	if rs.Mode == "nearest" {
 		width = 1
 	}
-	t := imTaps{width: width, index: make([]int, outW*width), weight: make([]float64, outW*width)}
+	index, err := limit.Make[int](r, outW, width)
+	if err != nil {
+		return imTaps{}, err
+	}
+	weight, err := limit.Make[float64](r, outW, width)
+	if err != nil {
+		return imTaps{}, err
+	}
+	t := imTaps{width: width, index: index, weight: weight}
 	for y := range outW {
 		x, inside := imSourceCoord(rs.Coord, float64(y), inW, outW, scale, roi)
 		if !inside {
@@ -262,7 +284,7 @@ func imResizeTaps(rs opsem.Resampling, inW, outW int, scale float64, roi [2]floa
 			idx[k] = min(max(idx[k], 0), inW-1)
 		}
 	}
-	return t
+	return t, nil
 }
 
 // imNearestFloor reports whether nearest mode picks floor(x) over
@@ -287,7 +309,7 @@ func imNearestFloor(mode string, ratio, scale float64) bool {
 
 // imApplyTaps resizes data, of shape shape, along axis with taps, and
 // returns the new data.
-func imApplyTaps(data []float64, shape []int, axis int, t imTaps, extrap float64) []float64 {
+func imApplyTaps(r *limit.Run, data []float64, shape []int, axis int, t imTaps, extrap float64) ([]float64, error) {
 	outer, inner := 1, 1
 	for _, d := range shape[:axis] {
 		outer *= d
@@ -297,7 +319,10 @@ func imApplyTaps(data []float64, shape []int, axis int, t imTaps, extrap float64
 	}
 	inW := shape[axis]
 	outW := len(t.index) / t.width
-	res := make([]float64, outer*outW*inner)
+	res, err := limit.Make[float64](r, outer, outW, inner)
+	if err != nil {
+		return nil, err
+	}
 	for o := range outer {
 		src := data[o*inW*inner : (o+1)*inW*inner]
 		for y := range outW {
@@ -320,7 +345,7 @@ func imApplyTaps(data []float64, shape []int, axis int, t imTaps, extrap float64
 			}
 		}
 	}
-	return res
+	return res, nil
 }
 
 // ---- GridSample ---------------------------------------------------------------

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/limit"
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
@@ -42,7 +43,10 @@ func laMatMul(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	case inference.Float32:
 		ad, _ := floats(a)
 		bd, _ := floats(b)
-		out := make([]float32, nb*m*n2)
+		out, err := limit.Make[float32](n.Run, nb, m, n2)
+		if err != nil {
+			return nil, err
+		}
 		if len(s.BBatch) == 0 {
 			// B is one matrix and A's batches are contiguous: one product
 			// of (batch·m)×k by k×n.
@@ -58,19 +62,22 @@ func laMatMul(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	case inference.Int64:
 		ad, _ := inference.Data[int64](a)
 		bd, _ := inference.Data[int64](b)
-		return singleOutput(outShape, laMatMulInts(nb, m, n2, k, ad, bd, aOff, bOff))
+		return laMatMulInts(n.Run, outShape, nb, m, n2, k, ad, bd, aOff, bOff)
 	case inference.Int32:
 		ad, _ := inference.Data[int32](a)
 		bd, _ := inference.Data[int32](b)
-		return singleOutput(outShape, laMatMulInts(nb, m, n2, k, ad, bd, aOff, bOff))
+		return laMatMulInts(n.Run, outShape, nb, m, n2, k, ad, bd, aOff, bOff)
 	}
 	return nil, n.Unsupported("element type %v", a.DType())
 }
 
 // laMatMulInts multiplies nb pairs of integer matrices, wrapping on
 // overflow as the fixed-width types do.
-func laMatMulInts[T int32 | int64](nb, m, n, k int, a, b []T, aOff, bOff []int) []T {
-	out := make([]T, nb*m*n)
+func laMatMulInts[T int32 | int64](r *limit.Run, shape []int, nb, m, n, k int, a, b []T, aOff, bOff []int) ([]inference.Tensor, error) {
+	out, err := limit.Make[T](r, nb, m, n)
+	if err != nil {
+		return nil, err
+	}
 	for i := range nb {
 		am, bm, cm := a[aOff[i]*m*k:], b[bOff[i]*k*n:], out[i*m*n:]
 		for r := range m {
@@ -84,7 +91,7 @@ func laMatMulInts[T int32 | int64](nb, m, n, k int, a, b []T, aOff, bOff []int) 
 			}
 		}
 	}
-	return out
+	return singleOutput(shape, out)
 }
 
 // Gemm computes Y = alpha·A'·B' + beta·C with A' = transpose(A) if transA
@@ -105,7 +112,10 @@ func laGemm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		return nil, err
 	}
 	beta := g.Beta
-	out := make([]float32, g.M*g.N)
+	out, err := limit.Make[float32](n.Run, g.M, g.N)
+	if err != nil {
+		return nil, err
+	}
 	if len(in) > 2 && present(in[2]) {
 		c, cd, err := requiredFloatArg(n, in, 2, "C")
 		if err != nil {
@@ -165,8 +175,14 @@ func laDet(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	m := shape[r-1]
 	data, _ := floats(x)
 	batch := opsem.Count(shape[:r-2])
-	det := make([]float32, batch)
-	a := make([]float64, m*m)
+	det, err := limit.Make[float32](n.Run, batch)
+	if err != nil {
+		return nil, err
+	}
+	a, err := limit.Make[float64](n.Run, m, m)
+	if err != nil {
+		return nil, err
+	}
 	for b := range batch {
 		for i, v := range data[b*m*m : (b+1)*m*m] {
 			a[i] = float64(v)

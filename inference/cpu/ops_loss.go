@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/limit"
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
@@ -80,7 +81,7 @@ func lsLossInputs(n opsem.Node, in []inference.Tensor) (*lsLoss, error) {
 func (l *lsLoss) compute(logp []float32) (inference.Tensor, error) {
 	classes := l.shape[1]
 	spatial := opsem.Count(l.shape[2:])
-	loss := make([]float32, len(l.target))
+	loss := make([]float32, len(l.target)) // as large as the target input
 	var sum, weights float64
 	for i, c := range l.target {
 		if l.hasIgnore && c == l.ignore {
@@ -132,7 +133,10 @@ func lsSoftmaxCrossEntropyLoss(n opsem.Node, in []inference.Tensor) ([]inference
 	x, _ := floats(in[0])
 	batch, classes := l.shape[0], l.shape[1]
 	spatial := opsem.Count(l.shape[2:])
-	logp := make([]float32, len(x))
+	logp, err := limit.Make[float32](n.Run, len(x))
+	if err != nil {
+		return nil, err
+	}
 	for s := range batch {
 		for d := range spatial {
 			base := s*classes*spatial + d

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/limit"
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
@@ -109,10 +110,22 @@ func nmBatchNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 		// over the batch and spatial axes) and return the running
 		// statistics updated with momentum, as ONNX's reference does.
 		momentum := float64(n.Float("momentum", 0.9))
-		batchMean := make([]float32, params)
-		batchVar := make([]float32, params)
-		runMean := make([]float32, params)
-		runVar := make([]float32, params)
+		batchMean, err := limit.Make[float32](n.Run, params)
+		if err != nil {
+			return nil, err
+		}
+		batchVar, err := limit.Make[float32](n.Run, params)
+		if err != nil {
+			return nil, err
+		}
+		runMean, err := limit.Make[float32](n.Run, params)
+		if err != nil {
+			return nil, err
+		}
+		runVar, err := limit.Make[float32](n.Run, params)
+		if err != nil {
+			return nil, err
+		}
 		for c := range params {
 			var sum, sq float64
 			for s := range batch {
@@ -138,7 +151,10 @@ func nmBatchNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 			outs = append(outs, t)
 		}
 	}
-	y := make([]float32, len(x))
+	y, err := limit.Make[float32](n.Run, len(x))
+	if err != nil {
+		return nil, err
+	}
 	for c := range params {
 		a := float64(scale[c]) / math.Sqrt(float64(variance[c])+eps)
 		b := float64(bias[c]) - float64(mean[c])*a
@@ -253,7 +269,10 @@ func nmBlockNorm(n opsem.Node, in []inference.Tensor, rms bool) ([]inference.Ten
 		return nil, err
 	}
 	eps := opsem.Epsilon(n)
-	y := make([]float32, len(x))
+	y, err := limit.Make[float32](n.Run, len(x))
+	if err != nil {
+		return nil, err
+	}
 	means, invs := make([]float32, rows), make([]float32, rows)
 	for r := range rows {
 		row := x[r*size : (r+1)*size]
@@ -328,7 +347,10 @@ func nmGroupNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 	}
 	eps := opsem.Epsilon(n)
 	x, scale, bias := d[0], d[1], d[2]
-	y := make([]float32, len(x))
+	y, err := limit.Make[float32](n.Run, len(x))
+	if err != nil {
+		return nil, err
+	}
 	cpg := channels / groups
 	size := cpg * spatial
 	for b := range batch * groups {
@@ -448,7 +470,10 @@ func nmMVN(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		}
 		reduced[ax] = true
 	}
-	p := newReducePlan(shape, reduced, nil)
+	p, err := newReducePlan(n.Run, shape, reduced, nil)
+	if err != nil {
+		return nil, err
+	}
 	x := d[0]
 	k := opsem.Count(p.keep)
 	// den is first the sum of squared deviations, then σ + 1e-9.
@@ -466,7 +491,10 @@ func nmMVN(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	for o := range den {
 		den[o] = math.Sqrt(den[o]/float64(p.count)) + 1e-9
 	}
-	y := make([]float32, len(x))
+	y, err := limit.Make[float32](n.Run, len(x))
+	if err != nil {
+		return nil, err
+	}
 	for i, v := range x {
 		o := p.offs[i]
 		y[i] = float32((float64(v) - mean[o]) / den[o])

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/limit"
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
@@ -101,10 +102,15 @@ func plPool(n opsem.Node, in []inference.Tensor, kind plPoolKind) ([]inference.T
 			acc *= g.In[d]
 		}
 	}
-	out := make([]float32, planes*osp)
+	out, err := limit.Make[float32](n.Run, planes, osp)
+	if err != nil {
+		return nil, err
+	}
 	var indices []int64
 	if wantIndices {
-		indices = make([]int64, planes*osp)
+		if indices, err = limit.Make[int64](n.Run, planes, osp); err != nil {
+			return nil, err
+		}
 	}
 	window := opsem.Count(g.Kernel)
 	// Output positions go in chunks: the chunk's window offsets are gathered
@@ -249,7 +255,10 @@ func plGlobalPool(n opsem.Node, in []inference.Tensor, reduce func(plane []float
 		return nil, fmt.Errorf("X is %v, want rank ≥ 2: %w", x, inference.ErrShape)
 	}
 	planes, size := xs[0]*xs[1], opsem.Count(xs[2:])
-	out := make([]float32, planes)
+	out, err := limit.Make[float32](n.Run, planes)
+	if err != nil {
+		return nil, err
+	}
 	parallelFor(planes, size, func(lo, hi int) {
 		for pl := lo; pl < hi; pl++ {
 			out[pl] = reduce(xd[pl*size : (pl+1)*size])
@@ -328,7 +337,10 @@ func plMaxUnpool(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 	if err != nil {
 		return nil, err
 	}
-	out := make([]float32, size)
+	out, err := limit.Make[float32](n.Run, size)
+	if err != nil {
+		return nil, err
+	}
 	for i, at := range id {
 		if at < 0 || at >= int64(size) {
 			return nil, fmt.Errorf("I[%d] = %d is outside the output %v: %w", i, at, shape, inference.ErrShape)

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/limit"
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
@@ -71,7 +72,10 @@ func rdReduce(op rdOp) kernel {
 		if noop {
 			return []inference.Tensor{x}, nil
 		}
-		p := newReducePlan(shape, reduced, opsem.ReducedShape(n, shape, reduced))
+		p, err := newReducePlan(n.Run, shape, reduced, opsem.ReducedShape(n, shape, reduced))
+		if err != nil {
+			return nil, err
+		}
 		var out inference.Tensor
 		switch x.DType() {
 		case inference.Float32:
@@ -212,7 +216,10 @@ func rdReduceIntTensor[T rdInteger](n opsem.Node, op rdOp, p *reducePlan, t infe
 		return inference.Tensor{}, err
 	}
 	size := opsem.Count(p.keep)
-	out := make([]T, size)
+	out, err := limit.Make[T](n.Run, size)
+	if err != nil {
+		return inference.Tensor{}, err
+	}
 	switch op {
 	case rdMax, rdMin:
 		lo, hi := rdLimits[T]()
@@ -237,7 +244,10 @@ func rdReduceIntTensor[T rdInteger](n opsem.Node, op rdOp, p *reducePlan, t infe
 			return inference.Tensor{}, fmt.Errorf("mean of an empty set of %v (input %v): %w", t.DType(), t, inference.ErrShape)
 		}
 	}
-	acc := make([]int64, size)
+	acc, err := limit.Make[int64](n.Run, size)
+	if err != nil {
+		return inference.Tensor{}, err
+	}
 	if op == rdProd {
 		for i := range acc {
 			acc[i] = 1
@@ -301,6 +311,9 @@ func rdArg(max bool) kernel {
 		axis, last, outShape, err := opsem.ArgAxis(n, shape)
 		if err != nil {
 			return nil, err
+		}
+		if shape[axis] == 0 {
+			return nil, fmt.Errorf("input %v: no element along axis %d to take the %s of: %w", x, axis, n.OpType, inference.ErrShape)
 		}
 		var idx []int64
 		switch x.DType() {
@@ -377,15 +390,18 @@ func rdCumSum(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	switch x.DType() {
 	case inference.Float32:
 		d, _ := floats(x)
-		y := make([]float32, len(d))
+		y, err := limit.Make[float32](n.Run, len(d))
+		if err != nil {
+			return nil, err
+		}
 		rdScan(shape, axis, exclusive, reverse, func(i int, acc float64) float64 {
 			return acc + float64(d[i])
 		}, func(i int, acc float64) { y[i] = float32(acc) })
 		out, err = inference.New(shape, y)
 	case inference.Int64:
-		out, err = rdCumSumInts[int64](shape, axis, exclusive, reverse, x)
+		out, err = rdCumSumInts[int64](n.Run, shape, axis, exclusive, reverse, x)
 	case inference.Int32:
-		out, err = rdCumSumInts[int32](shape, axis, exclusive, reverse, x)
+		out, err = rdCumSumInts[int32](n.Run, shape, axis, exclusive, reverse, x)
 	default:
 		return nil, n.Unsupported("element type %v", x.DType())
 	}
@@ -395,12 +411,15 @@ func rdCumSum(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	return []inference.Tensor{out}, nil
 }
 
-func rdCumSumInts[T int64 | int32](shape []int, axis int, exclusive, reverse bool, x inference.Tensor) (inference.Tensor, error) {
+func rdCumSumInts[T int64 | int32](r *limit.Run, shape []int, axis int, exclusive, reverse bool, x inference.Tensor) (inference.Tensor, error) {
 	d, err := inference.Data[T](x)
 	if err != nil {
 		return inference.Tensor{}, err
 	}
-	y := make([]T, len(d))
+	y, err := limit.Make[T](r, len(d))
+	if err != nil {
+		return inference.Tensor{}, err
+	}
 	rdScan(shape, axis, exclusive, reverse, func(i int, acc int64) int64 {
 		return acc + int64(d[i])
 	}, func(i int, acc int64) { y[i] = T(acc) })
@@ -411,6 +430,9 @@ func rdCumSumInts[T int64 | int32](shape []int, axis int, exclusive, reverse boo
 // order it stores the accumulator with set (before adding i when exclusive)
 // and folds i in with add.
 func rdScan[A float64 | int64](shape []int, axis int, exclusive, reverse bool, add func(i int, acc A) A, set func(i int, acc A)) {
+	if limit.Count(shape...) == 0 {
+		return // the loops below would count the dimensions that are not 0
+	}
 	outer, n, inner := opsem.SplitAxis(shape, axis)
 	for o := range outer {
 		for j := range inner {

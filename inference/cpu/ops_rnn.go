@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/limit"
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
@@ -249,7 +250,10 @@ func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inferen
 			return nil, err
 		}
 	}
-	lens := make([]int, batch)
+	lens, err := limit.Make[int](n.Run, batch)
+	if err != nil {
+		return nil, err
+	}
 	for b := range lens {
 		lens[b] = seq
 	}
@@ -280,7 +284,10 @@ func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inferen
 	if layout == 1 {
 		xd = rnSwap01(xd, batch, seq, inSize)
 	}
-	// The states as [dirs, batch, hidden].
+	// The states as [dirs, batch, hidden]: two of them.
+	if _, err := limit.Claim[float32](n.Run, 2, dirs, batch, hidden); err != nil {
+		return nil, err
+	}
 	state := func(d []float32) []float32 {
 		if d == nil {
 			return make([]float32, dirs*batch*hidden)
@@ -292,13 +299,31 @@ func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inferen
 	}
 	hState, cState := state(h0d), state(c0d)
 
-	y := make([]float32, seq*dirs*batch*hidden)
+	y, err := limit.Make[float32](n.Run, seq, dirs, batch, hidden)
+	if err != nil {
+		return nil, err
+	}
 	gh := g * hidden
-	xw := make([]float32, seq*batch*gh)
-	gatesBuf := make([]float32, batch*gh)
-	newH := make([]float32, batch*hidden)
-	newC := make([]float32, batch*hidden)
-	tmp := make([]float32, batch*hidden)
+	xw, err := limit.Make[float32](n.Run, seq, batch, gh)
+	if err != nil {
+		return nil, err
+	}
+	gatesBuf, err := limit.Make[float32](n.Run, batch, gh)
+	if err != nil {
+		return nil, err
+	}
+	newH, err := limit.Make[float32](n.Run, batch, hidden)
+	if err != nil {
+		return nil, err
+	}
+	newC, err := limit.Make[float32](n.Run, batch, hidden)
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := limit.Make[float32](n.Run, batch, hidden)
+	if err != nil {
+		return nil, err
+	}
 	for d := range dirs {
 		wdir := wd[d*gh*inSize : (d+1)*gh*inSize]
 		rdir := rd[d*gh*hidden : (d+1)*gh*hidden]
@@ -311,7 +336,10 @@ func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inferen
 		if bd != nil {
 			bdir := bd[d*2*gh : (d+1)*2*gh]
 			wb, rb := bdir[:gh], bdir[gh:]
-			sum := make([]float32, gh)
+			sum, err := limit.Make[float32](n.Run, gh)
+			if err != nil {
+				return nil, err
+			}
 			for j := range sum {
 				sum[j] = wb[j] + rb[j]
 			}

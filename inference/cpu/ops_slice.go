@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/limit"
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
@@ -45,12 +46,17 @@ func slSlice(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	tabs := tables(shape)
+	tabs, err := tables(n.Run, shape)
+	if err != nil {
+		return nil, err
+	}
 	st := opsem.Strides(shape)
 	for _, k := range kept {
-		tabs[k.Axis] = axisTable(k.Count, func(j int) int { return (k.First + j*k.Step) * st[k.Axis] })
+		if tabs[k.Axis], err = axisTable(n.Run, k.Count, func(j int) int { return (k.First + j*k.Step) * st[k.Axis] }); err != nil {
+			return nil, err
+		}
 	}
-	y, err := takeTables(x, tabs, inference.Tensor{})
+	y, err := takeTables(n.Run, x, tabs, inference.Tensor{})
 	return []inference.Tensor{y}, err
 }
 
@@ -80,15 +86,15 @@ func slConcat(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	var y inference.Tensor
 	switch first.DType() {
 	case inference.Float32:
-		y, err = slConcatOf[float32](in, shape, axis)
+		y, err = slConcatOf[float32](n.Run, in, shape, axis)
 	case inference.Int64:
-		y, err = slConcatOf[int64](in, shape, axis)
+		y, err = slConcatOf[int64](n.Run, in, shape, axis)
 	case inference.Int32:
-		y, err = slConcatOf[int32](in, shape, axis)
+		y, err = slConcatOf[int32](n.Run, in, shape, axis)
 	case inference.Bool:
-		y, err = slConcatOf[bool](in, shape, axis)
+		y, err = slConcatOf[bool](n.Run, in, shape, axis)
 	case inference.Uint8:
-		y, err = slConcatOf[uint8](in, shape, axis)
+		y, err = slConcatOf[uint8](n.Run, in, shape, axis)
 	default:
 		err = fmt.Errorf("%v: %w", first, inference.ErrType)
 	}
@@ -97,10 +103,17 @@ func slConcat(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 
 // slConcatOf joins tensors that agree off axis into shape: for each index
 // over the axes before axis, it copies each input's block in turn.
-func slConcatOf[T inference.Element](in []inference.Tensor, shape []int, axis int) (inference.Tensor, error) {
+func slConcatOf[T inference.Element](r *limit.Run, in []inference.Tensor, shape []int, axis int) (inference.Tensor, error) {
 	outer := opsem.Count(shape[:axis])
 	inner := opsem.Count(shape[axis+1:])
-	out := make([]T, 0, opsem.Count(shape))
+	buf, err := limit.Make[T](r, shape...)
+	if err != nil {
+		return inference.Tensor{}, err
+	}
+	if len(buf) == 0 { // no elements: the loop below would still count the others
+		return inference.New(shape, buf)
+	}
+	out := buf[:0]
 	srcs := make([][]T, len(in))
 	for i, t := range in {
 		d, err := inference.Data[T](t)
@@ -140,9 +153,14 @@ func slSplit(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	outs := make([]inference.Tensor, len(parts))
 	start := 0
 	for k, s := range parts {
-		tabs := tables(shape)
-		tabs[axis] = axisTable(s, func(i int) int { return (start + i) * st[axis] })
-		if outs[k], err = takeTables(x, tabs, inference.Tensor{}); err != nil {
+		tabs, err := tables(n.Run, shape)
+		if err != nil {
+			return nil, err
+		}
+		if tabs[axis], err = axisTable(n.Run, s, func(i int) int { return (start + i) * st[axis] }); err != nil {
+			return nil, err
+		}
+		if outs[k], err = takeTables(n.Run, x, tabs, inference.Tensor{}); err != nil {
 			return nil, err
 		}
 		start += s
@@ -188,7 +206,10 @@ func slPad(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	tabs := make([][]int, len(shape))
 	st := opsem.Strides(shape)
 	for a, d := range p.Dims {
-		tab := slPadTable(p.Mode, d)
+		tab, err := slPadTable(n.Run, p.Mode, d)
+		if err != nil {
+			return nil, err
+		}
 		for o, v := range tab {
 			if v >= 0 {
 				tab[o] = v * st[a]
@@ -196,7 +217,7 @@ func slPad(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		}
 		tabs[a] = tab
 	}
-	y, err := takeTables(x, tabs, fill)
+	y, err := takeTables(n.Run, x, tabs, fill)
 	return []inference.Tensor{y}, err
 }
 
@@ -204,9 +225,12 @@ func slPad(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 // to the input coordinate it copies, -1 for the constant. The modes extend
 // what the crop left: edge repeats the border, reflect mirrors without
 // repeating it (period 2(n-1)), wrap repeats the whole (period n).
-func slPadTable(mode string, d opsem.PadDim) []int {
+func slPadTable(r *limit.Run, mode string, d opsem.PadDim) ([]int, error) {
 	l := d.Kept
-	tab := make([]int, d.Size)
+	tab, err := limit.Make[int](r, d.Size)
+	if err != nil {
+		return nil, err
+	}
 	for o := range tab {
 		i := o - d.Before
 		if i < 0 || i >= l {
@@ -232,7 +256,7 @@ func slPadTable(mode string, d opsem.PadDim) []int {
 		}
 		tab[o] = d.Crop + i
 	}
-	return tab
+	return tab, nil
 }
 
 func slTile(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
@@ -265,9 +289,11 @@ func slTile(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	st := opsem.Strides(shape)
 	tabs := make([][]int, len(shape))
 	for j, d := range shape {
-		tabs[j] = axisTable(out[j], func(i int) int { return i % d * st[j] })
+		if tabs[j], err = axisTable(n.Run, out[j], func(i int) int { return i % d * st[j] }); err != nil {
+			return nil, err
+		}
 	}
-	y, err := takeTables(x, tabs, inference.Tensor{})
+	y, err := takeTables(n.Run, x, tabs, inference.Tensor{})
 	return []inference.Tensor{y}, err
 }
 
@@ -285,7 +311,10 @@ func slExpand(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	y, err := take(x, out, opsem.BroadcastOffsets(x.Shape(), out), inference.Tensor{})
+	if _, err := limit.Claim[int](n.Run, out...); err != nil { // the offsets
+		return nil, err
+	}
+	y, err := take(n.Run, x, out, opsem.BroadcastOffsets(x.Shape(), out), inference.Tensor{})
 	return []inference.Tensor{y}, err
 }
 
@@ -317,7 +346,10 @@ func slCenterCropPad(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, e
 	if len(target) != len(ax) {
 		return nil, fmt.Errorf("shape %v for axes %v: %w", target, ax, inference.ErrShape)
 	}
-	tabs := tables(shape)
+	tabs, err := tables(n.Run, shape)
+	if err != nil {
+		return nil, err
+	}
 	st := opsem.Strides(shape)
 	// Crop and pad are centered, the odd element going to the end.
 	for i, a := range ax {
@@ -326,13 +358,16 @@ func slCenterCropPad(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, e
 		if t < d {
 			off = -((d - t) / 2)
 		}
-		tabs[a] = axisTable(t, func(o int) int {
+		tabs[a], err = axisTable(n.Run, t, func(o int) int {
 			if j := o - off; j >= 0 && j < d {
 				return j * st[a]
 			}
 			return -1
 		})
+		if err != nil {
+			return nil, err
+		}
 	}
-	y, err := takeTables(x, tabs, inference.Tensor{})
+	y, err := takeTables(n.Run, x, tabs, inference.Tensor{})
 	return []inference.Tensor{y}, err
 }

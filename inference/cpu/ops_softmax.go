@@ -42,6 +42,9 @@ func smSoftmax(kind smSoftmaxOp) kernel {
 		}
 		d, _ := floats(x)
 		y := make([]float32, len(d))
+		if len(d) == 0 { // the loops would count the dimensions that are not 0
+			return singleOutput(shape, y)
+		}
 		for o := range outer {
 			for j := range inner {
 				base := o*size*inner + j

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/limit"
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
@@ -54,13 +55,13 @@ func soTopK(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	var idx []int64
 	switch x.DType() {
 	case inference.Float32:
-		vals, idx, err = soTopKOf[float32](x, axis, int(k), largest)
+		vals, idx, err = soTopKOf[float32](n.Run, x, axis, int(k), largest)
 	case inference.Int64:
-		vals, idx, err = soTopKOf[int64](x, axis, int(k), largest)
+		vals, idx, err = soTopKOf[int64](n.Run, x, axis, int(k), largest)
 	case inference.Int32:
-		vals, idx, err = soTopKOf[int32](x, axis, int(k), largest)
+		vals, idx, err = soTopKOf[int32](n.Run, x, axis, int(k), largest)
 	case inference.Uint8:
-		vals, idx, err = soTopKOf[uint8](x, axis, int(k), largest)
+		vals, idx, err = soTopKOf[uint8](n.Run, x, axis, int(k), largest)
 	default:
 		return nil, n.Unsupported("element type %v", x.DType())
 	}
@@ -73,16 +74,25 @@ func soTopK(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 
 // soTopKOf returns the k largest (or smallest) values along axis and their
 // indices; equal values keep the lower index first.
-func soTopKOf[T float32 | int64 | int32 | uint8](x inference.Tensor, axis, k int, largest bool) (inference.Tensor, []int64, error) {
+func soTopKOf[T float32 | int64 | int32 | uint8](r *limit.Run, x inference.Tensor, axis, k int, largest bool) (inference.Tensor, []int64, error) {
 	d, err := inference.Data[T](x)
 	if err != nil {
 		return inference.Tensor{}, nil, err
 	}
 	shape := x.Shape()
 	outer, dim, inner := opsem.SplitAxis(shape, axis)
-	vals := make([]T, outer*k*inner)
-	idx := make([]int64, outer*k*inner)
-	order := make([]int, dim)
+	vals, err := limit.Make[T](r, outer, k, inner)
+	if err != nil {
+		return inference.Tensor{}, nil, err
+	}
+	idx, err := limit.Make[int64](r, outer, k, inner)
+	if err != nil {
+		return inference.Tensor{}, nil, err
+	}
+	order, err := limit.Make[int](r, dim)
+	if err != nil {
+		return inference.Tensor{}, nil, err
+	}
 	for o := range outer {
 		for i := range inner {
 			base := o*dim*inner + i
@@ -137,21 +147,21 @@ func soUnique(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	}
 	switch x.DType() {
 	case inference.Float32:
-		return soUniqueOf(x, axis, sorted, compareNaNLast[float32])
+		return soUniqueOf(n.Run, x, axis, sorted, compareNaNLast[float32])
 	case inference.Int64:
-		return soUniqueOf(x, axis, sorted, cmp.Compare[int64])
+		return soUniqueOf(n.Run, x, axis, sorted, cmp.Compare[int64])
 	case inference.Int32:
-		return soUniqueOf(x, axis, sorted, cmp.Compare[int32])
+		return soUniqueOf(n.Run, x, axis, sorted, cmp.Compare[int32])
 	case inference.Uint8:
-		return soUniqueOf(x, axis, sorted, cmp.Compare[uint8])
+		return soUniqueOf(n.Run, x, axis, sorted, cmp.Compare[uint8])
 	case inference.Bool:
-		return soUniqueOf(x, axis, sorted, func(a, b bool) int { return cmp.Compare(soBoolInt(a), soBoolInt(b)) })
+		return soUniqueOf(n.Run, x, axis, sorted, func(a, b bool) int { return cmp.Compare(soBoolInt(a), soBoolInt(b)) })
 	}
 	return nil, n.Unsupported("element type %v", x.DType())
 }
 
 // soUniqueOf does Unique on x of element type T; axis -1 flattens x.
-func soUniqueOf[T inference.Element](x inference.Tensor, axis int, sorted bool, compare func(a, b T) int) ([]inference.Tensor, error) {
+func soUniqueOf[T inference.Element](r *limit.Run, x inference.Tensor, axis int, sorted bool, compare func(a, b T) int) ([]inference.Tensor, error) {
 	data, _ := inference.Data[T](x)
 	shape := x.Shape()
 	// X is viewed as [outer, count, inner]; slice k is x[:, k, :].
@@ -171,7 +181,10 @@ func soUniqueOf[T inference.Element](x inference.Tensor, axis int, sorted bool, 
 		items[k] = slice(k)
 	}
 	compareItems := func(i, j int) int { return slices.CompareFunc(items[i], items[j], compare) }
-	order := make([]int, count)
+	order, err := limit.Make[int](r, count)
+	if err != nil {
+		return nil, err
+	}
 	for k := range order {
 		order[k] = k
 	}
@@ -179,7 +192,10 @@ func soUniqueOf[T inference.Element](x inference.Tensor, axis int, sorted bool, 
 	// occurrence.
 	slices.SortStableFunc(order, compareItems)
 	var firsts, counts []int64
-	group := make([]int, count) // group of each item, numbered in sorted order
+	group, err := limit.Make[int](r, count) // group of each item, numbered in sorted order
+	if err != nil {
+		return nil, err
+	}
 	for r, k := range order {
 		if r == 0 || compareItems(order[r-1], k) != 0 {
 			firsts = append(firsts, int64(k))
@@ -205,7 +221,10 @@ func soUniqueOf[T inference.Element](x inference.Tensor, axis int, sorted bool, 
 		}
 		firsts, counts = f, c
 	}
-	inverse := make([]int64, count)
+	inverse, err := limit.Make[int64](r, count)
+	if err != nil {
+		return nil, err
+	}
 	for k := range inverse {
 		inverse[k] = int64(rank[group[k]])
 	}
@@ -277,7 +296,10 @@ func soNonZero(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) 
 			count++
 		}
 	}
-	out := make([]int64, len(shape)*count)
+	out, err := limit.Make[int64](n.Run, len(shape), count)
+	if err != nil {
+		return nil, err
+	}
 	k := 0
 	err = eachIndex(shape, func(c []int, pos int) error {
 		if nz[pos] {
@@ -301,7 +323,7 @@ func soNonZeroOf[T inference.Element](x inference.Tensor) ([]bool, error) {
 		return nil, err
 	}
 	var zero T
-	nz := make([]bool, len(d))
+	nz := make([]bool, len(d)) // as large as the input
 	for i, v := range d {
 		nz[i] = v != zero
 	}

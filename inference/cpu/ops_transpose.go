@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/limit"
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
@@ -42,7 +43,7 @@ func tpRearrange(n opsem.Node, in []inference.Tensor, rule func(opsem.Node, []in
 	if err != nil {
 		return nil, err
 	}
-	y, err := tpPermute(x, p.View, p.Perm)
+	y, err := tpPermute(n.Run, x, p.View, p.Perm)
 	if err != nil {
 		return nil, err
 	}
@@ -52,13 +53,23 @@ func tpRearrange(n opsem.Node, in []inference.Tensor, rule func(opsem.Node, []in
 
 // tpPermute returns x, read with the given shape (same element count),
 // with its axes permuted: output axis j is input axis perm[j].
-func tpPermute(x inference.Tensor, shape []int, perm []int) (inference.Tensor, error) {
+func tpPermute(r *limit.Run, x inference.Tensor, shape []int, perm []int) (inference.Tensor, error) {
+	out := make([]int, len(perm))
+	for j, p := range perm {
+		out[j] = shape[p]
+	}
+	if x.Len() == 0 { // its other dimensions may be too large for tables
+		return inference.Zeros(x.DType(), out)
+	}
 	st := opsem.Strides(shape)
 	tabs := make([][]int, len(perm))
 	for j, p := range perm {
-		tabs[j] = axisTable(shape[p], func(i int) int { return i * st[p] })
+		var err error
+		if tabs[j], err = axisTable(r, shape[p], func(i int) int { return i * st[p] }); err != nil {
+			return inference.Tensor{}, err
+		}
 	}
-	return takeTables(x, tabs, inference.Tensor{})
+	return takeTables(r, x, tabs, inference.Tensor{})
 }
 
 func tpReverseSequence(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
@@ -85,7 +96,10 @@ func tpReverseSequence(n opsem.Node, in []inference.Tensor) ([]inference.Tensor,
 		}
 	}
 	st := opsem.Strides(shape)
-	offs := make([]int, x.Len())
+	offs, err := limit.Make[int](n.Run, x.Len())
+	if err != nil {
+		return nil, err
+	}
 	err = eachIndex(shape, func(c []int, pos int) error {
 		t, l := c[timeAxis], int(lens[c[batchAxis]])
 		if t < l {
@@ -97,6 +111,6 @@ func tpReverseSequence(n opsem.Node, in []inference.Tensor) ([]inference.Tensor,
 	if err != nil {
 		return nil, err
 	}
-	y, err := take(x, shape, offs, inference.Tensor{})
+	y, err := take(n.Run, x, shape, offs, inference.Tensor{})
 	return []inference.Tensor{y}, err
 }

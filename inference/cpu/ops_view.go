@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/limit"
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
@@ -249,7 +250,11 @@ func vwDropout(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) 
 	if err != nil {
 		return nil, err
 	}
-	mask, err := take(one, x.Shape(), make([]int, x.Len()), inference.Tensor{})
+	zeros, err := limit.Make[int](n.Run, x.Len())
+	if err != nil {
+		return nil, err
+	}
+	mask, err := take(n.Run, one, x.Shape(), zeros, inference.Tensor{})
 	return append(outs, mask), err
 }
 

@@ -1,6 +1,9 @@
 package cpu
 
-import "github.com/beamml/beamml/inference/internal/opsem"
+import (
+	"github.com/beamml/beamml/inference/internal/limit"
+	"github.com/beamml/beamml/inference/internal/opsem"
+)
 
 // Reduction plans, shared by the Reduce operators (ops_reduce.go) and
 // MeanVarianceNormalization (ops_norm.go): the output element each input
@@ -17,8 +20,10 @@ type reducePlan struct {
 }
 
 // newReducePlan plans reducing shape over the reduced dimensions into the
-// output shape out (nil when the caller returns none).
-func newReducePlan(shape []int, reduced []bool, out []int) *reducePlan {
+// output shape out (nil when the caller returns none). It claims from r the
+// offset table and what a reduction allocates per output element: the
+// output and two float64 accumulators.
+func newReducePlan(r *limit.Run, shape []int, reduced []bool, out []int) (*reducePlan, error) {
 	p := &reducePlan{in: shape, keep: make([]int, len(shape)), out: out, count: 1}
 	for i, d := range shape {
 		if reduced[i] {
@@ -28,6 +33,12 @@ func newReducePlan(shape []int, reduced []bool, out []int) *reducePlan {
 		}
 		p.keep[i] = d
 	}
+	if _, err := limit.Claim[int](r, shape...); err != nil {
+		return nil, err
+	}
+	if _, err := limit.Claim[[3]float64](r, p.keep...); err != nil {
+		return nil, err
+	}
 	p.offs = opsem.BroadcastOffsets(p.keep, shape)
-	return p
+	return p, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/limit"
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
@@ -14,22 +15,28 @@ import (
 
 // tables returns, for each axis j of shape, the offset contribution of
 // coordinate i: i·stride_j. Kernels replace some tables to slice, tile or
-// pad along an axis, and pass the result to tableOffsets.
-func tables(shape []int) [][]int {
+// pad along an axis, and pass the result to tableOffsets. The tables hold
+// Σ shape[j] entries, which the run's budget bounds: a shape without
+// elements may still have huge dimensions.
+func tables(r *limit.Run, shape []int) ([][]int, error) {
 	st := opsem.Strides(shape)
 	tabs := make([][]int, len(shape))
 	for j, d := range shape {
-		tabs[j] = axisTable(d, func(i int) int { return i * st[j] })
+		var err error
+		if tabs[j], err = axisTable(r, d, func(i int) int { return i * st[j] }); err != nil {
+			return nil, err
+		}
 	}
-	return tabs
+	return tabs, nil
 }
 
-func axisTable(n int, f func(i int) int) []int {
-	t := make([]int, n)
+// axisTable returns the table [f(0), …, f(n-1)].
+func axisTable(r *limit.Run, n int, f func(i int) int) ([]int, error) {
+	t, err := limit.Make[int](r, n)
 	for i := range t {
 		t[i] = f(i)
 	}
-	return t
+	return t, err
 }
 
 // tableShape is the shape that tables index: len(tabs[j]) along axis j.
@@ -43,22 +50,22 @@ func tableShape(tabs [][]int) []int {
 
 // takeTables returns the tensor of the tables' shape whose elements are
 // src's elements at tableOffsets(tabs), or fill's where an offset is -1.
-func takeTables(src inference.Tensor, tabs [][]int, fill inference.Tensor) (inference.Tensor, error) {
-	shape := tableShape(tabs)
-	if _, err := inference.NumElements(shape); err != nil {
+func takeTables(r *limit.Run, src inference.Tensor, tabs [][]int, fill inference.Tensor) (inference.Tensor, error) {
+	offs, err := tableOffsets(r, tabs)
+	if err != nil {
 		return inference.Tensor{}, err
 	}
-	return take(src, shape, tableOffsets(tabs), fill)
+	return take(r, src, tableShape(tabs), offs, fill)
 }
 
 // tableOffsets returns, for each element (i_0, …, i_k) of the shape the
 // tables span, in row-major order, Σ_j tabs[j][i_j]; or -1 when any term is
 // negative (an element taken from the fill value).
-func tableOffsets(tabs [][]int) []int {
-	n := opsem.Count(tableShape(tabs))
-	offs := make([]int, n)
-	if n == 0 || len(tabs) == 0 {
-		return offs
+func tableOffsets(r *limit.Run, tabs [][]int) ([]int, error) {
+	offs, err := limit.Make[int](r, tableShape(tabs)...)
+	n := len(offs)
+	if err != nil || n == 0 || len(tabs) == 0 {
+		return offs, err
 	}
 	rank := len(tabs)
 	last := tabs[rank-1]
@@ -88,7 +95,7 @@ func tableOffsets(tabs [][]int) []int {
 			idx[j] = 0
 		}
 	}
-	return offs
+	return offs, nil
 }
 
 // eachIndex calls f with the coordinates of every element of shape in
@@ -113,23 +120,23 @@ func eachIndex(shape []int, f func(idx []int, pos int) error) error {
 // take returns a tensor of the given shape whose element i is src's
 // element offs[i], or fill's first element where offs[i] < 0 (the zero
 // value when fill is absent). fill must have src's element type.
-func take(src inference.Tensor, shape, offs []int, fill inference.Tensor) (inference.Tensor, error) {
+func take(r *limit.Run, src inference.Tensor, shape, offs []int, fill inference.Tensor) (inference.Tensor, error) {
 	switch src.DType() {
 	case inference.Float32:
-		return takeOf[float32](src, shape, offs, fill)
+		return takeOf[float32](r, src, shape, offs, fill)
 	case inference.Int64:
-		return takeOf[int64](src, shape, offs, fill)
+		return takeOf[int64](r, src, shape, offs, fill)
 	case inference.Int32:
-		return takeOf[int32](src, shape, offs, fill)
+		return takeOf[int32](r, src, shape, offs, fill)
 	case inference.Bool:
-		return takeOf[bool](src, shape, offs, fill)
+		return takeOf[bool](r, src, shape, offs, fill)
 	case inference.Uint8:
-		return takeOf[uint8](src, shape, offs, fill)
+		return takeOf[uint8](r, src, shape, offs, fill)
 	}
 	return inference.Tensor{}, fmt.Errorf("%v: %w", src, inference.ErrType)
 }
 
-func takeOf[T inference.Element](src inference.Tensor, shape, offs []int, fill inference.Tensor) (inference.Tensor, error) {
+func takeOf[T inference.Element](r *limit.Run, src inference.Tensor, shape, offs []int, fill inference.Tensor) (inference.Tensor, error) {
 	s, err := inference.Data[T](src)
 	if err != nil {
 		return inference.Tensor{}, err
@@ -144,7 +151,10 @@ func takeOf[T inference.Element](src inference.Tensor, shape, offs []int, fill i
 			f = fd[0]
 		}
 	}
-	out := make([]T, len(offs))
+	out, err := limit.Make[T](r, len(offs))
+	if err != nil {
+		return inference.Tensor{}, err
+	}
 	for i, o := range offs {
 		if o < 0 {
 			out[i] = f

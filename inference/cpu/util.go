@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/limit"
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
@@ -166,13 +167,26 @@ func wantType(i int, t inference.Tensor, want string) error {
 	return fmt.Errorf("input %d is %v, want %s: %w", i, t, want, inference.ErrType)
 }
 
-// mapElems applies f to every element of x.
-func mapElems[T, U inference.Element](x []T, f func(T) U) []U {
-	out := make([]U, len(x))
+// mapElems applies f to every element of x, a tensor of the given shape,
+// and returns the result as a tensor of that shape.
+func mapElems[T, U inference.Element](r *limit.Run, shape []int, x []T, f func(T) U) (inference.Tensor, error) {
+	out, err := limit.Make[U](r, len(x))
+	if err != nil {
+		return inference.Tensor{}, err
+	}
 	for i, v := range x {
 		out[i] = f(v)
 	}
-	return out
+	return inference.New(shape, out)
+}
+
+// mapOutput is mapElems as the node's one output.
+func mapOutput[T, U inference.Element](r *limit.Run, shape []int, x []T, f func(T) U) ([]inference.Tensor, error) {
+	t, err := mapElems(r, shape, x, f)
+	if err != nil {
+		return nil, err
+	}
+	return []inference.Tensor{t}, nil
 }
 
 func sigmoid(x float64) float64 {
@@ -199,4 +213,12 @@ func given[T any](d []T) []T {
 		return []T{}
 	}
 	return d
+}
+
+// cloneOf returns a copy of src allocated under r: the output of a kernel
+// that updates its input's elements (the scatters).
+func cloneOf[T any](r *limit.Run, src []T) ([]T, error) {
+	out, err := limit.Make[T](r, len(src))
+	copy(out, src)
+	return out, err
 }

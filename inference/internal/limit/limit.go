@@ -145,9 +145,20 @@ func Count(shape ...int) int {
 // inference.ErrShape, a size over the budget with an
 // *inference.ResourceError.
 func Make[T any](r *Run, shape ...int) ([]T, error) {
+	n, err := Claim[T](r, shape...)
+	if err != nil {
+		return nil, err
+	}
+	return make([]T, n), nil
+}
+
+// Claim is Make for an allocation made elsewhere (by a shape rule that
+// returns an offset table, by inference.Stack): it checks and counts the
+// size of a []T of the given shape, and returns its length.
+func Claim[T any](r *Run, shape ...int) (int, error) {
 	for _, d := range shape {
 		if d < 0 {
-			return nil, fmt.Errorf("shape %v has a negative dimension: %w", shape, inference.ErrShape)
+			return 0, fmt.Errorf("shape %v has a negative dimension: %w", shape, inference.ErrShape)
 		}
 	}
 	var zero T
@@ -157,9 +168,9 @@ func Make[T any](r *Run, shape ...int) ([]T, error) {
 		bytes = Bytes(n, unsafe.Sizeof(zero))
 	}
 	if err := r.Reserve(func() string { return describe[T](shape) }, bytes); err != nil {
-		return nil, err
+		return 0, err
 	}
-	return make([]T, n), nil
+	return n, nil
 }
 
 func describe[T any](shape []int) string {
