@@ -272,7 +272,7 @@ func (m *Model) execute(ctx context.Context, p *plan, ws *workspace, feeds map[s
 			m.dev.Sync(ws.stream)
 			return nil, err
 		}
-		if err := m.do(run, &p.steps[i], f, ws); err != nil {
+		if err := m.guardedDo(run, &p.steps[i], f, ws); err != nil {
 			m.dev.Sync(ws.stream)
 			return nil, err
 		}
@@ -314,6 +314,21 @@ func (f frame) addr(l loc) Ptr {
 		return f.scratch + Ptr(l.off)
 	}
 	return f.ws + Ptr(l.off)
+}
+
+// guardedDo is do, returning a panic in the host code of the step (a
+// launch's arguments, a host node) as an *inference.PanicError.
+func (m *Model) guardedDo(run *limit.Run, s *step, f frame, ws *workspace) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			what := "launch of " + s.kernel
+			if s.host != nil {
+				what = fmt.Sprintf("node %v on the host", s.host.node)
+			}
+			err = inference.Recovered(what, v)
+		}
+	}()
+	return m.do(run, s, f, ws)
 }
 
 func (m *Model) do(run *limit.Run, s *step, f frame, ws *workspace) error {
