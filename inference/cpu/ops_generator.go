@@ -153,6 +153,8 @@ func gnRangeInt[T int64 | int32](r *limit.Run, in []inference.Tensor) (inference
 		return inference.Tensor{}, err
 	}
 	for i := range out {
+		// i·delta may wrap, the sum does not: it lies between start and limit,
+		// and int64 arithmetic is exact modulo 2⁶⁴.
 		out[i] = T(start + int64(i)*delta)
 	}
 	return inference.New([]int{len(out)}, out)
@@ -202,9 +204,10 @@ func gnOneHot(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("indices: %w", err)
 	}
-	// Int64s fails only for a tensor that holds no numbers; opsem.OneHot
-	// rejects the nil depth that leaves.
-	dv, _ := opsem.Int64s(in[1])
+	dv, err := opsem.Int64s(in[1])
+	if err != nil {
+		return nil, fmt.Errorf("depth: %w", err)
+	}
 	is := ind.Shape()
 	axis, depth, shape, err := opsem.OneHot(n, is, dv, values.Len())
 	if err != nil {

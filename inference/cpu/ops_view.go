@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/beamml/beamml/inference"
@@ -26,16 +25,12 @@ func init() {
 }
 
 func vwReshape(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	var spec []int64
+	var spec []int64 // nil before Reshape-5, which takes the attribute
 	var err error
 	if n.Opset < 5 {
 		if in, err = inputs(in, 1, 1); err != nil {
 			return nil, err
 		}
-		if !n.Has("shape") {
-			return nil, fmt.Errorf("Reshape-1 without a shape attribute: %w", inference.ErrBadModel)
-		}
-		spec = n.Ints("shape", nil)
 	} else {
 		if in, err = inputs(in, 2, 2); err != nil {
 			return nil, err
@@ -45,53 +40,12 @@ func vwReshape(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) 
 		}
 	}
 	x := in[0]
-	shape, err := vwReshapeDims(x.Shape(), spec, n.Int("allowzero", 0) == 1)
+	shape, err := opsem.Reshape(n, x.Shape(), spec)
 	if err != nil {
-		return nil, fmt.Errorf("data %v: %w", x, err)
+		return nil, err
 	}
 	y, err := viewAs(x, shape)
 	return []inference.Tensor{y}, err
-}
-
-// vwReshapeDims resolves a Reshape target: 0 copies the input dimension at
-// the same position (unless allowZero), one -1 takes what is left.
-func vwReshapeDims(in []int, spec []int64, allowZero bool) ([]int, error) {
-	out := make([]int, len(spec))
-	infer := -1
-	known := 1
-	for i, d := range spec {
-		switch {
-		case d == -1:
-			if infer >= 0 {
-				return nil, fmt.Errorf("shape %v has more than one -1: %w", spec, inference.ErrShape)
-			}
-			infer = i
-			continue
-		case d == 0 && !allowZero:
-			if i >= len(in) {
-				return nil, fmt.Errorf("shape %v copies dimension %d, input has rank %d: %w", spec, i, len(in), inference.ErrShape)
-			}
-			out[i] = in[i]
-		case d < 0 || d > math.MaxInt32:
-			return nil, fmt.Errorf("shape %v: dimension %d is %d: %w", spec, i, d, inference.ErrShape)
-		default:
-			out[i] = int(d)
-		}
-		if out[i] != 0 && known > math.MaxInt/out[i] {
-			return nil, fmt.Errorf("shape %v overflows: %w", spec, inference.ErrShape)
-		}
-		known *= out[i]
-	}
-	total := opsem.Count(in)
-	if infer >= 0 {
-		if known == 0 || total%known != 0 {
-			return nil, fmt.Errorf("shape %v cannot hold %d elements: %w", spec, total, inference.ErrShape)
-		}
-		out[infer] = total / known
-	} else if known != total {
-		return nil, fmt.Errorf("shape %v holds %d elements, input has %d: %w", spec, known, total, inference.ErrShape)
-	}
-	return out, nil
 }
 
 func vwFlatten(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {

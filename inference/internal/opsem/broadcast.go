@@ -119,7 +119,7 @@ func LegacyBroadcast(n Node, a, b []int) ([]int, error) {
 			axis += int64(len(a))
 		}
 	}
-	if axis < 0 || axis+int64(len(b)) > int64(len(a)) {
+	if axis < 0 || axis > int64(len(a)-len(b)) {
 		return nil, fmt.Errorf("input 1 of shape %v does not fit input 0 of shape %v at axis %d: %w", b, a, axis, inference.ErrShape)
 	}
 	aligned := make([]int, len(a))

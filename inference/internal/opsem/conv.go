@@ -31,8 +31,12 @@ func intsAttr(n Node, name string, want, def int) ([]int, error) {
 	if len(v) != want {
 		return nil, fmt.Errorf("attribute %s has %d values, want %d: %w", name, len(v), want, inference.ErrShape)
 	}
+	var c checked
 	for i, x := range v {
-		out[i] = int(x)
+		out[i] = c.toInt(x)
+	}
+	if c.overflow {
+		return nil, fmt.Errorf("attribute %s %v: a value beyond int: %w", name, v, inference.ErrShape)
 	}
 	return out, nil
 }
@@ -71,15 +75,15 @@ func ConvOperands(n Node, x, w []int, transposed bool) (group int, kernel []int,
 	if len(x) < 3 || len(w) != len(x) {
 		return 0, nil, fmt.Errorf("X is %v, W is %v; want equal ranks ≥ 3: %w", x, w, inference.ErrShape)
 	}
-	group = int(n.Int("group", 1))
-	if group < 1 {
-		return 0, nil, fmt.Errorf("group %d < 1: %w", group, inference.ErrShape)
+	var c checked
+	if group = c.toInt(n.Int("group", 1)); group < 1 || c.overflow {
+		return 0, nil, fmt.Errorf("group %d, want a positive int: %w", n.Int("group", 1), inference.ErrShape)
 	}
 	if transposed {
 		if w[0] != x[1] || x[1]%group != 0 {
 			return 0, nil, fmt.Errorf("X is %v, W is %v, group %d: want W's dimension 0 = X's channels, divisible by group: %w", x, w, group, inference.ErrShape)
 		}
-	} else if w[1]*group != x[1] || w[0]%group != 0 {
+	} else if x[1]%group != 0 || x[1]/group != w[1] || w[0]%group != 0 { // not w[1]·group, which may overflow
 		return 0, nil, fmt.Errorf("X is %v, W is %v, group %d: want X's channels = W's dimension 1 × group and W's dimension 0 divisible by group: %w", x, w, group, inference.ErrShape)
 	}
 	kernel, err = KernelShape(n, len(x)-2, w[2:])
@@ -130,35 +134,67 @@ func SlidingWindow(n Node, in, kernel []int, ceil bool) (Window, error) {
 		clear(pads)
 	case "SAME_UPPER", "SAME_LOWER":
 		for d := range r {
-			s, eff := w.Stride[d], (kernel[d]-1)*w.Dilation[d]+1
-			w.Out[d] = (in[d] + s - 1) / s
-			total := max(0, (w.Out[d]-1)*s+eff-in[d])
-			w.PadBegin[d] = total / 2
+			var c checked
+			size, s := int64(in[d]), int64(w.Stride[d])
+			out := ceilDiv(size, s)
+			total := max(0, c.sub(c.add(c.mul(out-1, s), w.reach(&c, d)), size))
+			w.Out[d] = c.toInt(out)
+			w.PadBegin[d] = c.toInt(total / 2)
 			if auto == "SAME_LOWER" {
-				w.PadBegin[d] = total - total/2
+				w.PadBegin[d] = c.toInt(total - total/2)
 			}
-			w.PadEnd[d] = total - w.PadBegin[d]
+			w.PadEnd[d] = c.toInt(total - int64(w.PadBegin[d]))
+			if c.overflow {
+				return w, w.overflow(d)
+			}
 		}
 		return w, nil
 	default:
 		return w, n.Unsupported("auto_pad %q", auto)
 	}
 	for d := range r {
-		s, eff := w.Stride[d], (kernel[d]-1)*w.Dilation[d]+1
-		span := in[d] + w.PadBegin[d] + w.PadEnd[d] - eff
+		var c checked
+		s := int64(w.Stride[d])
+		span := c.sub(c.add(c.add(int64(in[d]), int64(w.PadBegin[d])), int64(w.PadEnd[d])), w.reach(&c, d))
+		if c.overflow {
+			return w, w.overflow(d)
+		}
 		if span < 0 {
 			return w, fmt.Errorf("window %v (dilations %v) is larger than the padded input %v (pads %v): %w", kernel, w.Dilation, in, pads, inference.ErrShape)
 		}
+		out := c.add(span/s, 1)
 		if ceil {
-			w.Out[d] = (span+s-1)/s + 1
-			if (w.Out[d]-1)*s >= in[d]+w.PadBegin[d] {
-				w.Out[d]--
+			out = c.add(ceilDiv(span, s), 1)
+			if c.mul(out-1, s) >= c.add(int64(in[d]), int64(w.PadBegin[d])) {
+				out--
 			}
-		} else {
-			w.Out[d] = span/s + 1
+		}
+		w.Out[d] = c.toInt(out)
+		if c.overflow {
+			return w, w.overflow(d)
 		}
 	}
 	return w, nil
+}
+
+// reach is how far the window reaches in spatial dimension d, from its
+// first tap to its last inclusive: (kernel−1)·dilation + 1.
+func (w Window) reach(c *checked, d int) int64 {
+	return c.add(c.mul(int64(w.Kernel[d]-1), int64(w.Dilation[d])), 1)
+}
+
+// overflow is the error of a window whose geometry in spatial dimension d
+// does not fit int64.
+func (w Window) overflow(d int) error {
+	return fmt.Errorf("input %v, kernel %v, strides %v, dilations %v, pads %v %v: spatial dimension %d overflows: %w", w.In, w.Kernel, w.Stride, w.Dilation, w.PadBegin, w.PadEnd, d, inference.ErrShape)
+}
+
+// ceilDiv is ⌈a/b⌉ for a ≥ 0 and b > 0, without the overflow of a + b − 1.
+func ceilDiv(a, b int64) int64 {
+	if a == 0 {
+		return 0
+	}
+	return (a-1)/b + 1
 }
 
 // TransposedWindow returns the window of ConvTranspose, of shape kernel,
@@ -190,42 +226,45 @@ func TransposedWindow(n Node, in, kernel []int) (Window, error) {
 	default:
 		return w, n.Unsupported("auto_pad %q", auto)
 	}
-	var target []int
+	var target []int64
 	switch {
 	case n.Has("output_shape"):
-		os := n.Ints("output_shape", nil)
-		if len(os) == r+2 {
-			os = os[2:]
+		target = n.Ints("output_shape", nil)
+		if len(target) == r+2 {
+			target = target[2:]
 		}
-		if len(os) != r {
-			return w, fmt.Errorf("output_shape %v for %d spatial dimensions: %w", os, r, inference.ErrShape)
-		}
-		target = make([]int, r)
-		for d, v := range os {
-			target[d] = int(v)
+		if len(target) != r {
+			return w, fmt.Errorf("output_shape %v for %d spatial dimensions: %w", target, r, inference.ErrShape)
 		}
 	case auto == "SAME_UPPER" || auto == "SAME_LOWER":
-		target = make([]int, r)
+		target = make([]int64, r)
 		for d := range r {
-			target[d] = in[d] * w.Stride[d]
+			var c checked
+			if target[d] = c.mul(int64(in[d]), int64(w.Stride[d])); c.overflow {
+				return w, w.overflow(d)
+			}
 		}
 	}
 	for d := range r {
-		full := w.Stride[d]*(in[d]-1) + outPad[d] + (kernel[d]-1)*w.Dilation[d] + 1
+		var c checked
+		stretched := c.mul(int64(w.Stride[d]), int64(in[d]-1))
+		full := c.add(c.add(stretched, int64(outPad[d])), w.reach(&c, d))
 		if target == nil {
 			if auto == "VALID" {
 				w.PadBegin[d], w.PadEnd[d] = 0, 0
 			}
-			w.Out[d] = full - w.PadBegin[d] - w.PadEnd[d]
+			w.Out[d] = c.toInt(c.sub(c.sub(full, int64(w.PadBegin[d])), int64(w.PadEnd[d])))
 		} else {
-			total := full - target[d]
+			total := c.sub(full, target[d])
+			begin := total - floorDiv(total, 2)
 			if auto == "SAME_UPPER" {
-				w.PadBegin[d] = floorDiv(total, 2)
-			} else {
-				w.PadBegin[d] = total - floorDiv(total, 2)
+				begin = floorDiv(total, 2)
 			}
-			w.PadEnd[d] = total - w.PadBegin[d]
-			w.Out[d] = target[d]
+			w.PadBegin[d], w.PadEnd[d] = c.toInt(begin), c.toInt(total-begin)
+			w.Out[d] = c.toInt(target[d])
+		}
+		if c.overflow {
+			return w, w.overflow(d)
 		}
 		if w.Out[d] < 0 {
 			return w, fmt.Errorf("output size %d in spatial dimension %d is negative (input %v, kernel %v, pads %v): %w", w.Out[d], d, in, kernel, pads, inference.ErrShape)
@@ -235,7 +274,7 @@ func TransposedWindow(n Node, in, kernel []int) (Window, error) {
 }
 
 // floorDiv is a/b rounded toward −∞.
-func floorDiv(a, b int) int {
+func floorDiv(a, b int64) int64 {
 	q := a / b
 	if a%b != 0 && (a < 0) != (b < 0) {
 		q--

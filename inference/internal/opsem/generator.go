@@ -10,34 +10,46 @@ import (
 
 // RangeCountFloat is the element count of Range(start, limit, delta) in
 // floating point: max(ceil((limit − start)/delta), 0), as numpy.arange
-// sizes its result. delta 0, a NaN, or more than 2³¹−1 elements is an
-// error.
+// sizes its result. delta 0, an operand that is not finite (NaN or ±Inf),
+// or a count above 2³¹−1 is an error.
 func RangeCountFloat(start, limit, delta float64) (int, error) {
-	if delta == 0 || math.IsNaN(start) || math.IsNaN(limit) || math.IsNaN(delta) {
-		return 0, fmt.Errorf("range(%v, %v, %v): %w", start, limit, delta, inference.ErrShape)
+	for _, v := range [...]float64{start, limit, delta} {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return 0, fmt.Errorf("start %v, limit %v, delta %v: operands must be finite: %w", start, limit, delta, inference.ErrShape)
+		}
 	}
-	count := max(math.Ceil((limit-start)/delta), 0)
-	if count > math.MaxInt32 {
-		return 0, fmt.Errorf("range(%v, %v, %v) has %v elements: %w", start, limit, delta, count, inference.ErrShape)
+	if delta == 0 {
+		return 0, fmt.Errorf("start %v, limit %v, delta %v: delta is 0: %w", start, limit, delta, inference.ErrShape)
 	}
-	return int(count), nil
+	// The quotient of finite operands is a number or, past float64's range,
+	// ±Inf, whose ceil compares as it should.
+	count := math.Ceil((limit - start) / delta)
+	if count > maxDim {
+		return 0, fmt.Errorf("start %v, limit %v, delta %v: %v elements, more than 2³¹−1: %w", start, limit, delta, count, inference.ErrShape)
+	}
+	return int(max(count, 0)), nil
 }
 
 // RangeCountInt is the element count of Range(start, limit, delta) in
-// integers: max(ceil((limit − start)/delta), 0). delta 0 or more than
-// 2³¹−1 elements is an error.
+// integers: max(ceil((limit − start)/delta), 0), computed exactly for all
+// int64 operands (limit − start may need 64 bits unsigned). delta 0 or a
+// count above 2³¹−1 is an error.
 func RangeCountInt(start, limit, delta int64) (int, error) {
 	if delta == 0 {
-		return 0, fmt.Errorf("range(%d, %d, %d): %w", start, limit, delta, inference.ErrShape)
+		return 0, fmt.Errorf("start %d, limit %d, delta %d: delta is 0: %w", start, limit, delta, inference.ErrShape)
 	}
-	span := limit - start
-	count := span / delta
-	if span%delta != 0 {
-		count++
+	var span uint64 // |limit − start|, toward delta's sign
+	switch {
+	case delta > 0 && limit > start:
+		span = uint64(limit) - uint64(start)
+	case delta < 0 && limit < start:
+		span = uint64(start) - uint64(limit)
+	default:
+		return 0, nil
 	}
-	count = max(count, 0)
-	if count > math.MaxInt32 {
-		return 0, fmt.Errorf("range(%d, %d, %d) has %d elements: %w", start, limit, delta, count, inference.ErrShape)
+	count := (span-1)/magnitude(delta) + 1
+	if count > maxDim {
+		return 0, fmt.Errorf("start %d, limit %d, delta %d: %d elements, more than 2³¹−1: %w", start, limit, delta, count, inference.ErrShape)
 	}
 	return int(count), nil
 }
@@ -49,8 +61,8 @@ func RangeCountInt(start, limit, delta int64) (int, error) {
 // holds values[0] everywhere but at each index along the depth axis,
 // values[1]; an index outside [−depth, depth) gives an all-off row.
 func OneHot(n Node, indices []int, depth []int64, values int) (axis, d int, out []int, err error) {
-	if len(depth) != 1 || depth[0] < 0 || depth[0] > math.MaxInt32 {
-		return 0, 0, nil, fmt.Errorf("depth %v is not one non-negative integer: %w", depth, inference.ErrShape)
+	if len(depth) != 1 || depth[0] < 0 || depth[0] > maxDim {
+		return 0, 0, nil, fmt.Errorf("depth %v is not one integer in [0, 2³¹): %w", depth, inference.ErrShape)
 	}
 	if values != 2 {
 		return 0, 0, nil, fmt.Errorf("values has %d elements, want 2 (off, on): %w", values, inference.ErrShape)
@@ -65,7 +77,7 @@ func OneHot(n Node, indices []int, depth []int64, values int) (axis, d int, out 
 	axis, d = int(a), int(depth[0])
 	out = slices.Concat(indices[:axis], []int{d}, indices[axis:])
 	if _, err := inference.NumElements(out); err != nil {
-		return 0, 0, nil, err
+		return 0, 0, nil, fmt.Errorf("indices %v, depth %d: %w", indices, d, err)
 	}
 	return axis, d, out, nil
 }

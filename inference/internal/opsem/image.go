@@ -118,7 +118,7 @@ func Resize(n Node, x []int, roi, scales []float32, sizes []int64) (ResizeGeomet
 			return g, fmt.Errorf("sizes has %d values for %d axes of X %v: %w", len(sizes), len(axes), x, inference.ErrShape)
 		}
 		for i, ax := range axes {
-			if sizes[i] < 0 || sizes[i] > math.MaxInt32 {
+			if sizes[i] < 0 || sizes[i] > maxDim {
 				return g, fmt.Errorf("sizes %v: size %d is out of range: %w", sizes, i, inference.ErrShape)
 			}
 			if x[ax] == 0 {
@@ -148,8 +148,11 @@ func Resize(n Node, x []int, roi, scales []float32, sizes []int64) (ResizeGeomet
 				return g, n.Unsupported("keep_aspect_ratio_policy %q", policy)
 			}
 			for _, ax := range axes {
-				g.Scale[ax] = s
-				g.Out[ax] = int(s*float64(x[ax]) + 0.5) // round half up, as the spec's round_int
+				size := math.Floor(s*float64(x[ax]) + 0.5) // round half up, as the spec's round_int
+				if size > maxDim {
+					return g, fmt.Errorf("sizes %v with keep_aspect_ratio_policy %s: axis %d of X %v scaled by %g is %g long, more than 2³¹−1: %w", sizes, policy, ax, x, s, size, inference.ErrShape)
+				}
+				g.Scale[ax], g.Out[ax] = s, int(size)
 			}
 		}
 	default:
@@ -223,14 +226,15 @@ func legacyResize(n Node, x []int, mode string, scales []float32) (ResizeGeometr
 	return g, g.check(x)
 }
 
-// scaleAxis resizes axis ax, of length dim, by s: to floor(s·dim).
+// scaleAxis resizes axis ax, of length dim, by s: to floor(s·dim), at most
+// 2³¹−1. s must be finite and positive.
 func (g *ResizeGeometry) scaleAxis(ax, dim int, s float64) error {
 	if !(s > 0) || math.IsInf(s, 0) {
-		return fmt.Errorf("scale %g of axis %d, want > 0: %w", s, ax, inference.ErrShape)
+		return fmt.Errorf("scale %g of axis %d, want finite and > 0: %w", s, ax, inference.ErrShape)
 	}
 	f := math.Floor(s * float64(dim))
-	if f > math.MaxInt32 {
-		return fmt.Errorf("output length %g of an axis of length %d is too large: %w", f, dim, inference.ErrShape)
+	if f > maxDim {
+		return fmt.Errorf("axis %d of length %d scaled by %g is %g long, more than 2³¹−1: %w", ax, dim, s, f, inference.ErrShape)
 	}
 	g.Scale[ax], g.Out[ax] = s, int(f)
 	return nil

@@ -2,7 +2,6 @@ package opsem
 
 import (
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/beamml/beamml/inference"
@@ -11,12 +10,16 @@ import (
 // SliceRange clamps a slice of a dimension of size dim as ONNX Slice does
 // and returns its first index and element count. Negative start and end
 // count from the end; then for step > 0 both clamp to [0, dim], for step < 0
-// start clamps to [0, dim-1] and end to [-1, dim-1]. Step 0 is an error.
+// start clamps to [0, dim-1] and end to [-1, dim-1]. Step 0 is an error;
+// every other int64 start, end and step (−2⁶³ included) is a slice.
 func SliceRange(start, end, step int64, dim int) (first, count int, err error) {
 	if step == 0 {
 		return 0, 0, fmt.Errorf("step 0: %w", inference.ErrShape)
 	}
 	d := int64(dim)
+	// Adding d ≥ 0 to a negative index, and the differences of the clamped
+	// indices below, stay within int64; the count divides the span less one
+	// by |step| so that neither span + step nor −step is needed.
 	if start < 0 {
 		start += d
 	}
@@ -29,18 +32,19 @@ func SliceRange(start, end, step int64, dim int) (first, count int, err error) {
 		if end <= start {
 			return 0, 0, nil
 		}
-		return int(start), int((end - start + step - 1) / step), nil
+		return int(start), int((end-start-1)/step + 1), nil
 	}
 	start = min(max(start, 0), d-1)
 	end = min(max(end, -1), d-1)
 	if start <= end {
 		return 0, 0, nil
 	}
-	return int(start), int((start - end - step - 1) / -step), nil
+	return int(start), int(uint64(start-end-1)/magnitude(step) + 1), nil
 }
 
 // SliceAxis is what Slice keeps of one dimension: Count elements from
-// First on, Step apart.
+// First on, Step apart. Step is 1 when Count is 0 or 1, where the step
+// reaches nothing: a backend may multiply it by a stride without overflow.
 type SliceAxis struct {
 	Axis, First, Count, Step int
 }
@@ -79,7 +83,11 @@ func Slice(n Node, shape []int, starts, ends, axes, steps []int64) ([]SliceAxis,
 		if err != nil {
 			return nil, nil, fmt.Errorf("data %v, axis %d: %w", shape, a, err)
 		}
-		kept[i] = SliceAxis{Axis: a, First: first, Count: count, Step: int(steps[i])}
+		step := 1
+		if count > 1 {
+			step = int(steps[i]) // |step| < dim: the second element lies inside
+		}
+		kept[i] = SliceAxis{Axis: a, First: first, Count: count, Step: step}
 		out[a] = count
 	}
 	return kept, out, nil
@@ -144,20 +152,27 @@ func PadGeometry(n Node, shape []int, pads, axes []int64) (Pad, error) {
 	}
 	for i, a := range ax {
 		begin, end := pads[i], pads[i+len(ax)]
-		crop := max(-begin, 0)
-		kept := int64(shape[a]) - crop - max(-end, 0)
-		if kept < 0 {
+		// A pad below −dim crops more than there is (and −2⁶³ would
+		// overflow when negated); from −dim up, the crops are exact.
+		kept := int64(shape[a])
+		if begin < -kept || end < -kept || max(-end, 0) > kept-max(-begin, 0) {
 			return Pad{}, fmt.Errorf("data %v, axis %d, pads %v: negative pads crop more than the dimension: %w", shape, a, pads, inference.ErrShape)
 		}
-		size := kept + max(begin, 0) + max(end, 0)
-		if size > math.MaxInt32 {
-			return Pad{}, fmt.Errorf("data %v, axis %d, pads %v: padded dimension %d too large: %w", shape, a, pads, size, inference.ErrShape)
+		crop := max(-begin, 0)
+		kept -= crop + max(-end, 0)
+		var c checked
+		size := c.add(c.add(kept, max(begin, 0)), max(end, 0))
+		if c.overflow || size > maxDim {
+			return Pad{}, fmt.Errorf("data %v, axis %d, pads %v: padded dimension above 2³¹−1: %w", shape, a, pads, inference.ErrShape)
 		}
 		if kept == 0 && p.Mode != "constant" && size > 0 {
 			return Pad{}, fmt.Errorf("data %v, axis %d, pads %v: %s padding of an empty dimension: %w", shape, a, pads, p.Mode, inference.ErrShape)
 		}
 		p.Dims[a] = PadDim{Crop: int(crop), Kept: int(kept), Before: int(max(begin, 0)), Size: int(size)}
 		p.Out[a] = int(size)
+	}
+	if _, err := inference.NumElements(p.Out); err != nil {
+		return Pad{}, fmt.Errorf("data %v, pads %v: output %v: %w", shape, pads, p.Out, err)
 	}
 	return p, nil
 }
@@ -243,6 +258,9 @@ func SplitParts(n Node, shape []int, split []int64) (axis int, parts []int, err 
 		if s < 0 {
 			return 0, nil, fmt.Errorf("split %v of axis %d of %v: negative part: %w", split, axis, shape, inference.ErrShape)
 		}
+		if s > int64(dim)-sum {
+			return 0, nil, fmt.Errorf("split %v sums to more than axis %d of %v, %d: %w", split, axis, shape, dim, inference.ErrShape)
+		}
 		sum += s
 		parts[i] = int(s)
 	}
@@ -276,10 +294,16 @@ func TileRepeats(n Node, shape []int, repeats, tiles, axis []int64) (reps []int,
 	}
 	reps, out = make([]int, len(shape)), make([]int, len(shape))
 	for j, d := range shape {
-		if repeats[j] < 0 || int64(d)*repeats[j] > math.MaxInt32 {
-			return nil, nil, fmt.Errorf("repeats %v for input %v: %w", repeats, shape, inference.ErrShape)
+		var c checked
+		size := c.mul(int64(d), repeats[j])
+		rep := c.toInt(repeats[j])
+		if repeats[j] < 0 || c.overflow || size > maxDim {
+			return nil, nil, fmt.Errorf("repeats %v for input %v: axis %d repeated %d times, want [0, 2³¹) elements: %w", repeats, shape, j, repeats[j], inference.ErrShape)
 		}
-		reps[j], out[j] = int(repeats[j]), d*int(repeats[j])
+		reps[j], out[j] = rep, int(size)
+	}
+	if _, err := inference.NumElements(out); err != nil {
+		return nil, nil, fmt.Errorf("repeats %v for input %v: %w", repeats, shape, err)
 	}
 	return reps, out, nil
 }
@@ -296,7 +320,7 @@ func ExpandShape(x []int, shape []int64) ([]int, error) {
 		return nil, fmt.Errorf("input %v to shape %v: %w", x, shape, err)
 	}
 	if _, err := inference.NumElements(out); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("input %v to shape %v: %w", x, shape, err)
 	}
 	return out, nil
 }
