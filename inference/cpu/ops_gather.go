@@ -40,18 +40,22 @@ func gaGather(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		return nil, fmt.Errorf("indices: %w", err)
 	}
 	st := opsem.Strides(shape)
-	tabs, err := tables(n.Run, shape)
-	if err != nil {
-		return nil, err
-	}
-	tabs[axis] = make([]int, len(idx))
+	picked := make([]int, len(idx))
 	for i, v := range idx {
 		k, err := opsem.Index(v, shape[axis])
 		if err != nil {
 			return nil, fmt.Errorf("data %v, axis %d: %w", x, axis, err)
 		}
-		tabs[axis][i] = k * st[axis]
+		picked[i] = k * st[axis]
 	}
+	if y, empty, err := emptyResult(n.Run, x, out); empty {
+		return []inference.Tensor{y}, err
+	}
+	tabs, err := tables(n.Run, shape)
+	if err != nil {
+		return nil, err
+	}
+	tabs[axis] = picked
 	y, err := takeTables(n.Run, x, tabs, inference.Tensor{})
 	if err != nil {
 		return nil, err

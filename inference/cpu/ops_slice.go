@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/internal/limit"
@@ -45,6 +46,13 @@ func slSlice(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	kept, _, err := opsem.Slice(n, shape, operands[0], operands[1], operands[2], operands[3])
 	if err != nil {
 		return nil, err
+	}
+	out := slices.Clone(shape)
+	for _, k := range kept {
+		out[k.Axis] = k.Count
+	}
+	if y, empty, err := emptyResult(n.Run, x, out); empty {
+		return []inference.Tensor{y}, err
 	}
 	tabs, err := tables(n.Run, shape)
 	if err != nil {

@@ -194,3 +194,18 @@ func viewAsOf[T inference.Element](x inference.Tensor, shape []int) (inference.T
 	}
 	return t, nil
 }
+
+// emptyResult returns, when x or the output of the given shape has no
+// elements, that output (zeros of x's element type, as many as the shape
+// holds) and true: what the take kernels return without building tables,
+// which would count a huge dimension of x or of the output.
+func emptyResult(r *limit.Run, x inference.Tensor, out []int) (inference.Tensor, bool, error) {
+	if x.Len() > 0 && limit.Count(out...) != 0 {
+		return inference.Tensor{}, false, nil
+	}
+	if _, err := limit.Claim[byte](r, x.DType().Size(), limit.Count(out...)); err != nil {
+		return inference.Tensor{}, true, err
+	}
+	y, err := inference.Zeros(x.DType(), out)
+	return y, true, err
+}
