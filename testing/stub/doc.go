@@ -19,7 +19,7 @@
 // model does (Deadlock). A row is chosen by its first value x[0]:
 //
 //	spec := stub.WithFault(stub.Echo(2), stub.Panic, -1)   // rows with x[0] = -1
-//	spec = stub.WithFaultRate(spec, stub.Deadlock, 0.01)   // and 1% of the others
+//	spec = stub.WithFaultRate(spec, stub.Deadlock, 0.01)   // and about 1% of the values of x[0]
 //
 // WithFault chooses the rows whose x[0] equals a marker. WithFaultRate
 // chooses a fixed fraction of the possible values of x[0] by a hash of
@@ -32,6 +32,11 @@
 //
 // WithMemoryUse makes a run need memory in proportion to its rows' x[0],
 // and refuse (with an *inference.ResourceError) a run over the memory
-// budget of its context (inference.WithMemoryBudget), as the CPU
-// backend's kernels do.
+// budget of its context (inference.WithMemoryBudget), as the runtime
+// refuses a kernel's allocation over the budget.
+//
+// Hang and Deadlock are for tests of RunInference's InferenceTimeout. A
+// Deadlock run returns only when its model is closed; RunInference keeps
+// the model of an abandoned run open until the run returns, so under
+// RunInference it stays blocked for the life of the test process.
 package stub
