@@ -1,6 +1,7 @@
 package runinference
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,12 +22,15 @@ import (
 const Namespace = "BeamML_RunInference"
 
 var (
-	numInferences  = beam.NewCounter(Namespace, "num_inferences")
-	failedBatches  = beam.NewCounter(Namespace, "failed_batches_counter")
-	batchLatencyUs = beam.NewDistribution(Namespace, "inference_batch_latency_micro_secs")
-	batchSize      = beam.NewDistribution(Namespace, "inference_request_batch_size")
-	loadLatencyMs  = beam.NewDistribution(Namespace, "load_model_latency_milli_secs")
-	modelByteSize  = beam.NewDistribution(Namespace, "model_byte_size")
+	numInferences   = beam.NewCounter(Namespace, "num_inferences")
+	failedBatches   = beam.NewCounter(Namespace, "failed_batches_counter")
+	recoveredPanics = beam.NewCounter(Namespace, "recovered_panics")
+	timedOutBatches = beam.NewCounter(Namespace, "timed_out_batches")
+	abandonedRuns   = beam.NewCounter(Namespace, "abandoned_runs")
+	batchLatencyUs  = beam.NewDistribution(Namespace, "inference_batch_latency_micro_secs")
+	batchSize       = beam.NewDistribution(Namespace, "inference_request_batch_size")
+	loadLatencyMs   = beam.NewDistribution(Namespace, "load_model_latency_milli_secs")
+	modelByteSize   = beam.NewDistribution(Namespace, "model_byte_size")
 )
 
 func init() {
@@ -283,28 +287,141 @@ func (b *batcher) run(ctx context.Context, elems []element, out sink) error {
 }
 
 // predict stacks, runs and unstacks one batch, and says which stage failed.
-func (b *batcher) predict(ctx context.Context, elems []element) ([]map[string]inference.Tensor, Stage, error) {
+// A panic in any stage becomes that stage's error.
+func (b *batcher) predict(ctx context.Context, elems []element) (rows []map[string]inference.Tensor, stage Stage, err error) {
+	stage = StageBatch
+	defer func() {
+		if p := recover(); p != nil {
+			rows, err = nil, inference.Recovered(fmt.Sprintf("RunInference (stage %s)", stage), p)
+		}
+		if errors.Is(err, inference.ErrPanic) {
+			recoveredPanics.Inc(ctx, 1)
+		}
+	}()
 	exs := make([]inference.Example, len(elems))
 	for i := range elems {
 		exs[i] = elems[i].inputs
 	}
 	inputs, err := inference.StackExamples(exs)
 	if err != nil {
-		return nil, StageBatch, err
+		return nil, stage, err
 	}
+	stage = StageInference
 	start := time.Now()
-	outputs, err := b.handle.Model().Run(ctx, inputs)
+	outputs, err := b.runModel(ctx, inputs, len(elems))
 	if err != nil {
-		return nil, StageInference, err
+		return nil, stage, err
 	}
 	batchLatencyUs.Update(ctx, time.Since(start).Microseconds())
-	rows, err := inference.UnstackOutputs(outputs, len(elems))
-	if err != nil {
-		return nil, StageOutput, err
+	stage = StageOutput
+	if rows, err = inference.UnstackOutputs(outputs, len(elems)); err != nil {
+		return nil, stage, err
 	}
 	numInferences.Inc(ctx, int64(len(elems)))
 	batchSize.Update(ctx, int64(len(elems)))
 	return rows, "", nil
+}
+
+// runModel runs one batch of n rows on the model, under the batch's
+// deadline (InferenceTimeout) and memory budget. Model.Run runs on a
+// goroutine of its own, so that a model that ignores its deadline does not
+// block the bundle: it is abandoned a grace period after the deadline, and
+// keeps a reference to the model until it returns. A panic in Model.Run
+// becomes an error wrapping inference.ErrPanic (and a runtime.Goexit an
+// error too, not an empty result). Metrics are counted here,
+// on the bundle's goroutine: an abandoned run may outlive the bundle.
+func (b *batcher) runModel(ctx context.Context, inputs map[string]inference.Tensor, n int) (map[string]inference.Tensor, error) {
+	timeout := cmp.Or(b.Config.InferenceTimeout, DefaultInferenceTimeout)
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if budget := b.Config.MemoryBudget; budget > 0 {
+		runCtx = inference.WithMemoryBudget(runCtx, budget)
+	}
+	model := b.handle.Model()
+	done := make(chan runResult, 1)
+	go func() {
+		r := runResult{err: errors.New("Model.Run ended its goroutine (runtime.Goexit) without returning")}
+		defer func() {
+			if p := recover(); p != nil {
+				r = runResult{err: inference.Recovered("Model.Run", p)}
+			}
+			done <- r
+		}()
+		r.outputs, r.err = model.Run(runCtx, inputs)
+	}()
+
+	var r runResult
+	select {
+	case r = <-done:
+	case <-runCtx.Done():
+		grace := time.NewTimer(min(max(timeout/10, 50*time.Millisecond), time.Second))
+		defer grace.Stop()
+		select {
+		case r = <-done:
+		case <-grace.C:
+			abandonedRuns.Inc(ctx, 1)
+			b.holdModelFor(ctx, done)
+			r.abandoned = true
+		}
+	}
+	if ctx.Err() == nil && errors.Is(runCtx.Err(), context.DeadlineExceeded) && (r.err != nil || r.abandoned) {
+		timedOutBatches.Inc(ctx, 1)
+		return nil, &timeoutError{timeout: timeout, rows: n, abandoned: r.abandoned, err: r.err}
+	}
+	if r.abandoned {
+		return nil, context.Cause(ctx) // the bundle's context is done
+	}
+	return r.outputs, r.err
+}
+
+// runResult is what Model.Run returned, or that it was abandoned.
+type runResult struct {
+	outputs   map[string]inference.Tensor
+	err       error
+	abandoned bool
+}
+
+// holdModelFor takes a reference to the model for an abandoned run,
+// released when the run returns, so that the shared cache does not close
+// the model under it.
+func (b *batcher) holdModelFor(ctx context.Context, done <-chan runResult) {
+	h, err := inference.Acquire(context.WithoutCancel(ctx), b.Spec) // a cache hit: b.handle holds the model
+	if err != nil {
+		return
+	}
+	go func() {
+		<-done
+		h.Release()
+	}()
+}
+
+// timeoutError is a batch whose Model.Run passed its InferenceTimeout.
+type timeoutError struct {
+	timeout   time.Duration
+	rows      int
+	abandoned bool  // Model.Run did not return
+	err       error // what Model.Run returned, if it did
+}
+
+func (e *timeoutError) Error() string {
+	msg := fmt.Sprintf("batch of %d timed out after %v (InferenceTimeout)", e.rows, e.timeout)
+	switch {
+	case e.abandoned:
+		msg += ": Model.Run did not return and was abandoned"
+	case e.err != nil:
+		msg += ": " + e.err.Error()
+		if errors.Is(e.err, context.DeadlineExceeded) {
+			return msg
+		}
+	}
+	return msg + ": " + context.DeadlineExceeded.Error()
+}
+
+func (e *timeoutError) Unwrap() []error {
+	if e.err == nil {
+		return []error{context.DeadlineExceeded}
+	}
+	return []error{context.DeadlineExceeded, e.err}
 }
 
 // fail routes one element to the failures output, or, without it, returns

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -173,6 +174,11 @@ func TestConstructionPanics(t *testing.T) {
 		{"zero bytes", stub.Echo(2), []runinference.Option{runinference.MaxBatchBytes(0)}, "MaxBatchBytes(0)"},
 		{"max below min", stub.Echo(2), []runinference.Option{runinference.MinBatchSize(10), runinference.MaxBatchSize(4)}, "MaxBatchSize(4) is less than MinBatchSize(10)"},
 		{"bad device", stub.Echo(2), []runinference.Option{runinference.Device("tpu")}, `Device("tpu")`},
+		{"zero timeout", stub.Echo(2), []runinference.Option{runinference.InferenceTimeout(0)}, "InferenceTimeout(0s)"},
+		{"negative timeout", stub.Echo(2), []runinference.Option{runinference.InferenceTimeout(-time.Second)}, "InferenceTimeout(-1s)"},
+		{"zero budget", stub.Echo(2), []runinference.Option{runinference.MemoryBudget(0)}, "MemoryBudget(0)"},
+		{"bad budget option", withOption(stub.Echo(2), "memory_budget", "lots"), nil, `option memory_budget="lots"`},
+		{"bad budget option under a good one", withOption(stub.Echo(2), "memory_budget", "-1GiB"), []runinference.Option{runinference.MemoryBudget(1 << 30)}, `option memory_budget="-1GiB"`},
 		{"empty spec", inference.Spec{}, nil, "no format"},
 		{"no uri", inference.Spec{Format: "stub"}, nil, "no URI"},
 	} {
@@ -188,6 +194,16 @@ func TestConstructionPanics(t *testing.T) {
 			runinference.RunInference(s, tc.spec, col, tc.opts...)
 		})
 	}
+}
+
+// withOption returns a copy of spec with one more option.
+func withOption(spec inference.Spec, k, v string) inference.Spec {
+	opts := map[string]string{k: v}
+	for ok, ov := range spec.Options {
+		opts[ok] = ov
+	}
+	spec.Options = opts
+	return spec
 }
 
 func TestWrongInputTypePanics(t *testing.T) {

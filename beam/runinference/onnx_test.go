@@ -98,3 +98,62 @@ func TestONNXFixedBatchOneAndWrongShape(t *testing.T) {
 		t.Errorf("inference_request_batch_size = %+v, want 3 batches of 1", d)
 	}
 }
+
+func init() {
+	register.Function1x1(formatSquaredSum)
+	register.Function1x1(describeOverBudget)
+}
+
+func formatSquaredSum(r runinference.PredictionResult) string {
+	if x := values(r.Example["x"]); len(x) > 8 {
+		return fmt.Sprintf("%d values -> %v", len(x), values(r.Outputs["y"]))
+	}
+	return fmt.Sprintf("%v -> %v", values(r.Example["x"]), values(r.Outputs["y"]))
+}
+
+// describeOverBudget keeps an element's length, its stage and whether its
+// error names the budget it went over.
+func describeOverBudget(f runinference.Failure) string {
+	return fmt.Sprintf("%d values at %s: over budget %t", len(values(f.Example["x"])), f.Stage, contains(f.Err, "over the memory budget of 1.0 MiB"))
+}
+
+// int64s is an int64 initializer.
+func int64s(name string, v ...int64) *onnxpb.TensorProto {
+	return &onnxpb.TensorProto{Name: name, Dims: []int64{int64(len(v))}, DataType: int32(onnxpb.TensorProto_INT64), Int64Data: v}
+}
+
+// A real model under a memory budget: y = (Σx)², computed through the
+// outer product of x with itself, [n, n] for an element of n values. An
+// element of 1,024 values needs 4 MiB for it, over the budget of 1 MiB,
+// and fails alone at stage inference; elements of 4 values need 64 bytes.
+//
+// This needs the CPU backend's kernels to allocate under the run's budget
+// (inference/internal/limit); until they do, the large element succeeds.
+func TestONNXMemoryBudget(t *testing.T) {
+	dyn := func(name string) *onnxpb.TensorShapeProto_Dimension {
+		return &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: name}}
+	}
+	vector := func(name string, dims ...*onnxpb.TensorShapeProto_Dimension) *onnxpb.ValueInfoProto {
+		return &onnxpb.ValueInfoProto{Name: name, Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
+			TensorType: &onnxpb.TypeProto_Tensor{ElemType: int32(onnxpb.TensorProto_FLOAT), Shape: &onnxpb.TensorShapeProto{Dim: dims}}}}}
+	}
+	spec := memModel(t, "squaredsum.onnx", &onnxpb.GraphProto{
+		Name: "squaredsum",
+		Node: []*onnxpb.NodeProto{
+			{Name: "column", OpType: "Unsqueeze", Input: []string{"x", "axis2"}, Output: []string{"column"}},
+			{Name: "row", OpType: "Unsqueeze", Input: []string{"x", "axis1"}, Output: []string{"row"}},
+			{Name: "outer", OpType: "Mul", Input: []string{"column", "row"}, Output: []string{"outer"}},
+			{Name: "sum", OpType: "ReduceSum", Input: []string{"outer", "axes12"}, Output: []string{"y"},
+				Attribute: []*onnxpb.AttributeProto{{Name: "keepdims", Type: onnxpb.AttributeProto_INT, I: 0}}},
+		},
+		Initializer: []*onnxpb.TensorProto{int64s("axis1", 1), int64s("axis2", 2), int64s("axes12", 1, 2)},
+		Input:       []*onnxpb.ValueInfoProto{vector("x", dyn("batch"), dyn("n"))},
+		Output:      []*onnxpb.ValueInfoProto{vector("y", dyn("batch"))},
+	})
+	p, s := beam.NewPipelineWithRoot()
+	in := []inference.Example{row(1, 2, 3, 4), row(make([]float32, 1024)...), row(0, 0, 0, -1)}
+	results, failures := runinference.RunInferenceWithFailures(s, spec, beam.CreateList(s, in), runinference.MemoryBudget(1<<20))
+	passert.Equals(s, beam.ParDo(s, formatSquaredSum, results), "[1 2 3 4] -> [100]", "[0 0 0 -1] -> [1]")
+	passert.Equals(s, beam.ParDo(s, describeOverBudget, failures), "1024 values at inference: over budget true")
+	ptest.RunAndValidate(t, p)
+}

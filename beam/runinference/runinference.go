@@ -36,6 +36,20 @@
 // job instead of filling the failures output; a transient load error sends
 // the bundle's elements to the failures output at stage load.
 //
+// # Models that misbehave
+//
+// Every batch's Model.Run has a deadline (InferenceTimeout, by default
+// DefaultInferenceTimeout) and a memory budget (MemoryBudget, or the
+// Spec's memory_budget option, or inference.DefaultMemoryBudget), both in
+// its context. A batch that passes its deadline, goes over its budget
+// (inference.ErrResourceExhausted) or panics fails like any other: it is
+// split, and the element that fails alone fails with an error saying so.
+// A panic anywhere in a run, a user's own Model included, is recovered and
+// becomes an error wrapping inference.ErrPanic with the panic's message
+// and innermost frames. Model.Run runs on a goroutine of its own, so a
+// model that ignores its deadline does not block the worker: it is
+// abandoned shortly after the deadline (see InferenceTimeout).
+//
 // # Windows
 //
 // Every output keeps its input's timestamp and window. Batches are run in
@@ -48,10 +62,15 @@
 //
 // # Metrics
 //
-// In namespace BeamML_RunInference: counters num_inferences and
-// failed_batches_counter; distributions inference_batch_latency_micro_secs,
-// inference_request_batch_size, load_model_latency_milli_secs and
-// model_byte_size (the last two from the worker that loaded the model).
+// In namespace BeamML_RunInference: counters num_inferences,
+// failed_batches_counter, recovered_panics (batches whose run panicked),
+// timed_out_batches (batches past their deadline) and abandoned_runs (runs
+// that ignored their deadline and were left running); distributions
+// inference_batch_latency_micro_secs, inference_request_batch_size,
+// load_model_latency_milli_secs and model_byte_size (the last two from the
+// worker that loaded the model). A batch is split until its bad element
+// is alone, so one element that panics or hangs counts once for each
+// batch that held it: up to log₂(MaxBatchSize)+1 times.
 package runinference
 
 import (
@@ -72,6 +91,18 @@ import (
 // DefaultMaxBatchSize is the batch size used when MaxBatchSize is not given.
 const DefaultMaxBatchSize = 64
 
+// DefaultInferenceTimeout is the deadline of one batch's Model.Run when
+// InferenceTimeout is not given. It is Dataflow's threshold for reporting
+// a stuck operation: a batch that takes longer is most likely stuck, and
+// one that was merely slow is split and its halves run in about half the
+// time each, so a deadline too short for a full batch costs time and no
+// element.
+const DefaultInferenceTimeout = 5 * time.Minute
+
+// memoryBudgetOption is the Spec option that sets a model's memory budget
+// per run, read with inference.ParseBytes: Options["memory_budget"] = "2GiB".
+const memoryBudgetOption = "memory_budget"
+
 // An Option configures RunInference.
 type Option func(*config) error
 
@@ -82,6 +113,13 @@ type config struct {
 	MaxBatchSize  int
 	MaxBatchBytes int64 // 0: no limit
 	Device        inference.Device
+	// InferenceTimeout is the deadline of each Model.Run; 0 means
+	// DefaultInferenceTimeout.
+	InferenceTimeout time.Duration
+	// MemoryBudget is the memory budget of each Model.Run in bytes, from
+	// the MemoryBudget option or else the Spec's memory_budget option;
+	// 0 leaves the model its default (inference.DefaultMemoryBudget).
+	MemoryBudget int64
 }
 
 // MinBatchSize is the smallest batch run before the end of a bundle:
@@ -122,6 +160,49 @@ func MaxBatchBytes(n int64) Option {
 	}
 }
 
+// InferenceTimeout is the deadline of every batch's Model.Run, counted
+// from the start of the run. It must be positive; the default is
+// DefaultInferenceTimeout. There is no way to run without a deadline: give
+// a long one.
+//
+// A batch that passes its deadline fails like any failed batch: it is
+// split in halves, and an element that times out alone fails with an error
+// that wraps context.DeadlineExceeded. Model.Run gets the deadline in its
+// context; a model that ignores it (a deadlocked one) is abandoned a
+// tenth of d (at least 50ms, at most 1s) after the deadline, and its
+// goroutine is left to run until Run returns, holding a reference to the
+// model: counter abandoned_runs counts them. The worst cost of one element
+// that hangs is the log₂(MaxBatchSize)+1 deadlines of the batches that hold
+// it as its batch is split: 7·d at the default MaxBatchSize of 64, 35
+// minutes at the default deadline.
+func InferenceTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("InferenceTimeout(%v): must be positive", d)
+		}
+		c.InferenceTimeout = d
+		return nil
+	}
+}
+
+// MemoryBudget is the memory budget of every batch's Model.Run, in bytes:
+// the most intermediates the run may hold at once
+// (inference.WithMemoryBudget). It must be positive. It takes precedence
+// over the Spec's option memory_budget (a size as inference.ParseBytes
+// reads it: "512MiB"); without either, the model uses
+// inference.DefaultMemoryBudget. A batch over the budget fails with an
+// error wrapping inference.ErrResourceExhausted and is split like any
+// failed batch, so only an element over the budget on its own fails.
+func MemoryBudget(bytes int64) Option {
+	return func(c *config) error {
+		if bytes <= 0 {
+			return fmt.Errorf("MemoryBudget(%d): must be positive", bytes)
+		}
+		c.MemoryBudget = bytes
+		return nil
+	}
+}
+
 // Device sets where the model runs, overriding the Spec's device.
 func Device(d inference.Device) Option {
 	return func(c *config) error {
@@ -143,6 +224,15 @@ func newConfig(spec inference.Spec, opts []Option) (inference.Spec, config) {
 	for _, o := range opts {
 		if err := o(&c); err != nil {
 			panic(fmt.Errorf("RunInference: %w", err))
+		}
+	}
+	if v, ok := spec.Options[memoryBudgetOption]; ok {
+		budget, err := inference.ParseBytes(v)
+		if err != nil {
+			panic(fmt.Errorf("RunInference: spec %v: option %s=%q: %w", spec, memoryBudgetOption, v, err))
+		}
+		if c.MemoryBudget == 0 {
+			c.MemoryBudget = budget
 		}
 	}
 	if c.MaxBatchSize < c.MinBatchSize {

@@ -31,7 +31,9 @@ const (
 	// or extra input, a wrong element type or shape), or could not be
 	// stacked into a batch.
 	StageBatch Stage = "batch"
-	// StageInference: the model failed on a batch holding only this element.
+	// StageInference: the model failed on a batch holding only this
+	// element: it returned an error, panicked, passed its InferenceTimeout
+	// or went over its memory budget.
 	StageInference Stage = "inference"
 	// StageOutput: the model's outputs could not be split back into one
 	// result per element.

@@ -1,15 +1,3 @@
-// Package stub provides deterministic CPU models for pipeline tests on the
-// direct runner and prism, registered as format "stub". They need no model
-// file: a Spec made by Echo or Affine carries the whole model in its options,
-// so it travels to workers like any other Spec.
-//
-// It is for pipeline authors' tests: a stub stands in for a real model so
-// that a pipeline's own logic (parsing, keys, failures, sinks) is tested
-// fast and deterministically.
-//
-// Every stub model takes one float32 input "x" of shape [batch, in] and
-// returns one float32 output "y" of shape [batch, out]. The options that
-// WithFailures, WithDelay, WithLoadFailure and Tag add work on either kind.
 package stub
 
 import (
@@ -29,13 +17,13 @@ import (
 // Format is the format name stub models register under.
 const Format = "stub"
 
-// Option keys of stub Specs.
+// Option keys of stub Specs; faults.go adds "<fault>_on" and
+// "<fault>_rate" for each Fault.
 const (
 	optKind      = "kind"       // "echo" or "affine"
 	optWidth     = "width"      // echo: the row length
 	optWeights   = "weights"    // affine: rows of W separated by ';', values by ','
 	optBias      = "bias"       // affine: values separated by ','
-	optFailOn    = "fail_on"    // a batch fails if a row's first value equals this
 	optDelay     = "delay"      // each Run sleeps this long (time.ParseDuration)
 	optLoadDelay = "load_delay" // loading sleeps this long
 	optLoadFail  = "load_fail"  // loading fails with this message, wrapping ErrBadModel
@@ -43,6 +31,7 @@ const (
 	optTag       = "tag"        // ignored by the model; makes the Spec distinct
 	optRecord    = "record"     // keep the first value of every row of every Run
 	optMaxBatch  = "max_batch"  // MaxBatch reports this (a device-memory ceiling)
+	optMemoryUse = "memory_use" // a run needs this many bytes per unit of |x[0]| (WithMemoryUse)
 )
 
 func init() { inference.RegisterLoader(Format, load) }
@@ -73,13 +62,6 @@ func Affine(w [][]float32, b []float32) inference.Spec {
 		in = len(w[0])
 	}
 	return inference.Spec{URI: fmt.Sprintf("stub://affine/%dx%d", len(w), in), Format: Format, Options: opts}
-}
-
-// WithFailures makes a model fail every batch that holds a row whose first
-// value equals marker, with an error that names the row. Batches without
-// such a row succeed: it is fault injection for one bad element.
-func WithFailures(s inference.Spec, marker float32) inference.Spec {
-	return with(s, optFailOn, strconv.FormatFloat(float64(marker), 'g', -1, 32))
 }
 
 // WithDelay makes each Run sleep for d before computing: a slow model, for
@@ -133,13 +115,16 @@ func with(s inference.Spec, k, v string) inference.Spec {
 
 // Model is a loaded stub model. Its methods are safe for concurrent use.
 type Model struct {
-	in, out  int
-	w, b     []float32 // w is [out, in] row-major; nil for echo
-	failOn   *float32
-	delay    time.Duration
-	backend  inference.Device
-	record   bool
-	maxBatch int
+	in, out   int
+	w, b      []float32   // w is [out, in] row-major; nil for echo
+	faults    []faultRule // in the order of faults
+	memoryUse int64       // bytes per unit of |x[0]|; 0: none
+	delay     time.Duration
+	backend   inference.Device
+	record    bool
+	maxBatch  int
+	done      chan struct{} // closed by Close: releases Hang and Deadlock
+	closeOnce sync.Once
 
 	mu      sync.Mutex
 	batches [][]float32 // guarded by mu; with record set
@@ -195,8 +180,16 @@ func load(ctx context.Context, spec inference.Spec, backend inference.Backend) (
 	if msg, ok := o[optLoadFail]; ok {
 		return nil, fmt.Errorf("stub: %s: %w", msg, inference.ErrBadModel)
 	}
-	m := &Model{backend: backend.Device(), record: o[optRecord] == "true"}
+	m := &Model{backend: backend.Device(), record: o[optRecord] == "true", done: make(chan struct{})}
 	var err error
+	if m.faults, err = parseFaults(o); err != nil {
+		return nil, err
+	}
+	if v, ok := o[optMemoryUse]; ok {
+		if m.memoryUse, err = strconv.ParseInt(v, 10, 64); err != nil || m.memoryUse < 0 {
+			return nil, fmt.Errorf("stub: option %s=%q is not a number of bytes: %w", optMemoryUse, v, inference.ErrBadModel)
+		}
+	}
 	if v, ok := o[optMaxBatch]; ok {
 		if m.maxBatch, err = strconv.Atoi(v); err != nil || m.maxBatch < 0 {
 			return nil, fmt.Errorf("stub: option %s=%q is not a batch size: %w", optMaxBatch, v, inference.ErrBadModel)
@@ -204,14 +197,6 @@ func load(ctx context.Context, spec inference.Spec, backend inference.Backend) (
 	}
 	if m.delay, err = durationOption(o, optDelay); err != nil {
 		return nil, err
-	}
-	if v, ok := o[optFailOn]; ok {
-		f, err := strconv.ParseFloat(v, 32)
-		if err != nil {
-			return nil, fmt.Errorf("stub: option %s=%q: %v: %w", optFailOn, v, err, inference.ErrBadModel)
-		}
-		marker := float32(f)
-		m.failOn = &marker
 	}
 	switch kind := o[optKind]; kind {
 	case "echo":
@@ -270,9 +255,11 @@ func (m *Model) Outputs() []inference.TensorInfo {
 // ByteSize is the size of the weights and bias.
 func (m *Model) ByteSize() int64 { return int64(len(m.w)+len(m.b)) * 4 }
 
-// Close marks the model closed; Run fails afterwards.
+// Close marks the model closed and releases the runs that Hang or
+// Deadlock; Run fails afterwards.
 func (m *Model) Close() error {
 	m.closed.Store(true)
+	m.closeOnce.Do(func() { close(m.done) })
 	return nil
 }
 
@@ -304,11 +291,13 @@ func (m *Model) Run(ctx context.Context, inputs map[string]inference.Tensor) (ma
 	}
 	rows := shape[0]
 	m.rows.Add(int64(rows))
-	if m.record {
-		firsts := make([]float32, rows)
+	firsts := make([]float32, rows)
+	if m.in > 0 {
 		for r := range firsts {
 			firsts[r] = xs[r*m.in]
 		}
+	}
+	if m.record {
 		m.mu.Lock()
 		m.batches = append(m.batches, firsts)
 		m.mu.Unlock()
@@ -320,12 +309,11 @@ func (m *Model) Run(ctx context.Context, inputs map[string]inference.Tensor) (ma
 			return nil, context.Cause(ctx)
 		}
 	}
-	if m.failOn != nil {
-		for r := range rows {
-			if m.in > 0 && xs[r*m.in] == *m.failOn {
-				return nil, fmt.Errorf("stub: row %d of %d has x[0] = %v, marked to fail", r, rows, *m.failOn)
-			}
-		}
+	if err := m.fault(ctx, firsts); err != nil {
+		return nil, err
+	}
+	if err := m.checkMemory(ctx, firsts); err != nil {
+		return nil, err
 	}
 	ys := make([]float32, rows*m.out)
 	if m.w == nil {
