@@ -5,8 +5,10 @@
 //
 // Decoding rejects hostile or broken files before it allocates for them: a
 // tensor declaring more data than the file holds, a shape whose element
-// count overflows, external data outside the model's folder, a cycle, a node
-// input that nothing produces.
+// count overflows, external data outside the model's folder. What it
+// allocates grows linearly with the file, however deep subgraphs nest.
+// Then graph.Sort rejects a model that can never run: a cycle, a node input
+// that nothing produces, a value defined twice.
 //
 // Who it is for: pipeline authors name their model with Model; Decode is
 // for tools and backend writers who want a file's graph (inference/graph)
@@ -52,9 +54,12 @@ func Decode(data []byte, dir string) (*graph.Graph, error) {
 		opsets[""] = 1 // IR version 1 files predate opset_import
 	}
 	d := decoder{dir: dir, opsets: opsets}
-	g, err := d.graph(m.Graph, nil)
+	g, err := d.graph(m.Graph)
+	if err == nil {
+		err = g.Sort(nil)
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("onnx: %w", err)
 	}
 	return g, nil
 }
@@ -62,22 +67,28 @@ func Decode(data []byte, dir string) (*graph.Graph, error) {
 type decoder struct {
 	dir    string
 	opsets map[string]int64
+	depth  int // of the graph being decoded: 0 for the model's
 }
 
-func (d *decoder) graph(gp *onnxpb.GraphProto, outer map[string]bool) (*graph.Graph, error) {
+// graph converts gp and the graphs nested in it; the caller sorts and
+// checks the result (graph.Sort).
+func (d *decoder) graph(gp *onnxpb.GraphProto) (*graph.Graph, error) {
 	if gp == nil { // an attribute of type GRAPH without its graph
-		return nil, fmt.Errorf("onnx: missing graph: %w", inference.ErrBadModel)
+		return nil, fmt.Errorf("missing graph: %w", inference.ErrBadModel)
 	}
-	g := &graph.Graph{Name: gp.Name, Opsets: d.opsets, Initializers: map[string]inference.Tensor{}}
+	g := &graph.Graph{Name: gp.Name, Opsets: d.opsets, Initializers: make(map[string]inference.Tensor, len(gp.Initializer))}
 	for _, tp := range gp.Initializer {
+		if _, dup := g.Initializers[tp.Name]; dup {
+			return nil, fmt.Errorf("graph %q: initializer %q is declared twice: %w", gp.Name, tp.Name, inference.ErrBadModel)
+		}
 		t, err := d.tensor(tp)
 		if err != nil {
-			return nil, fmt.Errorf("onnx: graph %q: initializer %q: %w", gp.Name, tp.Name, err)
+			return nil, fmt.Errorf("graph %q: initializer %q: %w", gp.Name, tp.Name, err)
 		}
 		g.Initializers[tp.Name] = t
 	}
 	if len(gp.SparseInitializer) > 0 {
-		return nil, fmt.Errorf("onnx: graph %q: sparse initializers: %w", gp.Name, inference.ErrUnsupportedOp)
+		return nil, fmt.Errorf("graph %q: sparse initializers: %w", gp.Name, inference.ErrUnsupportedOp)
 	}
 	for _, vi := range gp.Input {
 		if _, isInit := g.Initializers[vi.Name]; isInit {
@@ -85,31 +96,16 @@ func (d *decoder) graph(gp *onnxpb.GraphProto, outer map[string]bool) (*graph.Gr
 		}
 		v, err := value(vi)
 		if err != nil {
-			return nil, fmt.Errorf("onnx: graph %q: input %q: %w", gp.Name, vi.Name, err)
+			return nil, fmt.Errorf("graph %q: input %q: %w", gp.Name, vi.Name, err)
 		}
 		g.Inputs = append(g.Inputs, v)
 	}
 	for _, vi := range gp.Output {
 		v, err := value(vi)
 		if err != nil {
-			return nil, fmt.Errorf("onnx: graph %q: output %q: %w", gp.Name, vi.Name, err)
+			return nil, fmt.Errorf("graph %q: output %q: %w", gp.Name, vi.Name, err)
 		}
 		g.Outputs = append(g.Outputs, v)
-	}
-	scope := map[string]bool{}
-	for k := range outer {
-		scope[k] = true
-	}
-	for _, in := range g.Inputs {
-		scope[in.Name] = true
-	}
-	for k := range g.Initializers {
-		scope[k] = true
-	}
-	for _, np := range gp.Node {
-		for _, o := range np.Output {
-			scope[o] = true
-		}
 	}
 	for i, np := range gp.Node {
 		n := &graph.Node{Name: np.Name, OpType: np.OpType, Domain: np.Domain, Inputs: np.Input, Outputs: np.Output, Attrs: map[string]graph.Attr{}}
@@ -120,26 +116,24 @@ func (d *decoder) graph(gp *onnxpb.GraphProto, outer map[string]bool) (*graph.Gr
 			n.Name = fmt.Sprintf("%s_%d", np.OpType, i)
 		}
 		for _, ap := range np.Attribute {
-			a, err := d.attr(ap, scope)
+			a, err := d.attr(ap)
 			if err != nil {
-				return nil, fmt.Errorf("onnx: node %v: attribute %q: %w", n, ap.Name, err)
+				if d.depth > 0 && (a.Type == graph.AttrGraph || a.Type == graph.AttrGraphs) {
+					// The error names the graph it is in; only the model's
+					// graph adds its node, so that the message does not grow
+					// with the depth.
+					return nil, err
+				}
+				return nil, fmt.Errorf("graph %q: node %v: attribute %q: %w", gp.Name, n, ap.Name, err)
 			}
 			n.Attrs[ap.Name] = a
 		}
 		g.Nodes = append(g.Nodes, n)
 	}
-	if err := g.Sort(outer); err != nil {
-		return nil, fmt.Errorf("onnx: %w", err)
-	}
-	for _, o := range g.Outputs {
-		if !scope[o.Name] {
-			return nil, fmt.Errorf("onnx: graph %q: output %q is produced by no node, input or initializer: %w", gp.Name, o.Name, inference.ErrBadModel)
-		}
-	}
 	return g, nil
 }
 
-func (d *decoder) attr(ap *onnxpb.AttributeProto, scope map[string]bool) (graph.Attr, error) {
+func (d *decoder) attr(ap *onnxpb.AttributeProto) (graph.Attr, error) {
 	if ap.RefAttrName != "" {
 		return graph.Attr{}, fmt.Errorf("reference to function attribute %q: %w", ap.RefAttrName, inference.ErrUnsupportedOp)
 	}
@@ -158,7 +152,12 @@ func (d *decoder) attr(ap *onnxpb.AttributeProto, scope map[string]bool) (graph.
 		t, err := d.tensor(ap.T)
 		return graph.Attr{Type: graph.AttrTensor, Tensor: t}, err
 	case onnxpb.AttributeProto_GRAPH:
-		g, err := d.graph(ap.G, scope)
+		if ap.G == nil {
+			return graph.Attr{}, fmt.Errorf("missing graph: %w", inference.ErrBadModel)
+		}
+		d.depth++
+		defer func() { d.depth-- }()
+		g, err := d.graph(ap.G)
 		return graph.Attr{Type: graph.AttrGraph, Graph: g}, err
 	case onnxpb.AttributeProto_FLOATS:
 		return graph.Attr{Type: graph.AttrFloats, Floats: ap.Floats}, nil
@@ -181,9 +180,11 @@ func (d *decoder) attr(ap *onnxpb.AttributeProto, scope map[string]bool) (graph.
 		}
 		return a, nil
 	case onnxpb.AttributeProto_GRAPHS:
+		d.depth++
+		defer func() { d.depth-- }()
 		a := graph.Attr{Type: graph.AttrGraphs}
 		for _, gp := range ap.Graphs {
-			g, err := d.graph(gp, scope)
+			g, err := d.graph(gp)
 			if err != nil {
 				return a, err
 			}

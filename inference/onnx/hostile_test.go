@@ -1,0 +1,180 @@
+package onnx_test
+
+import (
+	"context"
+	"runtime"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/cpu"
+	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/onnx"
+	"github.com/beamml/beamml/internal/onnxpb"
+)
+
+// allocated returns the bytes f allocates, garbage included.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// A model of 100,000 nodes, none depending on another, decodes in file
+// order (sorting them used to take minutes).
+func TestDecodeHundredThousandNodes(t *testing.T) {
+	const n = 100_000
+	g := &onnxpb.GraphProto{Name: "wide", Input: []*onnxpb.ValueInfoProto{floatInfo("x", 2)}, Output: []*onnxpb.ValueInfoProto{floatInfo("r0", 2)}}
+	for i := range n {
+		g.Node = append(g.Node, &onnxpb.NodeProto{Name: "relu" + strconv.Itoa(i), OpType: "Relu", Input: []string{"x"}, Output: []string{"r" + strconv.Itoa(i)}})
+	}
+	dg, err := onnx.Decode(marshal(t, &onnxpb.ModelProto{IrVersion: 8, OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: 17}}, Graph: g}), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dg.Nodes) != n || dg.Nodes[0].Name != "relu0" || dg.Nodes[n-1].Name != "relu"+strconv.Itoa(n-1) {
+		t.Errorf("decoded %d nodes, %v … %v; want %d in file order", len(dg.Nodes), dg.Nodes[0], dg.Nodes[len(dg.Nodes)-1], n)
+	}
+}
+
+// nestedIf returns a model whose If holds a then_branch whose If holds …
+// depth graphs deep; every level adds the top graph's input x to the value
+// the level above computed, and its else_branch returns that value.
+func nestedIf(depth int) *onnxpb.ModelProto {
+	var inner *onnxpb.GraphProto
+	for level := depth; level >= 0; level-- {
+		l := strconv.Itoa(level)
+		parent := "v" + strconv.Itoa(level-1)
+		if level == 0 {
+			parent = "x"
+		}
+		g := &onnxpb.GraphProto{Name: "level" + l, Output: []*onnxpb.ValueInfoProto{floatInfo("out"+l, 2)},
+			Node: []*onnxpb.NodeProto{{Name: "add" + l, OpType: "Add", Input: []string{"x", parent}, Output: []string{"v" + l}}}}
+		if inner == nil {
+			g.Node[0].Output[0] = "out" + l
+		} else {
+			elseBranch := &onnxpb.GraphProto{Name: "else" + l, Output: []*onnxpb.ValueInfoProto{floatInfo("v"+l, 2)}}
+			g.Node = append(g.Node, &onnxpb.NodeProto{Name: "if" + l, OpType: "If", Input: []string{"cond"}, Output: []string{"out" + l},
+				Attribute: []*onnxpb.AttributeProto{
+					{Name: "then_branch", Type: onnxpb.AttributeProto_GRAPH, G: inner},
+					{Name: "else_branch", Type: onnxpb.AttributeProto_GRAPH, G: elseBranch}}})
+		}
+		inner = g
+	}
+	cond := &onnxpb.ValueInfoProto{Name: "cond", Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
+		TensorType: &onnxpb.TypeProto_Tensor{ElemType: int32(onnxpb.TensorProto_BOOL), Shape: &onnxpb.TensorShapeProto{}}}}}
+	inner.Input = []*onnxpb.ValueInfoProto{floatInfo("x", 2), cond}
+	return &onnxpb.ModelProto{IrVersion: 8, OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: 17}}, Graph: inner}
+}
+
+// Decoding If nested 3,000 deep allocates in proportion to the file, not
+// to the square of the depth (it allocated 6 GB). The bound, 64 times the
+// file: the protobuf decoder alone allocates about 10 bytes per byte of a
+// graph of small messages, and each level adds a handful of maps and
+// slices that the few dozen bytes of its messages pay for.
+func TestDecodeDeepNestingIsBounded(t *testing.T) {
+	data := marshal(t, nestedIf(3000))
+	var g *graph.Graph
+	var err error
+	grew := allocated(func() { g, err = onnx.Decode(data, "") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if limit := 64 * uint64(len(data)); grew > limit {
+		t.Errorf("decoding %d bytes of nested Ifs allocated %d bytes, want at most 64× the file (%d)", len(data), grew, limit)
+	}
+	// The model runs: with cond true, level l computes v_l = (l+2)·x, and
+	// the deepest, level 3000, outputs x + v_2999 = 3002·x.
+	m, err := cpu.Backend{}.Compile(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, _ := inference.New([]int{2}, []float32{1, 2})
+	cond, _ := inference.New([]int{}, []bool{true})
+	out, err := m.Run(context.Background(), map[string]inference.Tensor{"x": x, "cond": cond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := inference.Data[float32](out["out0"]); !slices.Equal(got, []float32{3002, 6004}) {
+		t.Errorf("out0 = %v, want [3002 6004]", got)
+	}
+}
+
+// An error deep in nested subgraphs names the graph it is in and the node
+// of the model's graph that holds it; the message does not grow with the
+// depth (wrapping it at every level took memory quadratic in the depth).
+func TestDeepErrorIsNamedOnce(t *testing.T) {
+	for name, spoil := range map[string]func(*onnxpb.GraphProto){
+		"dangling input": func(g *onnxpb.GraphProto) { g.Node[0].Input[1] = "nowhere" },
+		"bad initializer": func(g *onnxpb.GraphProto) {
+			g.Initializer = []*onnxpb.TensorProto{{Name: "nowhere", Dims: []int64{1 << 20}, DataType: int32(onnxpb.TensorProto_FLOAT)}}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := nestedIf(3000)
+			deepest := m.Graph
+			for len(deepest.Node) > 1 {
+				deepest = deepest.Node[1].Attribute[0].G
+			}
+			spoil(deepest)
+			data := marshal(t, m)
+			var err error
+			grew := allocated(func() { _, err = onnx.Decode(data, "") })
+			wantErr(t, err, inference.ErrBadModel, `graph "level0"`, `"if0" (If)`, `graph "level3000"`, `"nowhere"`)
+			if len(err.Error()) > 500 {
+				t.Errorf("error message of %d bytes, want under 500: %.500s…", len(err.Error()), err)
+			}
+			if limit := 64 * uint64(len(data)); grew > limit {
+				t.Errorf("decoding allocated %d bytes, want at most 64× the file (%d)", grew, limit)
+			}
+		})
+	}
+}
+
+// Nesting deeper than the protobuf decoder's recursion limit is a bad
+// model, not a crash.
+func TestDecodeTooDeepFails(t *testing.T) {
+	_, err := onnx.Decode(marshal(t, nestedIf(4000)), "")
+	wantErr(t, err, inference.ErrBadModel)
+}
+
+// decodeGraph decodes a model whose graph is g, with opset 17 and IR 8.
+func decodeGraph(t *testing.T, g *onnxpb.GraphProto) error {
+	t.Helper()
+	_, err := onnx.Decode(marshal(t, &onnxpb.ModelProto{IrVersion: 8, OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: 17}}, Graph: g}), "")
+	return err
+}
+
+func TestModelsThatCannotRunFail(t *testing.T) {
+	add := func(out string) []*onnxpb.NodeProto {
+		return []*onnxpb.NodeProto{{Name: "add", OpType: "Add", Input: []string{"x", "w"}, Output: []string{out}}}
+	}
+	for name, tc := range map[string]struct {
+		g    *onnxpb.GraphProto
+		want []string
+	}{
+		"two inputs with one name": {
+			&onnxpb.GraphProto{Name: "g", Node: add("y"), Input: []*onnxpb.ValueInfoProto{floatInfo("x", 2), floatInfo("x", 2)}, Output: []*onnxpb.ValueInfoProto{floatInfo("y", 2)}, Initializer: []*onnxpb.TensorProto{weights()}},
+			[]string{`graph "g"`, `input "x"`},
+		},
+		"two initializers with one name": {
+			&onnxpb.GraphProto{Name: "g", Node: add("y"), Input: []*onnxpb.ValueInfoProto{floatInfo("x", 2)}, Output: []*onnxpb.ValueInfoProto{floatInfo("y", 2)}, Initializer: []*onnxpb.TensorProto{weights(), weights()}},
+			[]string{`graph "g"`, `initializer "w"`, "twice"},
+		},
+		"node output overwrites an initializer": {
+			&onnxpb.GraphProto{Name: "g", Node: add("w"), Input: []*onnxpb.ValueInfoProto{floatInfo("x", 2)}, Output: []*onnxpb.ValueInfoProto{floatInfo("w", 2)}, Initializer: []*onnxpb.TensorProto{weights()}},
+			[]string{`graph "g"`, `"add" (Add)`, `"w"`, "initializer"},
+		},
+		"node output overwrites an input": {
+			&onnxpb.GraphProto{Name: "g", Node: add("x"), Input: []*onnxpb.ValueInfoProto{floatInfo("x", 2)}, Output: []*onnxpb.ValueInfoProto{floatInfo("x", 2)}, Initializer: []*onnxpb.TensorProto{weights()}},
+			[]string{`graph "g"`, `"add" (Add)`, `"x"`, "input"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			wantErr(t, decodeGraph(t, tc.g), inference.ErrBadModel, tc.want...)
+		})
+	}
+}
