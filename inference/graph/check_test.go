@@ -88,6 +88,47 @@ func TestSortRejectsModelsThatCannotRun(t *testing.T) {
 			&graph.Graph{Name: "g", Inputs: []graph.Value{{Name: "x"}}, Outputs: []graph.Value{{Name: "nowhere"}}},
 			[]string{`graph "g"`, `output "nowhere"`},
 		},
+		"input element count overflows": {
+			&graph.Graph{Name: "g", Inputs: []graph.Value{{Name: "x", DType: inference.Float32, Shape: []int{inference.Dynamic, 1 << 40, 1 << 40}}}, Outputs: []graph.Value{{Name: "x"}}},
+			[]string{`graph "g"`, `input "x"`, "overflows"},
+		},
+		"input byte size overflows": {
+			&graph.Graph{Name: "g", Inputs: []graph.Value{{Name: "x", DType: inference.Int64, Shape: []int{1 << 31, 1 << 30}}}, Outputs: []graph.Value{{Name: "x"}}},
+			[]string{`graph "g"`, `input "x"`, "overflows"},
+		},
+		"negative input dimension": {
+			&graph.Graph{Name: "g", Inputs: []graph.Value{{Name: "x", Shape: []int{2, -3}}}, Outputs: []graph.Value{{Name: "x"}}},
+			[]string{`graph "g"`, `input "x"`, "dimension 1 is -3"},
+		},
+		"negative output dimension": {
+			&graph.Graph{Name: "g", Inputs: []graph.Value{{Name: "x"}}, Outputs: []graph.Value{{Name: "x", Shape: []int{-2}}}},
+			[]string{`graph "g"`, `output "x"`, "dimension 0 is -2"},
+		},
+		"subgraph input dimension overflows": {
+			&graph.Graph{Name: "main", Inputs: []graph.Value{{Name: "cond"}}, Outputs: []graph.Value{{Name: "y"}},
+				Nodes: []*graph.Node{ifNode("if", &graph.Graph{Name: "body", Inputs: []graph.Value{{Name: "i", Shape: []int{1 << 62, 4}}}, Outputs: []graph.Value{{Name: "i"}}}, "y")}},
+			[]string{`graph "body"`, `input "i"`, "overflows"},
+		},
+		"ai.onnx opset newer than the runtime": {
+			&graph.Graph{Name: "g", Opsets: map[string]int64{"": graph.MaxOpset + 1}, Inputs: []graph.Value{{Name: "x"}}, Outputs: []graph.Value{{Name: "x"}}},
+			[]string{`graph "g"`, "ai.onnx", "newest"},
+		},
+		"ai.onnx opset zero": {
+			&graph.Graph{Name: "g", Opsets: map[string]int64{"": 0}, Inputs: []graph.Value{{Name: "x"}}, Outputs: []graph.Value{{Name: "x"}}},
+			[]string{`graph "g"`, "ai.onnx", "version 0"},
+		},
+		"ai.onnx spelled out, negative": {
+			&graph.Graph{Name: "g", Opsets: map[string]int64{"ai.onnx": -4}, Inputs: []graph.Value{{Name: "x"}}, Outputs: []graph.Value{{Name: "x"}}},
+			[]string{`graph "g"`, "ai.onnx", "version -4"},
+		},
+		"other domain version zero": {
+			&graph.Graph{Name: "g", Opsets: map[string]int64{"": 13, "ai.onnx.ml": 0}, Inputs: []graph.Value{{Name: "x"}}, Outputs: []graph.Value{{Name: "x"}}},
+			[]string{`graph "g"`, "ai.onnx.ml", "version 0"},
+		},
+		"other domain version absurd": {
+			&graph.Graph{Name: "g", Opsets: map[string]int64{"": 13, "com.example": 1 << 40}, Inputs: []graph.Value{{Name: "x"}}, Outputs: []graph.Value{{Name: "x"}}},
+			[]string{`graph "g"`, "com.example", "version 1099511627776"},
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			wantBadModel(t, tc.g.Sort(nil), tc.want...)
@@ -113,6 +154,10 @@ func TestSortAccepts(t *testing.T) {
 		// looks for duplicates within one graph's inputs).
 		"subgraph input shadows an outer value": {Name: "main", Inputs: []graph.Value{{Name: "x"}, {Name: "cond"}}, Outputs: []graph.Value{{Name: "y"}},
 			Nodes: []*graph.Node{ifNode("if", &graph.Graph{Name: "body", Inputs: []graph.Value{{Name: "x"}}, Outputs: []graph.Value{{Name: "x"}}}, "y")}},
+		// Dynamic dimensions multiply with nothing; a zero-sized input is
+		// fine; so is the newest opset and a version of another domain.
+		"dynamic and zero dimensions": {Name: "g", Opsets: map[string]int64{"": graph.MaxOpset, "ai.onnx.ml": 3}, Inputs: []graph.Value{{Name: "x", DType: inference.Float32, Shape: []int{inference.Dynamic, 1 << 30, inference.Dynamic, 1 << 30}}, {Name: "e", Shape: []int{0, 1 << 20, 1 << 20}}},
+			Outputs: []graph.Value{{Name: "x"}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if err := g.Sort(nil); err != nil {

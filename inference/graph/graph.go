@@ -15,6 +15,8 @@ package graph
 import (
 	"container/heap"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 
 	"github.com/beamml/beamml/inference"
@@ -169,6 +171,11 @@ func (g *Graph) Opset() int64 {
 	return 1
 }
 
+// MaxOpset is the newest version of the ai.onnx operator set the runtime
+// implements, the newest its conformance suite (testing/conformance)
+// covers. Sort refuses a graph that imports a newer one.
+const MaxOpset = 26
+
 // Sort orders the nodes of g, and of every graph nested in its nodes'
 // attributes, topologically, and fills their LastUse. Among nodes whose
 // inputs are ready the earliest in file order comes first, so a sorted
@@ -183,13 +190,59 @@ func (g *Graph) Opset() int64 {
 //     initializer or a value of an enclosing graph (graphs are in SSA form,
 //     as ONNX's checker requires; a subgraph may reuse the names of its own
 //     node's outputs, which the checker allows too);
-//   - two graph inputs of one name.
+//   - two graph inputs of one name;
+//   - a declared input or output dimension that is negative but not
+//     inference.Dynamic, or fixed dimensions whose size in bytes overflows
+//     int;
+//   - in g.Opsets (which subgraphs share), a version below 1, an ai.onnx
+//     version above MaxOpset, or another domain's above math.MaxInt32.
 func (g *Graph) Sort(outer map[string]bool) error {
+	if err := checkOpsets(g); err != nil {
+		return err
+	}
 	s := sorter{scope: scope{levels: make(map[string]int, len(outer))}}
 	for name := range outer {
 		s.levels[name] = outerLevel
 	}
 	return s.graph(g, 0)
+}
+
+// checkOpsets checks the versions g imports.
+func checkOpsets(g *Graph) error {
+	for _, domain := range slices.Sorted(maps.Keys(g.Opsets)) {
+		v, name := g.Opsets[domain], domain
+		if name == "" {
+			name = "ai.onnx"
+		}
+		switch {
+		case v < 1:
+			return fmt.Errorf("graph %q: imports %s version %d, want 1 or more: %w", g.Name, name, v, inference.ErrBadModel)
+		case name == "ai.onnx" && v > MaxOpset:
+			return fmt.Errorf("graph %q: imports ai.onnx version %d; the newest this runtime implements is %d: %w", g.Name, v, MaxOpset, inference.ErrBadModel)
+		case v > math.MaxInt32:
+			return fmt.Errorf("graph %q: imports %s version %d, out of range: %w", g.Name, name, v, inference.ErrBadModel)
+		}
+	}
+	return nil
+}
+
+// checkShape checks a declared shape: each dimension is inference.Dynamic
+// or at least 0, and the product of the fixed ones times the element size
+// fits in an int.
+func checkShape(v Value) error {
+	bytes := max(v.DType.Size(), 1)
+	for i, d := range v.Shape {
+		switch {
+		case d == inference.Dynamic || d == 0:
+		case d < 0:
+			return fmt.Errorf("dimension %d is %d", i, d)
+		case bytes > math.MaxInt/d:
+			return fmt.Errorf("shape %v: the size in bytes of its fixed dimensions overflows", v.Shape)
+		default:
+			bytes *= d
+		}
+	}
+	return nil
 }
 
 // Levels in a scope: the graph Sort was called on is level 0, the graphs
@@ -277,6 +330,9 @@ func (s *sorter) read(name string, level int) {
 func (s *sorter) graph(g *Graph, level int) error {
 	defer s.restore(len(s.undo))
 	for _, in := range g.Inputs {
+		if err := checkShape(in); err != nil {
+			return fmt.Errorf("graph %q: input %q: %v: %w", g.Name, in.Name, err, inference.ErrBadModel)
+		}
 		if def, ok := s.lookup(in.Name); ok && def == level {
 			return fmt.Errorf("graph %q: input %q is declared twice: %w", g.Name, in.Name, inference.ErrBadModel)
 		}
@@ -285,6 +341,11 @@ func (s *sorter) graph(g *Graph, level int) error {
 	for name := range g.Initializers {
 		if def, ok := s.lookup(name); !ok || def != level {
 			s.define(name, level)
+		}
+	}
+	for _, out := range g.Outputs {
+		if err := checkShape(out); err != nil {
+			return fmt.Errorf("graph %q: output %q: %v: %w", g.Name, out.Name, err, inference.ErrBadModel)
 		}
 	}
 	producer := make(map[string]int, len(g.Nodes))

@@ -8,7 +8,8 @@
 // count overflows, external data outside the model's folder. What it
 // allocates grows linearly with the file, however deep subgraphs nest.
 // Then graph.Sort rejects a model that can never run: a cycle, a node input
-// that nothing produces, a value defined twice.
+// that nothing produces, a value defined twice, an impossible declared
+// shape, an opset the runtime does not implement.
 //
 // Who it is for: pipeline authors name their model with Model; Decode is
 // for tools and backend writers who want a file's graph (inference/graph)
@@ -240,10 +241,14 @@ func value(vi *onnxpb.ValueInfoProto) (graph.Value, error) {
 	if tt.Shape != nil {
 		v.Shape = make([]int, len(tt.Shape.Dim))
 		for i, dim := range tt.Shape.Dim {
-			if dv, ok := dim.Value.(*onnxpb.TensorShapeProto_Dimension_DimValue); ok && dv.DimValue >= 0 {
+			v.Shape[i] = inference.Dynamic // a dim_param, or nothing
+			if dv, ok := dim.Value.(*onnxpb.TensorShapeProto_Dimension_DimValue); ok {
+				if dv.DimValue < math.MinInt || dv.DimValue > math.MaxInt {
+					return v, fmt.Errorf("dimension %d is %d: %w", i, dv.DimValue, inference.ErrBadModel)
+				}
+				// -1, which some exporters write for any size, is
+				// inference.Dynamic; graph.Sort refuses other negatives.
 				v.Shape[i] = int(dv.DimValue)
-			} else {
-				v.Shape[i] = inference.Dynamic
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package onnx_test
 
 import (
 	"context"
+	"math"
 	"runtime"
 	"slices"
 	"strconv"
@@ -172,9 +173,50 @@ func TestModelsThatCannotRunFail(t *testing.T) {
 			&onnxpb.GraphProto{Name: "g", Node: add("x"), Input: []*onnxpb.ValueInfoProto{floatInfo("x", 2)}, Output: []*onnxpb.ValueInfoProto{floatInfo("x", 2)}, Initializer: []*onnxpb.TensorProto{weights()}},
 			[]string{`graph "g"`, `"add" (Add)`, `"x"`, "input"},
 		},
+		"input element count overflows": {
+			&onnxpb.GraphProto{Name: "g", Node: add("y"), Input: []*onnxpb.ValueInfoProto{floatInfo("x", 1<<40, 1<<40)}, Output: []*onnxpb.ValueInfoProto{floatInfo("y", 2)}, Initializer: []*onnxpb.TensorProto{weights()}},
+			[]string{`graph "g"`, `input "x"`, "overflows"},
+		},
+		"negative input dimension": {
+			&onnxpb.GraphProto{Name: "g", Node: add("y"), Input: []*onnxpb.ValueInfoProto{floatInfo("x", -7)}, Output: []*onnxpb.ValueInfoProto{floatInfo("y", 2)}, Initializer: []*onnxpb.TensorProto{weights()}},
+			[]string{`graph "g"`, `input "x"`, "-7"},
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			wantErr(t, decodeGraph(t, tc.g), inference.ErrBadModel, tc.want...)
+		})
+	}
+}
+
+// dim_value -1 is how some exporters write a dimension of any size.
+func TestMinusOneDimensionIsDynamic(t *testing.T) {
+	g := model(weights()).Graph
+	g.Input[0] = floatInfo("x", -1)
+	dg, err := onnx.Decode(marshal(t, &onnxpb.ModelProto{IrVersion: 8, OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: 17}}, Graph: g}), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := dg.Inputs[0].Shape; !slices.Equal(got, []int{inference.Dynamic}) {
+		t.Errorf("x has shape %v, want [Dynamic]", got)
+	}
+}
+
+func TestOpsetOutsideTheRuntimeFails(t *testing.T) {
+	for name, tc := range map[string]struct {
+		opsets []*onnxpb.OperatorSetIdProto
+		want   string
+	}{
+		"ai.onnx too new":      {[]*onnxpb.OperatorSetIdProto{{Version: graph.MaxOpset + 1}}, "version " + strconv.Itoa(graph.MaxOpset+1)},
+		"ai.onnx zero":         {[]*onnxpb.OperatorSetIdProto{{Domain: "ai.onnx", Version: 0}}, "version 0"},
+		"ai.onnx.ml negative":  {[]*onnxpb.OperatorSetIdProto{{Version: 17}, {Domain: "ai.onnx.ml", Version: -1}}, "version -1"},
+		"other domain absurd":  {[]*onnxpb.OperatorSetIdProto{{Version: 17}, {Domain: "com.example", Version: math.MaxInt64}}, "com.example"},
+		"ai.onnx huge version": {[]*onnxpb.OperatorSetIdProto{{Version: math.MaxInt64}}, "ai.onnx"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := model(weights())
+			m.OpsetImport = tc.opsets
+			_, err := onnx.Decode(marshal(t, m), "")
+			wantErr(t, err, inference.ErrBadModel, tc.want)
 		})
 	}
 }
