@@ -5,11 +5,12 @@
 //
 // Decoding rejects hostile or broken files before it allocates for them: a
 // tensor declaring more data than the file holds, a shape whose element
-// count overflows, external data outside the model's folder. What it
-// allocates grows linearly with the file, however deep subgraphs nest.
-// Then graph.Sort rejects a model that can never run: a cycle, a node input
-// that nothing produces, a value defined twice, an impossible declared
-// shape, an opset the runtime does not implement.
+// count or byte size overflows, external data outside the model's folder or
+// not a regular file (a FIFO would block the load). What it allocates grows
+// linearly with the file, however deep subgraphs nest. Then graph.Sort
+// rejects a model that can never run: a cycle, a node input that nothing
+// produces, a value defined twice, an impossible declared shape, an opset
+// the runtime does not implement.
 //
 // Who it is for: pipeline authors name their model with Model; Decode is
 // for tools and backend writers who want a file's graph (inference/graph)
@@ -23,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -287,18 +289,22 @@ func (d *decoder) tensor(tp *onnxpb.TensorProto) (inference.Tensor, error) {
 	if err != nil {
 		return inference.Tensor{}, fmt.Errorf("shape %v: %v: %w", shape, err, inference.ErrBadModel)
 	}
+	if n > math.MaxInt/dt.Size() {
+		return inference.Tensor{}, fmt.Errorf("%v%v: its size in bytes overflows: %w", dt, shape, inference.ErrBadModel)
+	}
+	size := n * dt.Size()
 	if tp.Segment != nil {
 		return inference.Tensor{}, fmt.Errorf("segmented tensor: %w", inference.ErrUnsupportedOp)
 	}
 	raw := tp.RawData
 	if tp.DataLocation == onnxpb.TensorProto_EXTERNAL {
-		if raw, err = d.external(tp, n*dt.Size()); err != nil {
+		if raw, err = d.external(tp, size); err != nil {
 			return inference.Tensor{}, err
 		}
 	}
 	if raw != nil || tp.DataLocation == onnxpb.TensorProto_EXTERNAL {
-		if len(raw) != n*dt.Size() {
-			return inference.Tensor{}, fmt.Errorf("%v%v declares %d bytes of data, %d present: %w", dt, shape, n*dt.Size(), len(raw), inference.ErrBadModel)
+		if len(raw) != size {
+			return inference.Tensor{}, fmt.Errorf("%v%v declares %d bytes of data, %d present: %w", dt, shape, size, len(raw), inference.ErrBadModel)
 		}
 		return fromRaw(dt, shape, raw)
 	}
@@ -360,24 +366,37 @@ func fromRaw(dt inference.DType, shape []int, raw []byte) (inference.Tensor, err
 	return t, nil
 }
 
-// external reads a tensor's external data: location, offset and length in
-// a file that must lie inside the model's folder.
+// external reads a tensor's external data: want bytes at an offset in a
+// regular file inside the model's folder. The file's size bounds what is
+// allocated, and only those bytes are read.
 func (d *decoder) external(tp *onnxpb.TensorProto, want int) ([]byte, error) {
-	var location string
-	var offset, length int64 = 0, -1
+	var location, offsetText, lengthText string
 	for _, kv := range tp.ExternalData {
-		var err error
 		switch kv.Key {
 		case "location":
 			location = kv.Value
 		case "offset":
-			_, err = fmt.Sscan(kv.Value, &offset)
+			offsetText = kv.Value
 		case "length":
-			_, err = fmt.Sscan(kv.Value, &length)
+			lengthText = kv.Value
 		}
-		if err != nil {
-			return nil, fmt.Errorf("external data %s=%q: %v: %w", kv.Key, kv.Value, err, inference.ErrBadModel)
+	}
+	offset, length := int64(0), int64(want)
+	for _, f := range []struct {
+		key, text string
+		v         *int64
+	}{{"offset", offsetText, &offset}, {"length", lengthText, &length}} {
+		if f.text == "" {
+			continue
 		}
+		v, err := strconv.ParseInt(f.text, 10, 64)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("external data %q: %s %q is not a byte count: %w", location, f.key, f.text, inference.ErrBadModel)
+		}
+		*f.v = v
+	}
+	if length != int64(want) {
+		return nil, fmt.Errorf("external data %q: length %d, tensor needs %d bytes: %w", location, length, want, inference.ErrBadModel)
 	}
 	if d.dir == "" {
 		return nil, fmt.Errorf("external data %q: the model was not read from a folder: %w", location, inference.ErrBadModel)
@@ -397,7 +416,17 @@ func (d *decoder) external(tp *onnxpb.TensorProto, want int) ([]byte, error) {
 	if rel, err := filepath.Rel(root, path); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return nil, fmt.Errorf("external data %q resolves to %s, outside the model's folder: %w", location, path, inference.ErrBadModel)
 	}
-	f, err := os.Open(path)
+	// Opening a FIFO for reading waits for a writer, and reading a device
+	// may never end: only regular files are opened, and without waiting
+	// (openFlags) in case one is swapped for a FIFO after this check.
+	before, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("external data %q: %v: %w", location, err, inference.ErrBadModel)
+	}
+	if !before.Mode().IsRegular() {
+		return nil, fmt.Errorf("external data %q: %s is not a regular file (%v): %w", location, path, before.Mode().Type(), inference.ErrBadModel)
+	}
+	f, err := os.OpenFile(path, openFlags, 0)
 	if err != nil {
 		return nil, fmt.Errorf("external data %q: %v: %w", location, err, inference.ErrBadModel)
 	}
@@ -406,12 +435,11 @@ func (d *decoder) external(tp *onnxpb.TensorProto, want int) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("external data %q: %v: %w", location, err, inference.ErrBadModel)
 	}
-	if length < 0 {
-		length = st.Size() - offset
+	if !st.Mode().IsRegular() || !os.SameFile(before, st) {
+		return nil, fmt.Errorf("external data %q: %s changed while it was opened: %w", location, path, inference.ErrBadModel)
 	}
-	if offset < 0 || length != int64(want) || offset+length > st.Size() {
-		return nil, fmt.Errorf("external data %q: offset %d length %d in a %d-byte file, tensor needs %d bytes: %w",
-			location, offset, length, st.Size(), want, inference.ErrBadModel)
+	if offset > st.Size() || length > st.Size()-offset {
+		return nil, fmt.Errorf("external data %q: offset %d length %d in a %d-byte file: %w", location, offset, length, st.Size(), inference.ErrBadModel)
 	}
 	buf := make([]byte, length)
 	if _, err := f.ReadAt(buf, offset); err != nil {

@@ -3,6 +3,8 @@ package onnx_test
 import (
 	"context"
 	"math"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -219,4 +221,60 @@ func TestOpsetOutsideTheRuntimeFails(t *testing.T) {
 			wantErr(t, err, inference.ErrBadModel, tc.want)
 		})
 	}
+}
+
+// A tensor whose byte size overflows int while its element count does
+// not: 2^62 float32s (or 2^61 int64s), in external data of 0 bytes (it
+// crashed: the overflowed size was 0, which matched).
+func TestTensorByteSizeOverflowFails(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "empty.bin"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, w := range map[string]*onnxpb.TensorProto{
+		"raw": {Name: "w", Dims: []int64{1 << 30, 1 << 30, 4}, DataType: int32(onnxpb.TensorProto_FLOAT), RawData: []byte{0}},
+		"external": {Name: "w", Dims: []int64{1 << 30, 1 << 30, 4}, DataType: int32(onnxpb.TensorProto_FLOAT), DataLocation: onnxpb.TensorProto_EXTERNAL,
+			ExternalData: []*onnxpb.StringStringEntryProto{{Key: "location", Value: "empty.bin"}, {Key: "length", Value: "0"}}},
+		"int64": {Name: "w", Dims: []int64{1 << 30, 1 << 29, 1 << 2}, DataType: int32(onnxpb.TensorProto_INT64), RawData: []byte{0}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := onnx.Decode(marshal(t, model(w)), dir)
+			wantErr(t, err, inference.ErrBadModel, `initializer "w"`, "overflows")
+		})
+	}
+}
+
+func TestExternalDataOffsetAndLengthAreChecked(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "w.bin"), []byte{0, 0, 128, 63, 0, 0, 0, 64}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range [][2]string{
+		{"offset", strconv.FormatInt(math.MaxInt64, 10)},
+		{"offset", "-8"},
+		{"offset", "0x10"},
+		{"offset", "4 trailing"},
+		{"length", "99999999999999999999"},
+		{"length", "7"},
+	} {
+		w := external("w.bin", 8)
+		for _, e := range w.ExternalData {
+			if e.Key == kv[0] {
+				e.Value = kv[1]
+			}
+		}
+		_, err := onnx.Decode(marshal(t, model(w)), dir)
+		wantErr(t, err, inference.ErrBadModel, `initializer "w"`, `"w.bin"`)
+	}
+}
+
+// External data must be a regular file: a folder (or a FIFO, see
+// fifo_test.go) is refused, named, before anything reads it.
+func TestExternalDataDirectoryFails(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "w.bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := onnx.Decode(marshal(t, model(external("w.bin", 8))), dir)
+	wantErr(t, err, inference.ErrBadModel, `initializer "w"`, `"w.bin"`, "not a regular file")
 }
