@@ -69,6 +69,17 @@ func TestSortRejectsModelsThatCannotRun(t *testing.T) {
 				Nodes:        []*graph.Node{node("n", "Relu", []string{"x"}, "w")}},
 			[]string{`graph "g"`, `"n" (Relu)`, `"w"`, "initializer"},
 		},
+		"node output overwrites an overridable initializer": {
+			&graph.Graph{Name: "g", Inputs: []graph.Value{{Name: "x"}}, Outputs: []graph.Value{{Name: "w"}},
+				Initializers: map[string]inference.Tensor{"w": w}, Overridable: []graph.Value{{Name: "w"}},
+				Nodes: []*graph.Node{node("n", "Relu", []string{"x"}, "w")}},
+			[]string{`graph "g"`, `"n" (Relu)`, `"w"`},
+		},
+		"overridable initializer that is also a required input": {
+			&graph.Graph{Name: "g", Inputs: []graph.Value{{Name: "w"}}, Outputs: []graph.Value{{Name: "w"}},
+				Initializers: map[string]inference.Tensor{"w": w}, Overridable: []graph.Value{{Name: "w"}}},
+			[]string{`graph "g"`, `"w"`, "twice"},
+		},
 		"subgraph node redefines an outer value": {
 			&graph.Graph{Name: "main", Inputs: []graph.Value{{Name: "x"}, {Name: "cond"}}, Outputs: []graph.Value{{Name: "y"}},
 				Nodes: []*graph.Node{

@@ -28,9 +28,16 @@ type Graph struct {
 	// Opsets maps an operator domain ("" for ai.onnx) to the version the
 	// model imports. Op semantics follow it (Softmax-1 vs Softmax-13, …).
 	Opsets map[string]int64
-	// Inputs are the values fed at run time, in order; initializers that
-	// old exporters also list as graph inputs are not among them.
+	// Inputs are the values fed at run time, in order. A model's graph
+	// leaves out the inputs that have an initializer of the same name
+	// (see Overridable); a subgraph lists all its inputs, which the node
+	// that runs it binds by position.
 	Inputs []Value
+	// Overridable are the inputs of a model's graph that need not be fed:
+	// each has an initializer of the same name, its default (ONNX IR ≥ 4).
+	// A tensor fed under such a name replaces the initializer for that
+	// run, so graph passes must not take those initializers for constants.
+	Overridable []Value
 	// Outputs are the values a run returns, in order.
 	Outputs []Value
 	// Initializers are the constant tensors: weights, biases, shapes.
@@ -190,7 +197,7 @@ const MaxOpset = 26
 //     initializer or a value of an enclosing graph (graphs are in SSA form,
 //     as ONNX's checker requires; a subgraph may reuse the names of its own
 //     node's outputs, which the checker allows too);
-//   - two graph inputs of one name;
+//   - two graph inputs of one name (Inputs and Overridable together);
 //   - a declared input or output dimension that is negative but not
 //     inference.Dynamic, or fixed dimensions whose size in bytes overflows
 //     int;
@@ -329,7 +336,7 @@ func (s *sorter) read(name string, level int) {
 
 func (s *sorter) graph(g *Graph, level int) error {
 	defer s.restore(len(s.undo))
-	for _, in := range g.Inputs {
+	for _, in := range slices.Concat(g.Inputs, g.Overridable) {
 		if err := checkShape(in); err != nil {
 			return fmt.Errorf("graph %q: input %q: %v: %w", g.Name, in.Name, err, inference.ErrBadModel)
 		}
@@ -543,7 +550,7 @@ func (g *Graph) FreeValues() map[string]bool {
 
 func (s *scope) free(g *Graph, free map[string]bool) {
 	defer s.restore(len(s.undo))
-	for _, in := range g.Inputs {
+	for _, in := range slices.Concat(g.Inputs, g.Overridable) {
 		s.define(in.Name, 0)
 	}
 	for name := range g.Initializers {

@@ -37,6 +37,12 @@ import (
 // Decode parses a serialized ModelProto into a sorted, checked Graph. dir
 // is the folder that external data locations are relative to; "" refuses
 // external data.
+//
+// From IR version 4 on, an input of the model's graph that has an
+// initializer of the same name goes to the Graph's Overridable: the
+// initializer is its default, which a run may replace. Before IR 4 every
+// initializer is also listed as an input; those are weights, left out of
+// Inputs and not overridable (as ONNX Runtime reads them).
 func Decode(data []byte, dir string) (*graph.Graph, error) {
 	var m onnxpb.ModelProto
 	if err := proto.Unmarshal(data, &m); err != nil {
@@ -56,7 +62,7 @@ func Decode(data []byte, dir string) (*graph.Graph, error) {
 	if len(opsets) == 0 {
 		opsets[""] = 1 // IR version 1 files predate opset_import
 	}
-	d := decoder{dir: dir, opsets: opsets}
+	d := decoder{dir: dir, opsets: opsets, irVersion: m.IrVersion}
 	g, err := d.graph(m.Graph)
 	if err == nil {
 		err = g.Sort(nil)
@@ -68,9 +74,10 @@ func Decode(data []byte, dir string) (*graph.Graph, error) {
 }
 
 type decoder struct {
-	dir    string
-	opsets map[string]int64
-	depth  int // of the graph being decoded: 0 for the model's
+	dir       string
+	opsets    map[string]int64
+	irVersion int64
+	depth     int // of the graph being decoded: 0 for the model's
 }
 
 // graph converts gp and the graphs nested in it; the caller sorts and
@@ -94,14 +101,23 @@ func (d *decoder) graph(gp *onnxpb.GraphProto) (*graph.Graph, error) {
 		return nil, fmt.Errorf("graph %q: sparse initializers: %w", gp.Name, inference.ErrUnsupportedOp)
 	}
 	for _, vi := range gp.Input {
-		if _, isInit := g.Initializers[vi.Name]; isInit {
-			continue // IR < 4 lists initializers among the inputs
+		// In the model's graph an initializer named like an input is the
+		// input's default from IR 4 on; before, every initializer is
+		// listed among the inputs, and is a weight. A subgraph's inputs
+		// are bound by position, so it keeps them all.
+		_, isInit := g.Initializers[vi.Name]
+		if isInit && d.depth == 0 && d.irVersion < 4 {
+			continue
 		}
 		v, err := value(vi)
 		if err != nil {
 			return nil, fmt.Errorf("graph %q: input %q: %w", gp.Name, vi.Name, err)
 		}
-		g.Inputs = append(g.Inputs, v)
+		if isInit && d.depth == 0 {
+			g.Overridable = append(g.Overridable, v)
+		} else {
+			g.Inputs = append(g.Inputs, v)
+		}
 	}
 	for _, vi := range gp.Output {
 		v, err := value(vi)

@@ -278,3 +278,117 @@ func TestExternalDataDirectoryFails(t *testing.T) {
 	_, err := onnx.Decode(marshal(t, model(external("w.bin", 8))), dir)
 	wantErr(t, err, inference.ErrBadModel, `initializer "w"`, `"w.bin"`, "not a regular file")
 }
+
+// overridable returns y = x + Neg(w) where w is both a graph input and an
+// initializer holding [1 2]: from IR 4 on, the initializer is the input's
+// default.
+func overridable(irVersion int64) *onnxpb.ModelProto {
+	m := model(weights(),
+		&onnxpb.NodeProto{Name: "neg", OpType: "Neg", Input: []string{"w"}, Output: []string{"nw"}},
+		&onnxpb.NodeProto{Name: "add", OpType: "Add", Input: []string{"x", "nw"}, Output: []string{"y"}})
+	m.IrVersion = irVersion
+	m.Graph.Input = append(m.Graph.Input, floatInfo("w", 2))
+	return m
+}
+
+func runFloats(t *testing.T, m inference.Model, feeds map[string][]float32) []float32 {
+	t.Helper()
+	in := map[string]inference.Tensor{}
+	for name, v := range feeds {
+		in[name], _ = inference.New([]int{len(v)}, v)
+	}
+	out, err := m.Run(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := inference.Data[float32](out["y"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// An initializer named like a graph input (IR ≥ 4) is the input's default:
+// a run without the feed uses it, a run with the feed uses the feed, even
+// though the constant folder could have folded Neg(w).
+func TestInitializerIsAnInputsDefault(t *testing.T) {
+	g, err := onnx.Decode(marshal(t, overridable(8)), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Inputs) != 1 || len(g.Overridable) != 1 || g.Overridable[0].Name != "w" {
+		t.Fatalf("Inputs %v, Overridable %v; want x required and w overridable", g.Inputs, g.Overridable)
+	}
+	m, err := cpu.Backend{}.Compile(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runFloats(t, m, map[string][]float32{"x": {10, 20}}); !slices.Equal(got, []float32{9, 18}) {
+		t.Errorf("without w: y = %v, want x - [1 2] = [9 18]", got)
+	}
+	if got := runFloats(t, m, map[string][]float32{"x": {10, 20}, "w": {5, 5}}); !slices.Equal(got, []float32{5, 15}) {
+		t.Errorf("with w = [5 5]: y = %v, want [5 15]", got)
+	}
+	bad, _ := inference.New([]int{2}, []int64{5, 5})
+	x, _ := inference.New([]int{2}, []float32{10, 20})
+	if _, err := m.Run(context.Background(), map[string]inference.Tensor{"x": x, "w": bad}); err == nil {
+		t.Error("feeding w as int64 ran; want a type error")
+	}
+}
+
+// Before IR 4 every initializer is listed among the inputs: they are
+// weights, not inputs to feed, and a feed of their name is ignored.
+func TestInitializersListedAsInputsBeforeIR4AreWeights(t *testing.T) {
+	g, err := onnx.Decode(marshal(t, overridable(3)), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Inputs) != 1 || len(g.Overridable) != 0 {
+		t.Fatalf("Inputs %v, Overridable %v; want x alone", g.Inputs, g.Overridable)
+	}
+	m, err := cpu.Backend{}.Compile(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runFloats(t, m, map[string][]float32{"x": {10, 20}, "w": {5, 5}}); !slices.Equal(got, []float32{9, 18}) {
+		t.Errorf("y = %v, want [9 18]", got)
+	}
+}
+
+// A subgraph keeps every declared input, an initializer of the same name
+// or not: its node binds them by position (Scan failed here, the body's
+// state input having been dropped for its initializer).
+func TestSubgraphInputNamedLikeItsInitializerIsBound(t *testing.T) {
+	body := &onnxpb.GraphProto{Name: "body",
+		Input:       []*onnxpb.ValueInfoProto{floatInfo("s_in", 1), floatInfo("x_in", 1)},
+		Output:      []*onnxpb.ValueInfoProto{floatInfo("s_out", 1), floatInfo("y", 1)},
+		Initializer: []*onnxpb.TensorProto{{Name: "s_in", Dims: []int64{1}, DataType: int32(onnxpb.TensorProto_FLOAT), FloatData: []float32{100}}},
+		Node: []*onnxpb.NodeProto{
+			{Name: "add", OpType: "Add", Input: []string{"s_in", "x_in"}, Output: []string{"s_out"}},
+			{Name: "copy", OpType: "Identity", Input: []string{"s_out"}, Output: []string{"y"}},
+		}}
+	g := &onnxpb.GraphProto{Name: "main",
+		Input:  []*onnxpb.ValueInfoProto{floatInfo("s0", 1), floatInfo("xs", 3, 1)},
+		Output: []*onnxpb.ValueInfoProto{floatInfo("s", 1), floatInfo("ys", 3, 1)},
+		Node: []*onnxpb.NodeProto{{Name: "scan", OpType: "Scan", Input: []string{"s0", "xs"}, Output: []string{"s", "ys"},
+			Attribute: []*onnxpb.AttributeProto{
+				{Name: "body", Type: onnxpb.AttributeProto_GRAPH, G: body},
+				{Name: "num_scan_inputs", Type: onnxpb.AttributeProto_INT, I: 1}}}}}
+	dg, err := onnx.Decode(marshal(t, &onnxpb.ModelProto{IrVersion: 8, OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: 17}}, Graph: g}), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := cpu.Backend{}.Compile(dg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s0, _ := inference.New([]int{1}, []float32{0})
+	xs, _ := inference.New([]int{3, 1}, []float32{1, 2, 3})
+	out, err := m.Run(context.Background(), map[string]inference.Tensor{"s0": s0, "xs": xs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := inference.Data[float32](out["ys"]); !slices.Equal(got, []float32{1, 3, 6}) {
+		t.Errorf("ys = %v, want the running sum [1 3 6]", got)
+	}
+}
