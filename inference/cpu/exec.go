@@ -121,14 +121,18 @@ func (m *Model) ByteSize() int64 { return m.bytes }
 func (m *Model) Close() error { return nil }
 
 // Run executes the graph. Every graph input must be fed, with its declared
-// element type and rank. The run holds at most inference.MemoryBudget(ctx)
-// bytes of intermediates live at once (a node that would pass it fails with
-// an *inference.ResourceError), stops between nodes and in data-driven loops
-// once ctx is done, and returns a panic in a kernel as an
-// *inference.PanicError naming the node.
+// element type and rank; an overridable initializer (graph.Graph's
+// Overridable) may be, and the fed tensor replaces it. The run holds at
+// most inference.MemoryBudget(ctx) bytes of intermediates live at once (a
+// node that would pass it fails with an *inference.ResourceError), stops
+// between nodes and in data-driven loops once ctx is done, and returns a
+// panic in a kernel as an *inference.PanicError naming the node.
 func (m *Model) Run(ctx context.Context, feeds map[string]inference.Tensor) (map[string]inference.Tensor, error) {
-	for _, in := range m.g.Inputs {
+	for i, in := range slices.Concat(m.g.Inputs, m.g.Overridable) {
 		t, ok := feeds[in.Name]
+		if !ok && i >= len(m.g.Inputs) {
+			continue // an overridable initializer keeps its value
+		}
 		if !ok {
 			return nil, fmt.Errorf("cpu: graph input %q is not fed: %w", in.Name, inference.ErrShape)
 		}
@@ -176,9 +180,9 @@ func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, feeds, outer
 		t, ok := outer[name]
 		return t, ok
 	}
-	for _, in := range g.Inputs {
+	for _, in := range slices.Concat(g.Inputs, g.Overridable) {
 		if t, ok := feeds[in.Name]; ok {
-			values[in.Name] = t
+			values[in.Name] = t // shadows an overridable initializer
 		}
 	}
 	opset := g.Opset()

@@ -3,8 +3,9 @@
 // initializers as tensors, the opset each domain was exported with, and the
 // last use of every value (which lets an executor free or reuse buffers).
 //
-// Decoders (inference/onnx) build a Graph and Sort it, which checks it: a
-// sorted Graph is acyclic and every node input has a producer.
+// Decoders (inference/onnx) build a Graph and Sort it, which checks that
+// it can run: a sorted Graph and its subgraphs are acyclic, define each
+// value once, and have a producer for every value they read (see Sort).
 //
 // Who it is for: writers of a model format, whose loader builds a Graph,
 // and of a backend, which compiles one (Compiler; the rewrites it may run
@@ -12,7 +13,10 @@
 package graph
 
 import (
+	"container/heap"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 
 	"github.com/beamml/beamml/inference"
@@ -24,9 +28,16 @@ type Graph struct {
 	// Opsets maps an operator domain ("" for ai.onnx) to the version the
 	// model imports. Op semantics follow it (Softmax-1 vs Softmax-13, …).
 	Opsets map[string]int64
-	// Inputs are the values fed at run time, in order; initializers that
-	// old exporters also list as graph inputs are not among them.
+	// Inputs are the values fed at run time, in order. A model's graph
+	// leaves out the inputs that have an initializer of the same name
+	// (see Overridable); a subgraph lists all its inputs, which the node
+	// that runs it binds by position.
 	Inputs []Value
+	// Overridable are the inputs of a model's graph that need not be fed:
+	// each has an initializer of the same name, its default (ONNX IR ≥ 4).
+	// A tensor fed under such a name replaces the initializer for that
+	// run, so graph passes must not take those initializers for constants.
+	Overridable []Value
 	// Outputs are the values a run returns, in order.
 	Outputs []Value
 	// Initializers are the constant tensors: weights, biases, shapes.
@@ -35,8 +46,10 @@ type Graph struct {
 	// input, an initializer, an outer-scope value (subgraphs only), or an
 	// output of an earlier node.
 	Nodes []*Node
-	// LastUse maps each value to the index of the last node that reads it;
-	// values the graph outputs are absent (they live to the end).
+	// LastUse maps each value of the graph (an input, an initializer or a
+	// node output) that nodes read, directly or inside their subgraphs, to
+	// the index of the last of them; values the graph outputs are absent
+	// (they live to the end).
 	LastUse map[string]int
 }
 
@@ -165,123 +178,349 @@ func (g *Graph) Opset() int64 {
 	return 1
 }
 
-// Sort orders g.Nodes topologically and fills LastUse. outer lists the
-// values a subgraph may read from its enclosing graphs. It fails with
-// inference.ErrBadModel on a cycle, a node input nothing produces, or a
-// value produced twice, naming the node and the value.
-func (g *Graph) Sort(outer map[string]bool) error {
-	available := map[string]bool{}
-	for name := range outer {
-		available[name] = true
-	}
-	for _, in := range g.Inputs {
-		available[in.Name] = true
-	}
-	for name := range g.Initializers {
-		available[name] = true
-	}
-	producer := map[string]*Node{}
-	for _, n := range g.Nodes {
-		for _, out := range n.Outputs {
-			if out == "" {
-				continue
-			}
-			if p, dup := producer[out]; dup {
-				return fmt.Errorf("graph %q: value %q is produced by node %v and by node %v: %w", g.Name, out, p, n, inference.ErrBadModel)
-			}
-			producer[out] = n
-		}
-	}
-	for _, n := range g.Nodes {
-		for _, in := range n.Inputs {
-			if in != "" && !available[in] && producer[in] == nil {
-				return fmt.Errorf("graph %q: node %v reads %q, which no node, input or initializer produces: %w", g.Name, n, in, inference.ErrBadModel)
-			}
-		}
-	}
-	// Kahn's algorithm, stable: among ready nodes the earliest in file order
-	// runs first, so already sorted graphs keep their order.
-	waiting := make(map[*Node]int, len(g.Nodes))
-	users := map[string][]*Node{}
-	for _, n := range g.Nodes {
-		deps := 0
-		for _, in := range uniqueInputs(n) {
-			if !available[in] {
-				deps++
-				users[in] = append(users[in], n)
-			}
-		}
-		waiting[n] = deps
-	}
-	index := make(map[*Node]int, len(g.Nodes))
-	for i, n := range g.Nodes {
-		index[n] = i
-	}
-	var ready, order []*Node
-	for _, n := range g.Nodes {
-		if waiting[n] == 0 {
-			ready = append(ready, n)
-		}
-	}
-	for len(ready) > 0 {
-		slices.SortFunc(ready, func(a, b *Node) int { return index[a] - index[b] })
-		n := ready[0]
-		ready = ready[1:]
-		order = append(order, n)
-		for _, out := range n.Outputs {
-			for _, u := range users[out] {
-				if waiting[u]--; waiting[u] == 0 {
-					ready = append(ready, u)
-				}
-			}
-		}
-	}
-	if len(order) != len(g.Nodes) {
-		for _, n := range g.Nodes {
-			if waiting[n] > 0 {
-				return fmt.Errorf("graph %q: node %v is on a cycle (or reads a value produced on one): %w", g.Name, n, inference.ErrBadModel)
-			}
-		}
-	}
-	g.Nodes = order
+// MaxOpset is the newest version of the ai.onnx operator set the runtime
+// implements, the newest its conformance suite (testing/conformance)
+// covers. Sort refuses a graph that imports a newer one.
+const MaxOpset = 26
 
-	outputs := map[string]bool{}
-	for _, o := range g.Outputs {
-		outputs[o.Name] = true
+// Sort orders the nodes of g, and of every graph nested in its nodes'
+// attributes, topologically, and fills their LastUse. Among nodes whose
+// inputs are ready the earliest in file order comes first, so a sorted
+// graph keeps its order. outer lists the values g may read from enclosing
+// graphs (nil for a model's graph). Sort's work is O((V + E) log V) for V
+// nodes and E node inputs and graph outputs, nested graphs included.
+//
+// Sort also checks that the graph can run, and fails with
+// inference.ErrBadModel, naming the graph and the node or value, on:
+//   - a cycle, or a node input or graph output that nothing produces;
+//   - a value produced twice, or a node output named like a graph input, an
+//     initializer or a value of an enclosing graph (graphs are in SSA form,
+//     as ONNX's checker requires; a subgraph may reuse the names of its own
+//     node's outputs, which the checker allows too);
+//   - two graph inputs of one name (Inputs and Overridable together);
+//   - a declared input or output dimension that is negative but not
+//     inference.Dynamic, or fixed dimensions whose size in bytes overflows
+//     int;
+//   - in g.Opsets (which subgraphs share), a version below 1, an ai.onnx
+//     version above MaxOpset, or another domain's above math.MaxInt32.
+func (g *Graph) Sort(outer map[string]bool) error {
+	if err := checkOpsets(g); err != nil {
+		return err
 	}
-	g.LastUse = map[string]int{}
-	for i, n := range g.Nodes {
-		for _, in := range n.Inputs {
-			if in != "" && !outputs[in] {
-				g.LastUse[in] = i
-			}
+	s := sorter{scope: scope{levels: make(map[string]int, len(outer))}}
+	for name := range outer {
+		s.levels[name] = outerLevel
+	}
+	return s.graph(g, 0)
+}
+
+// checkOpsets checks the versions g imports.
+func checkOpsets(g *Graph) error {
+	for _, domain := range slices.Sorted(maps.Keys(g.Opsets)) {
+		v, name := g.Opsets[domain], domain
+		if name == "" {
+			name = "ai.onnx"
 		}
-		for _, sub := range n.Subgraphs() {
-			for name := range sub.FreeValues() {
-				if !outputs[name] {
-					g.LastUse[name] = i
-				}
-			}
+		switch {
+		case v < 1:
+			return fmt.Errorf("graph %q: imports %s version %d, want 1 or more: %w", g.Name, name, v, inference.ErrBadModel)
+		case name == "ai.onnx" && v > MaxOpset:
+			return fmt.Errorf("graph %q: imports ai.onnx version %d; the newest this runtime implements is %d: %w", g.Name, v, MaxOpset, inference.ErrBadModel)
+		case v > math.MaxInt32:
+			return fmt.Errorf("graph %q: imports %s version %d, out of range: %w", g.Name, name, v, inference.ErrBadModel)
 		}
 	}
 	return nil
 }
 
-func uniqueInputs(n *Node) []string {
-	var out []string
-	for _, in := range n.Inputs {
-		if in != "" && !slices.Contains(out, in) {
-			out = append(out, in)
+// checkShape checks a declared shape: each dimension is inference.Dynamic
+// or at least 0, and the product of the fixed ones times the element size
+// fits in an int.
+func checkShape(v Value) error {
+	bytes := max(v.DType.Size(), 1)
+	for i, d := range v.Shape {
+		switch {
+		case d == inference.Dynamic || d == 0:
+		case d < 0:
+			return fmt.Errorf("dimension %d is %d", i, d)
+		case bytes > math.MaxInt/d:
+			return fmt.Errorf("shape %v: the size in bytes of its fixed dimensions overflows", v.Shape)
+		default:
+			bytes *= d
 		}
 	}
-	for _, sub := range n.Subgraphs() {
-		for name := range sub.FreeValues() {
-			if !slices.Contains(out, name) {
-				out = append(out, name)
+	return nil
+}
+
+// Levels in a scope: the graph Sort was called on is level 0, the graphs
+// in its nodes' attributes level 1, and so on.
+const (
+	outerLevel = -1 // a value of an enclosing graph Sort was told of
+	hidden     = -2 // a value the graph being walked may not see
+)
+
+// scope maps the values visible in the graph being walked to the level of
+// the graph that defines them. Entering a graph adds its values; leaving
+// it restores what they shadowed, so one map serves any nesting depth.
+type scope struct {
+	levels map[string]int
+	undo   []binding
+}
+
+// binding is a scope entry as it was before a define.
+type binding struct {
+	name  string
+	level int
+	had   bool
+}
+
+func (s *scope) define(name string, level int) {
+	prev, had := s.levels[name]
+	s.undo = append(s.undo, binding{name, prev, had})
+	s.levels[name] = level
+}
+
+// lookup returns the level that defines name.
+func (s *scope) lookup(name string) (int, bool) {
+	level, ok := s.levels[name]
+	return level, ok && level != hidden
+}
+
+// restore undoes the defines made since len(s.undo) was mark.
+func (s *scope) restore(mark int) {
+	for i := len(s.undo) - 1; i >= mark; i-- {
+		if b := s.undo[i]; b.had {
+			s.levels[b.name] = b.level
+		} else {
+			delete(s.levels, b.name)
+		}
+	}
+	s.undo = s.undo[:mark]
+}
+
+// sorter sorts a graph and the graphs nested in it in one walk. A value
+// read inside a subgraph counts as read by the node of the level that
+// defines the value: by the node there whose subgraphs are being walked.
+// So each read is recorded once, at the one level where it orders nodes
+// and ends a lifetime, and nesting costs nothing more.
+type sorter struct {
+	scope
+	walking []*walk // walking[l]: the graph being walked at level l
+}
+
+// walk is the state of one graph's walk.
+type walk struct {
+	node int // the node whose inputs and subgraphs are being walked
+	// reads[start[i]:start[i+1]] lists the values of this graph that node
+	// i reads, directly or inside its subgraphs, each once. (All reads of
+	// node i are recorded while it is the node being walked.)
+	reads []string
+	start []int
+	seen  map[string]int // value → 1 + the last node whose reads hold it
+}
+
+// readsOf returns the values node i reads.
+func (w *walk) readsOf(i int) []string { return w.reads[w.start[i]:w.start[i+1]] }
+
+// read records a read of the value name, defined at level.
+func (s *sorter) read(name string, level int) {
+	if level < 0 {
+		return
+	}
+	w := s.walking[level]
+	if w.seen[name] != w.node+1 {
+		w.seen[name] = w.node + 1
+		w.reads = append(w.reads, name)
+	}
+}
+
+func (s *sorter) graph(g *Graph, level int) error {
+	defer s.restore(len(s.undo))
+	for _, in := range slices.Concat(g.Inputs, g.Overridable) {
+		if err := checkShape(in); err != nil {
+			return fmt.Errorf("graph %q: input %q: %v: %w", g.Name, in.Name, err, inference.ErrBadModel)
+		}
+		if def, ok := s.lookup(in.Name); ok && def == level {
+			return fmt.Errorf("graph %q: input %q is declared twice: %w", g.Name, in.Name, inference.ErrBadModel)
+		}
+		s.define(in.Name, level)
+	}
+	for name := range g.Initializers {
+		if def, ok := s.lookup(name); !ok || def != level {
+			s.define(name, level)
+		}
+	}
+	for _, out := range g.Outputs {
+		if err := checkShape(out); err != nil {
+			return fmt.Errorf("graph %q: output %q: %v: %w", g.Name, out.Name, err, inference.ErrBadModel)
+		}
+	}
+	producer := make(map[string]int, len(g.Nodes))
+	for i, n := range g.Nodes {
+		for _, out := range n.Outputs {
+			if out == "" {
+				continue
+			}
+			if p, dup := producer[out]; dup {
+				return fmt.Errorf("graph %q: value %q is produced by node %v and by node %v: %w", g.Name, out, g.Nodes[p], n, inference.ErrBadModel)
+			}
+			if def, ok := s.lookup(out); ok {
+				what := "a graph input"
+				if _, isInit := g.Initializers[out]; isInit {
+					what = "an initializer"
+				}
+				if def != level {
+					what = "a value of an enclosing graph"
+				}
+				return fmt.Errorf("graph %q: node %v outputs %q, which is %s: %w", g.Name, n, out, what, inference.ErrBadModel)
+			}
+			producer[out] = i
+			s.define(out, level)
+		}
+	}
+
+	w := &walk{start: make([]int, len(g.Nodes)+1), seen: map[string]int{}}
+	s.walking = append(s.walking[:level], w)
+	for i, n := range g.Nodes {
+		w.node, w.start[i] = i, len(w.reads)
+		for _, in := range n.Inputs {
+			if in == "" {
+				continue
+			}
+			def, ok := s.lookup(in)
+			if !ok {
+				return fmt.Errorf("graph %q: node %v reads %q, which no node, input or initializer produces: %w", g.Name, n, in, inference.ErrBadModel)
+			}
+			s.read(in, def)
+		}
+		if err := s.subgraphs(g, n, level); err != nil {
+			return err
+		}
+		w.start[i+1] = len(w.reads)
+	}
+	for _, out := range g.Outputs {
+		def, ok := s.lookup(out.Name)
+		if !ok {
+			return fmt.Errorf("graph %q: output %q is produced by no node, input or initializer: %w", g.Name, out.Name, inference.ErrBadModel)
+		}
+		if def != level {
+			s.read(out.Name, def)
+		}
+	}
+
+	// Kahn's algorithm, taking the earliest ready node in file order.
+	waiting := make([]int, len(g.Nodes))
+	users := map[string][]int{}
+	for i := range g.Nodes {
+		for _, name := range w.readsOf(i) {
+			if _, ok := producer[name]; ok {
+				waiting[i]++
+				users[name] = append(users[name], i)
 			}
 		}
 	}
-	return out
+	var ready readyNodes
+	for i, n := range waiting {
+		if n == 0 {
+			ready = append(ready, i) // ascending: already a heap
+		}
+	}
+	order := make([]int, 0, len(g.Nodes))
+	for len(ready) > 0 {
+		i := heap.Pop(&ready).(int)
+		order = append(order, i)
+		for _, out := range g.Nodes[i].Outputs {
+			for _, u := range users[out] {
+				if waiting[u]--; waiting[u] == 0 {
+					heap.Push(&ready, u)
+				}
+			}
+		}
+	}
+	if len(order) != len(g.Nodes) {
+		for i, n := range g.Nodes {
+			if waiting[i] > 0 {
+				return fmt.Errorf("graph %q: node %v is on a cycle (or reads a value produced on one): %w", g.Name, n, inference.ErrBadModel)
+			}
+		}
+	}
+
+	outputs := make(map[string]bool, len(g.Outputs))
+	for _, o := range g.Outputs {
+		outputs[o.Name] = true
+	}
+	sorted := make([]*Node, len(order))
+	g.LastUse = map[string]int{}
+	for k, i := range order {
+		sorted[k] = g.Nodes[i]
+		for _, name := range w.readsOf(i) {
+			if !outputs[name] {
+				g.LastUse[name] = k
+			}
+		}
+	}
+	g.Nodes = sorted
+	return nil
+}
+
+// subgraphs walks the graphs in n's attributes, in the order of the
+// attribute names. They may not see n's own outputs. An error in one names
+// the graph it is in; at level 0 it also names n, so that a deep error's
+// message does not grow with the depth.
+func (s *sorter) subgraphs(g *Graph, n *Node, level int) error {
+	var attrs []string
+	for name, a := range n.Attrs {
+		if a.Type == AttrGraph || a.Type == AttrGraphs {
+			attrs = append(attrs, name)
+		}
+	}
+	if attrs == nil {
+		return nil
+	}
+	slices.Sort(attrs)
+	for _, out := range n.Outputs {
+		if out != "" {
+			s.levels[out] = hidden
+		}
+	}
+	for _, name := range attrs {
+		a := n.Attrs[name]
+		subs := a.Graphs
+		if a.Type == AttrGraph {
+			subs = []*Graph{a.Graph}
+		}
+		for _, sub := range subs {
+			if sub == nil {
+				return fmt.Errorf("graph %q: node %v: attribute %q holds no graph: %w", g.Name, n, name, inference.ErrBadModel)
+			}
+			if err := s.graph(sub, level+1); err != nil {
+				if level == 0 {
+					return fmt.Errorf("graph %q: node %v: attribute %q: %w", g.Name, n, name, err)
+				}
+				return err
+			}
+		}
+	}
+	for _, out := range n.Outputs {
+		if out != "" {
+			s.levels[out] = level
+		}
+	}
+	return nil
+}
+
+// readyNodes is a min-heap of node indices.
+type readyNodes []int
+
+func (h readyNodes) Len() int           { return len(h) }
+func (h readyNodes) Less(i, j int) bool { return h[i] < h[j] }
+func (h readyNodes) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *readyNodes) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *readyNodes) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // Subgraphs returns the graphs in the node's attributes (If, Loop, Scan).
@@ -299,40 +538,44 @@ func (n *Node) Subgraphs() []*Graph {
 }
 
 // FreeValues returns the values g reads from enclosing graphs: node inputs
-// that are neither produced inside g (by its nodes, nested subgraphs
-// included) nor its inputs or initializers.
+// and outputs of g that are neither produced inside g (by its nodes,
+// nested subgraphs included) nor its inputs or initializers. Its work is
+// linear in the size of g and its subgraphs.
 func (g *Graph) FreeValues() map[string]bool {
-	local := map[string]bool{}
-	for _, in := range g.Inputs {
-		local[in.Name] = true
+	free := map[string]bool{}
+	s := scope{levels: map[string]int{}}
+	s.free(g, free)
+	return free
+}
+
+func (s *scope) free(g *Graph, free map[string]bool) {
+	defer s.restore(len(s.undo))
+	for _, in := range slices.Concat(g.Inputs, g.Overridable) {
+		s.define(in.Name, 0)
 	}
 	for name := range g.Initializers {
-		local[name] = true
+		s.define(name, 0)
 	}
 	for _, n := range g.Nodes {
 		for _, o := range n.Outputs {
-			local[o] = true
+			s.define(o, 0)
 		}
 	}
-	free := map[string]bool{}
 	for _, n := range g.Nodes {
 		for _, in := range n.Inputs {
-			if in != "" && !local[in] {
+			if _, ok := s.lookup(in); in != "" && !ok {
 				free[in] = true
 			}
 		}
 		for _, sub := range n.Subgraphs() {
-			for name := range sub.FreeValues() {
-				if !local[name] {
-					free[name] = true
-				}
+			if sub != nil {
+				s.free(sub, free)
 			}
 		}
 	}
 	for _, o := range g.Outputs {
-		if !local[o.Name] {
+		if _, ok := s.lookup(o.Name); !ok {
 			free[o.Name] = true
 		}
 	}
-	return free
 }

@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -90,5 +91,141 @@ func TestDimString(t *testing.T) {
 		if got := d.String(); got != want {
 			t.Errorf("%#v.String() = %q, want %q", d, got, want)
 		}
+	}
+}
+
+// wide returns a graph of n Relu nodes that each read the input x: none
+// depends on another, so every node is ready at once.
+func wide(n int) *graph.Graph {
+	g := &graph.Graph{Name: "wide", Inputs: []graph.Value{{Name: "x"}}}
+	for i := range n {
+		name := "relu" + strconv.Itoa(i)
+		g.Nodes = append(g.Nodes, node(name, "Relu", []string{"x"}, name))
+		g.Outputs = append(g.Outputs, graph.Value{Name: name})
+	}
+	return g
+}
+
+// Sorting 100,000 independent nodes keeps their file order and finishes
+// well within the test timeout (re-sorting the ready list at every step
+// took about two minutes).
+func TestSortHundredThousandIndependentNodes(t *testing.T) {
+	const n = 100_000
+	g := wide(n)
+	if err := g.Sort(nil); err != nil {
+		t.Fatal(err)
+	}
+	for i, nd := range g.Nodes {
+		if want := "relu" + strconv.Itoa(i); nd.Name != want {
+			t.Fatalf("node %d is %s, want %s: file order is lost", i, nd.Name, want)
+		}
+	}
+	if g.LastUse["x"] != n-1 {
+		t.Errorf("LastUse[x] = %d, want %d", g.LastUse["x"], n-1)
+	}
+}
+
+// A chain written backwards (each node reads the next one's output) sorts
+// into the reverse of the file order.
+func TestSortHundredThousandNodeChainWrittenBackwards(t *testing.T) {
+	const n = 100_000
+	g := &graph.Graph{Name: "chain", Inputs: []graph.Value{{Name: "v0"}}, Outputs: []graph.Value{{Name: "v" + strconv.Itoa(n)}}}
+	for i := n - 1; i >= 0; i-- {
+		g.Nodes = append(g.Nodes, node("n"+strconv.Itoa(i), "Relu", []string{"v" + strconv.Itoa(i)}, "v"+strconv.Itoa(i+1)))
+	}
+	if err := g.Sort(nil); err != nil {
+		t.Fatal(err)
+	}
+	for i, nd := range g.Nodes {
+		if want := "n" + strconv.Itoa(i); nd.Name != want {
+			t.Fatalf("node %d is %s, want %s", i, nd.Name, want)
+		}
+	}
+}
+
+func BenchmarkSortIndependentNodes(b *testing.B) {
+	g := wide(100_000)
+	for b.Loop() {
+		if err := g.Sort(nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// nested returns a graph whose If node holds a then_branch whose If node
+// holds a then_branch … depth graphs deep. The innermost graph adds the
+// top graph's input x to the value the graph above it computes, so every
+// level reads x from the top and a value from its parent.
+func nested(depth int) *graph.Graph {
+	var inner *graph.Graph
+	for level := depth; level >= 0; level-- {
+		g := &graph.Graph{Name: "level" + strconv.Itoa(level)}
+		out := "out" + strconv.Itoa(level)
+		g.Outputs = []graph.Value{{Name: out}}
+		if level == 0 {
+			g.Inputs = []graph.Value{{Name: "x"}, {Name: "cond"}}
+		}
+		parent := "v" + strconv.Itoa(level-1) // computed by the level above
+		if level == 0 {
+			parent = "x"
+		}
+		own := "v" + strconv.Itoa(level)
+		g.Nodes = []*graph.Node{node("add"+strconv.Itoa(level), "Add", []string{"x", parent}, own)}
+		if inner == nil {
+			g.Nodes[0].Outputs = []string{out}
+		} else {
+			g.Nodes = append(g.Nodes, &graph.Node{Name: "if" + strconv.Itoa(level), OpType: "If", Inputs: []string{"cond"}, Outputs: []string{out},
+				Attrs: map[string]graph.Attr{"then_branch": {Type: graph.AttrGraph, Graph: inner}}})
+		}
+		inner = g
+	}
+	return inner
+}
+
+// Sorting nested subgraphs does work in proportion to their size: twice
+// the depth allocates at most three times as much (it was quadratic: every
+// level recomputed the free values of every level below it).
+func TestSortNestedSubgraphsIsLinear(t *testing.T) {
+	allocs := func(depth int) float64 {
+		g := nested(depth)
+		return testing.AllocsPerRun(1, func() {
+			if err := g.Sort(nil); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	small, large := allocs(1000), allocs(2000)
+	if large > 3*small {
+		t.Errorf("sorting 2000 nested levels allocates %.0f times, 1000 levels %.0f: more than linear", large, small)
+	}
+	g := nested(2000)
+	if err := g.Sort(nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.Nodes[1].Subgraphs()[0].FreeValues(); len(got) != 3 || !got["x"] || !got["v0"] || !got["cond"] {
+		t.Errorf("level 1 FreeValues = %v, want x, v0 and cond", got)
+	}
+	if g.LastUse["x"] != 1 || g.LastUse["v0"] != 1 || g.LastUse["cond"] != 1 {
+		t.Errorf("top LastUse = %v, want x, v0 and cond last read by the If (node 1)", g.LastUse)
+	}
+}
+
+// A node reading 100,000 values, each twice, counts each once (finding the
+// distinct inputs was quadratic in their number).
+func TestSortNodeWithHundredThousandInputs(t *testing.T) {
+	const n = 100_000
+	g := &graph.Graph{Name: "concat", Inputs: []graph.Value{{Name: "x"}}, Outputs: []graph.Value{{Name: "y"}}}
+	var ins []string
+	for i := range n {
+		name := "r" + strconv.Itoa(i)
+		g.Nodes = append(g.Nodes, node(name, "Relu", []string{"x"}, name))
+		ins = append(ins, name, name)
+	}
+	g.Nodes = append([]*graph.Node{node("concat", "Concat", ins, "y")}, g.Nodes...)
+	if err := g.Sort(nil); err != nil {
+		t.Fatal(err)
+	}
+	if last := g.Nodes[n]; last.Name != "concat" || g.LastUse["r0"] != n || g.LastUse["x"] != n-1 {
+		t.Errorf("last node %v, LastUse r0 %d, x %d; want concat last, reading r0 at %d, x read last at %d", last, g.LastUse["r0"], g.LastUse["x"], n, n-1)
 	}
 }

@@ -5,8 +5,12 @@
 //
 // Decoding rejects hostile or broken files before it allocates for them: a
 // tensor declaring more data than the file holds, a shape whose element
-// count overflows, external data outside the model's folder, a cycle, a node
-// input that nothing produces.
+// count or byte size overflows, external data outside the model's folder or
+// not a regular file (a FIFO would block the load). What it allocates grows
+// linearly with the file, however deep subgraphs nest. Then graph.Sort
+// rejects a model that can never run: a cycle, a node input that nothing
+// produces, a value defined twice, an impossible declared shape, an opset
+// the runtime does not implement.
 //
 // Who it is for: pipeline authors name their model with Model; Decode is
 // for tools and backend writers who want a file's graph (inference/graph)
@@ -20,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -32,6 +37,12 @@ import (
 // Decode parses a serialized ModelProto into a sorted, checked Graph. dir
 // is the folder that external data locations are relative to; "" refuses
 // external data.
+//
+// From IR version 4 on, an input of the model's graph that has an
+// initializer of the same name goes to the Graph's Overridable: the
+// initializer is its default, which a run may replace. Before IR 4 every
+// initializer is also listed as an input; those are weights, left out of
+// Inputs and not overridable (as ONNX Runtime reads them).
 func Decode(data []byte, dir string) (*graph.Graph, error) {
 	var m onnxpb.ModelProto
 	if err := proto.Unmarshal(data, &m); err != nil {
@@ -51,65 +62,69 @@ func Decode(data []byte, dir string) (*graph.Graph, error) {
 	if len(opsets) == 0 {
 		opsets[""] = 1 // IR version 1 files predate opset_import
 	}
-	d := decoder{dir: dir, opsets: opsets}
-	g, err := d.graph(m.Graph, nil)
+	d := decoder{dir: dir, opsets: opsets, irVersion: m.IrVersion}
+	g, err := d.graph(m.Graph)
+	if err == nil {
+		err = g.Sort(nil)
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("onnx: %w", err)
 	}
 	return g, nil
 }
 
 type decoder struct {
-	dir    string
-	opsets map[string]int64
+	dir       string
+	opsets    map[string]int64
+	irVersion int64
+	depth     int // of the graph being decoded: 0 for the model's
 }
 
-func (d *decoder) graph(gp *onnxpb.GraphProto, outer map[string]bool) (*graph.Graph, error) {
+// graph converts gp and the graphs nested in it; the caller sorts and
+// checks the result (graph.Sort).
+func (d *decoder) graph(gp *onnxpb.GraphProto) (*graph.Graph, error) {
 	if gp == nil { // an attribute of type GRAPH without its graph
-		return nil, fmt.Errorf("onnx: missing graph: %w", inference.ErrBadModel)
+		return nil, fmt.Errorf("missing graph: %w", inference.ErrBadModel)
 	}
-	g := &graph.Graph{Name: gp.Name, Opsets: d.opsets, Initializers: map[string]inference.Tensor{}}
+	g := &graph.Graph{Name: gp.Name, Opsets: d.opsets, Initializers: make(map[string]inference.Tensor, len(gp.Initializer))}
 	for _, tp := range gp.Initializer {
+		if _, dup := g.Initializers[tp.Name]; dup {
+			return nil, fmt.Errorf("graph %q: initializer %q is declared twice: %w", gp.Name, tp.Name, inference.ErrBadModel)
+		}
 		t, err := d.tensor(tp)
 		if err != nil {
-			return nil, fmt.Errorf("onnx: graph %q: initializer %q: %w", gp.Name, tp.Name, err)
+			return nil, fmt.Errorf("graph %q: initializer %q: %w", gp.Name, tp.Name, err)
 		}
 		g.Initializers[tp.Name] = t
 	}
 	if len(gp.SparseInitializer) > 0 {
-		return nil, fmt.Errorf("onnx: graph %q: sparse initializers: %w", gp.Name, inference.ErrUnsupportedOp)
+		return nil, fmt.Errorf("graph %q: sparse initializers: %w", gp.Name, inference.ErrUnsupportedOp)
 	}
 	for _, vi := range gp.Input {
-		if _, isInit := g.Initializers[vi.Name]; isInit {
-			continue // IR < 4 lists initializers among the inputs
+		// In the model's graph an initializer named like an input is the
+		// input's default from IR 4 on; before, every initializer is
+		// listed among the inputs, and is a weight. A subgraph's inputs
+		// are bound by position, so it keeps them all.
+		_, isInit := g.Initializers[vi.Name]
+		if isInit && d.depth == 0 && d.irVersion < 4 {
+			continue
 		}
 		v, err := value(vi)
 		if err != nil {
-			return nil, fmt.Errorf("onnx: graph %q: input %q: %w", gp.Name, vi.Name, err)
+			return nil, fmt.Errorf("graph %q: input %q: %w", gp.Name, vi.Name, err)
 		}
-		g.Inputs = append(g.Inputs, v)
+		if isInit && d.depth == 0 {
+			g.Overridable = append(g.Overridable, v)
+		} else {
+			g.Inputs = append(g.Inputs, v)
+		}
 	}
 	for _, vi := range gp.Output {
 		v, err := value(vi)
 		if err != nil {
-			return nil, fmt.Errorf("onnx: graph %q: output %q: %w", gp.Name, vi.Name, err)
+			return nil, fmt.Errorf("graph %q: output %q: %w", gp.Name, vi.Name, err)
 		}
 		g.Outputs = append(g.Outputs, v)
-	}
-	scope := map[string]bool{}
-	for k := range outer {
-		scope[k] = true
-	}
-	for _, in := range g.Inputs {
-		scope[in.Name] = true
-	}
-	for k := range g.Initializers {
-		scope[k] = true
-	}
-	for _, np := range gp.Node {
-		for _, o := range np.Output {
-			scope[o] = true
-		}
 	}
 	for i, np := range gp.Node {
 		n := &graph.Node{Name: np.Name, OpType: np.OpType, Domain: np.Domain, Inputs: np.Input, Outputs: np.Output, Attrs: map[string]graph.Attr{}}
@@ -120,26 +135,24 @@ func (d *decoder) graph(gp *onnxpb.GraphProto, outer map[string]bool) (*graph.Gr
 			n.Name = fmt.Sprintf("%s_%d", np.OpType, i)
 		}
 		for _, ap := range np.Attribute {
-			a, err := d.attr(ap, scope)
+			a, err := d.attr(ap)
 			if err != nil {
-				return nil, fmt.Errorf("onnx: node %v: attribute %q: %w", n, ap.Name, err)
+				if d.depth > 0 && (a.Type == graph.AttrGraph || a.Type == graph.AttrGraphs) {
+					// The error names the graph it is in; only the model's
+					// graph adds its node, so that the message does not grow
+					// with the depth.
+					return nil, err
+				}
+				return nil, fmt.Errorf("graph %q: node %v: attribute %q: %w", gp.Name, n, ap.Name, err)
 			}
 			n.Attrs[ap.Name] = a
 		}
 		g.Nodes = append(g.Nodes, n)
 	}
-	if err := g.Sort(outer); err != nil {
-		return nil, fmt.Errorf("onnx: %w", err)
-	}
-	for _, o := range g.Outputs {
-		if !scope[o.Name] {
-			return nil, fmt.Errorf("onnx: graph %q: output %q is produced by no node, input or initializer: %w", gp.Name, o.Name, inference.ErrBadModel)
-		}
-	}
 	return g, nil
 }
 
-func (d *decoder) attr(ap *onnxpb.AttributeProto, scope map[string]bool) (graph.Attr, error) {
+func (d *decoder) attr(ap *onnxpb.AttributeProto) (graph.Attr, error) {
 	if ap.RefAttrName != "" {
 		return graph.Attr{}, fmt.Errorf("reference to function attribute %q: %w", ap.RefAttrName, inference.ErrUnsupportedOp)
 	}
@@ -158,7 +171,12 @@ func (d *decoder) attr(ap *onnxpb.AttributeProto, scope map[string]bool) (graph.
 		t, err := d.tensor(ap.T)
 		return graph.Attr{Type: graph.AttrTensor, Tensor: t}, err
 	case onnxpb.AttributeProto_GRAPH:
-		g, err := d.graph(ap.G, scope)
+		if ap.G == nil {
+			return graph.Attr{}, fmt.Errorf("missing graph: %w", inference.ErrBadModel)
+		}
+		d.depth++
+		defer func() { d.depth-- }()
+		g, err := d.graph(ap.G)
 		return graph.Attr{Type: graph.AttrGraph, Graph: g}, err
 	case onnxpb.AttributeProto_FLOATS:
 		return graph.Attr{Type: graph.AttrFloats, Floats: ap.Floats}, nil
@@ -181,9 +199,11 @@ func (d *decoder) attr(ap *onnxpb.AttributeProto, scope map[string]bool) (graph.
 		}
 		return a, nil
 	case onnxpb.AttributeProto_GRAPHS:
+		d.depth++
+		defer func() { d.depth-- }()
 		a := graph.Attr{Type: graph.AttrGraphs}
 		for _, gp := range ap.Graphs {
-			g, err := d.graph(gp, scope)
+			g, err := d.graph(gp)
 			if err != nil {
 				return a, err
 			}
@@ -239,10 +259,14 @@ func value(vi *onnxpb.ValueInfoProto) (graph.Value, error) {
 	if tt.Shape != nil {
 		v.Shape = make([]int, len(tt.Shape.Dim))
 		for i, dim := range tt.Shape.Dim {
-			if dv, ok := dim.Value.(*onnxpb.TensorShapeProto_Dimension_DimValue); ok && dv.DimValue >= 0 {
+			v.Shape[i] = inference.Dynamic // a dim_param, or nothing
+			if dv, ok := dim.Value.(*onnxpb.TensorShapeProto_Dimension_DimValue); ok {
+				if dv.DimValue < math.MinInt || dv.DimValue > math.MaxInt {
+					return v, fmt.Errorf("dimension %d is %d: %w", i, dv.DimValue, inference.ErrBadModel)
+				}
+				// -1, which some exporters write for any size, is
+				// inference.Dynamic; graph.Sort refuses other negatives.
 				v.Shape[i] = int(dv.DimValue)
-			} else {
-				v.Shape[i] = inference.Dynamic
 			}
 		}
 	}
@@ -281,18 +305,22 @@ func (d *decoder) tensor(tp *onnxpb.TensorProto) (inference.Tensor, error) {
 	if err != nil {
 		return inference.Tensor{}, fmt.Errorf("shape %v: %v: %w", shape, err, inference.ErrBadModel)
 	}
+	if n > math.MaxInt/dt.Size() {
+		return inference.Tensor{}, fmt.Errorf("%v%v: its size in bytes overflows: %w", dt, shape, inference.ErrBadModel)
+	}
+	size := n * dt.Size()
 	if tp.Segment != nil {
 		return inference.Tensor{}, fmt.Errorf("segmented tensor: %w", inference.ErrUnsupportedOp)
 	}
 	raw := tp.RawData
 	if tp.DataLocation == onnxpb.TensorProto_EXTERNAL {
-		if raw, err = d.external(tp, n*dt.Size()); err != nil {
+		if raw, err = d.external(tp, size); err != nil {
 			return inference.Tensor{}, err
 		}
 	}
 	if raw != nil || tp.DataLocation == onnxpb.TensorProto_EXTERNAL {
-		if len(raw) != n*dt.Size() {
-			return inference.Tensor{}, fmt.Errorf("%v%v declares %d bytes of data, %d present: %w", dt, shape, n*dt.Size(), len(raw), inference.ErrBadModel)
+		if len(raw) != size {
+			return inference.Tensor{}, fmt.Errorf("%v%v declares %d bytes of data, %d present: %w", dt, shape, size, len(raw), inference.ErrBadModel)
 		}
 		return fromRaw(dt, shape, raw)
 	}
@@ -354,24 +382,37 @@ func fromRaw(dt inference.DType, shape []int, raw []byte) (inference.Tensor, err
 	return t, nil
 }
 
-// external reads a tensor's external data: location, offset and length in
-// a file that must lie inside the model's folder.
+// external reads a tensor's external data: want bytes at an offset in a
+// regular file inside the model's folder. The file's size bounds what is
+// allocated, and only those bytes are read.
 func (d *decoder) external(tp *onnxpb.TensorProto, want int) ([]byte, error) {
-	var location string
-	var offset, length int64 = 0, -1
+	var location, offsetText, lengthText string
 	for _, kv := range tp.ExternalData {
-		var err error
 		switch kv.Key {
 		case "location":
 			location = kv.Value
 		case "offset":
-			_, err = fmt.Sscan(kv.Value, &offset)
+			offsetText = kv.Value
 		case "length":
-			_, err = fmt.Sscan(kv.Value, &length)
+			lengthText = kv.Value
 		}
-		if err != nil {
-			return nil, fmt.Errorf("external data %s=%q: %v: %w", kv.Key, kv.Value, err, inference.ErrBadModel)
+	}
+	offset, length := int64(0), int64(want)
+	for _, f := range []struct {
+		key, text string
+		v         *int64
+	}{{"offset", offsetText, &offset}, {"length", lengthText, &length}} {
+		if f.text == "" {
+			continue
 		}
+		v, err := strconv.ParseInt(f.text, 10, 64)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("external data %q: %s %q is not a byte count: %w", location, f.key, f.text, inference.ErrBadModel)
+		}
+		*f.v = v
+	}
+	if length != int64(want) {
+		return nil, fmt.Errorf("external data %q: length %d, tensor needs %d bytes: %w", location, length, want, inference.ErrBadModel)
 	}
 	if d.dir == "" {
 		return nil, fmt.Errorf("external data %q: the model was not read from a folder: %w", location, inference.ErrBadModel)
@@ -391,7 +432,17 @@ func (d *decoder) external(tp *onnxpb.TensorProto, want int) ([]byte, error) {
 	if rel, err := filepath.Rel(root, path); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return nil, fmt.Errorf("external data %q resolves to %s, outside the model's folder: %w", location, path, inference.ErrBadModel)
 	}
-	f, err := os.Open(path)
+	// Opening a FIFO for reading waits for a writer, and reading a device
+	// may never end: only regular files are opened, and without waiting
+	// (openFlags) in case one is swapped for a FIFO after this check.
+	before, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("external data %q: %v: %w", location, err, inference.ErrBadModel)
+	}
+	if !before.Mode().IsRegular() {
+		return nil, fmt.Errorf("external data %q: %s is not a regular file (%v): %w", location, path, before.Mode().Type(), inference.ErrBadModel)
+	}
+	f, err := os.OpenFile(path, openFlags, 0)
 	if err != nil {
 		return nil, fmt.Errorf("external data %q: %v: %w", location, err, inference.ErrBadModel)
 	}
@@ -400,12 +451,11 @@ func (d *decoder) external(tp *onnxpb.TensorProto, want int) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("external data %q: %v: %w", location, err, inference.ErrBadModel)
 	}
-	if length < 0 {
-		length = st.Size() - offset
+	if !st.Mode().IsRegular() || !os.SameFile(before, st) {
+		return nil, fmt.Errorf("external data %q: %s changed while it was opened: %w", location, path, inference.ErrBadModel)
 	}
-	if offset < 0 || length != int64(want) || offset+length > st.Size() {
-		return nil, fmt.Errorf("external data %q: offset %d length %d in a %d-byte file, tensor needs %d bytes: %w",
-			location, offset, length, st.Size(), want, inference.ErrBadModel)
+	if offset > st.Size() || length > st.Size()-offset {
+		return nil, fmt.Errorf("external data %q: offset %d length %d in a %d-byte file: %w", location, offset, length, st.Size(), inference.ErrBadModel)
 	}
 	buf := make([]byte, length)
 	if _, err := f.ReadAt(buf, offset); err != nil {

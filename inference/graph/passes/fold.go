@@ -48,6 +48,9 @@ func foldConstants(g *graph.Graph, eval Evaluator) (int, error) {
 	for _, in := range g.Inputs {
 		feeds[in.Name] = true
 	}
+	for _, in := range g.Overridable { // initializers a run may replace
+		feeds[in.Name] = true
+	}
 	opset := g.Opset()
 	var kept []*graph.Node
 	folded := 0
