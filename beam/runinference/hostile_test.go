@@ -110,13 +110,7 @@ func (m *faultyModel) Close() error { m.h.Release(); return nil }
 // hostileModel is y = Σ_ij (Σ_a x_aj)(Σ_a x_ai) over x float32[batch, a, c]:
 // column sums, then their outer product, [c, c] per row.
 func hostileModel(t *testing.T) inference.Spec {
-	dyn := func(name string) *onnxpb.TensorShapeProto_Dimension {
-		return &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: name}}
-	}
-	value := func(name string, dims ...*onnxpb.TensorShapeProto_Dimension) *onnxpb.ValueInfoProto {
-		return &onnxpb.ValueInfoProto{Name: name, Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
-			TensorType: &onnxpb.TypeProto_Tensor{ElemType: int32(onnxpb.TensorProto_FLOAT), Shape: &onnxpb.TensorShapeProto{Dim: dims}}}}}
-	}
+	dyn, value := dynamicDim, floatValue
 	keep0 := []*onnxpb.AttributeProto{{Name: "keepdims", Type: onnxpb.AttributeProto_INT, I: 0}}
 	onnxSpec := memModel(t, "hostile.onnx", &onnxpb.GraphProto{
 		Name: "hostile",

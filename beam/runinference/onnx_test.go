@@ -117,6 +117,17 @@ func describeOverBudget(f runinference.Failure) string {
 	return fmt.Sprintf("%d values at %s: over budget %t", len(values(f.Example["x"])), f.Stage, contains(f.Err, "over the memory budget of 1.0 MiB"))
 }
 
+// dynamicDim is a dimension named name, of any size.
+func dynamicDim(name string) *onnxpb.TensorShapeProto_Dimension {
+	return &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: name}}
+}
+
+// floatValue declares a float32 value of the given dimensions.
+func floatValue(name string, dims ...*onnxpb.TensorShapeProto_Dimension) *onnxpb.ValueInfoProto {
+	return &onnxpb.ValueInfoProto{Name: name, Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
+		TensorType: &onnxpb.TypeProto_Tensor{ElemType: int32(onnxpb.TensorProto_FLOAT), Shape: &onnxpb.TensorShapeProto{Dim: dims}}}}}
+}
+
 // int64s is an int64 initializer.
 func int64s(name string, v ...int64) *onnxpb.TensorProto {
 	return &onnxpb.TensorProto{Name: name, Dims: []int64{int64(len(v))}, DataType: int32(onnxpb.TensorProto_INT64), Int64Data: v}
@@ -130,13 +141,7 @@ func int64s(name string, v ...int64) *onnxpb.TensorProto {
 // This needs the CPU backend's kernels to allocate under the run's budget
 // (inference/internal/limit); until they do, the large element succeeds.
 func TestONNXMemoryBudget(t *testing.T) {
-	dyn := func(name string) *onnxpb.TensorShapeProto_Dimension {
-		return &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: name}}
-	}
-	vector := func(name string, dims ...*onnxpb.TensorShapeProto_Dimension) *onnxpb.ValueInfoProto {
-		return &onnxpb.ValueInfoProto{Name: name, Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
-			TensorType: &onnxpb.TypeProto_Tensor{ElemType: int32(onnxpb.TensorProto_FLOAT), Shape: &onnxpb.TensorShapeProto{Dim: dims}}}}}
-	}
+	dyn, vector := dynamicDim, floatValue
 	spec := memModel(t, "squaredsum.onnx", &onnxpb.GraphProto{
 		Name: "squaredsum",
 		Node: []*onnxpb.NodeProto{

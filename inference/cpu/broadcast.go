@@ -72,6 +72,18 @@ func (p broadcastPlan) offsets(k int) ([]int, error) {
 	return opsem.BroadcastOffsets(p.ops[k].shape, p.shape), nil
 }
 
+// offsetsOf returns the offsets of the operands ks.
+func (p broadcastPlan) offsetsOf(ks ...int) ([][]int, error) {
+	offs := make([][]int, len(ks))
+	for i, k := range ks {
+		var err error
+		if offs[i], err = p.offsets(k); err != nil {
+			return nil, err
+		}
+	}
+	return offs, nil
+}
+
 // planBroadcast plans numpy (multidirectional) broadcasting of ts.
 func planBroadcast(r *limit.Run, ts ...inference.Tensor) (broadcastPlan, error) {
 	shapes := make([][]int, len(ts))
@@ -155,14 +167,11 @@ func zip[A, B, U inference.Element](p broadcastPlan, a []A, b []B, f func(A, B) 
 			}
 		}
 	default:
-		oa, err := p.offsets(0)
+		offs, err := p.offsetsOf(0, 1)
 		if err != nil {
 			return nil, err
 		}
-		ob, err := p.offsets(1)
-		if err != nil {
-			return nil, err
-		}
+		oa, ob := offs[0], offs[1]
 		for i := range out {
 			out[i] = f(a[oa[i]], b[ob[i]])
 		}

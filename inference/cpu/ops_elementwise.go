@@ -313,14 +313,11 @@ func ewArith[T number](op ewArithOp, p broadcastPlan, a, b []T) ([]inference.Ten
 			ewArithVV(op, out[s:s+len(a)], a, b[s:s+len(a)])
 		}
 	default:
-		oa, err := p.offsets(0)
+		offs, err := p.offsetsOf(0, 1)
 		if err != nil {
 			return nil, err
 		}
-		ob, err := p.offsets(1)
-		if err != nil {
-			return nil, err
-		}
+		oa, ob := offs[0], offs[1]
 		for i := range out {
 			x, y := a[oa[i]], b[ob[i]]
 			switch op {
@@ -592,11 +589,9 @@ func ewSelect[T inference.Element](p broadcastPlan, c []bool, x, y []T) ([]infer
 		}
 		return singleOutput(p.shape, out)
 	}
-	offs := make([][]int, 3)
-	for k := range offs {
-		if offs[k], err = p.offsets(k); err != nil {
-			return nil, err
-		}
+	offs, err := p.offsetsOf(0, 1, 2)
+	if err != nil {
+		return nil, err
 	}
 	oc, ox, oy := offs[0], offs[1], offs[2]
 	for i := range out {

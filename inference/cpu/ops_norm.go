@@ -110,22 +110,9 @@ func nmBatchNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 		// over the batch and spatial axes) and return the running
 		// statistics updated with momentum, as ONNX's reference does.
 		momentum := float64(n.Float("momentum", 0.9))
-		batchMean, err := limit.Make[float32](n.Run, params)
-		if err != nil {
-			return nil, err
-		}
-		batchVar, err := limit.Make[float32](n.Run, params)
-		if err != nil {
-			return nil, err
-		}
-		runMean, err := limit.Make[float32](n.Run, params)
-		if err != nil {
-			return nil, err
-		}
-		runVar, err := limit.Make[float32](n.Run, params)
-		if err != nil {
-			return nil, err
-		}
+		// As many as the scale input has.
+		batchMean, batchVar := make([]float32, params), make([]float32, params)
+		runMean, runVar := make([]float32, params), make([]float32, params)
 		for c := range params {
 			var sum, sq float64
 			for s := range batch {

@@ -312,18 +312,12 @@ func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inferen
 	if err != nil {
 		return nil, err
 	}
-	newH, err := limit.Make[float32](n.Run, batch, hidden)
+	step, err := limit.Make[float32](n.Run, 3, batch, hidden)
 	if err != nil {
 		return nil, err
 	}
-	newC, err := limit.Make[float32](n.Run, batch, hidden)
-	if err != nil {
-		return nil, err
-	}
-	tmp, err := limit.Make[float32](n.Run, batch, hidden)
-	if err != nil {
-		return nil, err
-	}
+	bh := batch * hidden
+	newH, newC, tmp := step[:bh:bh], step[bh:2*bh:2*bh], step[2*bh:]
 	for d := range dirs {
 		wdir := wd[d*gh*inSize : (d+1)*gh*inSize]
 		rdir := rd[d*gh*hidden : (d+1)*gh*hidden]

@@ -250,6 +250,11 @@ func (m *Model) checkFeeds(feeds map[string]inference.Tensor) error {
 			}
 		}
 	}
+	for _, in := range m.g.Overridable {
+		if _, ok := feeds[in.Name]; ok {
+			return &inference.UnsupportedOpError{Op: "feed", Detail: fmt.Sprintf("input %q overrides an initializer; the GPU executor runs with its default only", in.Name)}
+		}
+	}
 	return nil
 }
 

@@ -2,6 +2,7 @@ package passes
 
 import (
 	"math"
+	"slices"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
@@ -89,8 +90,9 @@ func activationBounds(g *graph.Graph, n opsem.Node) (lo, hi float32, ok bool) {
 			continue
 		}
 		t, isConst := g.Initializers[name]
+		overridable := slices.ContainsFunc(g.Overridable, func(v graph.Value) bool { return v.Name == name })
 		v, err := inference.Data[float32](t)
-		if !isConst || err != nil || len(v) != 1 {
+		if !isConst || overridable || err != nil || len(v) != 1 {
 			return 0, 0, false
 		}
 		*bound = v[0]

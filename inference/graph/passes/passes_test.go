@@ -86,3 +86,37 @@ func TestOptimizeSortsAndNamesPass(t *testing.T) {
 		t.Errorf("Optimize with a failing pass = %v, want an error naming the pass", err)
 	}
 }
+
+// A Clip bound that a feed may override (an initializer named like a graph
+// input) is not a constant: the Clip is not fused into the Conv.
+func TestFuseKeepsOverridableClipBounds(t *testing.T) {
+	bound, _ := inference.New([]int{}, []float32{6})
+	fused := func(overridable bool) bool {
+		conv := node("conv", "Conv", []string{"x", "w"}, "c")
+		conv.Attrs = map[string]graph.Attr{}
+		g := &graph.Graph{
+			Name:         "g",
+			Opsets:       map[string]int64{"": 13},
+			Inputs:       []graph.Value{{Name: "x"}, {Name: "w"}},
+			Outputs:      []graph.Value{{Name: "y"}},
+			Initializers: map[string]inference.Tensor{"hi": bound},
+			Nodes:        []*graph.Node{conv, node("clip", "Clip", []string{"c", "", "hi"}, "y")},
+		}
+		if overridable {
+			g.Overridable = []graph.Value{{Name: "hi"}}
+		}
+		if err := g.Sort(nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := passes.Optimize(g, passes.FuseActivations()); err != nil {
+			t.Fatal(err)
+		}
+		return names(g.Nodes) == "conv"
+	}
+	if !fused(false) {
+		t.Fatal("a Clip with constant bounds was not fused")
+	}
+	if fused(true) {
+		t.Error("a Clip whose bound a feed may override was fused")
+	}
+}
