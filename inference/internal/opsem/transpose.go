@@ -2,6 +2,7 @@ package opsem
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/beamml/beamml/inference"
 )
@@ -39,12 +40,16 @@ func Transpose(n Node, shape []int) (Permutation, error) {
 
 // DepthToSpace returns DepthToSpace's rearrangement of [N, C, H, W] with
 // blocksize b: viewed as [N, b, b, C/b², H, W] (mode DCR, the default) or
-// [N, C/b², b, b, H, W] (CRD) and permuted into [N, C/b², H·b, W·b].
+// [N, C/b², b, b, H, W] (CRD) and permuted into [N, C/b², H·b, W·b]; b
+// is in [1, 2³¹) and the output's dimensions within int.
 func DepthToSpace(n Node, shape []int) (Permutation, error) {
 	b := int(n.Int("blocksize", 0))
 	s := shape
-	if len(s) != 4 || b <= 0 || s[1]%(b*b) != 0 {
+	if len(s) != 4 || b <= 0 || b > math.MaxInt32 || s[1]%(b*b) != 0 {
 		return Permutation{}, fmt.Errorf("input %v with blocksize %d: want [N, C, H, W] with C divisible by blocksize²: %w", shape, b, inference.ErrShape)
+	}
+	if max(s[2], s[3]) > math.MaxInt/b {
+		return Permutation{}, fmt.Errorf("input %v with blocksize %d: output dimensions overflow: %w", shape, b, inference.ErrShape)
 	}
 	c := s[1] / (b * b)
 	out := []int{s[0], c, s[2] * b, s[3] * b}
@@ -60,12 +65,16 @@ func DepthToSpace(n Node, shape []int) (Permutation, error) {
 
 // SpaceToDepth returns SpaceToDepth's rearrangement of [N, C, H, W] with
 // blocksize b: viewed as [N, C, H/b, b, W/b, b] and permuted into
-// [N, C·b², H/b, W/b].
+// [N, C·b², H/b, W/b]; b is in [1, 2³¹) and the output's dimensions
+// within int.
 func SpaceToDepth(n Node, shape []int) (Permutation, error) {
 	b := int(n.Int("blocksize", 0))
 	s := shape
-	if len(s) != 4 || b <= 0 || s[2]%b != 0 || s[3]%b != 0 {
+	if len(s) != 4 || b <= 0 || b > math.MaxInt32 || s[2]%b != 0 || s[3]%b != 0 {
 		return Permutation{}, fmt.Errorf("input %v with blocksize %d: want [N, C, H, W] with H and W divisible by blocksize: %w", shape, b, inference.ErrShape)
+	}
+	if s[1] > math.MaxInt/(b*b) {
+		return Permutation{}, fmt.Errorf("input %v with blocksize %d: output dimensions overflow: %w", shape, b, inference.ErrShape)
 	}
 	return Permutation{
 		View: []int{s[0], s[1], s[2] / b, b, s[3] / b, b},
