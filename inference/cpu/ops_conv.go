@@ -589,14 +589,17 @@ func cvCol2Im(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	}
 	channels := xs[1] / blockSize
 	outShape := append([]int{xs[0], channels}, imgDims...)
-	y, err := inference.Zeros(inference.Float32, outShape)
+	yd, err := limit.Make[float32](n.Run, outShape...)
 	if err != nil {
 		return nil, err
 	}
-	if y.Len() == 0 {
+	y, err := inference.New(outShape, yd)
+	if err != nil {
+		return nil, err
+	}
+	if len(yd) == 0 {
 		return []inference.Tensor{y}, nil
 	}
-	yd, _ := floats(y)
 	imgSize, _ := inference.NumElements(imgDims)
 	imgStrides := opsem.Strides(imgDims)
 	blkStrides := opsem.Strides(blkDims)
