@@ -519,6 +519,9 @@ func atRotaryEmbedding(n opsem.Node, in []inference.Tensor) ([]inference.Tensor,
 	if err != nil {
 		return nil, err
 	}
+	if len(xd) == 0 { // the loops would count the dimensions that are not 0
+		return singleOutput(xs, out)
+	}
 	for b := range batch {
 		for s := range seq {
 			c := cd[cacheRow(b, s):][:half]

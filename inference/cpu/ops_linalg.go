@@ -141,7 +141,7 @@ func laGemm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 // opsem.GemmBias says, into out.
 func laFillBias(n opsem.Node, g opsem.GemmShape, cs []int, cd []float32, out []float32) error {
 	cm, cn, err := opsem.GemmBias(n, g, cs)
-	if err != nil {
+	if err != nil || len(out) == 0 { // the loop would count the rows of an empty output
 		return err
 	}
 	m, cols := g.M, g.N

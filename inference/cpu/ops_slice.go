@@ -108,7 +108,7 @@ func slConcatOf[T inference.Element](r *limit.Run, in []inference.Tensor, shape 
 	if err != nil {
 		return inference.Tensor{}, err
 	}
-	if len(buf) == 0 { // no elements: the others may not count within int
+	if len(buf) == 0 { // no elements: the other dimensions may not count within int
 		return inference.New(shape, buf)
 	}
 	outer, _, inner := opsem.SplitAxis(shape, axis)
