@@ -63,12 +63,14 @@ bench-cpu:
 conformance:
 	$(GO) run ./testing/conformance --dir $(CONFORMANCE_DIR)
 
-# Bounded fuzzing of the decoders that read untrusted bytes.
+# Bounded fuzzing of the decoders that read untrusted bytes, and of the CPU
+# kernels on what a model may hand them.
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz=FuzzDecode -fuzztime=$(FUZZTIME) ./inference/onnx/
 	$(GO) test -run '^$$' -fuzz=FuzzTensorUnmarshal -fuzztime=$(FUZZTIME) ./inference/
 	$(GO) test -run '^$$' -fuzz=FuzzDecodeTensors -fuzztime=$(FUZZTIME) ./inference/
+	$(GO) test -run '^$$' -fuzz=FuzzRunNode -fuzztime=$(FUZZTIME) ./inference/cpu/
 
 # The ONNX protobuf code, from internal/onnxpb/onnx.proto.
 generate:

@@ -150,27 +150,24 @@ func atAttention(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 	if err != nil {
 		return nil, err
 	}
-	for b := range batch {
-		for h := range kvHeads {
-			bh := b*kvHeads + h
-			pk := presentK[bh*total*headSize : (bh+1)*total*headSize]
-			pv := presentV[bh*total*vHeadSize : (bh+1)*total*vHeadSize]
-			if past > 0 {
-				copy(pk, pkd[bh*past*headSize:(bh+1)*past*headSize])
-				copy(pv, pvd[bh*past*vHeadSize:(bh+1)*past*vHeadSize])
-			}
-			kb, kld := kView.base(b, h), kView.ld()
-			vb, vld := vView.base(b, h), vView.ld()
-			for s := range kvSeq {
-				copy(pk[(past+s)*headSize:(past+s+1)*headSize], kd[kb+s*kld:kb+s*kld+headSize])
-				copy(pv[(past+s)*vHeadSize:(past+s+1)*vHeadSize], vd[vb+s*vld:vb+s*vld+vHeadSize])
+	if len(presentK)+len(presentV) > 0 { // else the loops would count the dimensions that are not 0
+		for b := range batch {
+			for h := range kvHeads {
+				bh := b*kvHeads + h
+				pk := presentK[bh*total*headSize : (bh+1)*total*headSize]
+				pv := presentV[bh*total*vHeadSize : (bh+1)*total*vHeadSize]
+				if past > 0 {
+					copy(pk, pkd[bh*past*headSize:(bh+1)*past*headSize])
+					copy(pv, pvd[bh*past*vHeadSize:(bh+1)*past*vHeadSize])
+				}
+				kb, kld := kView.base(b, h), kView.ld()
+				vb, vld := vView.base(b, h), vView.ld()
+				for s := range kvSeq {
+					copy(pk[(past+s)*headSize:(past+s+1)*headSize], kd[kb+s*kld:kb+s*kld+headSize])
+					copy(pv[(past+s)*vHeadSize:(past+s+1)*vHeadSize], vd[vb+s*vld:vb+s*vld+vHeadSize])
+				}
 			}
 		}
-	}
-
-	bias, err := atAttentionBias(n, in, batch, qHeads, qSeq, total, past)
-	if err != nil {
-		return nil, err
 	}
 
 	scale := float32(1 / math.Sqrt(float64(headSize)))
@@ -196,60 +193,68 @@ func atAttention(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 	if err != nil {
 		return nil, err
 	}
-	scores, err := limit.Make[float32](n.Run, qSeq, total)
-	if err != nil {
-		return nil, err
-	}
-	for b := range batch {
-		for h := range qHeads {
-			kvh := b*kvHeads + h/group
-			kh := presentK[kvh*total*headSize : (kvh+1)*total*headSize]
-			vh := presentV[kvh*total*vHeadSize : (kvh+1)*total*vHeadSize]
-			qb := qView.base(b, h)
-			nnSgemm(false, true, qSeq, total, headSize, scale, qd[qb:], qView.ld(), kh, headSize, 0, scores, total)
-			for i := range qSeq {
-				row := scores[i*total : (i+1)*total]
-				var out []float32
-				if wantQK {
-					off := ((b*qHeads+h)*qSeq + i) * total
-					out = qk[off : off+total]
-				}
-				if mode == 0 {
-					copy(out, row)
-				}
-				if softcap > 0 {
-					for j, x := range row {
-						row[j] = softcap * float32(math.Tanh(float64(x/softcap)))
+	// Without outputs to compute, the loops (and the bias) would count the
+	// dimensions that are not 0.
+	if len(y) > 0 || len(qk) > 0 {
+		bias, err := atAttentionBias(n, in, batch, qHeads, qSeq, total, past)
+		if err != nil {
+			return nil, err
+		}
+		scores, err := limit.Make[float32](n.Run, qSeq, total)
+		if err != nil {
+			return nil, err
+		}
+		for b := range batch {
+			for h := range qHeads {
+				kvh := b*kvHeads + h/group
+				kh := presentK[kvh*total*headSize : (kvh+1)*total*headSize]
+				vh := presentV[kvh*total*vHeadSize : (kvh+1)*total*vHeadSize]
+				qb := qView.base(b, h)
+				nnSgemm(false, true, qSeq, total, headSize, scale, qd[qb:], qView.ld(), kh, headSize, 0, scores, total)
+				for i := range qSeq {
+					row := scores[i*total : (i+1)*total]
+					var out []float32
+					if wantQK {
+						off := ((b*qHeads+h)*qSeq + i) * total
+						out = qk[off : off+total]
 					}
-				}
-				if mode == 1 {
-					copy(out, row)
-				}
-				masked := false
-				if bias != nil {
-					brow := bias.row(b, h, i)
-					masked = true
-					for j, x := range brow {
-						row[j] += x
-						if !math.IsInf(float64(x), -1) {
-							masked = false
+					if mode == 0 {
+						copy(out, row)
+					}
+					if softcap > 0 {
+						for j, x := range row {
+							row[j] = softcap * float32(math.Tanh(float64(x/softcap)))
 						}
 					}
+					if mode == 1 {
+						copy(out, row)
+					}
+					masked := false
+					if bias != nil {
+						brow := bias.row(b, h, i)
+						masked = true
+						for j, x := range brow {
+							row[j] += x
+							if !math.IsInf(float64(x), -1) {
+								masked = false
+							}
+						}
+					}
+					if mode == 2 {
+						copy(out, row)
+					}
+					if masked {
+						clear(row)
+					} else {
+						atSoftmax(row)
+					}
+					if mode == 3 {
+						copy(out, row)
+					}
 				}
-				if mode == 2 {
-					copy(out, row)
-				}
-				if masked {
-					clear(row)
-				} else {
-					atSoftmax(row)
-				}
-				if mode == 3 {
-					copy(out, row)
-				}
+				yb := yView.base(b, h)
+				nnSgemm(false, false, qSeq, vHeadSize, total, 1, scores, total, vh, vHeadSize, 0, y[yb:], yView.ld())
 			}
-			yb := yView.base(b, h)
-			nnSgemm(false, false, qSeq, vHeadSize, total, 1, scores, total, vh, vHeadSize, 0, y[yb:], yView.ld())
 		}
 	}
 
@@ -355,6 +360,9 @@ func atAttentionBias(n opsem.Node, in []inference.Tensor, batch, heads, qSeq, to
 		default:
 			return nil, n.Unsupported("attn_mask of element type %v", mask.DType())
 		}
+		if _, err := limit.Claim[int](n.Run, full[:]...); err != nil {
+			return nil, err
+		}
 		maskOffs = opsem.BroadcastOffsets(padded, full[:])
 	}
 
@@ -366,7 +374,10 @@ func atAttentionBias(n opsem.Node, in []inference.Tensor, batch, heads, qSeq, to
 		hs = heads
 	}
 	negInf := float32(math.Inf(-1))
-	s.data = make([]float32, batches*hs*qSeq*total)
+	var err error
+	if s.data, err = limit.Make[float32](n.Run, batches, hs, qSeq, total); err != nil {
+		return nil, err
+	}
 	for b := range batches {
 		offset := 0
 		switch {
@@ -507,6 +518,9 @@ func atRotaryEmbedding(n opsem.Node, in []inference.Tensor) ([]inference.Tensor,
 	out, err := limit.Make[float32](n.Run, len(xd))
 	if err != nil {
 		return nil, err
+	}
+	if len(xd) == 0 { // the loops would count the dimensions that are not 0
+		return singleOutput(xs, out)
 	}
 	for b := range batch {
 		for s := range seq {

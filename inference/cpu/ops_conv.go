@@ -250,11 +250,15 @@ func cvConv(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := limit.Make[float32](n.Run, batch, outChans, opsem.Count(g.Out))
+	shape := append([]int{batch, outChans}, g.Out...)
+	out, err := limit.Make[float32](n.Run, shape...)
 	if err != nil {
 		return nil, err
 	}
 	act := fusedClamp(n)
+	if cvBiasOnly(xd, wd, bias, out, batch, act) {
+		return singleOutput(shape, out)
+	}
 	if cvDepthwise(group, chans, outChans, kernel) {
 		err = cvConvDepthwise(n.Run, xd, wd, bias, batch, chans, outChans/chans, g, out, act)
 	} else {
@@ -263,7 +267,25 @@ func cvConv(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return singleOutput(append([]int{batch, outChans}, g.Out...), out)
+	return singleOutput(shape, out)
+}
+
+// cvBiasOnly fills out [batch, channels, spatial…] with the bias (0
+// without one) through act when there is nothing to convolve, and reports
+// whether it did: when out, x or W has no elements. The spatial shapes
+// beside such a 0 may then not count within int.
+func cvBiasOnly(xd, wd, bias, out []float32, batch int, act clamp) bool {
+	if len(out) > 0 && len(xd) > 0 && len(wd) > 0 {
+		return false
+	}
+	if len(out) > 0 && bias != nil {
+		img := len(out) / batch
+		for b := range batch {
+			cvFillPlanes(out[b*img:(b+1)*img], bias, img/len(bias))
+		}
+	}
+	act.apply(out)
+	return true
 }
 
 // cvDepthwise reports whether a convolution runs cvConvDepthwise: 2-D, one
@@ -460,12 +482,16 @@ func cvConvTranspose(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, e
 	if err != nil {
 		return nil, err
 	}
-	cg := chans / group
-	isp, osp, rows := opsem.Count(g.In), opsem.Count(g.Out), mg*opsem.Count(kernel)
-	out, err := limit.Make[float32](n.Run, batch, outChans, osp)
+	shape := append([]int{batch, outChans}, g.Out...)
+	out, err := limit.Make[float32](n.Run, shape...)
 	if err != nil {
 		return nil, err
 	}
+	if cvBiasOnly(xd, wd, bias, out, batch, clamp{}) {
+		return singleOutput(shape, out)
+	}
+	cg := chans / group
+	isp, osp, rows := opsem.Count(g.In), opsem.Count(g.Out), mg*opsem.Count(kernel)
 	taps := cvTaps{cols: g.In, img: g.Out, kernel: kernel, stride: g.Stride, dilation: g.Dilation, pad: g.PadBegin}
 	if err := cvClaimScratch(n.Run, batch*group, rows, isp); err != nil {
 		return nil, err
@@ -484,7 +510,7 @@ func cvConvTranspose(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, e
 			}
 		}
 	})
-	return singleOutput(append([]int{batch, outChans}, g.Out...), out)
+	return singleOutput(shape, out)
 }
 
 // cvCol2Im implements Col2Im-18: input [N, C·∏block, L] holds, for each of
@@ -563,14 +589,17 @@ func cvCol2Im(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	}
 	channels := xs[1] / blockSize
 	outShape := append([]int{xs[0], channels}, imgDims...)
-	y, err := inference.Zeros(inference.Float32, outShape)
+	yd, err := limit.Make[float32](n.Run, outShape...)
 	if err != nil {
 		return nil, err
 	}
-	if y.Len() == 0 {
+	y, err := inference.New(outShape, yd)
+	if err != nil {
+		return nil, err
+	}
+	if len(yd) == 0 {
 		return []inference.Tensor{y}, nil
 	}
-	yd, _ := floats(y)
 	imgSize, _ := inference.NumElements(imgDims)
 	imgStrides := opsem.Strides(imgDims)
 	blkStrides := opsem.Strides(blkDims)

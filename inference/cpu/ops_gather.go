@@ -103,6 +103,15 @@ func gaNDOffsets(data []int, ind inference.Tensor, batchDims int) (opsem.NDAddre
 	return opsem.NDOffsets(data, ind.Shape(), idx, batchDims)
 }
 
+// gaSliceSize is the element count of each slice a addresses, 0 when it
+// addresses none: a slice of data without elements may count past int.
+func gaSliceSize(a opsem.NDAddress) int {
+	if len(a.Offsets) == 0 {
+		return 0
+	}
+	return opsem.Count(a.Slice)
+}
+
 func gaGatherND(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	in, err := inputs(in, 2, 2)
 	if err != nil {
@@ -113,7 +122,7 @@ func gaGatherND(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error)
 	if err != nil {
 		return nil, err
 	}
-	inner := opsem.Count(a.Slice)
+	inner := gaSliceSize(a)
 	offs, err := limit.Make[int](n.Run, len(a.Offsets), inner)
 	if err != nil {
 		return nil, err
@@ -161,7 +170,7 @@ func gaScatterND(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 	if want := a.Shape(); !slices.Equal(upd.Shape(), want) {
 		return nil, fmt.Errorf("updates %v for indices %v into data %v: want shape %v: %w", upd, ind, x, want, inference.ErrShape)
 	}
-	y, err := gaScatter(n, x, a.Offsets, opsem.Count(a.Slice), upd)
+	y, err := gaScatter(n, x, a.Offsets, gaSliceSize(a), upd)
 	return []inference.Tensor{y}, err
 }
 
@@ -273,7 +282,10 @@ func gaTensorScatter(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, e
 		return nil, fmt.Errorf("update %v for past_cache %v, want the same shape but at most %d along axis %d: %w", update, past, shape[axis], axis, inference.ErrShape)
 	}
 	batch := shape[0]
-	starts := make([]int64, batch)
+	starts, err := limit.Make[int64](n.Run, batch) // the batch of an empty cache can be huge
+	if err != nil {
+		return nil, err
+	}
 	if w := arg(in, 2); present(w) {
 		if w.Len() != batch {
 			return nil, fmt.Errorf("write_indices %v, want [%d]: %w", w, batch, inference.ErrShape)
@@ -284,7 +296,10 @@ func gaTensorScatter(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, e
 	}
 	seq, length := ushape[axis], int64(shape[axis])
 	// positions[b*seq+s] is where update step s of batch entry b goes.
-	positions := make([]int, batch*seq)
+	positions, err := limit.Make[int](n.Run, batch, seq)
+	if err != nil {
+		return nil, err
+	}
 	for b, start := range starts {
 		if mode == "linear" && (start < 0 || start+int64(seq) > length) {
 			return nil, fmt.Errorf("write_indices[%d] = %d with %d steps does not fit %d positions: %w", b, start, seq, length, inference.ErrShape)

@@ -213,7 +213,10 @@ func gnOneHot(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	inner := opsem.Count(is[axis:])
+	inner := 0
+	if len(idx) > 0 { // else the indices' other dimensions may not count within int
+		inner = opsem.Count(is[axis:])
+	}
 	// offs picks values[0] (off) everywhere but at the index, values[1];
 	// indices outside [-depth, depth) give an all-off row.
 	offs, err := limit.Make[int](n.Run, shape...)

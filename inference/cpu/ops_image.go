@@ -407,11 +407,14 @@ func imGridSample(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, erro
 	batch, channels := xs[0], xs[1]
 	dims := xs[2:]
 	outShape := append([]int{batch, channels}, gs[1:r+1]...)
-	y, err := inference.Zeros(inference.Float32, outShape)
+	yd, err := limit.Make[float32](n.Run, outShape...)
 	if err != nil {
 		return nil, err
 	}
-	yd, _ := floats(y)
+	y, err := inference.New(outShape, yd)
+	if err != nil {
+		return nil, err
+	}
 	if y.Len() == 0 {
 		return []inference.Tensor{y}, nil
 	}
@@ -623,6 +626,15 @@ func imAffineGrid(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, erro
 		}
 		dims[i] = int(v)
 	}
+	outShape := append([]int{ts[0]}, dims...)
+	outShape = append(outShape, r)
+	yd, err := limit.Make[float32](n.Run, outShape...)
+	if err != nil {
+		return nil, err
+	}
+	if len(yd) == 0 { // the coordinates below would count the dimensions that are not 0
+		return singleOutput(outShape, yd)
+	}
 	align := n.Int("align_corners", 0) != 0
 	// base[d] holds the coordinates along spatial axis d (outermost first).
 	base := make([][]float64, r)
@@ -641,13 +653,6 @@ func imAffineGrid(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, erro
 			}
 		}
 	}
-	outShape := append([]int{ts[0]}, dims...)
-	outShape = append(outShape, r)
-	y, err := inference.Zeros(inference.Float32, outShape)
-	if err != nil {
-		return nil, err
-	}
-	yd, _ := floats(y)
 	points, _ := inference.NumElements(dims)
 	strides := opsem.Strides(dims)
 	homo := make([]float64, r+1) // (x, y[, z], 1): innermost axis first
@@ -668,5 +673,5 @@ func imAffineGrid(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, erro
 			}
 		}
 	}
-	return []inference.Tensor{y}, nil
+	return singleOutput(outShape, yd)
 }

@@ -47,6 +47,9 @@ func laMatMul(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		if err != nil {
 			return nil, err
 		}
+		if len(out) == 0 || k == 0 { // no products, and no offsets (opsem.MatMul)
+			return singleOutput(outShape, out)
+		}
 		if len(s.BBatch) == 0 {
 			// B is one matrix and A's batches are contiguous: one product
 			// of (batch·m)×k by k×n.
@@ -77,6 +80,9 @@ func laMatMulInts[T int32 | int64](r *limit.Run, shape []int, nb, m, n, k int, a
 	out, err := limit.Make[T](r, nb, m, n)
 	if err != nil {
 		return nil, err
+	}
+	if len(out) == 0 || k == 0 { // no products, and no offsets (opsem.MatMul)
+		return singleOutput(shape, out)
 	}
 	for i := range nb {
 		am, bm, cm := a[aOff[i]*m*k:], b[bOff[i]*k*n:], out[i*m*n:]
@@ -135,7 +141,7 @@ func laGemm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 // opsem.GemmBias says, into out.
 func laFillBias(n opsem.Node, g opsem.GemmShape, cs []int, cd []float32, out []float32) error {
 	cm, cn, err := opsem.GemmBias(n, g, cs)
-	if err != nil {
+	if err != nil || len(out) == 0 { // the loop would count the rows of an empty output
 		return err
 	}
 	m, cols := g.M, g.N

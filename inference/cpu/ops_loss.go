@@ -79,8 +79,10 @@ func lsLossInputs(n opsem.Node, in []inference.Tensor) (*lsLoss, error) {
 // divides that sum by the sum of the weights applied (the count of the
 // positions not ignored when there is no weight input).
 func (l *lsLoss) compute(logp []float32) (inference.Tensor, error) {
-	classes := l.shape[1]
-	spatial := opsem.Count(l.shape[2:])
+	classes, spatial := l.shape[1], 0
+	if len(l.target) > 0 { // else d1…dk may not count within int
+		spatial = len(l.target) / l.shape[0]
+	}
 	loss := make([]float32, len(l.target)) // as large as the target input
 	var sum, weights float64
 	for i, c := range l.target {
@@ -131,8 +133,12 @@ func lsSoftmaxCrossEntropyLoss(n opsem.Node, in []inference.Tensor) ([]inference
 		return nil, err
 	}
 	x, _ := floats(in[0])
-	batch, classes := l.shape[0], l.shape[1]
-	spatial := opsem.Count(l.shape[2:])
+	// Without scores the loops would count the dimensions that are not 0
+	// (and d1…dk may not count within int).
+	batch, classes, spatial := 0, l.shape[1], 0
+	if len(x) > 0 {
+		batch, spatial = l.shape[0], len(x)/(l.shape[0]*classes)
+	}
 	logp, err := limit.Make[float32](n.Run, len(x))
 	if err != nil {
 		return nil, err

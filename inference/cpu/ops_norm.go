@@ -24,9 +24,13 @@ func init() {
 }
 
 // nmFloatInputs returns the data of inputs 0, 1, … named names (nil for
-// one left out), failing with Unsupported for an element type other than
+// one left out after the first, the data input, which every normalization
+// requires), failing with Unsupported for an element type other than
 // float32.
 func nmFloatInputs(n opsem.Node, in []inference.Tensor, names ...string) ([][]float32, error) {
+	if _, err := requiredArg(in, 0, names[0]); err != nil {
+		return nil, err
+	}
 	out := make([][]float32, len(names))
 	for i, name := range names {
 		var err error
@@ -98,6 +102,9 @@ func nmBatchNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 		return nil, n.Unsupported("training-mode statistics outputs before opset 14")
 	}
 	batch := in[0].Shape()[0]
+	if len(x) == 0 {
+		batch = 0 // the loops would count the dimensions that are not 0
+	}
 	for i, name := range []string{"scale", "B", "mean", "var"} {
 		if err := nmWantLen(in, i+1, name, params); err != nil {
 			return nil, err
@@ -182,6 +189,9 @@ func nmInstanceNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, er
 	}
 	eps := opsem.Epsilon(n)
 	x, y := d[0], make([]float32, len(d[0]))
+	if len(x) == 0 { // the loop would count the dimensions that are not 0
+		return singleOutput(in[0].Shape(), y)
+	}
 	for b := range batch * channels {
 		c := b % channels
 		block := x[b*spatial : (b+1)*spatial]
@@ -197,13 +207,14 @@ func nmInstanceNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, er
 
 // nmTrailingOffsets returns, for each element of the normalised block, the
 // element of t (a scale or bias) that broadcasting maps to it, t taking the
-// shape opsem.BlockOperand gives it. nil t gives nil.
-func nmTrailingOffsets(t inference.Tensor, name string, block []int) ([]int, error) {
+// shape opsem.BlockOperand gives it. nil t gives nil, and so does an input
+// without rows (its block may not count within int).
+func nmTrailingOffsets(t inference.Tensor, name string, block []int, rows int) ([]int, error) {
 	if !present(t) {
 		return nil, nil
 	}
 	s, err := opsem.BlockOperand(t.Shape(), block, name)
-	if err != nil {
+	if err != nil || rows == 0 {
 		return nil, err
 	}
 	return opsem.BroadcastOffsets(s, block), nil
@@ -246,12 +257,23 @@ func nmBlockNorm(n opsem.Node, in []inference.Tensor, rms bool) ([]inference.Ten
 		return nil, err
 	}
 	block := shape[axis:]
-	size, rows := opsem.Count(block), opsem.Count(shape[:axis])
-	scaleAt, err := nmTrailingOffsets(in[1], "scale", block)
+	means, err := limit.Make[float32](n.Run, shape[:axis]...)
 	if err != nil {
 		return nil, err
 	}
-	biasAt, err := nmTrailingOffsets(arg(in, 2), "B", block)
+	invs, err := limit.Make[float32](n.Run, shape[:axis]...)
+	if err != nil {
+		return nil, err
+	}
+	rows, size := len(means), 0
+	if rows > 0 {
+		size = len(x) / rows
+	}
+	scaleAt, err := nmTrailingOffsets(in[1], "scale", block, rows)
+	if err != nil {
+		return nil, err
+	}
+	biasAt, err := nmTrailingOffsets(arg(in, 2), "B", block, rows)
 	if err != nil {
 		return nil, err
 	}
@@ -260,7 +282,6 @@ func nmBlockNorm(n opsem.Node, in []inference.Tensor, rms bool) ([]inference.Ten
 	if err != nil {
 		return nil, err
 	}
-	means, invs := make([]float32, rows), make([]float32, rows)
 	for r := range rows {
 		row := x[r*size : (r+1)*size]
 		var mean, inv float64
@@ -338,6 +359,9 @@ func nmGroupNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 	if err != nil {
 		return nil, err
 	}
+	if len(x) == 0 { // the loop would count the dimensions that are not 0
+		return singleOutput(in[0].Shape(), y)
+	}
 	cpg := channels / groups
 	size := cpg * spatial
 	for b := range batch * groups {
@@ -378,6 +402,9 @@ func nmLRN(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	}
 	lo, hi := (size-1)/2, size/2
 	x, y := d[0], make([]float32, len(d[0]))
+	if len(x) == 0 { // the loops would count the dimensions that are not 0
+		return singleOutput(in[0].Shape(), y)
+	}
 	for b := range batch {
 		for c := range channels {
 			from, to := max(0, c-lo), min(channels-1, c+hi)

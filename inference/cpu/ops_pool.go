@@ -41,24 +41,41 @@ type plPoolTaps struct {
 	inPad []int
 }
 
-func plPoolTapsOf(g opsem.Window, d int) plPoolTaps {
+// plPoolTapsOf lists dimension d's taps, allocated under r: at most
+// min(Kernel[d], In[d]) per output position, found without visiting the
+// taps in the padding (the kernel can be far larger than the input).
+func plPoolTapsOf(r *limit.Run, g opsem.Window, d int) (plPoolTaps, error) {
+	out, kernel, dil := g.Out[d], g.Kernel[d], g.Dilation[d]
+	// Tap k of window o reads index first(o) + k·dil: it lies in the input
+	// for k in [lo, hi), and in the padded extent for k < padHi.
+	first := func(o int) int { return o*g.Stride[d] - g.PadBegin[d] }
+	taps := func(o int) (lo, hi, padHi int) {
+		upTo := func(end int) int { return min(kernel, max(0, (end-first(o)+dil-1)/dil)) }
+		return upTo(0), upTo(g.In[d]), upTo(g.In[d] + g.PadEnd[d])
+	}
 	var t plPoolTaps
-	t.start = make([]int, g.Out[d]+1)
-	t.inPad = make([]int, g.Out[d])
-	for o := range g.Out[d] {
-		t.start[o] = len(t.idx)
-		for k := range g.Kernel[d] {
-			i := o*g.Stride[d] - g.PadBegin[d] + k*g.Dilation[d]
-			if i >= 0 && i < g.In[d] {
-				t.idx = append(t.idx, i)
-			}
-			if i < g.In[d]+g.PadEnd[d] {
-				t.inPad[o]++
-			}
+	var err error
+	if t.start, err = limit.Make[int](r, out+1); err != nil {
+		return t, err
+	}
+	if t.inPad, err = limit.Make[int](r, out); err != nil {
+		return t, err
+	}
+	for o := range out {
+		lo, hi, padHi := taps(o)
+		t.start[o+1] = t.start[o] + max(0, hi-lo)
+		t.inPad[o] = padHi
+	}
+	if t.idx, err = limit.Make[int](r, t.start[out]); err != nil {
+		return t, err
+	}
+	for o := range out {
+		lo, hi, _ := taps(o)
+		for k := lo; k < hi; k++ {
+			t.idx[t.start[o]+k-lo] = first(o) + k*dil
 		}
 	}
-	t.start[g.Out[d]] = len(t.idx)
-	return t
+	return t, nil
 }
 
 // plPoolChunk bounds the window offsets plPool gathers at a time.
@@ -87,11 +104,30 @@ func plPool(n opsem.Node, in []inference.Tensor, kind plPoolKind) ([]inference.T
 		}
 	}
 	wantIndices := kind == plMaxKind && wantsOutput(n, 1)
-	taps := make([]plPoolTaps, r)
-	for d := range r {
-		taps[d] = plPoolTapsOf(g, d)
+	shape := append([]int{xs[0], xs[1]}, g.Out...)
+	out, err := limit.Make[float32](n.Run, shape...)
+	if err != nil {
+		return nil, err
 	}
-	planes, isp, osp := xs[0]*xs[1], opsem.Count(g.In), opsem.Count(g.Out)
+	var indices []int64
+	if wantIndices {
+		if indices, err = limit.Make[int64](n.Run, shape...); err != nil {
+			return nil, err
+		}
+	}
+	// Counted from the output: without output elements the spatial
+	// dimensions may not count within int, nor the positions fit a table.
+	planes, isp, osp := 0, 0, 0
+	taps := make([]plPoolTaps, r)
+	if len(out) > 0 {
+		planes = xs[0] * xs[1]
+		isp, osp = len(xd)/planes, len(out)/planes
+		for d := range r {
+			if taps[d], err = plPoolTapsOf(n.Run, g, d); err != nil {
+				return nil, err
+			}
+		}
+	}
 	rowStrides := opsem.Strides(g.In)
 	idxStrides := rowStrides
 	if colMajor {
@@ -102,17 +138,10 @@ func plPool(n opsem.Node, in []inference.Tensor, kind plPoolKind) ([]inference.T
 			acc *= g.In[d]
 		}
 	}
-	out, err := limit.Make[float32](n.Run, planes, osp)
-	if err != nil {
-		return nil, err
+	window := 1 // the most taps of a window inside the input
+	for d := range r {
+		window *= min(g.Kernel[d], g.In[d])
 	}
-	var indices []int64
-	if wantIndices {
-		if indices, err = limit.Make[int64](n.Run, planes, osp); err != nil {
-			return nil, err
-		}
-	}
-	window := opsem.Count(g.Kernel)
 	// Output positions go in chunks: the chunk's window offsets are gathered
 	// once, then every plane of the worker reduces over them.
 	chunk := max(1, plPoolChunk/max(1, window))
@@ -209,7 +238,6 @@ func plPool(n opsem.Node, in []inference.Tensor, kind plPoolKind) ([]inference.T
 			}
 		}
 	})
-	shape := append([]int{xs[0], xs[1]}, g.Out...)
 	y, err := inference.New(shape, out)
 	if err != nil {
 		return nil, err
@@ -254,10 +282,15 @@ func plGlobalPool(n opsem.Node, in []inference.Tensor, reduce func(plane []float
 	if len(xs) < 2 {
 		return nil, fmt.Errorf("X is %v, want rank ≥ 2: %w", x, inference.ErrShape)
 	}
-	planes, size := xs[0]*xs[1], opsem.Count(xs[2:])
-	out, err := limit.Make[float32](n.Run, planes)
+	out, err := limit.Make[float32](n.Run, xs[0], xs[1])
 	if err != nil {
 		return nil, err
+	}
+	// Each plane holds size elements; without planes the spatial
+	// dimensions may not count within int.
+	planes, size := len(out), 0
+	if planes > 0 {
+		size = len(xd) / planes
 	}
 	parallelFor(planes, size, func(lo, hi int) {
 		for pl := lo; pl < hi; pl++ {

@@ -63,7 +63,10 @@ func rdAxesOf(n opsem.Node, in []inference.Tensor, rank int) (reduced []bool, no
 
 func rdReduce(op rdOp) kernel {
 	return func(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
-		x := in[0]
+		x, err := requiredArg(in, 0, "data")
+		if err != nil {
+			return nil, err
+		}
 		shape := x.Shape()
 		reduced, noop, err := rdAxesOf(n, in, len(shape))
 		if err != nil {
@@ -306,7 +309,10 @@ func rdReduceBools(op rdOp, p *reducePlan, x []bool) []bool {
 // select_last_index=1; a NaN counts as the extreme, as in numpy.
 func rdArg(max bool) kernel {
 	return func(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
-		x := in[0]
+		x, err := requiredArg(in, 0, "data")
+		if err != nil {
+			return nil, err
+		}
 		shape := x.Shape()
 		axis, last, outShape, err := opsem.ArgAxis(n, shape)
 		if err != nil {
@@ -372,7 +378,11 @@ func rdArgIndex[T float32 | rdInteger](x []T, shape []int, axis int, max, last b
 // rdCumSum is CumSum: y_i = Σ_{j≤i} x_j along axis (the second input), j<i
 // with exclusive=1, and summing from the end with reverse=1.
 func rdCumSum(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	x, at := in[0], arg(in, 1)
+	x, err := requiredArg(in, 0, "x")
+	if err != nil {
+		return nil, err
+	}
+	at := arg(in, 1)
 	if at.DType() != inference.Int64 && at.DType() != inference.Int32 {
 		return nil, fmt.Errorf("axis input is %v, want int64 or int32: %w", at, inference.ErrType)
 	}

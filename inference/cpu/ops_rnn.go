@@ -318,7 +318,13 @@ func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inferen
 	}
 	bh := batch * hidden
 	newH, newC, tmp := step[:bh:bh], step[bh:2*bh:2*bh], step[2*bh:]
-	for d := range dirs {
+	// Without a state (batch or hidden is 0) the outputs are empty and no
+	// direction runs: its loops would only count the steps.
+	running := dirs
+	if len(newH) == 0 {
+		running = 0
+	}
+	for d := range running {
 		wdir := wd[d*gh*inSize : (d+1)*gh*inSize]
 		rdir := rd[d*gh*hidden : (d+1)*gh*hidden]
 		h, c := hState[d*batch*hidden:(d+1)*batch*hidden], cState[d*batch*hidden:(d+1)*batch*hidden]
@@ -477,6 +483,9 @@ func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inferen
 // rnSwap01 returns x [a, b, inner] transposed to [b, a, inner].
 func rnSwap01(x []float32, a, b, inner int) []float32 {
 	out := make([]float32, len(x))
+	if len(x) == 0 { // the loops would count a and b
+		return out
+	}
 	for i := range a {
 		for j := range b {
 			copy(out[(j*a+i)*inner:(j*a+i+1)*inner], x[(i*b+j)*inner:(i*b+j+1)*inner])

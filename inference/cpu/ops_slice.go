@@ -112,15 +112,14 @@ func slConcat(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 // slConcatOf joins tensors that agree off axis into shape: for each index
 // over the axes before axis, it copies each input's block in turn.
 func slConcatOf[T inference.Element](r *limit.Run, in []inference.Tensor, shape []int, axis int) (inference.Tensor, error) {
-	outer := opsem.Count(shape[:axis])
-	inner := opsem.Count(shape[axis+1:])
 	buf, err := limit.Make[T](r, shape...)
 	if err != nil {
 		return inference.Tensor{}, err
 	}
-	if len(buf) == 0 { // no elements: the loop below would still count the others
+	if len(buf) == 0 { // no elements: the other dimensions may not count within int
 		return inference.New(shape, buf)
 	}
+	outer, _, inner := opsem.SplitAxis(shape, axis)
 	out := buf[:0]
 	srcs := make([][]T, len(in))
 	for i, t := range in {

@@ -31,7 +31,10 @@ const (
 // and Hardmax is 1 at the first maximum, 0 elsewhere.
 func smSoftmax(kind smSoftmaxOp) kernel {
 	return func(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
-		x := in[0]
+		x, err := requiredArg(in, 0, "input")
+		if err != nil {
+			return nil, err
+		}
 		if x.DType() != inference.Float32 {
 			return nil, n.Unsupported("element type %v", x.DType())
 		}

@@ -176,7 +176,10 @@ func soUniqueOf[T inference.Element](r *limit.Run, x inference.Tensor, axis int,
 		}
 		return s
 	}
-	items := make([][]T, count)
+	items, err := limit.Make[[]T](r, count) // count can exceed len(data) when x has no elements
+	if err != nil {
+		return nil, err
+	}
 	for k := range items {
 		items[k] = slice(k)
 	}

@@ -63,7 +63,12 @@ func vwFlatten(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) 
 	if axis < 0 || axis > int64(len(shape)) {
 		return nil, fmt.Errorf("axis %d out of range for %v: %w", n.Int("axis", 1), x, inference.ErrShape)
 	}
-	y, err := viewAs(x, []int{opsem.Count(shape[:axis]), opsem.Count(shape[axis:])})
+	// The trailing block of a shape with no elements may not count within int.
+	cols, err := inference.NumElements(shape[axis:])
+	if err != nil {
+		return nil, fmt.Errorf("%v flattened at axis %d: %w", x, axis, err)
+	}
+	y, err := viewAs(x, []int{opsem.Count(shape[:axis]), cols})
 	return []inference.Tensor{y}, err
 }
 

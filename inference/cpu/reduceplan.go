@@ -1,6 +1,9 @@
 package cpu
 
 import (
+	"fmt"
+
+	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/internal/limit"
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
@@ -32,6 +35,11 @@ func newReducePlan(r *limit.Run, shape []int, reduced []bool, out []int) (*reduc
 			continue
 		}
 		p.keep[i] = d
+	}
+	// Keeping the dimensions beside a reduced 0 can give a shape that does
+	// not count within int.
+	if _, err := inference.NumElements(p.keep); err != nil {
+		return nil, fmt.Errorf("input %v reduced: %w", shape, err)
 	}
 	if _, err := limit.Claim[int](r, shape...); err != nil {
 		return nil, err

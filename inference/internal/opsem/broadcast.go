@@ -9,7 +9,9 @@ import (
 
 // BroadcastShape returns the shape that numpy-style (multidirectional)
 // broadcasting gives shapes: aligned at the right, each dimension equal to
-// the others or 1.
+// the others or 1. The result must count within int as a tensor's shape
+// (inference.NumElements): the dimensions of shapes with no elements need
+// not.
 func BroadcastShape(shapes ...[]int) ([]int, error) {
 	rank := 0
 	for _, s := range shapes {
@@ -30,6 +32,9 @@ func BroadcastShape(shapes ...[]int) ([]int, error) {
 				return nil, fmt.Errorf("shapes %v do not broadcast: %w", shapes, inference.ErrShape)
 			}
 		}
+	}
+	if _, err := inference.NumElements(out); err != nil {
+		return nil, fmt.Errorf("shapes %v broadcast: %w", shapes, err)
 	}
 	return out, nil
 }

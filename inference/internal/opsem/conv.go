@@ -2,6 +2,7 @@ package opsem
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/beamml/beamml/inference"
@@ -18,7 +19,8 @@ type Window struct {
 }
 
 // intsAttr returns an integer-list attribute with want values, or want
-// copies of def when the node lacks it (or gives an empty list).
+// copies of def when the node lacks it (or gives an empty list). Each value
+// is within ±(2³¹−1), so that the window arithmetic cannot overflow.
 func intsAttr(n Node, name string, want, def int) ([]int, error) {
 	v := n.Ints(name, nil)
 	out := make([]int, want)
@@ -31,12 +33,11 @@ func intsAttr(n Node, name string, want, def int) ([]int, error) {
 	if len(v) != want {
 		return nil, fmt.Errorf("attribute %s has %d values, want %d: %w", name, len(v), want, inference.ErrShape)
 	}
-	var c checked
 	for i, x := range v {
-		out[i] = c.toInt(x)
-	}
-	if c.overflow {
-		return nil, fmt.Errorf("attribute %s %v: a value beyond int: %w", name, v, inference.ErrShape)
+		if x < -math.MaxInt32 || x > math.MaxInt32 {
+			return nil, fmt.Errorf("attribute %s %v: %d is out of range: %w", name, v, x, inference.ErrShape)
+		}
+		out[i] = int(x)
 	}
 	return out, nil
 }
@@ -92,9 +93,16 @@ func ConvOperands(n Node, x, w []int, transposed bool) (group int, kernel []int,
 
 // windowAttrs reads the strides and dilations (default 1) and the pads
 // (default 0; PadBegin and PadEnd are its halves) of a window of shape
-// kernel over the spatial shape in, leaving Out to the caller.
+// kernel over the spatial shape in, leaving Out to the caller. The
+// dimensions of in and kernel, like the attributes (intsAttr), are below
+// 2³¹, so that the window arithmetic cannot overflow.
 func windowAttrs(n Node, in, kernel []int) (w Window, pads []int, err error) {
 	r := len(in)
+	for d := range r {
+		if in[d] > math.MaxInt32 || kernel[d] > math.MaxInt32 {
+			return w, nil, fmt.Errorf("spatial shape %v, kernel %v: a dimension is 2³¹ or more: %w", in, kernel, inference.ErrShape)
+		}
+	}
 	w = Window{In: in, Kernel: kernel, Out: make([]int, r)}
 	if w.Stride, err = intsAttr(n, "strides", r, 1); err != nil {
 		return w, nil, err

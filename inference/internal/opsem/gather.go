@@ -96,9 +96,11 @@ func NDOffsets(data, ind []int, idx []int64, batchDims int) (NDAddress, error) {
 		return NDAddress{}, fmt.Errorf("indices %v do not address data %v with batch_dims %d: %w", ind, data, batchDims, inference.ErrShape)
 	}
 	st := Strides(data)
-	a := NDAddress{Lead: ind[:q-1], Slice: data[batchDims+m:], M: m,
-		PerBatch: Count(ind[batchDims : q-1]), BatchSize: Count(data[batchDims:])}
+	a := NDAddress{Lead: ind[:q-1], Slice: data[batchDims+m:], M: m}
 	a.Offsets = make([]int, Count(a.Lead))
+	if len(a.Offsets) > 0 { // else the dimensions beside the 0 may not count within int
+		a.PerBatch, a.BatchSize = Count(ind[batchDims:q-1]), Count(data[batchDims:])
+	}
 	for p := range a.Offsets {
 		o := 0
 		if a.PerBatch > 0 {

@@ -12,7 +12,9 @@ import (
 // is dropped from the result), the dimensions before the last two
 // broadcast. Product i of the Batch (in row-major order over the broadcast
 // batch shape) multiplies A's matrix AOffsets[i] (M×K) by B's BOffsets[i]
-// (K×N).
+// (K×N). Without products to compute (M, N or K is 0: the output is empty
+// or zeros) the offsets are nil, as the batch of empty operands can be
+// larger than any table.
 type MatMulShape struct {
 	M, K, N            int
 	ABatch, BBatch     []int // the operands' batch dimensions
@@ -52,7 +54,9 @@ func MatMul(a, b []int) (MatMulShape, error) {
 	if _, err := inference.NumElements(s.Out); err != nil {
 		return MatMulShape{}, err
 	}
-	s.AOffsets, s.BOffsets = BroadcastOffsets(s.ABatch, batch), BroadcastOffsets(s.BBatch, batch)
+	if s.M > 0 && s.N > 0 && s.K > 0 {
+		s.AOffsets, s.BOffsets = BroadcastOffsets(s.ABatch, batch), BroadcastOffsets(s.BBatch, batch)
+	}
 	return s, nil
 }
 

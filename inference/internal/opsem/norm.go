@@ -13,12 +13,16 @@ import (
 func Epsilon(n Node) float64 { return float64(n.Float("epsilon", 1e-5)) }
 
 // Channels views an input of shape shape as [batch, channels, spatial…]:
-// rank 2 or more.
+// rank 2 or more, and spatial dimensions that count within int (beside a
+// 0 batch or channel dimension they need not).
 func Channels(shape []int) (batch, channels, spatial int, err error) {
 	if len(shape) < 2 {
 		return 0, 0, 0, fmt.Errorf("input %v, want rank 2 or more (N, C, …): %w", shape, inference.ErrShape)
 	}
-	return shape[0], shape[1], Count(shape[2:]), nil
+	if spatial, err = inference.NumElements(shape[2:]); err != nil {
+		return 0, 0, 0, fmt.Errorf("input %v: spatial dimensions: %w", shape, err)
+	}
+	return shape[0], shape[1], spatial, nil
 }
 
 // BatchNorm returns how BatchNormalization applies its statistics to an

@@ -48,8 +48,13 @@ func Count(dims []int) int {
 	return n
 }
 
-// SplitAxis views shape as [outer, shape[axis], inner] around axis.
+// SplitAxis views shape as [outer, shape[axis], inner] around axis. A
+// shape with no elements has outer = inner = 0, nothing to loop over: its
+// dimensions other than the 0 may be too large to count together.
 func SplitAxis(shape []int, axis int) (outer, n, inner int) {
+	if Count(shape) == 0 {
+		return 0, shape[axis], 0
+	}
 	return Count(shape[:axis]), shape[axis], Count(shape[axis+1:])
 }
 

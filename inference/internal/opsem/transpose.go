@@ -39,7 +39,8 @@ func Transpose(n Node, shape []int) (Permutation, error) {
 
 // DepthToSpace returns DepthToSpace's rearrangement of [N, C, H, W] with
 // blocksize b: viewed as [N, b, b, C/b², H, W] (mode DCR, the default) or
-// [N, C/b², b, b, H, W] (CRD) and permuted into [N, C/b², H·b, W·b].
+// [N, C/b², b, b, H, W] (CRD) and permuted into [N, C/b², H·b, W·b]; b
+// is in [1, 2³¹) and the output's dimensions within int.
 func DepthToSpace(n Node, shape []int) (Permutation, error) {
 	b, err := blocksize(n, shape)
 	if err != nil {
@@ -67,7 +68,8 @@ func DepthToSpace(n Node, shape []int) (Permutation, error) {
 
 // SpaceToDepth returns SpaceToDepth's rearrangement of [N, C, H, W] with
 // blocksize b: viewed as [N, C, H/b, b, W/b, b] and permuted into
-// [N, C·b², H/b, W/b].
+// [N, C·b², H/b, W/b]; b is in [1, 2³¹) and the output's dimensions
+// within int.
 func SpaceToDepth(n Node, shape []int) (Permutation, error) {
 	b, err := blocksize(n, shape)
 	if err != nil {
