@@ -128,19 +128,19 @@ func (m *Model) Close() error { return nil }
 // between nodes and in data-driven loops once ctx is done, and returns a
 // panic in a kernel as an *inference.PanicError naming the node.
 func (m *Model) Run(ctx context.Context, feeds map[string]inference.Tensor) (map[string]inference.Tensor, error) {
-	for i, in := range slices.Concat(m.g.Inputs, m.g.Overridable) {
-		t, ok := feeds[in.Name]
-		if !ok && i >= len(m.g.Inputs) {
-			continue // an overridable initializer keeps its value
-		}
-		if !ok {
-			return nil, fmt.Errorf("cpu: graph input %q is not fed: %w", in.Name, inference.ErrShape)
-		}
-		if in.DType != 0 && t.DType() != in.DType {
-			return nil, fmt.Errorf("cpu: graph input %q is %v, want %v: %w", in.Name, t, in.DType, inference.ErrType)
-		}
-		if in.Shape != nil && t.Rank() != len(in.Shape) {
-			return nil, fmt.Errorf("cpu: graph input %q is %v, want rank %d: %w", in.Name, t, len(in.Shape), inference.ErrShape)
+	for k, ins := range [2][]graph.Value{m.g.Inputs, m.g.Overridable} {
+		for _, in := range ins {
+			t, ok := feeds[in.Name]
+			switch {
+			case !ok && k == 1:
+				continue // an overridable initializer keeps its value
+			case !ok:
+				return nil, fmt.Errorf("cpu: graph input %q is not fed: %w", in.Name, inference.ErrShape)
+			case in.DType != 0 && t.DType() != in.DType:
+				return nil, fmt.Errorf("cpu: graph input %q is %v, want %v: %w", in.Name, t, in.DType, inference.ErrType)
+			case in.Shape != nil && t.Rank() != len(in.Shape):
+				return nil, fmt.Errorf("cpu: graph input %q is %v, want rank %d: %w", in.Name, t, len(in.Shape), inference.ErrShape)
+			}
 		}
 	}
 	outs, err := run(ctx, limit.New(ctx, 0), m.g, feeds, nil)
@@ -180,14 +180,15 @@ func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, feeds, outer
 		t, ok := outer[name]
 		return t, ok
 	}
-	for _, in := range slices.Concat(g.Inputs, g.Overridable) {
-		if t, ok := feeds[in.Name]; ok {
-			values[in.Name] = t // shadows an overridable initializer
+	for _, ins := range [2][]graph.Value{g.Inputs, g.Overridable} {
+		for _, in := range ins {
+			if t, ok := feeds[in.Name]; ok {
+				values[in.Name] = t // shadows an overridable initializer
+			}
 		}
 	}
 	opset := g.Opset()
 	seqs := map[string][]inference.Tensor{} // values of the sequence operators
-	held := map[string]int64{}              // the bytes of the values this run counts
 	var in []inference.Tensor
 	for i, n := range g.Nodes {
 		if err := ctx.Err(); err != nil {
@@ -202,8 +203,7 @@ func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, feeds, outer
 				return nil, nodeError(g, n, err)
 			}
 			if name := n.Outputs[0]; wantsOutput(node, 0) {
-				held[name] = seqBytes(values[name], seqs[name])
-				r.Hold(held[name])
+				r.Hold(seqBytes(values[name], seqs[name]))
 			}
 			continue
 		}
@@ -242,17 +242,18 @@ func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, feeds, outer
 				return nil, fmt.Errorf("cpu: node %v: output %d (%q) not computed: %w", n, j, name, &inference.UnsupportedOpError{Node: n.Name, Op: n.OpType, Opset: opset, Detail: "optional output " + name})
 			}
 			values[name] = outs[j]
-			held[name] = outs[j].ByteSize()
-			r.Hold(held[name])
+			r.Hold(outs[j].ByteSize())
 			if observe != nil {
 				observe(name, outs[j])
 			}
 		}
 		for _, name := range n.Inputs {
 			if last, ok := g.LastUse[name]; ok && last == i {
+				if _, fed := feeds[name]; !fed { // what a node computed, counted by Hold
+					r.Release(seqBytes(values[name], seqs[name]))
+				}
 				delete(values, name)
-				r.Release(held[name])
-				delete(held, name)
+				delete(seqs, name)
 			}
 		}
 	}

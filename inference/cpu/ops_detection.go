@@ -129,6 +129,11 @@ func dtNonMaxSuppression(n opsem.Node, in []inference.Tensor) ([]inference.Tenso
 				if int64(len(kept)) >= limit {
 					break
 				}
+				// The loop is quadratic in the boxes kept, not bounded by
+				// the output's size: it stops when the run is cancelled.
+				if err := n.Run.Err(); err != nil {
+					return nil, err
+				}
 				box := dtCorners(batchBoxes, i, centerPoint)
 				if !slices.ContainsFunc(kept, func(k dtBox) bool { return dtOverlaps(box, k, iouThreshold) }) {
 					kept = append(kept, box)

@@ -1,11 +1,13 @@
 package cpu
 
 import (
+	"context"
 	"errors"
 	"testing"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/internal/limit"
 )
 
 func TestMSNonMaxSuppression(t *testing.T) {
@@ -40,5 +42,23 @@ func TestMSNonMaxSuppression(t *testing.T) {
 
 	if _, err := dtNonMaxSuppression(n, []inference.Tensor{boxes, tensorOf(t, []int{1, 1, 3}, float32(1), 1, 1)}); !errors.Is(err, inference.ErrShape) {
 		t.Errorf("3 scores for 4 boxes: err %v, want ErrShape", err)
+	}
+}
+
+// TestNonMaxSuppressionStopsWhenCancelled: the selection loop is not bounded
+// by the output's size, so it polls the run and stops once it is cancelled.
+func TestNonMaxSuppressionStopsWhenCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	boxes := tensorOf(t, []int{1, 2, 4}, float32(0), 0, 1, 1, 5, 5, 6, 6)
+	scores := tensorOf(t, []int{1, 1, 2}, float32(0.9), 0.8)
+	maxOut := tensorOf(t, []int{1}, int64(10))
+	n := testNode("NonMaxSuppression", 24, nil, 1)
+	_, err := RunNode(limit.New(ctx, 0), n.Node, 24, []inference.Tensor{boxes, scores, maxOut})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled run: err %v, want context.Canceled", err)
+	}
+	if _, err := RunNode(limit.New(context.Background(), 0), n.Node, 24, []inference.Tensor{boxes, scores, maxOut}); err != nil {
+		t.Fatalf("live run: %v", err)
 	}
 }
