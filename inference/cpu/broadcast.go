@@ -84,6 +84,65 @@ func (p broadcastPlan) offsetsOf(ks ...int) ([][]int, error) {
 	return offs, nil
 }
 
+// runs calls f for each run of the output along which operands a and b
+// both step by 0 or 1 elements: the n output elements from o read operand
+// a from ia with step sa, and b from ib with step sb. Dimensions of 1 are
+// dropped and neighbours that step alike in both operands merged, so
+// [N,C,H,W]·[N,C,1,1] is N·C runs of H·W (a with step 1, b with step 0),
+// and [B,H,S,S]+[B,1,1,S] is B·H·S runs of S. No offset tables are
+// built.
+func (p broadcastPlan) runs(a, b int, f func(o, ia, ib, n, sa, sb int)) {
+	rank := len(p.shape)
+	dims := make([]int, 0, rank)
+	sa := make([]int, 0, rank)
+	sb := make([]int, 0, rank)
+	strides := func(shape []int, d int) int { // the step of an operand along output dimension d
+		k := d - (rank - len(shape))
+		if k < 0 || shape[k] == 1 {
+			return 0
+		}
+		st := 1
+		for _, e := range shape[k+1:] {
+			st *= e
+		}
+		return st
+	}
+	for d, e := range p.shape {
+		if e == 1 {
+			continue
+		}
+		xa, xb := strides(p.ops[a].shape, d), strides(p.ops[b].shape, d)
+		if k := len(dims) - 1; k >= 0 && sa[k] == xa*e && sb[k] == xb*e {
+			dims[k] *= e // merge into the outer neighbour
+			sa[k], sb[k] = xa, xb
+			continue
+		}
+		dims, sa, sb = append(dims, e), append(sa, xa), append(sb, xb)
+	}
+	if len(dims) == 0 { // one element
+		f(0, 0, 0, 1, 0, 0)
+		return
+	}
+	k := len(dims) - 1
+	inner := dims[k]
+	idx := make([]int, k)
+	ia, ib := 0, 0
+	for o := 0; o < p.n; o += inner {
+		f(o, ia, ib, inner, sa[k], sb[k])
+		for d := k - 1; d >= 0; d-- { // the odometer over the outer dimensions
+			idx[d]++
+			ia += sa[d]
+			ib += sb[d]
+			if idx[d] < dims[d] {
+				break
+			}
+			ia -= sa[d] * dims[d]
+			ib -= sb[d] * dims[d]
+			idx[d] = 0
+		}
+	}
+}
+
 // planBroadcast plans numpy (multidirectional) broadcasting of ts.
 func planBroadcast(r *limit.Run, ts ...inference.Tensor) (broadcastPlan, error) {
 	shapes := make([][]int, len(ts))
@@ -167,14 +226,11 @@ func zip[A, B, U inference.Element](p broadcastPlan, a []A, b []B, f func(A, B) 
 			}
 		}
 	default:
-		offs, err := p.offsetsOf(0, 1)
-		if err != nil {
-			return nil, err
-		}
-		oa, ob := offs[0], offs[1]
-		for i := range out {
-			out[i] = f(a[oa[i]], b[ob[i]])
-		}
+		p.runs(0, 1, func(o, ia, ib, n, sa, sb int) {
+			for j := range n {
+				out[o+j] = f(a[ia+j*sa], b[ib+j*sb])
+			}
+		})
 	}
 	return singleOutput(p.shape, out)
 }

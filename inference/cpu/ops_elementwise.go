@@ -40,13 +40,35 @@ func init() {
 
 // Unary operators.
 
-// ewUnary is a unary operator: float32 elements go through float (computed
-// in float64), integer elements through integer where the operator takes
-// them (int64 and int32 when signed; uint8 too when unsigned).
+// ewUnary is a unary operator: float32 elements go through vec where the
+// operator has it (the activations on models' hot paths, computed in
+// float32: mathf.go), else through float (computed in float64); integer
+// elements through integer where the operator takes them (int64 and int32
+// when signed; uint8 too when unsigned).
 type ewUnary struct {
 	float    func(float64) float64
+	vec      func(y, x []float32) // y[i] = f(x[i]); y may be x
 	integer  func(int64) int64
 	unsigned bool
+}
+
+// ewVecCost is the work per element, in flops, of a vec loop: what
+// parallelFor weighs against its threshold.
+const ewVecCost = 16
+
+// ewMap32 is the vec of f.
+func ewMap32(f func(float32) float32) func(y, x []float32) {
+	return func(y, x []float32) {
+		y = y[:len(x)]
+		for i, v := range x {
+			y[i] = f(v)
+		}
+	}
+}
+
+// ewVec adds a float32 vector loop to an operator without attributes.
+func ewVec(f func(float64) float64, vec func(y, x []float32)) ewAttrs {
+	return func(opsem.Node) (ewUnary, error) { return ewUnary{float: f, vec: vec}, nil }
 }
 
 // ewAttrs builds a unary operator from the node's attributes.
@@ -88,18 +110,29 @@ var ewUnaryOps = map[string]ewAttrs{
 	}, true),
 	"Neg":  ewFixedInt(func(x float64) float64 { return -x }, func(x int64) int64 { return -x }, false),
 	"Sign": ewFixedInt(ewSignOf, func(x int64) int64 { return int64(cmp.Compare(x, 0)) }, true),
-	"Relu": ewFixedInt(func(x float64) float64 {
-		if x < 0 {
-			return 0
-		}
-		return x
-	}, func(x int64) int64 { return max(x, 0) }, false),
+	"Relu": func(opsem.Node) (ewUnary, error) {
+		return ewUnary{
+			float: func(x float64) float64 {
+				if x < 0 {
+					return 0
+				}
+				return x
+			},
+			vec: ewMap32(func(x float32) float32 {
+				if x < 0 { // NaN stays
+					return 0
+				}
+				return x
+			}),
+			integer: func(x int64) int64 { return max(x, 0) },
+		}, nil
+	},
 	"Reciprocal": ewFixed(func(x float64) float64 { return 1 / x }),
 	"Floor":      ewFixed(math.Floor),
 	"Ceil":       ewFixed(math.Ceil),
 	"Round":      ewFixed(math.RoundToEven),
 	"Sqrt":       ewFixed(math.Sqrt),
-	"Exp":        ewFixed(math.Exp),
+	"Exp":        ewVec(math.Exp, func(y, x []float32) { expSum(y, x, 0) }),
 	"Log":        ewFixed(math.Log),
 	"Erf":        ewFixed(math.Erf),
 	"Sin":        ewFixed(math.Sin),
@@ -113,13 +146,14 @@ var ewUnaryOps = map[string]ewAttrs{
 	"Asinh":      ewFixed(math.Asinh),
 	"Acosh":      ewFixed(math.Acosh),
 	"Atanh":      ewFixed(math.Atanh),
-	"Tanh":       ewFixed(math.Tanh),
-	"Sigmoid":    ewFixed(sigmoid),
+	"Tanh":       ewVec(math.Tanh, ewMap32(tanh32)),
+	"Sigmoid":    ewVec(sigmoid, sigmoids),
 	"Softplus":   ewFixed(softplus),
 	"Softsign":   ewFixed(func(x float64) float64 { return x / (1 + math.Abs(x)) }),
 	"Mish":       ewFixed(func(x float64) float64 { return x * math.Tanh(softplus(x)) }),
 	// HardSwish is x·HardSigmoid(x) with alpha 1/6 and beta 1/2.
-	"HardSwish": ewFixed(func(x float64) float64 { return x * max(0, min(1, x/6+0.5)) }),
+	"HardSwish": ewVec(func(x float64) float64 { return x * max(0, min(1, x/6+0.5)) },
+		ewMap32(func(x float32) float32 { return x * max(0, min(1, x/6+0.5)) })),
 	"LeakyRelu": ewAlpha(func(x, alpha float64) float64 {
 		if x < 0 {
 			return alpha * x
@@ -179,9 +213,9 @@ var ewUnaryOps = map[string]ewAttrs{
 		}
 		if tanh {
 			c := math.Sqrt(2 / math.Pi)
-			return ewUnary{float: func(x float64) float64 { return 0.5 * x * (1 + math.Tanh(c*(x+0.044715*x*x*x))) }}, nil
+			return ewUnary{float: func(x float64) float64 { return 0.5 * x * (1 + math.Tanh(c*(x+0.044715*x*x*x))) }, vec: ewMap32(geluTanh32)}, nil
 		}
-		return ewUnary{float: func(x float64) float64 { return 0.5 * x * (1 + math.Erf(x/math.Sqrt2)) }}, nil
+		return ewUnary{float: func(x float64) float64 { return 0.5 * x * (1 + math.Erf(x/math.Sqrt2)) }, vec: ewMap32(gelu32)}, nil
 	},
 }
 
@@ -196,6 +230,14 @@ func ewUnaryKernel(attrs ewAttrs) kernel {
 		}
 		x := in[0]
 		switch t := x.DType(); {
+		case t == inference.Float32 && u.vec != nil:
+			xd := dataOf[float32](x)
+			y, err := limit.Make[float32](n.Run, len(xd))
+			if err != nil {
+				return nil, err
+			}
+			parallelFor(len(xd), ewVecCost, func(lo, hi int) { u.vec(y[lo:hi], xd[lo:hi]) })
+			return singleOutput(x.Shape(), y)
 		case t == inference.Float32:
 			f := u.float
 			return mapOutput(n.Run, x.Shape(), dataOf[float32](x), func(v float32) float32 { return float32(f(float64(v))) })
@@ -313,24 +355,22 @@ func ewArith[T number](op ewArithOp, p broadcastPlan, a, b []T) ([]inference.Ten
 			ewArithVV(op, out[s:s+len(a)], a, b[s:s+len(a)])
 		}
 	default:
-		offs, err := p.offsetsOf(0, 1)
-		if err != nil {
-			return nil, err
-		}
-		oa, ob := offs[0], offs[1]
-		for i := range out {
-			x, y := a[oa[i]], b[ob[i]]
-			switch op {
-			case ewAdd:
-				out[i] = x + y
-			case ewSub:
-				out[i] = x - y
-			case ewMul:
-				out[i] = x * y
+		p.runs(0, 1, func(o, ia, ib, n, sa, sb int) {
+			y := out[o : o+n]
+			switch {
+			case sa == 1 && sb == 1:
+				ewArithVV(op, y, a[ia:], b[ib:])
+			case sa == 1:
+				ewArithVS(op, y, a[ia:], b[ib])
+			case sb == 1:
+				ewArithSV(op, y, a[ia], b[ib:])
 			default:
-				out[i] = x / y
+				ewArithVS(op, y[:1], a[ia:], b[ib])
+				for j := 1; j < n; j++ {
+					y[j] = y[0]
+				}
 			}
-		}
+		})
 	}
 	return singleOutput(p.shape, out)
 }
@@ -416,6 +456,9 @@ func ewPow(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	}
 	switch x.DType() {
 	case inference.Float32:
+		if e, ok := ewSmallExponent(y); ok && p.ops[0].mode == broadcastSame {
+			return ewPowSmall(n.Run, x, e)
+		}
 		return ewPowBase(p, dataOf[float32](x), y)
 	case inference.Int64:
 		return ewPowBase(p, dataOf[int64](x), y)
@@ -423,6 +466,39 @@ func ewPow(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		return ewPowBase(p, dataOf[int32](x), y)
 	}
 	return nil, wantType(0, x, "float32, int64 or int32")
+}
+
+// ewSmallExponent reports a one-element exponent of 2 or 3, which Pow
+// computes by multiplying (exporters write x² as Pow(x, 2): the variance of
+// a decomposed LayerNormalization).
+func ewSmallExponent(y inference.Tensor) (int, bool) {
+	if y.Len() != 1 {
+		return 0, false
+	}
+	var e float64
+	switch y.DType() {
+	case inference.Float32:
+		e = float64(dataOf[float32](y)[0])
+	case inference.Int64:
+		e = float64(dataOf[int64](y)[0])
+	case inference.Int32:
+		e = float64(dataOf[int32](y)[0])
+	default:
+		return 0, false
+	}
+	return int(e), e == 2 || e == 3
+}
+
+// ewPowSmall is x^e for e of 2 or 3 in float64, rounded once, as
+// math.Pow(x, e) gives it.
+func ewPowSmall(r *limit.Run, x inference.Tensor, e int) ([]inference.Tensor, error) {
+	if e == 2 {
+		return mapOutput(r, x.Shape(), dataOf[float32](x), func(v float32) float32 { return v * v })
+	}
+	return mapOutput(r, x.Shape(), dataOf[float32](x), func(v float32) float32 {
+		w := float64(v)
+		return float32(w * w * w)
+	})
 }
 
 func ewPowBase[B float32 | int64 | int32](p broadcastPlan, x []B, y inference.Tensor) ([]inference.Tensor, error) {

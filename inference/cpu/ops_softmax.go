@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/limit"
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
@@ -44,8 +45,19 @@ func smSoftmax(kind smSoftmaxOp) kernel {
 			return nil, err
 		}
 		d, _ := floats(x)
-		y := make([]float32, len(d))
+		y, err := limit.Make[float32](n.Run, len(d))
+		if err != nil {
+			return nil, err
+		}
 		if len(d) == 0 { // the loops would count the dimensions that are not 0
+			return singleOutput(shape, y)
+		}
+		if kind == smSoftmaxKind && inner == 1 { // rows of contiguous elements
+			parallelFor(outer, size*ewVecCost, func(lo, hi int) {
+				for o := lo; o < hi; o++ {
+					smSoftmaxRow(y[o*size:(o+1)*size], d[o*size:(o+1)*size])
+				}
+			})
 			return singleOutput(shape, y)
 		}
 		for o := range outer {
@@ -55,6 +67,23 @@ func smSoftmax(kind smSoftmaxOp) kernel {
 			}
 		}
 		return singleOutput(shape, y)
+	}
+}
+
+// smSoftmaxRow sets y to the softmax of x in float32 (the sum in float32
+// too: its terms lie in (0, 1]).
+func smSoftmaxRow(y, x []float32) {
+	m := x[0]
+	for _, v := range x[1:] {
+		m = max(m, v)
+	}
+	if math.IsInf(float64(m), 0) || m != m { // e^(x−m) would be NaN: the reference path says what Softmax gives
+		smSoftmaxSlice(smSoftmaxKind, x, y, 0, len(x), 1)
+		return
+	}
+	r := 1 / expSum(y, x, m)
+	for i := range y {
+		y[i] *= r
 	}
 }
 

@@ -1,0 +1,49 @@
+//go:build amd64 && !noasm
+
+package cpu
+
+import "golang.org/x/sys/cpu"
+
+// The vector loops in mathf_amd64.s. Each handles the first len(src)/8·8
+// elements and does no bounds checks: len(dst) ≥ len(src).
+
+// expSumAVX2 sets dst[i] = e^(src[i] − shift) and returns their sum.
+//
+//go:noescape
+func expSumAVX2(dst, src []float32, shift float32) float32
+
+// sigmoidAVX2 sets dst[i] = 1/(1 + e^−src[i]).
+//
+//go:noescape
+func sigmoidAVX2(dst, src []float32)
+
+var hasVectorMath = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+// expSum sets y[i] = e^(x[i] − shift) and returns the sum; y and x are as
+// long, and may be the same slice.
+func expSum(y, x []float32, shift float32) float32 {
+	var sum float32
+	head := 0
+	if hasVectorMath {
+		head = len(x) &^ 7
+		sum = expSumAVX2(y[:len(x)], x, shift)
+	}
+	for i := head; i < len(x); i++ {
+		y[i] = exp32(x[i] - shift)
+		sum += y[i]
+	}
+	return sum
+}
+
+// sigmoids sets y[i] = sigmoid(x[i]); y and x are as long, and may be the
+// same slice.
+func sigmoids(y, x []float32) {
+	head := 0
+	if hasVectorMath {
+		head = len(x) &^ 7
+		sigmoidAVX2(y[:len(x)], x)
+	}
+	for i := head; i < len(x); i++ {
+		y[i] = sigmoid32(x[i])
+	}
+}

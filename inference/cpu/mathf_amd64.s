@@ -1,0 +1,231 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// Vector versions of exp32 and sigmoid32 (mathf.go) for AVX2 and FMA, eight
+// lanes at a time, with the same range reduction and polynomial; see
+// mathf_amd64.go for the contracts. Each constant is stored eight times, a
+// full YMM operand.
+
+DATA mathf<>+0(SB)/4, $0x3fb8aa3b
+DATA mathf<>+4(SB)/4, $0x3fb8aa3b
+DATA mathf<>+8(SB)/4, $0x3fb8aa3b
+DATA mathf<>+12(SB)/4, $0x3fb8aa3b
+DATA mathf<>+16(SB)/4, $0x3fb8aa3b
+DATA mathf<>+20(SB)/4, $0x3fb8aa3b
+DATA mathf<>+24(SB)/4, $0x3fb8aa3b
+DATA mathf<>+28(SB)/4, $0x3fb8aa3b
+DATA mathf<>+32(SB)/4, $0x3f318000
+DATA mathf<>+36(SB)/4, $0x3f318000
+DATA mathf<>+40(SB)/4, $0x3f318000
+DATA mathf<>+44(SB)/4, $0x3f318000
+DATA mathf<>+48(SB)/4, $0x3f318000
+DATA mathf<>+52(SB)/4, $0x3f318000
+DATA mathf<>+56(SB)/4, $0x3f318000
+DATA mathf<>+60(SB)/4, $0x3f318000
+DATA mathf<>+64(SB)/4, $0xb95e8083
+DATA mathf<>+68(SB)/4, $0xb95e8083
+DATA mathf<>+72(SB)/4, $0xb95e8083
+DATA mathf<>+76(SB)/4, $0xb95e8083
+DATA mathf<>+80(SB)/4, $0xb95e8083
+DATA mathf<>+84(SB)/4, $0xb95e8083
+DATA mathf<>+88(SB)/4, $0xb95e8083
+DATA mathf<>+92(SB)/4, $0xb95e8083
+DATA mathf<>+96(SB)/4, $0x39506967
+DATA mathf<>+100(SB)/4, $0x39506967
+DATA mathf<>+104(SB)/4, $0x39506967
+DATA mathf<>+108(SB)/4, $0x39506967
+DATA mathf<>+112(SB)/4, $0x39506967
+DATA mathf<>+116(SB)/4, $0x39506967
+DATA mathf<>+120(SB)/4, $0x39506967
+DATA mathf<>+124(SB)/4, $0x39506967
+DATA mathf<>+128(SB)/4, $0x3ab743ce
+DATA mathf<>+132(SB)/4, $0x3ab743ce
+DATA mathf<>+136(SB)/4, $0x3ab743ce
+DATA mathf<>+140(SB)/4, $0x3ab743ce
+DATA mathf<>+144(SB)/4, $0x3ab743ce
+DATA mathf<>+148(SB)/4, $0x3ab743ce
+DATA mathf<>+152(SB)/4, $0x3ab743ce
+DATA mathf<>+156(SB)/4, $0x3ab743ce
+DATA mathf<>+160(SB)/4, $0x3c088908
+DATA mathf<>+164(SB)/4, $0x3c088908
+DATA mathf<>+168(SB)/4, $0x3c088908
+DATA mathf<>+172(SB)/4, $0x3c088908
+DATA mathf<>+176(SB)/4, $0x3c088908
+DATA mathf<>+180(SB)/4, $0x3c088908
+DATA mathf<>+184(SB)/4, $0x3c088908
+DATA mathf<>+188(SB)/4, $0x3c088908
+DATA mathf<>+192(SB)/4, $0x3d2aa9c1
+DATA mathf<>+196(SB)/4, $0x3d2aa9c1
+DATA mathf<>+200(SB)/4, $0x3d2aa9c1
+DATA mathf<>+204(SB)/4, $0x3d2aa9c1
+DATA mathf<>+208(SB)/4, $0x3d2aa9c1
+DATA mathf<>+212(SB)/4, $0x3d2aa9c1
+DATA mathf<>+216(SB)/4, $0x3d2aa9c1
+DATA mathf<>+220(SB)/4, $0x3d2aa9c1
+DATA mathf<>+224(SB)/4, $0x3e2aaaaa
+DATA mathf<>+228(SB)/4, $0x3e2aaaaa
+DATA mathf<>+232(SB)/4, $0x3e2aaaaa
+DATA mathf<>+236(SB)/4, $0x3e2aaaaa
+DATA mathf<>+240(SB)/4, $0x3e2aaaaa
+DATA mathf<>+244(SB)/4, $0x3e2aaaaa
+DATA mathf<>+248(SB)/4, $0x3e2aaaaa
+DATA mathf<>+252(SB)/4, $0x3e2aaaaa
+DATA mathf<>+256(SB)/4, $0x3f000000
+DATA mathf<>+260(SB)/4, $0x3f000000
+DATA mathf<>+264(SB)/4, $0x3f000000
+DATA mathf<>+268(SB)/4, $0x3f000000
+DATA mathf<>+272(SB)/4, $0x3f000000
+DATA mathf<>+276(SB)/4, $0x3f000000
+DATA mathf<>+280(SB)/4, $0x3f000000
+DATA mathf<>+284(SB)/4, $0x3f000000
+DATA mathf<>+288(SB)/4, $0x3f800000
+DATA mathf<>+292(SB)/4, $0x3f800000
+DATA mathf<>+296(SB)/4, $0x3f800000
+DATA mathf<>+300(SB)/4, $0x3f800000
+DATA mathf<>+304(SB)/4, $0x3f800000
+DATA mathf<>+308(SB)/4, $0x3f800000
+DATA mathf<>+312(SB)/4, $0x3f800000
+DATA mathf<>+316(SB)/4, $0x3f800000
+DATA mathf<>+320(SB)/4, $0x42b20000
+DATA mathf<>+324(SB)/4, $0x42b20000
+DATA mathf<>+328(SB)/4, $0x42b20000
+DATA mathf<>+332(SB)/4, $0x42b20000
+DATA mathf<>+336(SB)/4, $0x42b20000
+DATA mathf<>+340(SB)/4, $0x42b20000
+DATA mathf<>+344(SB)/4, $0x42b20000
+DATA mathf<>+348(SB)/4, $0x42b20000
+DATA mathf<>+352(SB)/4, $0xc2d00000
+DATA mathf<>+356(SB)/4, $0xc2d00000
+DATA mathf<>+360(SB)/4, $0xc2d00000
+DATA mathf<>+364(SB)/4, $0xc2d00000
+DATA mathf<>+368(SB)/4, $0xc2d00000
+DATA mathf<>+372(SB)/4, $0xc2d00000
+DATA mathf<>+376(SB)/4, $0xc2d00000
+DATA mathf<>+380(SB)/4, $0xc2d00000
+DATA mathf<>+384(SB)/4, $0x7f
+DATA mathf<>+388(SB)/4, $0x7f
+DATA mathf<>+392(SB)/4, $0x7f
+DATA mathf<>+396(SB)/4, $0x7f
+DATA mathf<>+400(SB)/4, $0x7f
+DATA mathf<>+404(SB)/4, $0x7f
+DATA mathf<>+408(SB)/4, $0x7f
+DATA mathf<>+412(SB)/4, $0x7f
+DATA mathf<>+416(SB)/4, $0x80000000
+DATA mathf<>+420(SB)/4, $0x80000000
+DATA mathf<>+424(SB)/4, $0x80000000
+DATA mathf<>+428(SB)/4, $0x80000000
+DATA mathf<>+432(SB)/4, $0x80000000
+DATA mathf<>+436(SB)/4, $0x80000000
+DATA mathf<>+440(SB)/4, $0x80000000
+DATA mathf<>+444(SB)/4, $0x80000000
+GLOBL mathf<>(SB), RODATA|NOPTR, $448
+
+#define LOG2E mathf<>+0(SB)
+#define LN2HI mathf<>+32(SB)
+#define LN2LO mathf<>+64(SB)
+#define C0 mathf<>+96(SB)
+#define C1 mathf<>+128(SB)
+#define C2 mathf<>+160(SB)
+#define C3 mathf<>+192(SB)
+#define C4 mathf<>+224(SB)
+#define C5 mathf<>+256(SB)
+#define ONE mathf<>+288(SB)
+#define HI mathf<>+320(SB)
+#define LO mathf<>+352(SB)
+#define BIAS mathf<>+384(SB)
+#define SIGN mathf<>+416(SB)
+
+// EXP8 sets Y2 to e^Y0 lane by lane, using Y1 and Y4. x is clamped to
+// [-104, 89] first, where e^x is 0 and +Inf in float32; VMAXPS and VMINPS
+// return their first Go operand, x, when it is NaN, so NaN stays NaN. The
+// scale 2^n is applied as 2^(n/2)·2^(n−n/2), so that subnormal and
+// overflowing results come out right.
+#define EXP8 \
+	VMAXPS       Y0, Y8, Y0;  \
+	VMINPS       Y0, Y9, Y0;  \
+	VMULPS       LOG2E, Y0, Y1; \
+	VROUNDPS     $0, Y1, Y1;  \
+	VFNMADD231PS LN2HI, Y1, Y0; \
+	VFNMADD231PS LN2LO, Y1, Y0; \
+	VMOVUPS      C0, Y2;      \
+	VFMADD213PS  C1, Y0, Y2;  \
+	VFMADD213PS  C2, Y0, Y2;  \
+	VFMADD213PS  C3, Y0, Y2;  \
+	VFMADD213PS  C4, Y0, Y2;  \
+	VFMADD213PS  C5, Y0, Y2;  \
+	VMULPS       Y0, Y0, Y4;  \
+	VFMADD213PS  Y0, Y4, Y2;  \
+	VADDPS       Y7, Y2, Y2;  \
+	VCVTPS2DQ    Y1, Y1;      \
+	VPSRAD       $1, Y1, Y4;  \
+	VPSUBD       Y4, Y1, Y1;  \
+	VPADDD       BIAS, Y4, Y4; \
+	VPSLLD       $23, Y4, Y4; \
+	VPADDD       BIAS, Y1, Y1; \
+	VPSLLD       $23, Y1, Y1; \
+	VMULPS       Y4, Y2, Y2;  \
+	VMULPS       Y1, Y2, Y2
+
+// func expSumAVX2(dst, src []float32, shift float32) float32
+TEXT ·expSumAVX2(SB), NOSPLIT, $0-60
+	MOVQ         dst_base+0(FP), DI
+	MOVQ         src_base+24(FP), SI
+	MOVQ         src_len+32(FP), CX
+	SHRQ         $3, CX
+	VBROADCASTSS shift+48(FP), Y3
+	VXORPS       Y5, Y5, Y5
+	VMOVUPS      ONE, Y7
+	VMOVUPS      LO, Y8
+	VMOVUPS      HI, Y9
+	TESTQ        CX, CX
+	JEQ          expdone
+
+exploop:
+	VMOVUPS (SI), Y0
+	VSUBPS  Y3, Y0, Y0
+	EXP8
+	VMOVUPS Y2, (DI)
+	VADDPS  Y2, Y5, Y5
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     exploop
+
+expdone:
+	VEXTRACTF128 $1, Y5, X0
+	VADDPS       X0, X5, X5
+	VHADDPS      X5, X5, X5
+	VHADDPS      X5, X5, X5
+	VZEROUPPER
+	MOVSS        X5, ret+56(FP)
+	RET
+
+// func sigmoidAVX2(dst, src []float32)
+TEXT ·sigmoidAVX2(SB), NOSPLIT, $0-48
+	MOVQ    dst_base+0(FP), DI
+	MOVQ    src_base+24(FP), SI
+	MOVQ    src_len+32(FP), CX
+	SHRQ    $3, CX
+	VMOVUPS SIGN, Y6
+	VMOVUPS ONE, Y7
+	VMOVUPS LO, Y8
+	VMOVUPS HI, Y9
+	TESTQ   CX, CX
+	JEQ     sigdone
+
+sigloop:
+	VMOVUPS (SI), Y0
+	VXORPS  Y6, Y0, Y0
+	EXP8
+	VADDPS  Y7, Y2, Y2
+	VDIVPS  Y2, Y7, Y2
+	VMOVUPS Y2, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     sigloop
+
+sigdone:
+	VZEROUPPER
+	RET

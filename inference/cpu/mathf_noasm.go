@@ -1,0 +1,26 @@
+//go:build !amd64 || noasm
+
+package cpu
+
+// The vector loops are amd64 assembly (mathf_amd64.s); other
+// architectures, and builds tagged noasm, use the float32 functions
+// element by element.
+
+// expSum sets y[i] = e^(x[i] − shift) and returns the sum; y and x are as
+// long, and may be the same slice.
+func expSum(y, x []float32, shift float32) float32 {
+	var sum float32
+	for i, v := range x {
+		y[i] = exp32(v - shift)
+		sum += y[i]
+	}
+	return sum
+}
+
+// sigmoids sets y[i] = sigmoid(x[i]); y and x are as long, and may be the
+// same slice.
+func sigmoids(y, x []float32) {
+	for i, v := range x {
+		y[i] = sigmoid32(v)
+	}
+}
