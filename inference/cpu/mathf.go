@@ -104,6 +104,24 @@ func erf32(x float32) float32 {
 // gelu32 is x·Φ(x) = x/2·(1 + erf(x/√2)).
 func gelu32(x float32) float32 { return 0.5 * x * (1 + erf32(x*0.70710678118654752)) }
 
+// gelus sets y[i] = gelu32(x[i]) with the vector erf, a block at a time
+// through a buffer on the stack; y may be x.
+func gelus(y, x []float32) {
+	var buf [256]float32
+	for lo := 0; lo < len(x); lo += len(buf) {
+		xs := x[lo:min(lo+len(buf), len(x))]
+		e := buf[:len(xs)]
+		for i, v := range xs {
+			e[i] = v * 0.70710678118654752
+		}
+		erfs(e, e)
+		ys := y[lo : lo+len(xs)]
+		for i, v := range xs {
+			ys[i] = 0.5 * v * (1 + e[i])
+		}
+	}
+}
+
 // geluTanh32 is Gelu's tanh approximation, x/2·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
 func geluTanh32(x float32) float32 {
 	return 0.5 * x * (1 + tanh32(0.7978845608028654*(x+0.044715*x*x*x)))

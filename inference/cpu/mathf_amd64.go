@@ -17,6 +17,11 @@ func expSumAVX2(dst, src []float32, shift float32) float32
 //go:noescape
 func sigmoidAVX2(dst, src []float32)
 
+// erfAVX2 sets dst[i] = erf(src[i]).
+//
+//go:noescape
+func erfAVX2(dst, src []float32)
+
 var hasVectorMath = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
 // expSum sets y[i] = e^(x[i] − shift) and returns the sum; y and x are as
@@ -45,5 +50,18 @@ func sigmoids(y, x []float32) {
 	}
 	for i := head; i < len(x); i++ {
 		y[i] = sigmoid32(x[i])
+	}
+}
+
+// erfs sets y[i] = erf(x[i]); y and x are as long, and may be the same
+// slice.
+func erfs(y, x []float32) {
+	head := 0
+	if hasVectorMath {
+		head = len(x) &^ 7
+		erfAVX2(y[:len(x)], x)
+	}
+	for i := head; i < len(x); i++ {
+		y[i] = erf32(x[i])
 	}
 }

@@ -2,7 +2,7 @@
 
 #include "textflag.h"
 
-// Vector versions of exp32 and sigmoid32 (mathf.go) for AVX2 and FMA, eight
+// Vector versions of exp32, sigmoid32 and erf32 (mathf.go) for AVX2 and FMA, eight
 // lanes at a time, with the same range reduction and polynomial; see
 // mathf_amd64.go for the contracts. Each constant is stored eight times, a
 // full YMM operand.
@@ -119,7 +119,127 @@ DATA mathf<>+432(SB)/4, $0x80000000
 DATA mathf<>+436(SB)/4, $0x80000000
 DATA mathf<>+440(SB)/4, $0x80000000
 DATA mathf<>+444(SB)/4, $0x80000000
-GLOBL mathf<>(SB), RODATA|NOPTR, $448
+DATA mathf<>+448(SB)/4, $0x38e00e01
+DATA mathf<>+452(SB)/4, $0x38e00e01
+DATA mathf<>+456(SB)/4, $0x38e00e01
+DATA mathf<>+460(SB)/4, $0x38e00e01
+DATA mathf<>+464(SB)/4, $0x38e00e01
+DATA mathf<>+468(SB)/4, $0x38e00e01
+DATA mathf<>+472(SB)/4, $0x38e00e01
+DATA mathf<>+476(SB)/4, $0x38e00e01
+DATA mathf<>+480(SB)/4, $0xba46980c
+DATA mathf<>+484(SB)/4, $0xba46980c
+DATA mathf<>+488(SB)/4, $0xba46980c
+DATA mathf<>+492(SB)/4, $0xba46980c
+DATA mathf<>+496(SB)/4, $0xba46980c
+DATA mathf<>+500(SB)/4, $0xba46980c
+DATA mathf<>+504(SB)/4, $0xba46980c
+DATA mathf<>+508(SB)/4, $0xba46980c
+DATA mathf<>+512(SB)/4, $0x3b97b426
+DATA mathf<>+516(SB)/4, $0x3b97b426
+DATA mathf<>+520(SB)/4, $0x3b97b426
+DATA mathf<>+524(SB)/4, $0x3b97b426
+DATA mathf<>+528(SB)/4, $0x3b97b426
+DATA mathf<>+532(SB)/4, $0x3b97b426
+DATA mathf<>+536(SB)/4, $0x3b97b426
+DATA mathf<>+540(SB)/4, $0x3b97b426
+DATA mathf<>+544(SB)/4, $0xbcc30c31
+DATA mathf<>+548(SB)/4, $0xbcc30c31
+DATA mathf<>+552(SB)/4, $0xbcc30c31
+DATA mathf<>+556(SB)/4, $0xbcc30c31
+DATA mathf<>+560(SB)/4, $0xbcc30c31
+DATA mathf<>+564(SB)/4, $0xbcc30c31
+DATA mathf<>+568(SB)/4, $0xbcc30c31
+DATA mathf<>+572(SB)/4, $0xbcc30c31
+DATA mathf<>+576(SB)/4, $0x3dcccccd
+DATA mathf<>+580(SB)/4, $0x3dcccccd
+DATA mathf<>+584(SB)/4, $0x3dcccccd
+DATA mathf<>+588(SB)/4, $0x3dcccccd
+DATA mathf<>+592(SB)/4, $0x3dcccccd
+DATA mathf<>+596(SB)/4, $0x3dcccccd
+DATA mathf<>+600(SB)/4, $0x3dcccccd
+DATA mathf<>+604(SB)/4, $0x3dcccccd
+DATA mathf<>+608(SB)/4, $0xbeaaaaab
+DATA mathf<>+612(SB)/4, $0xbeaaaaab
+DATA mathf<>+616(SB)/4, $0xbeaaaaab
+DATA mathf<>+620(SB)/4, $0xbeaaaaab
+DATA mathf<>+624(SB)/4, $0xbeaaaaab
+DATA mathf<>+628(SB)/4, $0xbeaaaaab
+DATA mathf<>+632(SB)/4, $0xbeaaaaab
+DATA mathf<>+636(SB)/4, $0xbeaaaaab
+DATA mathf<>+640(SB)/4, $0x3f906ebb
+DATA mathf<>+644(SB)/4, $0x3f906ebb
+DATA mathf<>+648(SB)/4, $0x3f906ebb
+DATA mathf<>+652(SB)/4, $0x3f906ebb
+DATA mathf<>+656(SB)/4, $0x3f906ebb
+DATA mathf<>+660(SB)/4, $0x3f906ebb
+DATA mathf<>+664(SB)/4, $0x3f906ebb
+DATA mathf<>+668(SB)/4, $0x3f906ebb
+DATA mathf<>+672(SB)/4, $0x3ea7ba05
+DATA mathf<>+676(SB)/4, $0x3ea7ba05
+DATA mathf<>+680(SB)/4, $0x3ea7ba05
+DATA mathf<>+684(SB)/4, $0x3ea7ba05
+DATA mathf<>+688(SB)/4, $0x3ea7ba05
+DATA mathf<>+692(SB)/4, $0x3ea7ba05
+DATA mathf<>+696(SB)/4, $0x3ea7ba05
+DATA mathf<>+700(SB)/4, $0x3ea7ba05
+DATA mathf<>+704(SB)/4, $0x3e827906
+DATA mathf<>+708(SB)/4, $0x3e827906
+DATA mathf<>+712(SB)/4, $0x3e827906
+DATA mathf<>+716(SB)/4, $0x3e827906
+DATA mathf<>+720(SB)/4, $0x3e827906
+DATA mathf<>+724(SB)/4, $0x3e827906
+DATA mathf<>+728(SB)/4, $0x3e827906
+DATA mathf<>+732(SB)/4, $0x3e827906
+DATA mathf<>+736(SB)/4, $0xbe91a98e
+DATA mathf<>+740(SB)/4, $0xbe91a98e
+DATA mathf<>+744(SB)/4, $0xbe91a98e
+DATA mathf<>+748(SB)/4, $0xbe91a98e
+DATA mathf<>+752(SB)/4, $0xbe91a98e
+DATA mathf<>+756(SB)/4, $0xbe91a98e
+DATA mathf<>+760(SB)/4, $0xbe91a98e
+DATA mathf<>+764(SB)/4, $0xbe91a98e
+DATA mathf<>+768(SB)/4, $0x3fb5f0e3
+DATA mathf<>+772(SB)/4, $0x3fb5f0e3
+DATA mathf<>+776(SB)/4, $0x3fb5f0e3
+DATA mathf<>+780(SB)/4, $0x3fb5f0e3
+DATA mathf<>+784(SB)/4, $0x3fb5f0e3
+DATA mathf<>+788(SB)/4, $0x3fb5f0e3
+DATA mathf<>+792(SB)/4, $0x3fb5f0e3
+DATA mathf<>+796(SB)/4, $0x3fb5f0e3
+DATA mathf<>+800(SB)/4, $0xbfba00e3
+DATA mathf<>+804(SB)/4, $0xbfba00e3
+DATA mathf<>+808(SB)/4, $0xbfba00e3
+DATA mathf<>+812(SB)/4, $0xbfba00e3
+DATA mathf<>+816(SB)/4, $0xbfba00e3
+DATA mathf<>+820(SB)/4, $0xbfba00e3
+DATA mathf<>+824(SB)/4, $0xbfba00e3
+DATA mathf<>+828(SB)/4, $0xbfba00e3
+DATA mathf<>+832(SB)/4, $0x3f87dc22
+DATA mathf<>+836(SB)/4, $0x3f87dc22
+DATA mathf<>+840(SB)/4, $0x3f87dc22
+DATA mathf<>+844(SB)/4, $0x3f87dc22
+DATA mathf<>+848(SB)/4, $0x3f87dc22
+DATA mathf<>+852(SB)/4, $0x3f87dc22
+DATA mathf<>+856(SB)/4, $0x3f87dc22
+DATA mathf<>+860(SB)/4, $0x3f87dc22
+DATA mathf<>+864(SB)/4, $0x3f000000
+DATA mathf<>+868(SB)/4, $0x3f000000
+DATA mathf<>+872(SB)/4, $0x3f000000
+DATA mathf<>+876(SB)/4, $0x3f000000
+DATA mathf<>+880(SB)/4, $0x3f000000
+DATA mathf<>+884(SB)/4, $0x3f000000
+DATA mathf<>+888(SB)/4, $0x3f000000
+DATA mathf<>+892(SB)/4, $0x3f000000
+DATA mathf<>+896(SB)/4, $0x7fffffff
+DATA mathf<>+900(SB)/4, $0x7fffffff
+DATA mathf<>+904(SB)/4, $0x7fffffff
+DATA mathf<>+908(SB)/4, $0x7fffffff
+DATA mathf<>+912(SB)/4, $0x7fffffff
+DATA mathf<>+916(SB)/4, $0x7fffffff
+DATA mathf<>+920(SB)/4, $0x7fffffff
+DATA mathf<>+924(SB)/4, $0x7fffffff
+GLOBL mathf<>(SB), RODATA|NOPTR, $928
 
 #define LOG2E mathf<>+0(SB)
 #define LN2HI mathf<>+32(SB)
@@ -134,6 +254,21 @@ GLOBL mathf<>(SB), RODATA|NOPTR, $448
 #define HI mathf<>+320(SB)
 #define LO mathf<>+352(SB)
 #define BIAS mathf<>+384(SB)
+#define S6 mathf<>+448(SB)
+#define S5 mathf<>+480(SB)
+#define S4 mathf<>+512(SB)
+#define S3 mathf<>+544(SB)
+#define S2 mathf<>+576(SB)
+#define S1 mathf<>+608(SB)
+#define TSP mathf<>+640(SB)
+#define P mathf<>+672(SB)
+#define A1 mathf<>+704(SB)
+#define A2 mathf<>+736(SB)
+#define A3 mathf<>+768(SB)
+#define A4 mathf<>+800(SB)
+#define A5 mathf<>+832(SB)
+#define HALF mathf<>+864(SB)
+#define ABS mathf<>+896(SB)
 #define SIGN mathf<>+416(SB)
 
 // EXP8 sets Y2 to e^Y0 lane by lane, using Y1 and Y4. x is clamped to
@@ -227,5 +362,62 @@ sigloop:
 	JNZ     sigloop
 
 sigdone:
+	VZEROUPPER
+	RET
+
+// func erfAVX2(dst, src []float32)
+// Both of erf32's formulas are computed for every lane and blended: the
+// series where |x| < 0.5, Abramowitz and Stegun's 7.1.26 with x's sign
+// elsewhere (NaN takes that side and stays NaN). Y3 holds x, Y5 |x|, Y6 the
+// series, Y10 t, Y11 the 7.1.26 value.
+TEXT ·erfAVX2(SB), NOSPLIT, $0-48
+	MOVQ    dst_base+0(FP), DI
+	MOVQ    src_base+24(FP), SI
+	MOVQ    src_len+32(FP), CX
+	SHRQ    $3, CX
+	VMOVUPS ONE, Y7
+	VMOVUPS LO, Y8
+	VMOVUPS HI, Y9
+	TESTQ   CX, CX
+	JEQ     erfdone
+
+erfloop:
+	VMOVUPS      (SI), Y3
+	VANDPS       ABS, Y3, Y5
+	VMULPS       Y3, Y3, Y10
+	VMOVUPS      S6, Y6
+	VFMADD213PS  S5, Y10, Y6
+	VFMADD213PS  S4, Y10, Y6
+	VFMADD213PS  S3, Y10, Y6
+	VFMADD213PS  S2, Y10, Y6
+	VFMADD213PS  S1, Y10, Y6
+	VFMADD213PS  Y7, Y10, Y6
+	VMULPS       Y3, Y6, Y6
+	VMULPS       TSP, Y6, Y6
+	VMULPS       Y5, Y5, Y0
+	VXORPS       SIGN, Y0, Y0
+	EXP8
+	VMULPS       P, Y5, Y10
+	VADDPS       Y7, Y10, Y10
+	VDIVPS       Y10, Y7, Y10
+	VMOVUPS      A5, Y11
+	VFMADD213PS  A4, Y10, Y11
+	VFMADD213PS  A3, Y10, Y11
+	VFMADD213PS  A2, Y10, Y11
+	VFMADD213PS  A1, Y10, Y11
+	VMULPS       Y10, Y11, Y11
+	VMULPS       Y2, Y11, Y11
+	VSUBPS       Y11, Y7, Y11
+	VANDPS       SIGN, Y3, Y1
+	VORPS        Y1, Y11, Y11
+	VCMPPS       $1, HALF, Y5, Y12
+	VBLENDVPS    Y12, Y6, Y11, Y2
+	VMOVUPS      Y2, (DI)
+	ADDQ         $32, SI
+	ADDQ         $32, DI
+	DECQ         CX
+	JNZ          erfloop
+
+erfdone:
 	VZEROUPPER
 	RET

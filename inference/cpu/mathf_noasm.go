@@ -24,3 +24,11 @@ func sigmoids(y, x []float32) {
 		y[i] = sigmoid32(v)
 	}
 }
+
+// erfs sets y[i] = erf(x[i]); y and x are as long, and may be the same
+// slice.
+func erfs(y, x []float32) {
+	for i, v := range x {
+		y[i] = erf32(v)
+	}
+}

@@ -101,7 +101,7 @@ func BenchmarkMathf(b *testing.B) {
 	}
 }
 
-// TestVectorMath checks expSum and sigmoids, the vector loops where the CPU
+// TestVectorMath checks expSum, erfs, gelus and sigmoids, the vector loops where the CPU
 // has them, against math over a sweep, on every tail length, in place, and
 // on the special values.
 func TestVectorMath(t *testing.T) {
@@ -123,6 +123,21 @@ func TestVectorMath(t *testing.T) {
 		}
 		if n < len(xs) && math.Abs(float64(sum)-want) > 1e-6*math.Abs(want) {
 			t.Errorf("expSum over %d: sum %v, want %v", n, sum, want)
+		}
+		copy(y, x)
+		erfs(y, y)
+		for i, v := range x {
+			ref := float32(math.Erf(float64(v)))
+			if !(math.Abs(float64(y[i]-ref)) <= 4e-7) && !(v != v && y[i] != y[i]) {
+				t.Fatalf("erfs: erf(%v) = %v, want %v", v, y[i], ref)
+			}
+		}
+		copy(y, x)
+		gelus(y, y)
+		for i, v := range x {
+			if ref := gelu32(v); y[i] != ref && !(math.Abs(float64(y[i]-ref)) <= 1e-6*max(1, math.Abs(float64(ref)))) && !(ref != ref && y[i] != y[i]) {
+				t.Fatalf("gelus: gelu(%v) = %v, gelu32 gives %v", v, y[i], ref)
+			}
 		}
 		copy(y, x)
 		sigmoids(y, y)

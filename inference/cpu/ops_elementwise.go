@@ -134,7 +134,7 @@ var ewUnaryOps = map[string]ewAttrs{
 	"Sqrt":       ewFixed(math.Sqrt),
 	"Exp":        ewVec(math.Exp, func(y, x []float32) { expSum(y, x, 0) }),
 	"Log":        ewFixed(math.Log),
-	"Erf":        ewFixed(math.Erf),
+	"Erf":        ewVec(math.Erf, erfs),
 	"Sin":        ewFixed(math.Sin),
 	"Cos":        ewFixed(math.Cos),
 	"Tan":        ewFixed(math.Tan),
@@ -215,7 +215,7 @@ var ewUnaryOps = map[string]ewAttrs{
 			c := math.Sqrt(2 / math.Pi)
 			return ewUnary{float: func(x float64) float64 { return 0.5 * x * (1 + math.Tanh(c*(x+0.044715*x*x*x))) }, vec: ewMap32(geluTanh32)}, nil
 		}
-		return ewUnary{float: func(x float64) float64 { return 0.5 * x * (1 + math.Erf(x/math.Sqrt2)) }, vec: ewMap32(gelu32)}, nil
+		return ewUnary{float: func(x float64) float64 { return 0.5 * x * (1 + math.Erf(x/math.Sqrt2)) }, vec: gelus}, nil
 	},
 }
 

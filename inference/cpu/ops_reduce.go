@@ -75,6 +75,14 @@ func rdReduce(op rdOp) kernel {
 		if noop {
 			return []inference.Tensor{x}, nil
 		}
+		if rows, count, ok := rdTrailing(shape, reduced); ok && x.DType() == inference.Float32 && rdRowOp(op) {
+			y, err := limit.Make[float32](n.Run, rows)
+			if err != nil {
+				return nil, err
+			}
+			rdRows(op, dataOf[float32](x), count, y)
+			return singleOutput(opsem.ReducedShape(n, shape, reduced), y)
+		}
 		p, err := newReducePlan(n.Run, shape, reduced, opsem.ReducedShape(n, shape, reduced))
 		if err != nil {
 			return nil, err
@@ -107,6 +115,68 @@ func rdReduce(op rdOp) kernel {
 		}
 		return []inference.Tensor{out}, nil
 	}
+}
+
+// rdTrailing reports a reduction of the trailing axes of shape (size-1
+// axes aside): rows output elements, each of count contiguous input
+// elements, neither 0.
+func rdTrailing(shape []int, reduced []bool) (rows, count int, ok bool) {
+	rows, count = 1, 1
+	for i, d := range shape {
+		switch {
+		case reduced[i]:
+			count *= d
+		case d != 1 && count != 1:
+			return 0, 0, false // a kept axis inside the reduced ones
+		default:
+			rows *= d
+		}
+	}
+	return rows, count, rows > 0 && count > 0
+}
+
+// rdRowOp reports the operators rdRows computes.
+func rdRowOp(op rdOp) bool {
+	return op == rdSum || op == rdMean || op == rdSumSquare || op == rdMax || op == rdMin
+}
+
+// rdRows reduces each row of count elements of x into y, as
+// rdReduceFloats does (the sums in float64, in the same order), without
+// its offset table.
+func rdRows(op rdOp, x []float32, count int, y []float32) {
+	parallelFor(len(y), count, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			row := x[r*count : (r+1)*count]
+			switch op {
+			case rdMax, rdMin:
+				m := row[0]
+				for _, v := range row[1:] {
+					if m != m {
+						break
+					}
+					if v != v || (op == rdMax && v > m) || (op == rdMin && v < m) {
+						m = v
+					}
+				}
+				y[r] = m
+			case rdSumSquare:
+				var a float64
+				for _, v := range row {
+					a += float64(v) * float64(v)
+				}
+				y[r] = float32(a)
+			default:
+				var a float64
+				for _, v := range row {
+					a += float64(v)
+				}
+				if op == rdMean {
+					a /= float64(count)
+				}
+				y[r] = float32(a)
+			}
+		}
+	})
 }
 
 // rdReduceFloats reduces in float64, except Max and Min, which are exact in

@@ -106,3 +106,35 @@ func TestRDCumSum(t *testing.T) {
 	checkFloats(t, runKernel(t, n, x, axis)[0], []int{3}, 5, 3, 0)
 	checkFloats(t, runKernel(t, testNode("CumSum", 14, nil, 1), x, axis)[0], []int{3}, 1, 3, 6)
 }
+
+// TestReduceRowsMatchPlan: the trailing-axes path gives bit for bit what
+// the offset-table path gives, NaN and infinities included.
+func TestReduceRowsMatchPlan(t *testing.T) {
+	x := make([]float32, 6*7)
+	for i := range x {
+		x[i] = float32(math.Sin(float64(i))) * 100
+	}
+	x[9], x[20], x[30] = float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))
+	shape, reduced := []int{6, 1, 7}, []bool{false, true, true}
+	rows, count, ok := rdTrailing(shape, reduced)
+	if !ok || rows != 6 || count != 7 {
+		t.Fatalf("rdTrailing(%v, %v) = %d, %d, %v", shape, reduced, rows, count, ok)
+	}
+	if _, _, ok := rdTrailing([]int{6, 7, 2}, []bool{false, true, false}); ok {
+		t.Fatal("rdTrailing took a kept axis inside the reduced ones")
+	}
+	p, err := newReducePlan(nil, shape, reduced, []int{6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []rdOp{rdSum, rdMean, rdSumSquare, rdMax, rdMin} {
+		want := rdReduceFloats(op, p, x)
+		got := make([]float32, rows)
+		rdRows(op, x, count, got)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(got[i] != got[i] && want[i] != want[i]) {
+				t.Errorf("op %d row %d: %v, want %v", op, i, got[i], want[i])
+			}
+		}
+	}
+}
