@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
+	"unsafe"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
@@ -83,18 +85,48 @@ func Check(g *graph.Graph) error {
 // for a backend that has run its own passes and checked g (Check) and
 // runs some of it, or all of it, on the host.
 func NewModel(g *graph.Graph) *Model {
-	m := &Model{g: g}
+	m := &Model{g: g, pooled: true}
 	for _, t := range g.Initializers {
 		m.bytes += t.ByteSize()
+	}
+	for _, n := range g.Nodes {
+		if control[n.OpType] || seqKernels[n.OpType] != nil {
+			m.pooled = false // values live on in subgraphs and sequences, where runObserved does not count them
+		}
 	}
 	return m
 }
 
-// Model is a graph compiled for the CPU. It keeps no state between runs,
-// so concurrent Runs are safe.
+// Model is a graph compiled for the CPU. Concurrent Runs are safe: each
+// takes a pool of buffers of its own (limit.Pool) from the model's, so
+// that after the first runs a run allocates only its outputs.
 type Model struct {
-	g     *graph.Graph
-	bytes int64
+	g      *graph.Graph
+	bytes  int64
+	pooled bool // runs take their buffers from pools
+
+	mu    sync.Mutex
+	pools []*limit.Pool // idle pools, one per run in flight at the busiest
+}
+
+// pool takes an idle pool, or a new one.
+func (m *Model) pool() *limit.Pool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if k := len(m.pools); k > 0 {
+		p := m.pools[k-1]
+		m.pools = m.pools[:k-1]
+		return p
+	}
+	return limit.NewPool()
+}
+
+// putPool ends p's run and keeps it for the next.
+func (m *Model) putPool(p *limit.Pool) {
+	p.End()
+	m.mu.Lock()
+	m.pools = append(m.pools, p)
+	m.mu.Unlock()
 }
 
 // Graph returns the graph the model runs.
@@ -143,7 +175,13 @@ func (m *Model) Run(ctx context.Context, feeds map[string]inference.Tensor) (map
 			}
 		}
 	}
-	outs, err := run(ctx, limit.New(ctx, 0), m.g, feeds, nil)
+	r := limit.New(ctx, 0)
+	if m.pooled {
+		p := m.pool()
+		defer m.putPool(p)
+		r.SetPool(p)
+	}
+	outs, err := run(ctx, r, m.g, feeds, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -221,6 +259,11 @@ func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, feeds, outer
 			}
 			in = append(in, t)
 		}
+		pool := r.Pool()
+		var pmark int
+		if pool != nil {
+			pmark = pool.Mark()
+		}
 		var outs []inference.Tensor
 		err := guard(n, func() (err error) {
 			if control[n.OpType] {
@@ -243,6 +286,9 @@ func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, feeds, outer
 			}
 			values[name] = outs[j]
 			r.Hold(outs[j].ByteSize())
+			if pool != nil && (g.LastUse[name] > i || graphOutput(g, name)) {
+				pool.Ref(dataAddr(outs[j])) // an output nothing reads is left to Sweep
+			}
 			if observe != nil {
 				observe(name, outs[j])
 			}
@@ -251,10 +297,16 @@ func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, feeds, outer
 			if last, ok := g.LastUse[name]; ok && last == i {
 				if _, fed := feeds[name]; !fed { // what a node computed, counted by Hold
 					r.Release(seqBytes(values[name], seqs[name]))
+					if pool != nil {
+						pool.Unref(dataAddr(values[name]))
+					}
 				}
 				delete(values, name)
 				delete(seqs, name)
 			}
+		}
+		if pool != nil {
+			pool.Sweep(pmark) // the kernel's scratch, and outputs nothing reads
 		}
 	}
 	res := make([]inference.Tensor, len(g.Outputs))
@@ -292,6 +344,33 @@ func nodeError(g *graph.Graph, n *graph.Node, err error) error {
 		re.Node, re.Model = n.String(), g.Name
 	}
 	return fmt.Errorf("cpu: node %v: %w", n, err)
+}
+
+// graphOutput reports whether g outputs the value name.
+func graphOutput(g *graph.Graph, name string) bool {
+	return slices.ContainsFunc(g.Outputs, func(v graph.Value) bool { return v.Name == name })
+}
+
+// dataAddr is the address of t's first element, 0 when it has none: what
+// a limit.Pool knows a value's buffer by.
+func dataAddr(t inference.Tensor) uintptr {
+	if t.Len() == 0 {
+		return 0
+	}
+	var p unsafe.Pointer
+	switch t.DType() {
+	case inference.Float32:
+		p = unsafe.Pointer(unsafe.SliceData(dataOf[float32](t)))
+	case inference.Int64:
+		p = unsafe.Pointer(unsafe.SliceData(dataOf[int64](t)))
+	case inference.Int32:
+		p = unsafe.Pointer(unsafe.SliceData(dataOf[int32](t)))
+	case inference.Bool:
+		p = unsafe.Pointer(unsafe.SliceData(dataOf[bool](t)))
+	case inference.Uint8:
+		p = unsafe.Pointer(unsafe.SliceData(dataOf[uint8](t)))
+	}
+	return uintptr(p)
 }
 
 // seqBytes is the size of a sequence operator's output.

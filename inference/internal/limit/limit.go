@@ -28,6 +28,7 @@ type Run struct {
 	ctx    context.Context
 	budget int64
 	inUse  atomic.Int64
+	pool   *Pool // where Make takes buffers from, or nil: make
 }
 
 // New returns the limits of a run under ctx with the given memory budget
@@ -140,14 +141,20 @@ func Count(shape ...int) int {
 }
 
 // Make allocates the elements of a tensor (or a table) of the given shape,
-// once its size is known to fit the run's budget: the one place kernels
-// size what they allocate. A negative dimension fails with
+// zeroed, once its size is known to fit the run's budget: the one place
+// kernels size what they allocate. A negative dimension fails with
 // inference.ErrShape, a size over the budget with an
-// *inference.ResourceError.
+// *inference.ResourceError. With a Pool (SetPool) the elements come from
+// its free buffers where it has one of the size.
 func Make[T any](r *Run, shape ...int) ([]T, error) {
 	n, err := Claim[T](r, shape...)
 	if err != nil {
 		return nil, err
+	}
+	if p := r.Pool(); p != nil {
+		if s, ok := makePooled[T](p, n); ok {
+			return s, nil
+		}
 	}
 	return make([]T, n), nil
 }

@@ -1,0 +1,216 @@
+package limit
+
+import (
+	"slices"
+	"sync"
+	"unsafe"
+)
+
+// A Pool is the arena of one concurrent run of a model: the buffers of the
+// values that died in earlier runs, kept by size and handed out again by
+// Make, so that after the first runs a run allocates only the buffers it
+// hands back to its caller. A model keeps one Pool per run in flight
+// (cpu.Model's pools).
+//
+// The executor tells the Pool which buffers its values hold: Ref when a
+// value is computed, Unref at its last reader, Sweep after each node for
+// the kernel's scratch, End after the run. A buffer goes back to the free
+// lists when no value refers to it; one still referred to when the run
+// ends (an output, or a view of one) leaves the Pool with the caller.
+// Views are found by address: a value whose data lies anywhere inside a
+// buffer holds that buffer.
+//
+// Only element types without pointers are pooled (numbers and bools), and
+// only buffers of at least MinPooled bytes.
+type Pool struct {
+	mu    sync.Mutex
+	free  map[int64][]*buffer // by size in bytes
+	used  map[int64]int       // size → the last run that asked for it
+	live  []*buffer           // handed out in this run, by address
+	taken []*buffer           // handed out in this run, in order
+	runs  int
+}
+
+// MinPooled is the least size in bytes a Pool hands out; smaller buffers
+// (shape tensors, scalars) are allocated as before.
+const MinPooled = 1 << 10
+
+// keepRuns is how many runs a size stays in the free lists after the last
+// run that asked for it: a model fed alternating batch sizes keeps both,
+// one whose batch size changed for good lets the old buffers go.
+const keepRuns = 4
+
+type buffer struct {
+	mem  []uint64 // 8-byte aligned, len·8 ≥ size
+	addr uintptr
+	size int64
+	refs int
+}
+
+// NewPool returns an empty pool.
+func NewPool() *Pool {
+	return &Pool{free: map[int64][]*buffer{}, used: map[int64]int{}}
+}
+
+// SetPool makes r's Make take buffers from p; it is called before the run
+// starts.
+func (r *Run) SetPool(p *Pool) { r.pool = p }
+
+// Pool is the run's pool, or nil.
+func (r *Run) Pool() *Pool {
+	if r == nil {
+		return nil
+	}
+	return r.pool
+}
+
+// take returns a zeroed buffer of size bytes.
+func (p *Pool) take(size int64) *buffer {
+	p.mu.Lock()
+	p.used[size] = p.runs
+	var b *buffer
+	if list := p.free[size]; len(list) > 0 {
+		b = list[len(list)-1]
+		p.free[size] = list[:len(list)-1]
+	}
+	p.mu.Unlock()
+	if b == nil {
+		mem := make([]uint64, (size+7)/8)
+		b = &buffer{mem: mem, addr: uintptr(unsafe.Pointer(unsafe.SliceData(mem))), size: size}
+	} else {
+		clear(b.mem)
+	}
+	p.mu.Lock()
+	i, _ := slices.BinarySearchFunc(p.live, b.addr, func(x *buffer, a uintptr) int { return cmpAddr(x.addr, a) })
+	p.live = slices.Insert(p.live, i, b)
+	p.taken = append(p.taken, b)
+	p.mu.Unlock()
+	return b
+}
+
+func cmpAddr(a, b uintptr) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// holder returns the live buffer whose bytes contain addr, or nil.
+// p.mu is held.
+func (p *Pool) holder(addr uintptr) *buffer {
+	i, found := slices.BinarySearchFunc(p.live, addr, func(x *buffer, a uintptr) int { return cmpAddr(x.addr, a) })
+	if found {
+		return p.live[i]
+	}
+	if i == 0 {
+		return nil
+	}
+	if b := p.live[i-1]; addr < b.addr+uintptr(b.size) {
+		return b
+	}
+	return nil
+}
+
+// Ref records a value whose data starts at addr (0: no data); a value
+// outside the pool's buffers is ignored.
+func (p *Pool) Ref(addr uintptr) {
+	p.mu.Lock()
+	if b := p.holder(addr); b != nil && addr != 0 {
+		b.refs++
+	}
+	p.mu.Unlock()
+}
+
+// Unref records that a value Ref recorded is dead; its buffer goes back to
+// the free lists when no other value refers to it.
+func (p *Pool) Unref(addr uintptr) {
+	p.mu.Lock()
+	if b := p.holder(addr); b != nil && addr != 0 {
+		b.refs--
+		if b.refs == 0 {
+			p.release(b)
+		}
+	}
+	p.mu.Unlock()
+}
+
+// release moves b from the live buffers to the free lists. p.mu is held.
+func (p *Pool) release(b *buffer) {
+	i, _ := slices.BinarySearchFunc(p.live, b.addr, func(x *buffer, a uintptr) int { return cmpAddr(x.addr, a) })
+	p.live = slices.Delete(p.live, i, i+1)
+	p.free[b.size] = append(p.free[b.size], b)
+}
+
+// Mark returns the number of buffers handed out so far in this run, for
+// Sweep.
+func (p *Pool) Mark() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.taken)
+}
+
+// Sweep frees the buffers handed out since mark that no value refers to:
+// the scratch of the kernel that just ran.
+func (p *Pool) Sweep(mark int) {
+	p.mu.Lock()
+	for _, b := range p.taken[mark:] {
+		if b.refs == 0 && p.holder(b.addr) == b {
+			p.release(b)
+		}
+	}
+	p.mu.Unlock()
+}
+
+// End closes a run: buffers still referred to leave the pool with the
+// values that hold them, the rest are free for the next run, and sizes no
+// run asked for in keepRuns runs are dropped.
+func (p *Pool) End() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, b := range p.live {
+		if b.refs == 0 { // a failed run's values
+			p.free[b.size] = append(p.free[b.size], b)
+		}
+	}
+	p.live = p.live[:0]
+	clear(p.taken)
+	p.taken = p.taken[:0]
+	for size, last := range p.used {
+		if p.runs-last >= keepRuns {
+			delete(p.free, size)
+			delete(p.used, size)
+		}
+	}
+	p.runs++
+}
+
+// Bytes is the size of the buffers in the free lists.
+func (p *Pool) Bytes() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var n int64
+	for size, list := range p.free {
+		n += size * int64(len(list))
+	}
+	return n
+}
+
+// makePooled returns n zeroed elements of T from p when T has no pointers
+// and the size is worth pooling, else ok is false.
+func makePooled[T any](p *Pool, n int) (s []T, ok bool) {
+	var zero T
+	switch any(zero).(type) {
+	case float32, float64, int64, int32, int16, int8, int, uint64, uint32, uint16, uint8, bool:
+	default:
+		return nil, false
+	}
+	size := int64(n) * int64(unsafe.Sizeof(zero))
+	if size < MinPooled {
+		return nil, false
+	}
+	b := p.take(size)
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b.mem))), n), true
+}
