@@ -89,6 +89,8 @@ func NewModel(g *graph.Graph) *Model {
 	for _, t := range g.Initializers {
 		m.bytes += t.ByteSize()
 	}
+	m.prepared = prepare(g)
+	m.bytes += preparedSize(m.prepared)
 	for _, n := range g.Nodes {
 		if control[n.OpType] || seqKernels[n.OpType] != nil {
 			m.pooled = false // values live on in subgraphs and sequences, where runObserved does not count them
@@ -101,9 +103,10 @@ func NewModel(g *graph.Graph) *Model {
 // takes a pool of buffers of its own (limit.Pool) from the model's, so
 // that after the first runs a run allocates only its outputs.
 type Model struct {
-	g      *graph.Graph
-	bytes  int64
-	pooled bool // runs take their buffers from pools
+	g        *graph.Graph
+	bytes    int64
+	pooled   bool                // runs take their buffers from pools
+	prepared map[*graph.Node]any // packed weights, by node (prepare)
 
 	mu    sync.Mutex
 	pools []*limit.Pool // idle pools, one per run in flight at the busiest
@@ -181,7 +184,7 @@ func (m *Model) Run(ctx context.Context, feeds map[string]inference.Tensor) (map
 		defer m.putPool(p)
 		r.SetPool(p)
 	}
-	outs, err := run(ctx, r, m.g, feeds, nil)
+	outs, err := runObserved(ctx, r, m.g, m.prepared, feeds, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -195,17 +198,18 @@ func (m *Model) Run(ctx context.Context, feeds map[string]inference.Tensor) (map
 // run executes g with its inputs from feeds and free values from outer,
 // under the limits r, and returns its outputs in order.
 func run(ctx context.Context, r *limit.Run, g *graph.Graph, feeds, outer map[string]inference.Tensor) ([]inference.Tensor, error) {
-	return runObserved(ctx, r, g, feeds, outer, nil)
+	return runObserved(ctx, r, g, nil, feeds, outer, nil)
 }
 
 // runObserved is run, calling observe (when not nil) with every tensor a
-// node of g computes.
+// node of g computes, and handing each kernel what prepare made for its
+// node (prepared may be nil).
 //
 // The bytes a node's outputs hold count against r from the node that
 // computes them to the last node that reads them; a kernel's scratch counts
 // while it runs. Feeds, initializers and outer values are not counted: they
 // are the caller's.
-func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, feeds, outer map[string]inference.Tensor, observe func(string, inference.Tensor)) ([]inference.Tensor, error) {
+func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, prepared map[*graph.Node]any, feeds, outer map[string]inference.Tensor, observe func(string, inference.Tensor)) ([]inference.Tensor, error) {
 	values := make(map[string]inference.Tensor, len(g.Initializers)+len(feeds)+len(g.Nodes))
 	// Initializers are read in place, not copied into values each run.
 	lookup := func(name string) (inference.Tensor, bool) {
@@ -232,7 +236,7 @@ func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, feeds, outer
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("cpu: graph %q: stopped before node %v: %w", g.Name, n, err)
 		}
-		node := opsem.Node{Node: n, Opset: opset, Run: r}
+		node := opsem.Node{Node: n, Opset: opset, Run: r, Prepared: prepared[n]}
 		mark := r.InUse()
 		if k, ok := seqKernels[n.OpType]; ok {
 			err := guard(n, func() error { return runSeq(node, k, lookup, values, seqs) })
@@ -473,7 +477,7 @@ func scalarBool(t inference.Tensor) (bool, error) {
 // computes: a graph.Runner, with which graph.InferShapes reads the shapes
 // of a model's values.
 func (m *Model) RunObserved(ctx context.Context, feeds map[string]inference.Tensor, observe func(name string, t inference.Tensor)) error {
-	_, err := runObserved(ctx, limit.New(ctx, 0), m.g, feeds, nil, observe)
+	_, err := runObserved(ctx, limit.New(ctx, 0), m.g, m.prepared, feeds, nil, observe)
 	return err
 }
 

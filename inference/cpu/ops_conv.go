@@ -262,7 +262,8 @@ func cvConv(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if cvDepthwise(group, chans, outChans, kernel) {
 		err = cvConvDepthwise(n.Run, xd, wd, bias, batch, chans, outChans/chans, g, out, act)
 	} else {
-		err = cvConvGemm(n.Run, xd, wd, bias, batch, chans, outChans, group, g, out, act)
+		packs, _ := n.Prepared.(convPacked)
+		err = cvConvGemm(n.Run, xd, wd, packs, bias, batch, chans, outChans, group, g, out, act)
 	}
 	if err != nil {
 		return nil, err
@@ -298,8 +299,9 @@ func cvDepthwise(group, chans, outChans int, kernel []int) bool {
 
 // cvConvGemm computes Conv with im2col and SGEMM into out, which holds
 // zeros: [batch, outChans, g.Out...] from x [batch, chans, g.In...] and
-// W [outChans, chans/group, g.Kernel...].
-func cvConvGemm(r *limit.Run, xd, wd, bias []float32, batch, chans, outChans, group int, g opsem.Window, out []float32, act clamp) error {
+// W [outChans, chans/group, g.Kernel...], reading each group's block of W
+// from packs where prepare packed it.
+func cvConvGemm(r *limit.Run, xd, wd []float32, packs convPacked, bias []float32, batch, chans, outChans, group int, g opsem.Window, out []float32, act clamp) error {
 	cg, mg := chans/group, outChans/group
 	isp, osp, rows := opsem.Count(g.In), opsem.Count(g.Out), cg*opsem.Count(g.Kernel)
 	pointwise := rows == cg
@@ -325,7 +327,15 @@ func cvConvGemm(r *limit.Run, xd, wd, bias []float32, batch, chans, outChans, gr
 			switch {
 			case pointwise:
 			case len(g.Kernel) == 2:
-				cvIm2col2D(src, cg, g, col)
+				// Channels fill separate rows of col: with the cores to
+				// spare (one unit), they split among them.
+				if taps := g.Kernel[0] * g.Kernel[1]; threads > 1 {
+					parallelFor(cg, 2*taps*osp, func(c0, c1 int) {
+						cvIm2col2D(src[c0*isp:c1*isp], c1-c0, g, col[c0*taps*osp:c1*taps*osp])
+					})
+				} else {
+					cvIm2col2D(src, cg, g, col)
+				}
 				src = col
 			default:
 				cvIm2col(src, cg, taps, col)
@@ -336,7 +346,12 @@ func cvConvGemm(r *limit.Run, xd, wd, bias []float32, batch, chans, outChans, gr
 			if bias != nil {
 				cvFillPlanes(y, bias[grp*mg:(grp+1)*mg], osp)
 			}
-			nnSgemmThreads(threads, false, false, mg, osp, rows, 1, wd[grp*mg*rows:], rows, src, osp, 1, y, osp)
+			w := wd[grp*mg*rows:]
+			var pre nnPrepacked
+			if grp < len(packs) && packs[grp].src == &w[0] {
+				pre.a = packs[grp]
+			}
+			nnSgemmPre(threads, pre, false, false, mg, osp, rows, 1, w, rows, src, osp, 1, y, osp)
 			act.apply(y)
 		}
 	})

@@ -118,12 +118,15 @@ var ewUnaryOps = map[string]ewAttrs{
 				}
 				return x
 			},
-			vec: ewMap32(func(x float32) float32 {
-				if x < 0 { // NaN stays
-					return 0
+			vec: func(y, x []float32) {
+				y = y[:len(x)]
+				for i, v := range x {
+					if v < 0 { // NaN stays
+						v = 0
+					}
+					y[i] = v
 				}
-				return x
-			}),
+			},
 			integer: func(x int64) int64 { return max(x, 0) },
 		}, nil
 	},

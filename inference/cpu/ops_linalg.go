@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"runtime"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/internal/limit"
@@ -53,7 +54,8 @@ func laMatMul(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		if len(s.BBatch) == 0 {
 			// B is one matrix and A's batches are contiguous: one product
 			// of (batch·m)×k by k×n.
-			nnSgemm(false, false, nb*m, n2, k, 1, ad, k, bd, n2, 0, out, n2)
+			pre := nnPrepacked{b: packedFor(n.Prepared, bd)}
+			nnSgemmPre(runtime.GOMAXPROCS(0), pre, false, false, nb*m, n2, k, 1, ad, k, bd, n2, 0, out, n2)
 		} else {
 			eachUnit(nb, 2*m*n2*k, func(lo, hi, threads int) {
 				for i := lo; i < hi; i++ {
@@ -133,7 +135,8 @@ func laGemm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	} else {
 		beta = 0
 	}
-	nnSgemm(g.TransA, g.TransB, g.M, g.N, g.K, g.Alpha, ad, as[1], bd, bs[1], beta, out, g.N)
+	pre := nnPrepacked{b: packedFor(n.Prepared, bd)}
+	nnSgemmPre(runtime.GOMAXPROCS(0), pre, g.TransA, g.TransB, g.M, g.N, g.K, g.Alpha, ad, as[1], bd, bs[1], beta, out, g.N)
 	return singleOutput([]int{g.M, g.N}, out)
 }
 

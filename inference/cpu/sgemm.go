@@ -81,8 +81,23 @@ func nnSgemmThreads(threads int, transA, transB bool, m, n, k int, alpha float32
 	nnSgemmWith(nnBestKernel, threads, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
+// nnSgemmPre is nnSgemmThreads with operands packed beforehand (see
+// nnSgemmPacked).
+func nnSgemmPre(threads int, pre nnPrepacked, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	nnSgemmPacked(nnBestKernel, threads, pre, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
 // nnSgemmWith is nnSgemmThreads with the micro-kernel kern.
 func nnSgemmWith(kern nnKernel, threads int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	nnSgemmPacked(kern, threads, nnPrepacked{}, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// nnSgemmPacked is nnSgemmWith reading op(A) or op(B) from pre where it
+// holds them packed for kern (weights, packed once at compile time): the
+// product then packs only the other operand. With op(A) packed the work is
+// split by columns, so that no worker packs what another packs too.
+func nnSgemmPacked(kern nnKernel, threads int, pre nnPrepacked, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	pre = pre.usable(kern, alpha, m, n, k)
 	if m == 0 || n == 0 {
 		return
 	}
@@ -95,13 +110,13 @@ func nnSgemmWith(kern nnKernel, threads int, transA, transB bool, m, n, k int, a
 		workers = min(threads, flops/nnSgemmTaskFlops)
 	}
 	if workers <= 1 {
-		nnSgemmAdd(kern, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc)
+		nnSgemmAdd(kern, pre, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc)
 		return
 	}
 	// Split the longer of M and N into independent sub-products, in whole
 	// micro-tiles; each worker packs its own blocks.
 	var wg group
-	if m >= n {
+	if (m >= n || pre.b != nil) && pre.a == nil {
 		step := nnRoundUp((m+workers-1)/workers, kern.mr)
 		for i0 := 0; i0 < m; i0 += step {
 			rows := min(step, m-i0)
@@ -110,7 +125,8 @@ func nnSgemmWith(kern nnKernel, threads int, transA, transB bool, m, n, k int, a
 				as = a[i0:]
 			}
 			cs := c[i0*ldc:]
-			wg.Go(func() { nnSgemmAdd(kern, transA, transB, rows, n, k, alpha, as, lda, b, ldb, cs, ldc) })
+			sub := nnPrepacked{b: pre.b, i0: pre.i0 + i0, j0: pre.j0}
+			wg.Go(func() { nnSgemmAdd(kern, sub, transA, transB, rows, n, k, alpha, as, lda, b, ldb, cs, ldc) })
 		}
 	} else {
 		step := nnRoundUp((n+workers-1)/workers, kern.nr)
@@ -121,7 +137,8 @@ func nnSgemmWith(kern nnKernel, threads int, transA, transB bool, m, n, k int, a
 				bs = b[j0*ldb:]
 			}
 			cs := c[j0:]
-			wg.Go(func() { nnSgemmAdd(kern, transA, transB, m, cols, k, alpha, a, lda, bs, ldb, cs, ldc) })
+			sub := nnPrepacked{a: pre.a, b: pre.b, i0: pre.i0, j0: pre.j0 + j0}
+			wg.Go(func() { nnSgemmAdd(kern, sub, transA, transB, m, cols, k, alpha, a, lda, bs, ldb, cs, ldc) })
 		}
 	}
 	wg.Wait()
@@ -153,8 +170,9 @@ var nnPackPool = sync.Pool{New: func() any {
 	return &buf
 }}
 
-// nnSgemmAdd adds alpha·op(A)·op(B) to C on the calling goroutine.
-func nnSgemmAdd(kern nnKernel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+// nnSgemmAdd adds alpha·op(A)·op(B) to C on the calling goroutine; pre
+// holds what is packed already (rows from pre.i0, columns from pre.j0).
+func nnSgemmAdd(kern nnKernel, pre nnPrepacked, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
 	if m*n*k <= 16*16*16 {
 		nnSgemmSmall(transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc)
 		return
@@ -169,14 +187,81 @@ func nnSgemmAdd(kern nnKernel, transA, transB bool, m, n, k int, alpha float32, 
 		nc := min(nnNC, n-j0)
 		for p0 := 0; p0 < k; p0 += nnKC {
 			kc := min(nnKC, k-p0)
-			nnPackB(transB, kern.nr, kc, nc, b, ldb, p0, j0, bpack)
+			bp := bpack
+			if pre.b != nil {
+				bp = pre.b.blocks[p0/nnKC][(pre.j0+j0)*kc:]
+			} else {
+				nnPackB(transB, kern.nr, kc, nc, b, ldb, p0, j0, bpack)
+			}
 			for i0 := 0; i0 < m; i0 += mcBlock {
 				mc := min(mcBlock, m-i0)
-				nnPackA(transA, kern.mr, mc, kc, alpha, a, lda, i0, p0, apack)
-				nnMacroKernel(kern, mc, nc, kc, apack, bpack, c[i0*ldc+j0:], ldc)
+				ap := apack
+				if pre.a != nil {
+					ap = pre.a.blocks[p0/nnKC][(pre.i0+i0)*kc:]
+				} else {
+					nnPackA(transA, kern.mr, mc, kc, alpha, a, lda, i0, p0, apack)
+				}
+				nnMacroKernel(kern, mc, nc, kc, ap, bp, c[i0*ldc+j0:], ldc)
 			}
 		}
 	}
+}
+
+// nnPacked is a whole operand of a product packed once for a micro-kernel:
+// op(A) as panels of mr rows, or op(B) as panels of nr columns, for each
+// block of nnKC steps. Panels are kc·mr (kc·nr) floats each and follow one
+// another, so rows from any multiple of mr (columns from any multiple of
+// nr) start at a panel: the layout nnPackA and nnPackB give a block.
+type nnPacked struct {
+	kern   string
+	src    *float32    // the first element of the matrix packed
+	rows   int         // of op(A), or columns of op(B)
+	k      int         // steps
+	blocks [][]float32 // blocks[p0/nnKC]
+}
+
+// nnPackWholeA packs op(A), m×k, for kern.
+func nnPackWholeA(kern nnKernel, transA bool, m, k int, a []float32, lda int) *nnPacked {
+	p := &nnPacked{kern: kern.name, rows: m, k: k}
+	for p0 := 0; p0 < k; p0 += nnKC {
+		kc := min(nnKC, k-p0)
+		blk := make([]float32, nnRoundUp(m, kern.mr)*kc)
+		nnPackA(transA, kern.mr, m, kc, 1, a, lda, 0, p0, blk)
+		p.blocks = append(p.blocks, blk)
+	}
+	return p
+}
+
+// nnPackWholeB packs op(B), k×n, for kern.
+func nnPackWholeB(kern nnKernel, transB bool, k, n int, b []float32, ldb int) *nnPacked {
+	p := &nnPacked{kern: kern.name, rows: n, k: k}
+	for p0 := 0; p0 < k; p0 += nnKC {
+		kc := min(nnKC, k-p0)
+		blk := make([]float32, nnRoundUp(n, kern.nr)*kc)
+		nnPackB(transB, kern.nr, kc, n, b, ldb, p0, 0, blk)
+		p.blocks = append(p.blocks, blk)
+	}
+	return p
+}
+
+// nnPrepacked are a product's operands packed beforehand, or nil: A's
+// rows from i0 and B's columns from j0 on.
+type nnPrepacked struct {
+	a, b   *nnPacked
+	i0, j0 int
+}
+
+// usable drops a packed operand that does not fit the product: packed for
+// another kernel, of other sizes, or A (packed with alpha 1) under
+// another alpha.
+func (pre nnPrepacked) usable(kern nnKernel, alpha float32, m, n, k int) nnPrepacked {
+	if a := pre.a; a != nil && (a.kern != kern.name || a.k != k || pre.i0+m > a.rows || alpha != 1) {
+		pre.a = nil
+	}
+	if b := pre.b; b != nil && (b.kern != kern.name || b.k != k || pre.j0+n > b.rows) {
+		pre.b = nil
+	}
+	return pre
 }
 
 // nnSgemmSmall is the unpacked loop for products too small to amortise

@@ -83,14 +83,27 @@ func TestNNSgemm(t *testing.T) {
 						}
 						a := nnRandom(r, rowsA*lda)
 						b := nnRandom(r, rowsB*ldb)
-						c := nnRandom(r, s.m*ldc)
-						want := append([]float32(nil), c...)
-						nnSgemmWith(kern, runtime.GOMAXPROCS(0), ta, tb, s.m, s.n, s.k, p.alpha, a, lda, b, ldb, p.beta, c, ldc)
+						c0 := nnRandom(r, s.m*ldc)
+						want := append([]float32(nil), c0...)
 						nnNaiveGemm(ta, tb, s.m, s.n, s.k, p.alpha, a, lda, b, ldb, p.beta, want, ldc)
 						atol := 1e-5 * (1 + float64(s.k)/16) * math.Max(1, math.Abs(float64(p.alpha)))
-						for i := range c {
-							if d := math.Abs(float64(c[i] - want[i])); d > atol+1e-4*math.Abs(float64(want[i])) {
-								t.Fatalf("%s: element %d (row %d, col %d) = %g, want %g", name, i, i/ldc, i%ldc, c[i], want[i])
+						// Unpacked, then with A, B and both packed
+						// beforehand, on three threads so that splits
+						// start sub-products inside the packed operands.
+						for mode := range 4 {
+							var pre nnPrepacked
+							if mode&1 != 0 {
+								pre.a = nnPackWholeA(kern, ta, s.m, s.k, a, lda)
+							}
+							if mode&2 != 0 {
+								pre.b = nnPackWholeB(kern, tb, s.k, s.n, b, ldb)
+							}
+							c := append([]float32(nil), c0...)
+							nnSgemmPacked(kern, 3, pre, ta, tb, s.m, s.n, s.k, p.alpha, a, lda, b, ldb, p.beta, c, ldc)
+							for i := range c {
+								if d := math.Abs(float64(c[i] - want[i])); d > atol+1e-4*math.Abs(float64(want[i])) {
+									t.Fatalf("%s, packed %d: element %d (row %d, col %d) = %g, want %g", name, mode, i, i/ldc, i%ldc, c[i], want[i])
+								}
 							}
 						}
 					}

@@ -31,10 +31,14 @@ import (
 // through limit.Make with it and poll it in loops whose work their output's
 // size does not bound. It is nil outside a run (shape rules, planning),
 // which checks sizes against the default budget.
+//
+// Prepared is what the backend prepared for the node when it compiled the
+// model (the CPU's packed weights), or nil; opsem does not read it.
 type Node struct {
 	*graph.Node
-	Opset int64
-	Run   *limit.Run
+	Opset    int64
+	Run      *limit.Run
+	Prepared any
 }
 
 // Unsupported is the error for a case of n the runtime does not implement

@@ -1,0 +1,114 @@
+package cpu
+
+import (
+	"slices"
+
+	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/graph"
+)
+
+// Weights prepared at compile time: the constant operand of each Conv,
+// MatMul and Gemm packed once in the layout the SGEMM micro-kernel reads
+// (nnPacked), so that a run packs only the activations. The packed copy
+// sits beside the initializer, which constant folding and other readers
+// keep using; Model.ByteSize counts both.
+
+// convPacked is a Conv's W, one packed matrix per group: group g's
+// outChans/group × (chans/group · ∏kernel) block, the A operand of its
+// im2col product.
+type convPacked []*nnPacked
+
+// prepare packs the weights of g's Conv (but the depthwise ones, which do
+// not run through SGEMM), MatMul and Gemm nodes whose weight is a constant
+// initializer (not one a run may override).
+func prepare(g *graph.Graph) map[*graph.Node]any {
+	prepared := map[*graph.Node]any{}
+	kern := nnBestKernel
+	for _, n := range g.Nodes {
+		if n.Domain != "" {
+			continue
+		}
+		w, ws, ok := constantFloats(g, n.Input(1))
+		if !ok {
+			continue
+		}
+		switch n.OpType {
+		case "Conv":
+			group := int(n.Int("group", 1))
+			if len(ws) < 3 || group < 1 || ws[0]%group != 0 || cvDepthwise(group, ws[1]*group, ws[0], ws[2:]) {
+				continue
+			}
+			mg, rows := ws[0]/group, 1
+			for _, d := range ws[1:] {
+				rows *= d
+			}
+			packs := make(convPacked, group)
+			for grp := range packs {
+				packs[grp] = nnPackWholeA(kern, false, mg, rows, w[grp*mg*rows:], rows)
+				packs[grp].src = &w[grp*mg*rows]
+			}
+			prepared[n] = packs
+		case "MatMul":
+			if len(ws) == 2 {
+				prepared[n] = nnPackWholeB(kern, false, ws[0], ws[1], w, ws[1])
+				prepared[n].(*nnPacked).src = &w[0]
+			}
+		case "Gemm":
+			if len(ws) != 2 {
+				continue
+			}
+			k, cols := ws[0], ws[1]
+			trans := n.Int("transB", 0) != 0
+			if trans {
+				k, cols = cols, k
+			}
+			p := nnPackWholeB(kern, trans, k, cols, w, ws[1])
+			p.src = &w[0]
+			prepared[n] = p
+		}
+	}
+	return prepared
+}
+
+// constantFloats returns the float32 initializer name, when it is one a run
+// cannot override and has elements.
+func constantFloats(g *graph.Graph, name string) ([]float32, []int, bool) {
+	t, ok := g.Initializers[name]
+	if !ok || name == "" || t.DType() != inference.Float32 || t.Len() == 0 ||
+		slices.ContainsFunc(g.Overridable, func(v graph.Value) bool { return v.Name == name }) {
+		return nil, nil, false
+	}
+	return dataOf[float32](t), t.Shape(), true
+}
+
+// preparedSize is the bytes the packed weights take.
+func preparedSize(prepared map[*graph.Node]any) int64 {
+	var n int64
+	add := func(p *nnPacked) {
+		for _, b := range p.blocks {
+			n += int64(len(b)) * 4
+		}
+	}
+	for _, v := range prepared {
+		switch v := v.(type) {
+		case *nnPacked:
+			add(v)
+		case convPacked:
+			for _, p := range v {
+				add(p)
+			}
+		}
+	}
+	return n
+}
+
+// packedFor returns the packing of the operand whose data is x, when
+// prepared holds it: a run feeds the kernel the initializer prepare
+// packed, and the check keeps any other tensor from being read as it.
+func packedFor(prepared any, x []float32) *nnPacked {
+	p, ok := prepared.(*nnPacked)
+	if !ok || len(x) == 0 || p.src != &x[0] {
+		return nil
+	}
+	return p
+}
