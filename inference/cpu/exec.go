@@ -57,7 +57,10 @@ func (Backend) Compile(g *graph.Graph) (inference.Model, error) {
 	if err := passes.Optimize(g, passes.FoldConstants(RunNode), passes.FuseActivations()); err != nil {
 		return nil, err
 	}
-	return NewModel(g), nil
+	m := NewModel(g)
+	m.prepared = prepare(g)
+	m.bytes += preparedSize(m.prepared)
+	return m, nil
 }
 
 // Check reports the first node of g (or of its subgraphs) that the CPU
@@ -81,16 +84,15 @@ func Check(g *graph.Graph) error {
 	return nil
 }
 
-// NewModel returns the model that runs g as it is, without graph passes:
-// for a backend that has run its own passes and checked g (Check) and
-// runs some of it, or all of it, on the host.
+// NewModel returns the model that runs g as it is, without graph passes
+// and without packing its weights (Compile does both): for a backend that
+// has run its own passes and checked g (Check) and runs some of it, or all
+// of it, on the host.
 func NewModel(g *graph.Graph) *Model {
 	m := &Model{g: g, pooled: true}
 	for _, t := range g.Initializers {
 		m.bytes += t.ByteSize()
 	}
-	m.prepared = prepare(g)
-	m.bytes += preparedSize(m.prepared)
 	for _, n := range g.Nodes {
 		if control[n.OpType] || seqKernels[n.OpType] != nil {
 			m.pooled = false // values live on in subgraphs and sequences, where runObserved does not count them

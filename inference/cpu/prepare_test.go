@@ -57,11 +57,17 @@ func weightsGraph(t *testing.T) *graph.Graph {
 // compute packing them on every run, bit for bit: the packing is the
 // same, and so are the sums.
 func TestPreparedWeights(t *testing.T) {
-	packed, plain := NewModel(weightsGraph(t)), NewModel(weightsGraph(t))
+	compiled, err := Backend{}.Compile(weightsGraph(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	packed, plain := compiled.(*Model), NewModel(weightsGraph(t))
 	if got := len(packed.prepared); got != 3 {
 		t.Fatalf("%d nodes prepared, want 3 (Conv, MatMul, Gemm)", got)
 	}
-	plain.prepared = nil
+	if plain.prepared != nil {
+		t.Fatal("NewModel packed weights")
+	}
 	r := rand.New(rand.NewPCG(7, 8))
 	x := tensorOf(t, []int{4, 8, 20, 20}, nnRandom(r, 4*8*20*20)...)
 	got, err := packed.Run(context.Background(), map[string]inference.Tensor{"x": x})
@@ -89,7 +95,11 @@ func TestPreparedWeights(t *testing.T) {
 func TestPreparedWeightsNotForOtherData(t *testing.T) {
 	g := weightsGraph(t)
 	g.Overridable = []graph.Value{{Name: "m", DType: inference.Float32, Shape: []int{400, 300}}}
-	m := NewModel(g)
+	compiled, err := Backend{}.Compile(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := compiled.(*Model)
 	for n := range m.prepared {
 		if n.OpType == "MatMul" {
 			t.Fatal("an overridable initializer was packed")
