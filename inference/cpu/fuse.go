@@ -17,14 +17,7 @@ func (c clamp) apply(y []float32) {
 	if !c.on {
 		return
 	}
-	for i, v := range y {
-		// v < lo is false for NaN, so NaN stays, as Relu and Clip keep it.
-		if v < c.lo {
-			y[i] = c.lo
-		} else if v > c.hi {
-			y[i] = c.hi
-		}
-	}
+	clamps(y, c.lo, c.hi) // NaN stays, as Relu and Clip keep it
 }
 
 // fusedClamp reads the activation passes.FuseActivations put on n.

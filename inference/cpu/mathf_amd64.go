@@ -22,6 +22,12 @@ func sigmoidAVX2(dst, src []float32)
 //go:noescape
 func erfAVX2(dst, src []float32)
 
+// clampAVX2 sets y[i] = min(max(y[i], lo), hi), keeping NaN, over the
+// first len(y)/32·32 elements.
+//
+//go:noescape
+func clampAVX2(y []float32, lo, hi float32)
+
 var hasVectorMath = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
 // expSum sets y[i] = e^(x[i] − shift) and returns the sum; y and x are as
@@ -63,5 +69,21 @@ func erfs(y, x []float32) {
 	}
 	for i := head; i < len(x); i++ {
 		y[i] = erf32(x[i])
+	}
+}
+
+// clamps sets y[i] = min(max(y[i], lo), hi); NaN stays NaN.
+func clamps(y []float32, lo, hi float32) {
+	head := 0
+	if hasVectorMath {
+		head = len(y) &^ 31
+		clampAVX2(y, lo, hi)
+	}
+	for i := head; i < len(y); i++ {
+		if v := y[i]; v < lo {
+			y[i] = lo
+		} else if v > hi {
+			y[i] = hi
+		}
 	}
 }

@@ -421,3 +421,41 @@ erfloop:
 erfdone:
 	VZEROUPPER
 	RET
+
+// func clampAVX2(y []float32, lo, hi float32)
+// y[i] = min(max(y[i], lo), hi), 32 floats a step: VMAXPS and VMINPS
+// return their first Go operand, y[i], when it is NaN (or when both are
+// zeros), so NaN and −0 stay.
+TEXT ·clampAVX2(SB), NOSPLIT, $0-32
+	MOVQ         y_base+0(FP), DI
+	MOVQ         y_len+8(FP), CX
+	VBROADCASTSS lo+24(FP), Y6
+	VBROADCASTSS hi+28(FP), Y7
+	SHRQ         $5, CX
+	TESTQ        CX, CX
+	JEQ          clampdone
+
+clamploop:
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMAXPS  Y0, Y6, Y0
+	VMAXPS  Y1, Y6, Y1
+	VMAXPS  Y2, Y6, Y2
+	VMAXPS  Y3, Y6, Y3
+	VMINPS  Y0, Y7, Y0
+	VMINPS  Y1, Y7, Y1
+	VMINPS  Y2, Y7, Y2
+	VMINPS  Y3, Y7, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ    $128, DI
+	DECQ    CX
+	JNZ     clamploop
+
+clampdone:
+	VZEROUPPER
+	RET

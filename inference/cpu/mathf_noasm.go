@@ -32,3 +32,14 @@ func erfs(y, x []float32) {
 		y[i] = erf32(v)
 	}
 }
+
+// clamps sets y[i] = min(max(y[i], lo), hi); NaN stays NaN.
+func clamps(y []float32, lo, hi float32) {
+	for i, v := range y {
+		if v < lo {
+			y[i] = lo
+		} else if v > hi {
+			y[i] = hi
+		}
+	}
+}

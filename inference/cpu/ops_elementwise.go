@@ -119,13 +119,8 @@ var ewUnaryOps = map[string]ewAttrs{
 				return x
 			},
 			vec: func(y, x []float32) {
-				y = y[:len(x)]
-				for i, v := range x {
-					if v < 0 { // NaN stays
-						v = 0
-					}
-					y[i] = v
-				}
+				copy(y, x)
+				clamps(y[:len(x)], 0, float32(math.Inf(1))) // NaN stays
 			},
 			integer: func(x int64) int64 { return max(x, 0) },
 		}, nil
