@@ -414,14 +414,28 @@ func cvConvDepthwise(r *limit.Run, xd, wd, bias []float32, batch, chans, mult in
 
 // cvDepthwisePlane sets y (g.Out) to b plus x, a plane of rows iw wide
 // holding every tap (padding included, so the origin is at g.PadBegin),
-// convolved with the kernel w. A 3×3 undilated kernel goes to
-// cvDepthwise3x3; others start each row at b and add one tap at a time.
+// convolved with the kernel w. Rows at stride 1 without dilation add one
+// kernel row at a time (dwRow, vectorised); other 3×3 undilated kernels go
+// to cvDepthwise3x3; the rest start each row at b and add one tap at a
+// time.
 func cvDepthwisePlane(y, x []float32, iw int, w []float32, b float32, g opsem.Window) {
 	ow := g.Out[1]
 	kh, kw, sh, sw, dh, dw := g.Kernel[0], g.Kernel[1], g.Stride[0], g.Stride[1], g.Dilation[0], g.Dilation[1]
-	if kh == 3 && kw == 3 && dh == 1 && dw == 1 {
+	if sw != 1 && kh == 3 && kw == 3 && dh == 1 && dw == 1 {
 		for oy := range g.Out[0] {
 			cvDepthwise3x3(y[oy*ow:(oy+1)*ow], x[oy*sh*iw:], iw, (*[9]float32)(w), b, sw)
+		}
+		return
+	}
+	if sw == 1 && dw == 1 {
+		for oy := range g.Out[0] {
+			row := y[oy*ow : (oy+1)*ow]
+			for i := range row {
+				row[i] = b
+			}
+			for ky := range kh {
+				dwRow(row, x[(oy*sh+ky*dh)*iw:], w[ky*kw:(ky+1)*kw])
+			}
 		}
 		return
 	}
@@ -465,6 +479,18 @@ func cvDepthwise3x3(y, x []float32, iw int, w *[9]float32, b float32, s int) {
 		a, c, e := r0[i:i+3:i+3], r1[i:i+3:i+3], r2[i:i+3:i+3]
 		y[o] = b + (w0*a[0] + w1*a[1] + w2*a[2]) + (w3*c[0] + w4*c[1] + w5*c[2]) + (w6*e[0] + w7*e[1] + w8*e[2])
 		i += s
+	}
+}
+
+// dwRowGo is dwRow in Go.
+func dwRowGo(y, x, w []float32) {
+	x = x[:len(y)+len(w)-1]
+	for i := range y {
+		s := y[i]
+		for t, wv := range w {
+			s += wv * x[i+t]
+		}
+		y[i] = s
 	}
 }
 

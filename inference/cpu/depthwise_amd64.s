@@ -1,0 +1,73 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// func dwRowAVX2(y, x, w []float32)
+// y[i] += Σ_t w[t]·x[i+t] for i < len(y)/8·8, t < len(w): one row of a
+// depthwise convolution at stride 1, one kernel row at a time. Blocks of
+// 32 outputs keep four independent FMA chains in flight (Y0–Y3), then
+// blocks of 8; the caller does the rest. Registers: DI y, SI x at the
+// block, R8 w, R9 len(w), R10 the tap's x, R11 the tap's w, DX taps left.
+TEXT ·dwRowAVX2(SB), NOSPLIT, $0-72
+	MOVQ  y_base+0(FP), DI
+	MOVQ  y_len+8(FP), CX
+	MOVQ  x_base+24(FP), SI
+	MOVQ  w_base+48(FP), R8
+	MOVQ  w_len+56(FP), R9
+	TESTQ R9, R9
+	JEQ   done
+
+block32:
+	CMPQ    CX, $32
+	JLT     block8
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	MOVQ    SI, R10
+	MOVQ    R8, R11
+	MOVQ    R9, DX
+
+tap32:
+	VBROADCASTSS (R11), Y4
+	VFMADD231PS  (R10), Y4, Y0
+	VFMADD231PS  32(R10), Y4, Y1
+	VFMADD231PS  64(R10), Y4, Y2
+	VFMADD231PS  96(R10), Y4, Y3
+	ADDQ         $4, R10
+	ADDQ         $4, R11
+	DECQ         DX
+	JNZ          tap32
+	VMOVUPS      Y0, (DI)
+	VMOVUPS      Y1, 32(DI)
+	VMOVUPS      Y2, 64(DI)
+	VMOVUPS      Y3, 96(DI)
+	ADDQ         $128, DI
+	ADDQ         $128, SI
+	SUBQ         $32, CX
+	JMP          block32
+
+block8:
+	CMPQ    CX, $8
+	JLT     done
+	VMOVUPS (DI), Y0
+	MOVQ    SI, R10
+	MOVQ    R8, R11
+	MOVQ    R9, DX
+
+tap8:
+	VBROADCASTSS (R11), Y4
+	VFMADD231PS  (R10), Y4, Y0
+	ADDQ         $4, R10
+	ADDQ         $4, R11
+	DECQ         DX
+	JNZ          tap8
+	VMOVUPS      Y0, (DI)
+	ADDQ         $32, DI
+	ADDQ         $32, SI
+	SUBQ         $8, CX
+	JMP          block8
+
+done:
+	VZEROUPPER
+	RET
