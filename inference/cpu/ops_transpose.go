@@ -61,15 +61,74 @@ func tpPermute(r *limit.Run, x inference.Tensor, shape []int, perm []int) (infer
 	if x.Len() == 0 { // its other dimensions may be too large for tables
 		return inference.Zeros(x.DType(), out)
 	}
+	switch x.DType() {
+	case inference.Float32:
+		return tpPermuteOf[float32](r, x, shape, perm, out)
+	case inference.Int64:
+		return tpPermuteOf[int64](r, x, shape, perm, out)
+	case inference.Int32:
+		return tpPermuteOf[int32](r, x, shape, perm, out)
+	case inference.Bool:
+		return tpPermuteOf[bool](r, x, shape, perm, out)
+	case inference.Uint8:
+		return tpPermuteOf[uint8](r, x, shape, perm, out)
+	}
+	return inference.Tensor{}, fmt.Errorf("%v: %w", x, inference.ErrType)
+}
+
+// tpPermuteOf copies x, read with shape, into the permuted shape out. The
+// output's axes of size 1 are dropped and neighbours that stay neighbours
+// in the input merged; the innermost run is copied whole when it is
+// contiguous in the input (the heads of attention, [B,S,H,D] to
+// [B,H,S,D]), else element by element at its stride.
+func tpPermuteOf[T inference.Element](r *limit.Run, x inference.Tensor, shape, perm, out []int) (inference.Tensor, error) {
+	src, _ := inference.Data[T](x)
+	y, err := limit.Make[T](r, out...)
+	if err != nil {
+		return inference.Tensor{}, err
+	}
 	st := opsem.Strides(shape)
-	tabs := make([][]int, len(perm))
+	dims := make([]int, 0, len(perm))
+	strides := make([]int, 0, len(perm))
 	for j, p := range perm {
-		var err error
-		if tabs[j], err = axisTable(r, shape[p], func(i int) int { return i * st[p] }); err != nil {
-			return inference.Tensor{}, err
+		if out[j] == 1 {
+			continue
+		}
+		if k := len(dims) - 1; k >= 0 && strides[k] == st[p]*out[j] {
+			dims[k] *= out[j]
+			strides[k] = st[p]
+			continue
+		}
+		dims, strides = append(dims, out[j]), append(strides, st[p])
+	}
+	if len(dims) == 0 {
+		copy(y, src)
+		return inference.New(out, y)
+	}
+	k := len(dims) - 1
+	inner, step := dims[k], strides[k]
+	idx := make([]int, k)
+	at := 0
+	for o := 0; o < len(y); o += inner {
+		if step == 1 {
+			copy(y[o:o+inner], src[at:at+inner])
+		} else {
+			row := y[o : o+inner]
+			for i := range row {
+				row[i] = src[at+i*step]
+			}
+		}
+		for d := k - 1; d >= 0; d-- {
+			idx[d]++
+			at += strides[d]
+			if idx[d] < dims[d] {
+				break
+			}
+			at -= strides[d] * dims[d]
+			idx[d] = 0
 		}
 	}
-	return takeTables(r, x, tabs, inference.Tensor{})
+	return inference.New(out, y)
 }
 
 func tpReverseSequence(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {

@@ -1,9 +1,11 @@
 package cpu
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // The kernels here copy elements, so results are compared exactly.
@@ -23,4 +25,43 @@ func TestSHRearrange(t *testing.T) {
 	checkExact[int64](t, z, []int{1, 4, 1, 1}, 0, 1, 2, 3)
 	y = runKernel(t, testNode("ReverseSequence", 10, map[string]graph.Attr{"time_axis": attrInt(1), "batch_axis": attrInt(0)}, 1), tensorOf[int64](t, []int{2, 3}, 1, 2, 3, 4, 5, 6), i64s(t, 2, 3))[0]
 	checkExact[int64](t, y, []int{2, 3}, 2, 1, 3, 6, 5, 4)
+}
+
+// TestPermuteRandom checks tpPermute against the index arithmetic on
+// random shapes of rank up to 5 (dimensions of 1 included) and every
+// element type's path through float32 and int64.
+func TestPermuteRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for range 500 {
+		rank := r.IntN(6)
+		shape := make([]int, rank)
+		for i := range shape {
+			shape[i] = 1 + r.IntN(4)
+		}
+		perm := r.Perm(rank)
+		n := opsem.Count(shape)
+		xs := make([]int64, n)
+		for i := range xs {
+			xs[i] = int64(i)
+		}
+		x := tensorOf(t, shape, xs...)
+		y, err := tpPermute(nil, x, shape, perm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := dataOf[int64](y)
+		out := y.Shape()
+		st, ost := opsem.Strides(shape), opsem.Strides(out)
+		for o := range got {
+			at, rem := 0, o
+			for j := range out {
+				i := rem / ost[j]
+				rem %= ost[j]
+				at += i * st[perm[j]]
+			}
+			if got[o] != int64(at) {
+				t.Fatalf("shape %v perm %v: output %d holds input %d, want %d", shape, perm, o, got[o], at)
+			}
+		}
+	}
 }
