@@ -157,6 +157,10 @@ func (t Tensor) Shape() []int { return append([]int(nil), t.shape...) }
 // Rank returns the number of dimensions.
 func (t Tensor) Rank() int { return len(t.shape) }
 
+// Dim returns the size of dimension i, 0 ≤ i < Rank(): Shape()[i] without
+// copying the shape.
+func (t Tensor) Dim(i int) int { return t.shape[i] }
+
 // Len returns the number of elements: the product of the shape.
 func (t Tensor) Len() int {
 	switch d := t.data.(type) {

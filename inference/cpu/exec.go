@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -98,7 +99,95 @@ func NewModel(g *graph.Graph) *Model {
 			m.pooled = false // values live on in subgraphs and sequences, where runObserved does not count them
 		}
 	}
+	static := graph.ShapeDetermined(g)
+	for i, n := range g.Nodes {
+		if static[i] && kernels[n.OpType] != nil {
+			m.static, m.shapeOuts = static, map[string]map[string]inference.Tensor{}
+			break
+		}
+	}
 	return m
+}
+
+// runState is what a model's run brings to runObserved beyond the graph:
+// the packed weights, and the outputs of the nodes that the feeds' shapes
+// determine (graph.ShapeDetermined), either kept from an earlier run with
+// the same shapes or to be kept from this one. A nil *runState has none.
+type runState struct {
+	prepared map[*graph.Node]any
+	static   []bool
+	kept     map[string]inference.Tensor // the static nodes' outputs, by value name
+	keep     map[string]inference.Tensor // where this run records them, or nil
+}
+
+func (st *runState) preparedFor(n *graph.Node) any {
+	if st == nil {
+		return nil
+	}
+	return st.prepared[n]
+}
+
+// isStatic reports whether node i's outputs depend only on the feeds'
+// shapes.
+func (st *runState) isStatic(i int) bool {
+	return st != nil && st.static != nil && st.static[i]
+}
+
+// keptOutputs returns node n's outputs as an earlier run computed them.
+func (st *runState) keptOutputs(n *graph.Node) []inference.Tensor {
+	outs := make([]inference.Tensor, len(n.Outputs))
+	for j, name := range n.Outputs {
+		outs[j] = st.kept[name]
+	}
+	return outs
+}
+
+// record keeps copies of node n's outputs (the run's own may be pooled
+// buffers, handed out again).
+func (st *runState) record(n *graph.Node, outs []inference.Tensor) {
+	for j, name := range n.Outputs {
+		if name != "" && j < len(outs) {
+			st.keep[name] = cloneTensor(outs[j])
+		}
+	}
+}
+
+// cloneTensor copies t's elements.
+func cloneTensor(t inference.Tensor) inference.Tensor {
+	var c inference.Tensor
+	switch t.DType() {
+	case inference.Float32:
+		c, _ = inference.New(t.Shape(), slices.Clone(dataOf[float32](t)))
+	case inference.Int64:
+		c, _ = inference.New(t.Shape(), slices.Clone(dataOf[int64](t)))
+	case inference.Int32:
+		c, _ = inference.New(t.Shape(), slices.Clone(dataOf[int32](t)))
+	case inference.Bool:
+		c, _ = inference.New(t.Shape(), slices.Clone(dataOf[bool](t)))
+	case inference.Uint8:
+		c, _ = inference.New(t.Shape(), slices.Clone(dataOf[uint8](t)))
+	}
+	return c
+}
+
+// signature appends to b the element types and shapes of the feeds of
+// g's inputs and of the overridable initializers fed: what the static
+// nodes' outputs depend on.
+func signature(b []byte, g *graph.Graph, feeds map[string]inference.Tensor) []byte {
+	for _, ins := range [2][]graph.Value{g.Inputs, g.Overridable} {
+		for _, in := range ins {
+			t, ok := feeds[in.Name]
+			if !ok {
+				b = append(b, 0xff)
+				continue
+			}
+			b = append(b, byte(t.DType()), byte(t.Rank()))
+			for k := range t.Rank() {
+				b = binary.AppendUvarint(b, uint64(t.Dim(k)))
+			}
+		}
+	}
+	return b
 }
 
 // Model is a graph compiled for the CPU. Concurrent Runs are safe: each
@@ -109,10 +198,18 @@ type Model struct {
 	bytes    int64
 	pooled   bool                // runs take their buffers from pools
 	prepared map[*graph.Node]any // packed weights, by node (prepare)
+	static   []bool                // graph.ShapeDetermined, nil when no node is
 
 	mu    sync.Mutex
 	pools []*limit.Pool // idle pools, one per run in flight at the busiest
+	// shapeOuts holds, per signature of the feeds' shapes, the outputs of
+	// the static nodes as the first run with those shapes computed them.
+	shapeOuts map[string]map[string]inference.Tensor
 }
+
+// maxSignatures bounds Model.shapeOuts: a model fed ever new shapes
+// (one per sequence length) starts over when it is full.
+const maxSignatures = 16
 
 // pool takes an idle pool, or a new one.
 func (m *Model) pool() *limit.Pool {
@@ -186,9 +283,29 @@ func (m *Model) Run(ctx context.Context, feeds map[string]inference.Tensor) (map
 		defer m.putPool(p)
 		r.SetPool(p)
 	}
-	outs, err := runObserved(ctx, r, m.g, m.prepared, feeds, nil, nil)
+	st := &runState{prepared: m.prepared}
+	var key []byte
+	if m.static != nil {
+		var buf [256]byte
+		key = signature(buf[:0], m.g, feeds)
+		m.mu.Lock()
+		st.static, st.kept = m.static, m.shapeOuts[string(key)]
+		m.mu.Unlock()
+		if st.kept == nil {
+			st.keep = map[string]inference.Tensor{}
+		}
+	}
+	outs, err := runObserved(ctx, r, m.g, st, feeds, nil, nil)
 	if err != nil {
 		return nil, err
+	}
+	if st.keep != nil {
+		m.mu.Lock()
+		if len(m.shapeOuts) >= maxSignatures {
+			clear(m.shapeOuts)
+		}
+		m.shapeOuts[string(key)] = st.keep
+		m.mu.Unlock()
 	}
 	res := make(map[string]inference.Tensor, len(outs))
 	for i, o := range m.g.Outputs {
@@ -204,14 +321,14 @@ func run(ctx context.Context, r *limit.Run, g *graph.Graph, feeds, outer map[str
 }
 
 // runObserved is run, calling observe (when not nil) with every tensor a
-// node of g computes, and handing each kernel what prepare made for its
-// node (prepared may be nil).
+// node of g computes, with what a model brings to its graph's run (st,
+// nil for a subgraph): packed weights, and the static nodes' outputs.
 //
 // The bytes a node's outputs hold count against r from the node that
 // computes them to the last node that reads them; a kernel's scratch counts
 // while it runs. Feeds, initializers and outer values are not counted: they
 // are the caller's.
-func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, prepared map[*graph.Node]any, feeds, outer map[string]inference.Tensor, observe func(string, inference.Tensor)) ([]inference.Tensor, error) {
+func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, st *runState, feeds, outer map[string]inference.Tensor, observe func(string, inference.Tensor)) ([]inference.Tensor, error) {
 	values := make(map[string]inference.Tensor, len(g.Initializers)+len(feeds)+len(g.Nodes))
 	// Initializers are read in place, not copied into values each run.
 	lookup := func(name string) (inference.Tensor, bool) {
@@ -238,7 +355,7 @@ func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, prepared map
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("cpu: graph %q: stopped before node %v: %w", g.Name, n, err)
 		}
-		node := opsem.Node{Node: n, Opset: opset, Run: r, Prepared: prepared[n]}
+		node := opsem.Node{Node: n, Opset: opset, Run: r, Prepared: st.preparedFor(n)}
 		mark := r.InUse()
 		if k, ok := seqKernels[n.OpType]; ok {
 			err := guard(n, func() error { return runSeq(node, k, lookup, values, seqs) })
@@ -271,17 +388,25 @@ func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, prepared map
 			pmark = pool.Mark()
 		}
 		var outs []inference.Tensor
-		err := guard(n, func() (err error) {
-			if control[n.OpType] {
-				outs, err = runControl(ctx, node, in, scope(outer, g.Initializers, values))
-			} else {
-				outs, err = kernels[n.OpType](node, in)
+		static := st.isStatic(i) && kernels[n.OpType] != nil
+		if static && st.kept != nil {
+			outs = st.keptOutputs(n)
+		} else {
+			err := guard(n, func() (err error) {
+				if control[n.OpType] {
+					outs, err = runControl(ctx, node, in, scope(outer, g.Initializers, values))
+				} else {
+					outs, err = kernels[n.OpType](node, in)
+				}
+				return err
+			})
+			r.Reset(mark) // the kernel's scratch is garbage now; its outputs are held below
+			if err != nil {
+				return nil, nodeError(g, n, err)
 			}
-			return err
-		})
-		r.Reset(mark) // the kernel's scratch is garbage now; its outputs are held below
-		if err != nil {
-			return nil, nodeError(g, n, err)
+			if static && st.keep != nil {
+				st.record(n, outs)
+			}
 		}
 		for j, name := range n.Outputs {
 			if name == "" {
@@ -479,7 +604,7 @@ func scalarBool(t inference.Tensor) (bool, error) {
 // computes: a graph.Runner, with which graph.InferShapes reads the shapes
 // of a model's values.
 func (m *Model) RunObserved(ctx context.Context, feeds map[string]inference.Tensor, observe func(name string, t inference.Tensor)) error {
-	_, err := runObserved(ctx, limit.New(ctx, 0), m.g, m.prepared, feeds, nil, observe)
+	_, err := runObserved(ctx, limit.New(ctx, 0), m.g, &runState{prepared: m.prepared}, feeds, nil, observe)
 	return err
 }
 

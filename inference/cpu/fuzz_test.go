@@ -370,22 +370,6 @@ func fuzzFloat(b byte) float32 {
 	return float32(int(b%32)-8) / 2
 }
 
-// cloneTensor copies x, whose encoding round-trips (FuzzTensorUnmarshal).
-func cloneTensor(x inference.Tensor) inference.Tensor {
-	if x.DType() == 0 {
-		return x
-	}
-	b, err := x.MarshalBinary()
-	if err != nil {
-		panic(err)
-	}
-	var y inference.Tensor
-	if err := y.UnmarshalBinary(b); err != nil {
-		panic(err)
-	}
-	return y
-}
-
 func fuzzAttrs(n *graph.Node) string {
 	s := "{"
 	for _, name := range slices.Sorted(maps.Keys(n.Attrs)) {

@@ -250,3 +250,47 @@ func DataDependentShapes(g *Graph) map[string]bool {
 	}
 	return shapeTainted
 }
+
+// nondeterministic lists the operators whose outputs differ from run to
+// run on the same inputs.
+var nondeterministic = map[string]bool{
+	"RandomNormal": true, "RandomUniform": true, "RandomNormalLike": true, "RandomUniformLike": true,
+	"Bernoulli": true, "Multinomial": true,
+}
+
+// ShapeDetermined marks the nodes of g whose outputs the shapes of g's
+// inputs determine, without their values: Shape and Size of values whose
+// shapes are not data-dependent (DataDependentShapes), constant
+// initializers (not overridable ones), and deterministic ai.onnx nodes
+// without subgraphs computing only from those: the shape arithmetic
+// exporters emit before a Reshape or an Expand. An executor that ran g
+// once for given input shapes may keep these nodes' outputs for later
+// runs with the same shapes.
+func ShapeDetermined(g *Graph) []bool {
+	shapeTainted := DataDependentShapes(g)
+	static := map[string]bool{}
+	for name := range g.Initializers {
+		static[name] = true
+	}
+	for _, v := range g.Overridable {
+		static[v.Name] = false
+	}
+	marks := make([]bool, len(g.Nodes))
+	for i, n := range g.Nodes {
+		ok := n.Domain == "" && len(n.Subgraphs()) == 0 && !nondeterministic[n.OpType]
+		switch {
+		case !ok:
+		case n.OpType == "Shape" || n.OpType == "Size":
+			ok = n.Input(0) != "" && !shapeTainted[n.Input(0)]
+		default:
+			for _, in := range n.Inputs {
+				ok = ok && (in == "" || static[in])
+			}
+		}
+		marks[i] = ok
+		for _, out := range n.Outputs {
+			static[out] = ok
+		}
+	}
+	return marks
+}
