@@ -198,7 +198,7 @@ type Model struct {
 	bytes    int64
 	pooled   bool                // runs take their buffers from pools
 	prepared map[*graph.Node]any // packed weights, by node (prepare)
-	static   []bool                // graph.ShapeDetermined, nil when no node is
+	static   []bool              // graph.ShapeDetermined, nil when no node is
 
 	mu    sync.Mutex
 	pools []*limit.Pool // idle pools, one per run in flight at the busiest
