@@ -1,8 +1,10 @@
 package cpu
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"strings"
 
 	"github.com/beamml/beamml/inference"
@@ -11,7 +13,8 @@ import (
 )
 
 // Recurrent operators: the cells RNN, GRU and LSTM, on float32 tensors.
-// Matrix products go through nnSgemm; activations are computed in float64.
+// Matrix products go through nnSgemm; activations are computed in float64,
+// but for the LSTM with its default activations (rnLSTMStep, float32).
 
 func init() {
 	register("RNN", rnRecurrent(rnRNN))
@@ -304,41 +307,65 @@ func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inferen
 		return nil, err
 	}
 	gh := g * hidden
-	xw, err := limit.Make[float32](n.Run, seq, batch, gh)
-	if err != nil {
-		return nil, err
-	}
-	gatesBuf, err := limit.Make[float32](n.Run, batch, gh)
-	if err != nil {
-		return nil, err
-	}
-	step, err := limit.Make[float32](n.Run, 3, batch, hidden)
-	if err != nil {
-		return nil, err
-	}
 	bh := batch * hidden
-	newH, newC, tmp := step[:bh:bh], step[bh:2*bh:2*bh], step[2*bh:]
 	// Without a state (batch or hidden is 0) the outputs are empty and no
 	// direction runs: its loops would only count the steps.
 	running := dirs
-	if len(newH) == 0 {
+	if bh == 0 {
 		running = 0
 	}
-	for d := range running {
+	// The two directions of a bidirectional layer are independent: with
+	// two cores they run side by side, each with buffers of its own and its
+	// products on one core.
+	threads := runtime.GOMAXPROCS(0)
+	sideBySide := running == 2 && threads >= 2
+	if sideBySide {
+		threads = 1
+	}
+	type dirBuffers struct{ xw, gates, newH, newC, tmp []float32 }
+	sets := min(running, 1)
+	if sideBySide {
+		sets = 2
+	}
+	bufs := make([]dirBuffers, sets)
+	for i := range bufs {
+		xw, err := limit.Make[float32](n.Run, seq, batch, gh)
+		if err != nil {
+			return nil, err
+		}
+		gates, err := limit.Make[float32](n.Run, batch, gh)
+		if err != nil {
+			return nil, err
+		}
+		step, err := limit.Make[float32](n.Run, 3, batch, hidden)
+		if err != nil {
+			return nil, err
+		}
+		bufs[i] = dirBuffers{xw, gates, step[:bh:bh], step[bh : 2*bh : 2*bh], step[2*bh:]}
+	}
+	packed, _ := n.Prepared.(rnPacked)
+	fast := cell == rnLSTM && clip == 0 && pd == nil && rnDefaultActivations(n, cell)
+	direction := func(d int) error {
+		buf := bufs[min(d, len(bufs)-1)]
+		xw, gatesBuf, newH, newC, tmp := buf.xw, buf.gates, buf.newH, buf.newC, buf.tmp
 		wdir := wd[d*gh*inSize : (d+1)*gh*inSize]
 		rdir := rd[d*gh*hidden : (d+1)*gh*hidden]
 		h, c := hState[d*batch*hidden:(d+1)*batch*hidden], cState[d*batch*hidden:(d+1)*batch*hidden]
 		f := acts[d]
 		// xw = X·Wᵀ + biases, for all steps at once. GRU with
 		// linear_before_reset keeps Rbh apart: it is scaled by r.
-		nnSgemm(false, true, seq*batch, gh, inSize, 1, xd, inSize, wdir, inSize, 0, xw, gh)
+		nnSgemmThreads(threads, false, true, seq*batch, gh, inSize, 1, xd, inSize, wdir, inSize, 0, xw, gh)
+		var pre nnPrepacked // R, packed at compile time for the RNN and LSTM step
+		if d < len(packed) && packed[d].src == &rdir[0] {
+			pre.b = packed[d]
+		}
 		var rbh []float32
 		if bd != nil {
 			bdir := bd[d*2*gh : (d+1)*2*gh]
 			wb, rb := bdir[:gh], bdir[gh:]
 			sum, err := limit.Make[float32](n.Run, gh)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			for j := range sum {
 				sum[j] = wb[j] + rb[j]
@@ -374,14 +401,14 @@ func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inferen
 			copy(gates, xw[t*batch*gh:(t+1)*batch*gh])
 			switch cell {
 			case rnRNN:
-				nnSgemm(false, true, batch, hidden, hidden, 1, h, hidden, rdir, hidden, 1, gates, gh)
+				nnSgemmPre(threads, pre, false, true, batch, hidden, hidden, 1, h, hidden, rdir, hidden, 1, gates, gh)
 				for b := range batch {
 					for j := range hidden {
 						newH[b*hidden+j] = act(f[0], gates[b*gh+j])
 					}
 				}
 			case rnGRU:
-				nnSgemm(false, true, batch, 2*hidden, hidden, 1, h, hidden, rdir, hidden, 1, gates, gh)
+				nnSgemmThreads(threads, false, true, batch, 2*hidden, hidden, 1, h, hidden, rdir, hidden, 1, gates, gh)
 				rh := rdir[2*hidden*hidden:]
 				for b := range batch {
 					for j := range 2 * hidden {
@@ -390,7 +417,7 @@ func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inferen
 				}
 				if linearBeforeReset {
 					// tmp = H·Rhᵀ + Rbh, then the h gate adds r⊙tmp.
-					nnSgemm(false, true, batch, hidden, hidden, 1, h, hidden, rh, hidden, 0, tmp, hidden)
+					nnSgemmThreads(threads, false, true, batch, hidden, hidden, 1, h, hidden, rh, hidden, 0, tmp, hidden)
 					for b := range batch {
 						for j := range hidden {
 							v := tmp[b*hidden+j]
@@ -407,7 +434,7 @@ func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inferen
 							tmp[b*hidden+j] = gates[b*gh+hidden+j] * h[b*hidden+j]
 						}
 					}
-					nnSgemm(false, true, batch, hidden, hidden, 1, tmp, hidden, rh, hidden, 1, gates[2*hidden:], gh)
+					nnSgemmThreads(threads, false, true, batch, hidden, hidden, 1, tmp, hidden, rh, hidden, 1, gates[2*hidden:], gh)
 				}
 				for b := range batch {
 					for j := range hidden {
@@ -417,7 +444,11 @@ func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inferen
 					}
 				}
 			case rnLSTM:
-				nnSgemm(false, true, batch, gh, hidden, 1, h, hidden, rdir, hidden, 1, gates, gh)
+				nnSgemmPre(threads, pre, false, true, batch, gh, hidden, 1, h, hidden, rdir, hidden, 1, gates, gh)
+				if fast {
+					rnLSTMStep(gates, c, newC, newH, batch, hidden, inputForget)
+					break
+				}
 				for b := range batch {
 					gr := gates[b*gh : (b+1)*gh]
 					for j := range hidden {
@@ -457,6 +488,21 @@ func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inferen
 				copy(y[off:off+hidden], newH[b*hidden:(b+1)*hidden])
 			}
 		}
+		return nil
+	}
+	errs := make([]error, running)
+	if sideBySide {
+		var both group
+		both.Go(func() { errs[1] = direction(1) })
+		errs[0] = direction(0)
+		both.Wait()
+	} else {
+		for d := range running {
+			errs[d] = direction(d)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 
 	yShape := []int{seq, dirs, batch, hidden}
@@ -478,6 +524,49 @@ func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inferen
 		}
 	}
 	return outs, nil
+}
+
+// rnPacked is the R of an RNN or LSTM node packed per direction for the
+// step's product H·Rᵀ (prepare).
+type rnPacked []*nnPacked
+
+// rnDefaultActivations reports whether n uses its cell's default
+// activations (the attribute absent, or naming them for each direction).
+func rnDefaultActivations(n opsem.Node, cell rnCell) bool {
+	a, ok := n.Attrs["activations"]
+	if !ok || len(a.Strings) == 0 {
+		return true
+	}
+	def := cell.activations()
+	for i, name := range a.Strings {
+		if !strings.EqualFold(name, def[i%len(def)]) {
+			return false
+		}
+	}
+	return true
+}
+
+// rnLSTMStep finishes an LSTM step with the default activations, no
+// peepholes and no clip, in float32: gates holds each batch row's
+// pre-activations [i, o, f, c]; c the cell state, into newC and newH.
+// Sigmoid runs over the i, o and f blocks at once (sigmoids), tanh over c.
+func rnLSTMStep(gates, c, newC, newH []float32, batch, hidden int, inputForget bool) {
+	gh := 4 * hidden
+	for b := range batch {
+		gr := gates[b*gh : (b+1)*gh]
+		sigmoids(gr[:3*hidden], gr[:3*hidden])
+		ig, og, fg, cg := gr[:hidden], gr[hidden:2*hidden], gr[2*hidden:3*hidden], gr[3*hidden:]
+		cb, nc, nh := c[b*hidden:(b+1)*hidden], newC[b*hidden:(b+1)*hidden], newH[b*hidden:(b+1)*hidden]
+		for j := range hidden {
+			f := fg[j]
+			if inputForget {
+				f = 1 - ig[j]
+			}
+			cNew := f*cb[j] + ig[j]*tanh32(cg[j])
+			nc[j] = cNew
+			nh[j] = og[j] * tanh32(cNew)
+		}
+	}
 }
 
 // rnSwap01 returns x [a, b, inner] transposed to [b, a, inner].

@@ -1,9 +1,11 @@
 package cpu
 
 import (
+	"context"
 	"errors"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -241,5 +243,74 @@ func TestSQRecurrentActivationsAndErrors(t *testing.T) {
 	lens := tensorOf(t, []int{1}, int32(2))
 	if _, err := kernels["RNN"](testNode("RNN", 22, nil, 1), []inference.Tensor{x, w, rr, {}, lens}); !errors.Is(err, inference.ErrShape) {
 		t.Errorf("sequence_lens 2 for 1 step: %v, want ErrShape", err)
+	}
+}
+
+// lstmGraph is a bidirectional LSTM over x [5, 3, 4] (hidden 6) with W, R
+// and B initializers and the given attributes.
+func lstmGraph(t *testing.T, attrs map[string]graph.Attr) *graph.Graph {
+	t.Helper()
+	r := rand.New(rand.NewPCG(13, 14))
+	attrs["hidden_size"] = attrInt(6)
+	attrs["direction"] = attrString("bidirectional")
+	g := &graph.Graph{
+		Name:    "lstm",
+		Opsets:  map[string]int64{"": 14},
+		Inputs:  []graph.Value{{Name: "x", DType: inference.Float32, Shape: []int{5, 3, 4}}},
+		Outputs: []graph.Value{{Name: "y"}, {Name: "h"}, {Name: "c"}},
+		Initializers: map[string]inference.Tensor{
+			"w": tensorOf(t, []int{2, 24, 4}, nnRandom(r, 2*24*4)...),
+			"r": tensorOf(t, []int{2, 24, 6}, nnRandom(r, 2*24*6)...),
+			"b": tensorOf(t, []int{2, 48}, nnRandom(r, 2*48)...),
+		},
+		Nodes: []*graph.Node{{Name: "lstm", OpType: "LSTM", Inputs: []string{"x", "w", "r", "b"}, Outputs: []string{"y", "h", "c"}, Attrs: attrs}},
+	}
+	if err := g.Sort(nil); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// The LSTM's float32 path (default activations, R packed at compile time,
+// directions side by side on two cores) computes what the float64 path
+// computes on one core: a clip that never binds keeps a node on that path.
+// Tolerance 1e-5 absolute: states and outputs lie in (-1, 1), and the
+// float32 activations are within 3 ulp.
+func TestLSTMFastPath(t *testing.T) {
+	compile := func(attrs map[string]graph.Attr) *Model {
+		m, err := Backend{}.Compile(lstmGraph(t, attrs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.(*Model)
+	}
+	fast := compile(map[string]graph.Attr{})
+	ref := compile(map[string]graph.Attr{"clip": attrFloat(1e30)})
+	if _, ok := fast.prepared[fast.g.Nodes[0]].(rnPacked); !ok {
+		t.Fatal("R was not packed")
+	}
+	r := rand.New(rand.NewPCG(15, 16))
+	x := tensorOf(t, []int{5, 3, 4}, nnRandom(r, 60)...)
+	feeds := map[string]inference.Tensor{"x": x}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	runtime.GOMAXPROCS(1)
+	want, err := ref.Run(context.Background(), feeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, procs := range []int{1, 2} {
+		runtime.GOMAXPROCS(procs)
+		got, err := fast.Run(context.Background(), feeds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"y", "h", "c"} {
+			g, w := dataOf[float32](got[name]), dataOf[float32](want[name])
+			for i := range w {
+				if math.Abs(float64(g[i]-w[i])) > 1e-5 {
+					t.Fatalf("%d cores: %s[%d] = %v, want %v", procs, name, i, g[i], w[i])
+				}
+			}
+		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // Weights prepared at compile time: the constant operand of each Conv,
-// MatMul and Gemm packed once in the layout the SGEMM micro-kernel reads
+// MatMul and Gemm, and the recurrence weights R of RNN and LSTM, packed once in the layout the SGEMM micro-kernel reads
 // (nnPacked), so that a run packs only the activations. The packed copy
 // sits beside the initializer, which constant folding and other readers
 // keep using; Model.ByteSize counts both.
@@ -19,13 +19,26 @@ import (
 type convPacked []*nnPacked
 
 // prepare packs the weights of g's Conv (but the depthwise ones, which do
-// not run through SGEMM), MatMul and Gemm nodes whose weight is a constant
-// initializer (not one a run may override).
+// not run through SGEMM), MatMul, Gemm, RNN and LSTM nodes whose weight is
+// a constant initializer (not one a run may override).
 func prepare(g *graph.Graph) map[*graph.Node]any {
 	prepared := map[*graph.Node]any{}
 	kern := nnBestKernel
 	for _, n := range g.Nodes {
 		if n.Domain != "" {
+			continue
+		}
+		if n.OpType == "LSTM" || n.OpType == "RNN" {
+			if r, rs, ok := constantFloats(g, n.Input(2)); ok && len(rs) == 3 {
+				dirs, gh, hidden := rs[0], rs[1], rs[2]
+				packs := make(rnPacked, dirs)
+				for d := range packs {
+					rdir := r[d*gh*hidden:]
+					packs[d] = nnPackWholeB(kern, true, hidden, gh, rdir, hidden)
+					packs[d].src = &rdir[0]
+				}
+				prepared[n] = packs
+			}
 			continue
 		}
 		w, ws, ok := constantFloats(g, n.Input(1))
@@ -94,6 +107,10 @@ func preparedSize(prepared map[*graph.Node]any) int64 {
 		case *nnPacked:
 			add(v)
 		case convPacked:
+			for _, p := range v {
+				add(p)
+			}
+		case rnPacked:
 			for _, p := range v {
 				add(p)
 			}
