@@ -142,10 +142,10 @@ func count(shape []int) int {
 	return n
 }
 
-func aInt(v int64) graph.Attr       { return graph.Attr{Type: graph.AttrInt, Int: v} }
-func aInts(v ...int64) graph.Attr   { return graph.Attr{Type: graph.AttrInts, Ints: v} }
-func aFloat(v float32) graph.Attr   { return graph.Attr{Type: graph.AttrFloat, Float: v} }
-func aString(v string) graph.Attr   { return graph.Attr{Type: graph.AttrString, String: v} }
+func aInt(v int64) graph.Attr     { return graph.Attr{Type: graph.AttrInt, Int: v} }
+func aInts(v ...int64) graph.Attr { return graph.Attr{Type: graph.AttrInts, Ints: v} }
+func aFloat(v float32) graph.Attr { return graph.Attr{Type: graph.AttrFloat, Float: v} }
+func aString(v string) graph.Attr { return graph.Attr{Type: graph.AttrString, String: v} }
 func attrs(kv ...any) map[string]graph.Attr {
 	a := map[string]graph.Attr{}
 	for i := 0; i < len(kv); i += 2 {
