@@ -94,12 +94,14 @@ func fuseEpilogues(g *graph.Graph, e Epilogues) bool {
 			continue
 		}
 		var absorbed []*graph.Node
-		if e.Bias {
+		// Before opset 7 an Add broadcasts only with its attributes, which
+		// a fused Add would lose.
+		if e.Bias && opset >= 7 {
 			if add := fuseBias(x, p); add != nil {
 				absorbed = append(absorbed, add)
 			}
 		}
-		if e.Residual {
+		if e.Residual && opset >= 7 {
 			if add := fuseResidual(x, p); add != nil {
 				absorbed = append(absorbed, add)
 			}

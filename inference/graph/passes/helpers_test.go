@@ -3,6 +3,7 @@ package passes_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -97,6 +98,7 @@ func (m *model) op(op string, attrs map[string]graph.Attr, inputs ...string) str
 // opN adds a node with outputs outputs.
 func (m *model) opN(op string, attrs map[string]graph.Attr, outputs int, inputs ...string) []string {
 	m.count++
+	attrs = maps.Clone(attrs) // a pass may edit them; the next build must not see it
 	if attrs == nil {
 		attrs = map[string]graph.Attr{}
 	}
