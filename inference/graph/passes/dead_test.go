@@ -87,7 +87,7 @@ func TestEliminateDeadNodesSubgraphs(t *testing.T) {
 	build := func() *model {
 		m := newModel(13)
 		x := m.input("x", 2, 3)
-		seen := m.op("Relu", nil, x)      // read only by the branches
+		seen := m.op("Relu", nil, x)       // read only by the branches
 		passed := m.op("Identity", nil, x) // read by the branches
 		yes, _ := inference.New([]int{}, []bool{true})
 		m.g.Initializers["cond"] = yes
