@@ -139,17 +139,12 @@ func fusedClamp(n opsem.Node) clamp {
 }
 
 // fusedActivation returns n's fused activation other than a clamp (nil
-// without one), on float32 values: the standalone kernel's function, or
-// for SiLU v·Sigmoid(v) rounded after each step as Mul(v, Sigmoid(v)) is.
+// without one), on float32 values: the standalone kernel's function, and
+// when it gates, v·act(v) rounded after each step as Mul(v, act(v)) is.
 func fusedActivation(n opsem.Node) (func(float32) float32, error) {
 	op := n.Str(passes.FusedActivation, "")
 	if op == "" {
 		return nil, nil
-	}
-	if op == "SiLU" {
-		u, _ := ewUnaryOps["Sigmoid"](activationNode(n, "Sigmoid"))
-		sig := u.float
-		return func(v float32) float32 { return v * float32(sig(float64(v))) }, nil
 	}
 	attrs, ok := ewUnaryOps[op]
 	if !ok {
@@ -160,6 +155,9 @@ func fusedActivation(n opsem.Node) (func(float32) float32, error) {
 		return nil, err
 	}
 	f := u.float
+	if n.Int(passes.FusedGate, 0) != 0 {
+		return func(v float32) float32 { return v * float32(f(float64(v))) }, nil
+	}
 	return func(v float32) float32 { return float32(f(float64(v))) }, nil
 }
 
@@ -210,23 +208,18 @@ func unfusedEpilogue(n opsem.Node, in []inference.Tensor, applied *epilogue, out
 	if err2 != nil {
 		return nil, fmt.Errorf("fused clamp: %w", err2)
 	}
-	switch op := n.Str(passes.FusedActivation, ""); op {
-	case "":
-	case "SiLU":
-		x := outs[0]
-		if err := step("Sigmoid", nil, n.Opset, x); err != nil {
-			return nil, fmt.Errorf("fused SiLU: %w", err)
-		}
-		if err := step("Mul", nil, n.Opset, x, outs[0]); err != nil {
-			return nil, fmt.Errorf("fused SiLU: %w", err)
-		}
-	default:
+	if op := n.Str(passes.FusedActivation, ""); op != "" {
 		if _, ok := kernels[op]; !ok {
 			return nil, n.Unsupported("fused activation %q", op)
 		}
-		a := activationNode(n, op)
-		if err := step(op, a.Attrs, n.Opset, outs[0]); err != nil {
+		v := outs[0]
+		if err := step(op, activationNode(n, op).Attrs, n.Opset, v); err != nil {
 			return nil, fmt.Errorf("fused %s: %w", op, err)
+		}
+		if n.Int(passes.FusedGate, 0) != 0 {
+			if err := step("Mul", nil, n.Opset, v, outs[0]); err != nil {
+				return nil, fmt.Errorf("fused %s gate: %w", op, err)
+			}
 		}
 	}
 	return outs, nil

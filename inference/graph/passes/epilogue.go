@@ -20,19 +20,23 @@ import (
 // neither.
 const (
 	// FusedMin and FusedMax (floats) clamp the output to [FusedMin,
-	// FusedMax]: a Relu (0, +inf), or a Clip with constant bounds.
+	// FusedMax]: a Relu (0, +inf), a Clip with constant bounds, or the
+	// intersection of such clamps one after the other.
 	FusedMin = "beamml.fused_min"
 	FusedMax = "beamml.fused_max"
-	// FusedActivation (a string) names the activation applied last: the
-	// ONNX operator Sigmoid, HardSigmoid, HardSwish, LeakyRelu, Tanh or
-	// Gelu, or SiLU for x·Sigmoid(x). Its attributes are FusedAlpha and
-	// FusedBeta (floats: LeakyRelu's alpha, HardSigmoid's alpha and beta,
-	// as opsem.ActivationAttrs gives them) and FusedApproximate (a string:
-	// Gelu's approximate).
+	// FusedActivation (a string) names the activation applied last, an
+	// ONNX operator: Sigmoid, HardSigmoid, HardSwish, LeakyRelu, Tanh or
+	// Gelu. Its attributes are FusedAlpha and FusedBeta (floats:
+	// LeakyRelu's alpha, HardSigmoid's alpha and beta, as
+	// opsem.ActivationAttrs gives them) and FusedApproximate (a string:
+	// Gelu's approximate). With FusedGate (an int, 1) the activation gates
+	// its argument: y = v·act(v), as Mul(v, act(v)) computes it (SiLU is
+	// a gated Sigmoid; exporters write HardSwish as a gated HardSigmoid).
 	FusedActivation  = "beamml.activation"
 	FusedAlpha       = "beamml.activation_alpha"
 	FusedBeta        = "beamml.activation_beta"
 	FusedApproximate = "beamml.activation_approximate"
+	FusedGate        = "beamml.activation_gate"
 	// FusedBias (an int) is the input that holds a bias added to each row
 	// of a Gemm's or MatMul's output: a float32 constant of one value per
 	// column, shape [N]. (A Conv's bias goes into its own input B.)
@@ -59,8 +63,10 @@ type Epilogues struct {
 	Residual bool
 	// Activations lists the activations folded last: "Relu" and "Clip"
 	// (with constant bounds) as the clamp FusedMin/FusedMax; "Sigmoid",
-	// "HardSigmoid", "HardSwish", "LeakyRelu", "Tanh", "Gelu" and "SiLU"
-	// (Mul(x, Sigmoid(x)), either operand order) as FusedActivation.
+	// "HardSigmoid", "HardSwish", "LeakyRelu", "Tanh" and "Gelu" as
+	// FusedActivation; "SiLU", Mul(x, Sigmoid(x)), and HardSwish written
+	// Mul(x, HardSigmoid(x)) with alpha 1/6 and beta 1/2 (either operand
+	// order), as FusedActivation with FusedGate.
 	Activations []string
 }
 
@@ -264,10 +270,15 @@ func fuseActivation(x *index, p *graph.Node, acts []string, opset int64) []*grap
 	if x.pinned[out] {
 		return nil
 	}
-	if sig, mul := siluOf(x, out); sig != nil && slices.Contains(acts, "SiLU") {
-		p.Attrs = withAttr(p.Attrs, FusedActivation, graph.Attr{Type: graph.AttrString, String: "SiLU"})
+	if gate, mul := gateOf(x, out, opset); gate != nil {
+		name := map[string]string{"Sigmoid": "SiLU", "HardSigmoid": "HardSwish"}[gate.OpType]
+		if !slices.Contains(acts, name) {
+			return nil
+		}
+		setActivation(p, opsem.Node{Node: gate, Opset: opset})
+		p.Attrs[FusedGate] = graph.Attr{Type: graph.AttrInt, Int: 1}
 		x.absorb(p, mul)
-		return []*graph.Node{sig, mul}
+		return []*graph.Node{gate, mul}
 	}
 	act := x.only(out)
 	if act == nil || act.Domain != "" || len(act.Outputs) != 1 || act.Input(0) != out || !slices.Contains(acts, act.OpType) {
@@ -280,31 +291,31 @@ func fuseActivation(x *index, p *graph.Node, acts []string, opset int64) []*grap
 		if !ok {
 			return nil
 		}
+		absorbed := []*graph.Node{act}
+		x.absorb(p, act)
+		// A clamp after a clamp (ReLU6 written Relu then Clip) is one
+		// clamp to the intersection, when they intersect.
+		for {
+			next := x.only(p.Outputs[0])
+			if next == nil || next.Domain != "" || len(next.Outputs) != 1 || next.Input(0) != p.Outputs[0] || !slices.Contains(acts, next.OpType) {
+				break
+			}
+			l, h, ok := activationBounds(x, opsem.Node{Node: next, Opset: opset})
+			if !ok || max(lo, l) > min(hi, h) {
+				break
+			}
+			lo, hi = max(lo, l), min(hi, h)
+			absorbed = append(absorbed, next)
+			x.absorb(p, next)
+		}
 		p.Attrs = withAttr(p.Attrs, FusedMin, graph.Attr{Type: graph.AttrFloat, Float: lo})
 		p.Attrs[FusedMax] = graph.Attr{Type: graph.AttrFloat, Float: hi}
+		return absorbed
 	case "Sigmoid", "HardSigmoid", "HardSwish", "LeakyRelu", "Tanh", "Gelu":
-		if len(act.Inputs) != 1 {
-			return nil
+		if _, err := opsem.GeluTanh(n); len(act.Inputs) != 1 || err != nil {
+			return nil // a bad approximate fails when the node runs
 		}
-		attrs := map[string]graph.Attr{}
-		alpha, beta := opsem.ActivationAttrs(n)
-		if act.OpType == "LeakyRelu" || act.OpType == "HardSigmoid" {
-			attrs[FusedAlpha] = graph.Attr{Type: graph.AttrFloat, Float: float32(alpha)}
-			attrs[FusedBeta] = graph.Attr{Type: graph.AttrFloat, Float: float32(beta)}
-		}
-		if act.OpType == "Gelu" {
-			tanh, err := opsem.GeluTanh(n)
-			if err != nil {
-				return nil // the error surfaces when the node runs
-			}
-			if tanh {
-				attrs[FusedApproximate] = graph.Attr{Type: graph.AttrString, String: "tanh"}
-			}
-		}
-		attrs[FusedActivation] = graph.Attr{Type: graph.AttrString, String: act.OpType}
-		for name, a := range attrs {
-			p.Attrs = withAttr(p.Attrs, name, a)
-		}
+		setActivation(p, n)
 	default:
 		return nil
 	}
@@ -312,24 +323,49 @@ func fuseActivation(x *index, p *graph.Node, acts []string, opset int64) []*grap
 	return []*graph.Node{act}
 }
 
-// siluOf returns the nodes of Mul(v, Sigmoid(v)) when they are v's only
-// readers, and the Sigmoid's output has no other.
-func siluOf(x *index, v string) (sig, mul *graph.Node) {
+// setActivation gives p the activation act as FusedActivation and its
+// attributes.
+func setActivation(p *graph.Node, act opsem.Node) {
+	p.Attrs = withAttr(p.Attrs, FusedActivation, graph.Attr{Type: graph.AttrString, String: act.OpType})
+	alpha, beta := opsem.ActivationAttrs(act)
+	if act.OpType == "LeakyRelu" || act.OpType == "HardSigmoid" {
+		p.Attrs[FusedAlpha] = graph.Attr{Type: graph.AttrFloat, Float: float32(alpha)}
+		p.Attrs[FusedBeta] = graph.Attr{Type: graph.AttrFloat, Float: float32(beta)}
+	}
+	if tanh, _ := opsem.GeluTanh(act); act.OpType == "Gelu" && tanh {
+		p.Attrs[FusedApproximate] = graph.Attr{Type: graph.AttrString, String: "tanh"}
+	}
+}
+
+// gateOf returns the nodes of Mul(v, gate(v)) when they are v's only
+// readers and the gate's output has no other: gate a Sigmoid (SiLU), or a
+// HardSigmoid of alpha 1/6 and beta 1/2 (HardSwish).
+func gateOf(x *index, v string, opset int64) (gate, mul *graph.Node) {
 	readers := x.readers[v]
 	if len(readers) != 2 || readers[0] == readers[1] {
 		return nil, nil
 	}
-	sig, mul = readers[0], readers[1]
-	if is(mul, "Sigmoid") {
-		sig, mul = mul, sig
+	gate, mul = readers[0], readers[1]
+	if is(gate, "Mul") {
+		gate, mul = mul, gate
 	}
-	if !is(sig, "Sigmoid") || !is(mul, "Mul") || len(sig.Outputs) != 1 || len(mul.Outputs) != 1 || len(sig.Inputs) != 1 {
+	if !is(mul, "Mul") || len(gate.Inputs) != 1 || len(gate.Outputs) != 1 || len(mul.Outputs) != 1 || gate.Domain != "" {
 		return nil, nil
 	}
-	if s, ok := other(mul, v); !ok || s != sig.Outputs[0] || x.only(s) != mul {
+	switch gate.OpType {
+	case "Sigmoid":
+	case "HardSigmoid":
+		alpha, beta := opsem.ActivationAttrs(opsem.Node{Node: gate, Opset: opset})
+		if math.Abs(alpha-1.0/6) > 1e-6 || beta != 0.5 {
+			return nil, nil
+		}
+	default:
 		return nil, nil
 	}
-	return sig, mul
+	if s, ok := other(mul, v); !ok || s != gate.Outputs[0] || x.only(s) != mul {
+		return nil, nil
+	}
+	return gate, mul
 }
 
 // activationBounds returns the clamp a Relu or a constant-bounded float

@@ -1,6 +1,7 @@
 package passes_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/beamml/beamml/inference"
@@ -17,6 +18,8 @@ func activation(m *model, op string, x string) string {
 	case "SiLU reversed":
 		s := m.op("Sigmoid", nil, x)
 		return m.op("Mul", nil, s, x)
+	case "HardSwish gated":
+		return m.op("Mul", nil, x, m.op("HardSigmoid", attrs("alpha", aFloat(1.0/6)), x))
 	case "Clip":
 		return m.op("Clip", nil, x, m.scalar("lo", -0.5), m.scalar("hi", 1.5))
 	case "HardSigmoid":
@@ -29,7 +32,7 @@ func activation(m *model, op string, x string) string {
 	return m.op(op, nil, x)
 }
 
-var allActivations = []string{"Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "LeakyRelu", "Tanh", "Gelu", "Gelu tanh", "SiLU", "SiLU reversed"}
+var allActivations = []string{"Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "LeakyRelu", "Tanh", "Gelu", "Gelu tanh", "SiLU", "SiLU reversed", "HardSwish gated"}
 
 // A MatMul's epilogue is applied with the unfused nodes' arithmetic (the
 // same float32 additions in the same order, the activation kernels'
@@ -164,6 +167,12 @@ func TestFuseEpiloguesLeavesAlone(t *testing.T) {
 			m.output(m.op("Clip", nil, y, m.input("lo")))
 			return m
 		}},
+		{"HardSigmoid gate of another slope", func() *model {
+			m := newModel(13)
+			y := m.op("MatMul", nil, m.input("x", 2, 8), m.constant("w", []int{8, 6}))
+			m.output(m.op("Mul", nil, y, m.op("HardSigmoid", nil, y)))
+			return m
+		}},
 		{"Sigmoid read by more than the Mul", func() *model {
 			m := newModel(13)
 			y := m.op("MatMul", nil, m.input("x", 2, 8), m.constant("w", []int{8, 6}))
@@ -214,4 +223,28 @@ func TestFuseEpiloguesConvClampOnly(t *testing.T) {
 		m.output(y, m.op("Relu", nil, z), m.op("Sigmoid", nil, m.op("Conv", nil, "x", "w")))
 		return m
 	}, clampOnly)
+}
+
+// A clamp after a clamp (ReLU6 exported as Relu then Clip) becomes one
+// clamp to the intersection; clamps that do not intersect stay apart.
+func TestFuseEpiloguesClampAfterClamp(t *testing.T) {
+	for _, tc := range []struct {
+		lo, hi float32
+		ops    string
+		bounds [2]float32
+	}{
+		{-1, 6, "Conv", [2]float32{0, 6}},
+		{-3, -1, "Conv Clip", [2]float32{0, float32(math.Inf(1))}},
+	} {
+		g := rewrite(t, func() *model {
+			m := newModel(13)
+			y := m.op("Conv", nil, m.input("x", 1, 2, 3, 3), m.constant("w", []int{2, 2, 1, 1}))
+			y = m.op("Relu", nil, y)
+			m.output(m.op("Clip", nil, y, m.scalar("lo", tc.lo), m.scalar("hi", tc.hi)))
+			return m
+		}, passes.FuseEpilogues(passes.AllEpilogues), tc.ops, 0, 0)
+		if n := g.Nodes[0]; n.Float(passes.FusedMin, 7) != tc.bounds[0] || n.Float(passes.FusedMax, 7) != tc.bounds[1] {
+			t.Errorf("Clip(%g, %g) after Relu: clamp [%g, %g], want %v", tc.lo, tc.hi, n.Float(passes.FusedMin, 7), n.Float(passes.FusedMax, 7), tc.bounds)
+		}
+	}
 }

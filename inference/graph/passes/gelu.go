@@ -2,6 +2,7 @@ package passes
 
 import (
 	"math"
+	"slices"
 
 	"github.com/beamml/beamml/inference/graph"
 	"github.com/beamml/beamml/inference/internal/opsem"
@@ -13,10 +14,10 @@ import (
 //	erf:  x · 0.5 · (1 + Erf(x/√2))                      → Gelu(x)
 //	tanh: x · 0.5 · (1 + Tanh(√(2/π)·(x + 0.044715·x³)))  → Gelu(x, approximate="tanh")
 //
-// with x/√2 written Div(x, 1.4142135) or Mul(x, 0.70710678), x³ written
-// Pow(x, 3), Mul(x, Mul(x, x)) or Mul(Mul(x, x), x), the factors 0.5, x
-// and (1 + …) multiplied in any order, and the operands of each Add and
-// Mul in either order. The constants are float32 scalars, matched within
+// with x/√2 written Div(x, 1.4142135) or Mul(x, 0.70710678), the factors
+// of 0.044715·x³ (x³ as Pow(x, 3) or x·x·x) and of 0.5·x·(1 + …)
+// multiplied in any order and grouping, and the operands of each Add in
+// either order. The constants are float32 scalars, matched within
 // a relative 1e-5; every intermediate value has one reader and is not a
 // graph output. The Gelu computes in float64 and rounds once, where the
 // decomposed graph rounds at each step: the two agree to a few units in
@@ -119,21 +120,27 @@ func geluTanhArg(x *index, p *pattern, tanh *graph.Node) string {
 		return ""
 	}
 	for i, term := range add.Inputs {
-		cubeTerm := x.intermediate(term, add)
-		cube := x.intermediate(scaledBy(x, cubeTerm, 0.044715), cubeTerm)
 		in := add.Inputs[1-i]
-		if cube == nil || in == term {
+		root := x.intermediate(term, add)
+		if in == term || !is(root, "Mul") {
 			continue
 		}
-		square := cubeOf(x, cube, in)
-		if square == nil {
-			continue
+		nodes, leaves := x.product(root)
+		// x³ may be a Pow(x, 3) that only the product reads.
+		var cubes []*graph.Node
+		for j := 0; j < len(leaves); j++ {
+			if pow := x.producer[leaves[j]]; is(pow, "Pow") && len(pow.Inputs) == 2 && pow.Inputs[0] == in &&
+				x.isNumber(pow.Inputs[1], 3) && slices.Contains(nodes, x.only(leaves[j])) {
+				leaves = slices.Replace(leaves, j, j+1, in, in, in)
+				cubes = append(cubes, pow)
+			}
 		}
-		if square != cube {
-			p.add(square)
+		if x.productOf(leaves, in, in, in, 0.044715) {
+			p.add(nodes...)
+			p.add(cubes...)
+			p.add(add, scaled)
+			return in
 		}
-		p.add(cube, cubeTerm, add, scaled)
-		return in
 	}
 	return ""
 }
@@ -152,57 +159,62 @@ func scaledBy(x *index, n *graph.Node, c float64) string {
 	return ""
 }
 
-// cubeOf reports whether n computes in³: as Pow(in, 3) (it returns n), or
-// as a Mul of in and a Mul(in, in) that only n reads (it returns that
-// square). It returns nil otherwise.
-func cubeOf(x *index, n *graph.Node, in string) *graph.Node {
-	if is(n, "Pow") && len(n.Inputs) == 2 && n.Inputs[0] == in && x.isNumber(n.Inputs[1], 3) {
-		return n
+// product returns the Muls of the product whose last Mul is root, and the
+// values it multiplies: a Mul's operand is a leaf unless it is the output
+// of a Mul that only it reads (and that is not pinned).
+func (x *index) product(root *graph.Node) (nodes []*graph.Node, leaves []string) {
+	nodes = []*graph.Node{root}
+	for _, in := range root.Inputs {
+		if m := x.intermediate(in, root); is(m, "Mul") && len(m.Inputs) == 2 && len(m.Outputs) == 1 {
+			n, l := x.product(m)
+			nodes, leaves = append(nodes, n...), append(leaves, l...)
+			continue
+		}
+		leaves = append(leaves, in)
 	}
-	if !is(n, "Mul") {
-		return nil
-	}
-	sq, ok := other(n, in)
-	if !ok {
-		return nil
-	}
-	square := x.intermediate(sq, n)
-	if is(square, "Mul") && len(square.Inputs) == 2 && square.Inputs[0] == in && square.Inputs[1] == in {
-		return square
-	}
-	return nil
+	return nodes, leaves
 }
 
-// geluProduct matches the product of x, u (the 1 + … factor) and 0.5, in
-// any order, starting from u, and returns its last Mul, having added the
-// Muls to p; or nil.
-func geluProduct(x *index, p *pattern, u, in string) *graph.Node {
-	m1 := x.only(u)
-	if !is(m1, "Mul") {
-		return nil
+// productOf reports whether leaves are, in some order, the factors: value
+// names (strings) and float32 scalar constants (float64s, within
+// isScalar's tolerance), each used once.
+func (x *index) productOf(leaves []string, factors ...any) bool {
+	if len(leaves) != len(factors) {
+		return false
 	}
-	f, ok := other(m1, u)
-	if !ok || f == u {
-		return nil
-	}
-	switch {
-	case f == in: // (x·u)·0.5
-		if m2 := x.only(m1.Outputs[0]); is(m2, "Mul") && scaledBy(x, m2, 0.5) == m1.Outputs[0] {
-			p.add(m1, m2)
-			return m2
-		}
-	case x.isScalar(f, 0.5): // (u·0.5)·x
-		if m2 := x.only(m1.Outputs[0]); is(m2, "Mul") {
-			if g, _ := other(m2, m1.Outputs[0]); g == in {
-				p.add(m1, m2)
-				return m2
+	used := make([]bool, len(leaves))
+	for _, f := range factors {
+		found := false
+		for i, l := range leaves {
+			if used[i] {
+				continue
+			}
+			if v, isValue := f.(string); (isValue && l == v) || (!isValue && x.isScalar(l, f.(float64))) {
+				used[i], found = true, true
+				break
 			}
 		}
-	default: // u·(x·0.5)
-		if h := x.intermediate(f, m1); is(h, "Mul") && scaledBy(x, h, 0.5) == in {
-			p.add(h, m1)
-			return m1
+		if !found {
+			return false
 		}
+	}
+	return true
+}
+
+// geluProduct finds the product of x, u (the 1 + … factor) and 0.5, in
+// any order and grouping, among the Muls above u, and returns its last
+// Mul, having added the Muls to p; or nil.
+func geluProduct(x *index, p *pattern, u, in string) *graph.Node {
+	m := x.only(u)
+	for range 2 { // the factors take two Muls
+		if !is(m, "Mul") || len(m.Inputs) != 2 || len(m.Outputs) != 1 {
+			return nil
+		}
+		if nodes, leaves := x.product(m); x.productOf(leaves, in, u, 0.5) {
+			p.add(nodes...)
+			return m
+		}
+		m = x.only(m.Outputs[0])
 	}
 	return nil
 }

@@ -43,19 +43,25 @@ func geluProduct(m *model, x, u, order string) string {
 	}
 }
 
-// geluTanh writes 0.5·x·(1 + Tanh(√(2/π)·(x + 0.044715·x³))) with x³ as
-// Pow(x, 3) or Mul(x, Mul(x, x)).
-func geluTanh(pow bool, k float32) func() *model {
+// geluTanh writes 0.5·x·(1 + Tanh(√(2/π)·(x + 0.044715·x³))) with
+// 0.044715·x³ as 0.044715·Pow(x, 3), 0.044715·((x·x)·x), or as GPT-2's
+// Python writes it, ((0.044715·x)·x)·x.
+func geluTanh(cube string, k float32) func() *model {
 	return func() *model {
 		m := newModel(13)
 		x := m.input("x", 4, 16)
-		var cube string
-		if pow {
-			cube = m.op("Pow", nil, x, m.scalar("three", 3))
-		} else {
-			cube = m.op("Mul", nil, m.op("Mul", nil, x, x), x)
+		var term string
+		switch c := m.scalar("k3", 0.044715); cube {
+		case "pow":
+			term = m.op("Mul", nil, c, m.op("Pow", nil, x, m.scalar("three", 3)))
+		case "c·x·x": // not a GELU
+			term = m.op("Mul", nil, m.op("Mul", nil, c, x), x)
+		case "x·x·x":
+			term = m.op("Mul", nil, c, m.op("Mul", nil, m.op("Mul", nil, x, x), x))
+		default:
+			term = m.op("Mul", nil, m.op("Mul", nil, m.op("Mul", nil, c, x), x), x)
 		}
-		inner := m.op("Add", nil, x, m.op("Mul", nil, m.scalar("k3", 0.044715), cube))
+		inner := m.op("Add", nil, x, term)
 		t := m.op("Tanh", nil, m.op("Mul", nil, inner, m.scalar("k", k)))
 		u := m.op("Add", nil, m.scalar("one", 1), t)
 		m.output(geluProduct(m, x, u, "(x·u)·h"))
@@ -76,8 +82,9 @@ func TestRecognizeGelu(t *testing.T) {
 		{"erf, Div, (x·u)·0.5", geluErf(true, sqrt2, "(x·u)·h", nil), false},
 		{"erf, Div by 1.4142135, (u·0.5)·x", geluErf(true, 1.4142135, "(u·h)·x", nil), false},
 		{"erf, Mul by 1/√2, u·(0.5·x)", geluErf(false, 0.70710678, "u·(x·h)", nil), false},
-		{"tanh, Pow", geluTanh(true, float32(math.Sqrt(2/math.Pi))), true},
-		{"tanh, Mul(Mul(x, x), x), 0.7978846", geluTanh(false, 0.7978846), true},
+		{"tanh, Pow", geluTanh("pow", float32(math.Sqrt(2/math.Pi))), true},
+		{"tanh, Mul(Mul(x, x), x), 0.7978846", geluTanh("x·x·x", 0.7978846), true},
+		{"tanh, ((c·x)·x)·x", geluTanh("c·x·x·x", float32(math.Sqrt(2/math.Pi))), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := rewrite(t, tc.build, passes.RecognizeGelu(), "Gelu", rtol, atol)
@@ -98,7 +105,8 @@ func TestRecognizeGeluLeavesAlone(t *testing.T) {
 		build func() *model
 	}{
 		{"divisor 1.5", geluErf(true, 1.5, "(x·u)·h", nil)},
-		{"tanh constant 0.79", geluTanh(true, 0.79)},
+		{"tanh constant 0.79", geluTanh("pow", 0.79)},
+		{"x² rather than x³", geluTanh("c·x·x", 0.7978846)},
 		{"1 + Erf read again", geluErf(true, float32(math.Sqrt2), "(x·u)·h", func(m *model, u string) { m.output(u) })},
 		{"overridable divisor", geluErf(true, float32(math.Sqrt2), "(x·u)·h", func(m *model, u string) { m.overridable("c") })},
 		{"1 + Erf is 2 + Erf", geluErf(true, float32(math.Sqrt2), "(x·u)·h", func(m *model, u string) { m.g.Initializers["one"] = tensor([]int{}, []float32{2}) })},
