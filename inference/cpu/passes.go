@@ -19,6 +19,7 @@ func (b Backend) graphPasses() []passes.Pass {
 		passes.FoldBatchNorm(),
 		passes.RecognizeLayerNorm(),
 		passes.RecognizeGelu(),
+		passes.RecognizeAttention(),
 		passes.FuseEpilogues(passes.AllEpilogues),
 	}
 }

@@ -35,10 +35,10 @@ func TestExportedModels(t *testing.T) {
 			"BatchNormalization Relu Clip Sigmoid Add"},
 		{"resblock_opset17", "Conv:3 Conv+clamp:2 Conv+Sigmoid·:1 Conv+residual:1 Gemm:1 HardSwish:1",
 			"BatchNormalization Relu Clip Sigmoid Add"},
-		{"encoder_opset14", "LayerNormalization:2 MatMul:8 MatMul+bias:6 MatMul+residual:2 MatMul+Gelu:1", "ReduceMean Erf Pow Sqrt Gelu"},
-		{"encoder_opset17", "LayerNormalization:2 MatMul:8 MatMul+bias:6 MatMul+residual:2 MatMul+Gelu:1", "ReduceMean Erf Gelu"},
-		{"gpt_opset14", "LayerNormalization:2 MatMul:6 MatMul+bias:4 MatMul+residual:2 MatMul+Gelu:1", "ReduceMean Tanh Pow Sqrt Gelu"},
-		{"gpt_torchgelu_opset17", "LayerNormalization:2 MatMul:6 MatMul+bias:4 MatMul+residual:2 MatMul+Gelu:1", "Tanh Gelu"},
+		{"encoder_opset14", "LayerNormalization:2 Attention:1 MatMul:6 MatMul+bias:6 MatMul+residual:2 MatMul+Gelu:1", "ReduceMean Erf Pow Sqrt Gelu Softmax"},
+		{"encoder_opset17", "LayerNormalization:2 Attention:1 MatMul:6 MatMul+bias:6 MatMul+residual:2 MatMul+Gelu:1", "ReduceMean Erf Gelu Softmax"},
+		{"gpt_opset14", "LayerNormalization:2 Attention:1 MatMul:4 MatMul+bias:4 MatMul+residual:2 MatMul+Gelu:1", "ReduceMean Tanh Pow Sqrt Gelu Softmax"},
+		{"gpt_torchgelu_opset17", "LayerNormalization:2 Attention:1 MatMul:4 MatMul+bias:4 MatMul+residual:2 MatMul+Gelu:1", "Tanh Gelu Softmax"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join("testdata", tc.name)
