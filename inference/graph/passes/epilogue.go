@@ -134,8 +134,12 @@ func fused(n *graph.Node) bool {
 	return false
 }
 
-// absorb makes p output what n, its output's only reader, outputs.
+// absorb makes p output what n, its output's only reader, outputs; n is
+// to go.
 func (x *index) absorb(p, n *graph.Node) {
+	for _, in := range n.Inputs {
+		x.readers[in] = removeReader(x.readers[in], n)
+	}
 	p.Outputs[0] = n.Outputs[0]
 	x.producer[n.Outputs[0]] = p
 }

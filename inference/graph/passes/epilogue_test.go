@@ -248,3 +248,20 @@ func TestFuseEpiloguesClampAfterClamp(t *testing.T) {
 		}
 	}
 }
+
+// When two products meet in an Add, the first takes the Add with the
+// second's output as its residual; the second keeps its own epilogue.
+func TestFuseEpiloguesTwoProductsInOneAdd(t *testing.T) {
+	build := func() *model {
+		m := newModel(13)
+		x := m.input("x", 3, 8)
+		a := m.op("MatMul", nil, x, m.constant("wa", []int{8, 4}))
+		b := m.op("Tanh", nil, m.op("MatMul", nil, x, m.constant("wb", []int{8, 4})))
+		m.output(m.op("Relu", nil, m.op("Add", nil, a, b)))
+		return m
+	}
+	g := rewrite(t, build, passes.FuseEpilogues(passes.AllEpilogues), "MatMul MatMul", 0, 0)
+	if first, second := g.Nodes[1], g.Nodes[0]; !first.Has(passes.FusedResidual) || !first.Has(passes.FusedMin) || second.Str(passes.FusedActivation, "") != "Tanh" {
+		t.Errorf("attributes %v and %v: want the Add and the Relu on one product, the Tanh on the other", first.Attrs, second.Attrs)
+	}
+}

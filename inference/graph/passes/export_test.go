@@ -104,7 +104,7 @@ func compileExport(t *testing.T, dir string, backend cpu.Backend) (*cpu.Model, i
 }
 
 // exportData reads the inputs and PyTorch's outputs of dir's data set.
-func exportData(t *testing.T, dir string, g *graph.Graph) (feeds, outs map[string]inference.Tensor) {
+func exportData(t testing.TB, dir string, g *graph.Graph) (feeds, outs map[string]inference.Tensor) {
 	t.Helper()
 	read := func(file string) inference.Tensor {
 		b, err := os.ReadFile(filepath.Join(dir, "test_data_set_0", file))
@@ -147,4 +147,38 @@ func opCounts(g *graph.Graph) map[string]int {
 		}
 	}
 	return c
+}
+
+// BenchmarkExportedModels times the exports on the CPU backend with and
+// without the optimising passes.
+func BenchmarkExportedModels(b *testing.B) {
+	dirs, err := filepath.Glob(filepath.Join("testdata", "*", "model.onnx"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, path := range dirs {
+		dir := filepath.Dir(path)
+		for _, backend := range []cpu.Backend{{}, {Unoptimized: true}} {
+			b.Run(fmt.Sprintf("%s/unoptimized=%v", filepath.Base(dir), backend.Unoptimized), func(b *testing.B) {
+				data, err := os.ReadFile(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				g, err := onnx.Decode(data, dir)
+				if err != nil {
+					b.Fatal(err)
+				}
+				m, err := backend.Compile(g)
+				if err != nil {
+					b.Fatal(err)
+				}
+				feeds, _ := exportData(b, dir, m.(*cpu.Model).Graph())
+				for b.Loop() {
+					if _, err := m.Run(context.Background(), feeds); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
 }
