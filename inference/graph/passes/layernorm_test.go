@@ -1,8 +1,11 @@
 package passes_test
 
 import (
+	"context"
+	"strings"
 	"testing"
 
+	"github.com/beamml/beamml/inference/cpu"
 	"github.com/beamml/beamml/inference/graph"
 	"github.com/beamml/beamml/inference/graph/passes"
 )
@@ -144,4 +147,19 @@ func TestRecognizeLayerNormOverridableScale(t *testing.T) {
 	ln := layerNorm{opset: 13, axes: []int64{-1}, scale: true, bias: true, keepdims: 1}
 	rewrite(t, ln.build(func(m *model, v map[string]string) { m.overridable(v["scale"]) }),
 		passes.RecognizeLayerNorm(), "LayerNormalization Mul Add", rtol, atol)
+}
+
+// The recognised node is named after the first node it replaces, and a
+// failure names it.
+func TestRecognizeLayerNormErrorNamesNode(t *testing.T) {
+	ln := layerNorm{opset: 13, axes: []int64{-1}, scale: true, keepdims: 1}
+	m := ln.build(func(m *model, v map[string]string) { m.constant(v["scale"], []int{5}) })()
+	g := m.sorted(t)
+	if err := passes.Optimize(g, passes.RecognizeLayerNorm()); err != nil {
+		t.Fatal(err)
+	}
+	_, err := cpu.NewModel(g).Run(context.Background(), m.feeds)
+	if err == nil || !strings.Contains(err.Error(), `"n1/LayerNormalization" (LayerNormalization)`) {
+		t.Errorf("a scale of 5 values for blocks of 8: error %v, want one naming the LayerNormalization", err)
+	}
 }
