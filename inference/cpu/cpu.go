@@ -24,8 +24,15 @@ package cpu
 
 import "github.com/beamml/beamml/inference"
 
-// Backend runs models on the host's cores.
-type Backend struct{}
+// Backend runs models on the host's cores. The zero Backend is the one
+// registered under inference.CPU.
+type Backend struct {
+	// Unoptimized compiles with constant folding only, without the
+	// optimising graph passes (BatchNormalization folding, fusions, the
+	// recognition of LayerNormalization, Gelu and Attention): the graph
+	// runs node by node as the model wrote it. Tests compare the two.
+	Unoptimized bool
+}
 
 // Device returns inference.CPU.
 func (Backend) Device() inference.Device { return inference.CPU }

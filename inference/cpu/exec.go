@@ -48,14 +48,14 @@ func register(op string, k kernel) {
 var control = map[string]bool{"If": true, "Loop": true, "Scan": true}
 
 // Compile checks that every node of g (and of its subgraphs) has a kernel,
-// runs the graph passes (constant folding with the reference kernels,
-// then the activation fusions the Conv kernel honours) and returns the
-// model. Compile is the graph.Compiler method of Backend.
-func (Backend) Compile(g *graph.Graph) (inference.Model, error) {
+// runs the graph passes (graphPasses: constant folding, then the
+// optimising rewrites unless b is Unoptimized) and returns the model.
+// Compile is the graph.Compiler method of Backend.
+func (b Backend) Compile(g *graph.Graph) (inference.Model, error) {
 	if err := Check(g); err != nil {
 		return nil, err
 	}
-	if err := passes.Optimize(g, passes.FoldConstants(RunNode), passes.FuseActivations()); err != nil {
+	if err := passes.Optimize(g, b.graphPasses()...); err != nil {
 		return nil, err
 	}
 	m := NewModel(g)

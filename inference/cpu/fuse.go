@@ -1,11 +1,22 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
+	"slices"
 
+	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/graph"
 	"github.com/beamml/beamml/inference/graph/passes"
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
+
+// The epilogues passes.FuseEpilogues folds into Conv, Gemm and MatMul:
+// y = act(product + bias + residual), applied by the kernel to each block
+// of its output while the block is in cache. The arithmetic is the
+// unfused nodes': the same float32 additions in the same order, and the
+// activation through the standalone kernel's function (ewUnaryOps), so a
+// fused node computes what the nodes it replaced computed.
 
 // clamp is a fused activation: y = min(max(y, lo), hi) when on.
 type clamp struct {
@@ -20,10 +31,206 @@ func (c clamp) apply(y []float32) {
 	clamps(y, c.lo, c.hi) // NaN stays, as Relu and Clip keep it
 }
 
-// fusedClamp reads the activation passes.FuseActivations put on n.
+// epilogue is a node's fused epilogue on a float32 output. The zero
+// epilogue, and a nil one, do nothing.
+type epilogue struct {
+	bias     []float32 // added to each row of len(bias) elements (Gemm, MatMul)
+	residual []float32 // as long as the output
+	clamp    clamp
+	act      func(y []float32) // the activation other than a clamp, in place
+}
+
+// apply applies e to y, the elements of the output from off on.
+func (e *epilogue) apply(y []float32, off int) {
+	if e == nil {
+		return
+	}
+	if cols := len(e.bias); cols > 0 {
+		j := off % cols
+		for i := range y {
+			y[i] += e.bias[j]
+			if j++; j == cols {
+				j = 0
+			}
+		}
+	}
+	if e.residual != nil {
+		for i, r := range e.residual[off : off+len(y)] {
+			y[i] += r
+		}
+	}
+	e.clamp.apply(y)
+	if e.act != nil {
+		e.act(y)
+	}
+}
+
+// applyRows applies e to out, rows of cols elements, rows in parallel.
+func (e *epilogue) applyRows(out []float32, cols int) {
+	if e == nil || cols == 0 {
+		return
+	}
+	parallelFor(len(out)/cols, 4*cols, func(lo, hi int) { e.apply(out[lo*cols:hi*cols], lo*cols) })
+}
+
+// fusedEpilogue returns the epilogue n carries for its float32 output of
+// shape out: nil when n carries none, or when its residual has another
+// shape than out (it broadcasts, as Add's operands do), which the kernel
+// then leaves to unfusedEpilogue.
+func fusedEpilogue(n opsem.Node, in []inference.Tensor, out []int) (*epilogue, error) {
+	if !hasEpilogue(n) {
+		return nil, nil
+	}
+	e := &epilogue{clamp: fusedClamp(n)}
+	if i, ok := fusedInput(n, passes.FusedResidual); ok {
+		r := arg(in, i)
+		if r.DType() != inference.Float32 || !slices.Equal(r.Shape(), out) {
+			return nil, nil
+		}
+		e.residual = dataOf[float32](r)
+	}
+	if i, ok := fusedInput(n, passes.FusedBias); ok {
+		b := arg(in, i)
+		if b.DType() != inference.Float32 || b.Rank() != 1 || len(out) == 0 || b.Len() != out[len(out)-1] {
+			return nil, fmt.Errorf("fused bias (input %d) is %v, want float32 [%d] for output %v: %w", i, b, out[len(out)-1:], out, inference.ErrShape)
+		}
+		e.bias = dataOf[float32](b)
+	}
+	act, err := fusedActivation(n)
+	if err != nil {
+		return nil, err
+	}
+	e.act = act
+	return e, nil
+}
+
+// hasEpilogue reports whether n carries a fused epilogue.
+func hasEpilogue(n opsem.Node) bool {
+	for _, a := range []string{passes.FusedMin, passes.FusedActivation, passes.FusedBias, passes.FusedResidual} {
+		if n.Has(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// fusedInput returns the input the attribute attr names.
+func fusedInput(n opsem.Node, attr string) (int, bool) {
+	i := n.Int(attr, -1)
+	return int(i), n.Has(attr) && i >= 0 && int(i) < len(n.Inputs)
+}
+
+// fusedClamp reads the clamp passes.FuseEpilogues put on n for a Relu or
+// a Clip.
 func fusedClamp(n opsem.Node) clamp {
 	if !n.Has(passes.FusedMin) {
 		return clamp{}
 	}
 	return clamp{on: true, lo: n.Float(passes.FusedMin, float32(math.Inf(-1))), hi: n.Float(passes.FusedMax, float32(math.Inf(1)))}
+}
+
+// fusedActivation returns n's fused activation other than a clamp (nil
+// without one), applied in place to float32 values: the standalone
+// kernel's function (its vector loop where it has one), and when it
+// gates, v·act(v) rounded after each step as Mul(v, act(v)) is.
+func fusedActivation(n opsem.Node) (func(y []float32), error) {
+	op := n.Str(passes.FusedActivation, "")
+	if op == "" {
+		return nil, nil
+	}
+	attrs, ok := ewUnaryOps[op]
+	if !ok {
+		return nil, n.Unsupported("fused activation %q", op)
+	}
+	u, err := attrs(activationNode(n, op))
+	if err != nil {
+		return nil, err
+	}
+	vec := u.vec
+	if vec == nil {
+		f := u.float
+		vec = func(y, x []float32) {
+			for i, v := range x {
+				y[i] = float32(f(float64(v)))
+			}
+		}
+	}
+	if n.Int(passes.FusedGate, 0) == 0 {
+		return func(y []float32) { vec(y, y) }, nil
+	}
+	return func(y []float32) {
+		var buf [256]float32
+		for lo := 0; lo < len(y); lo += len(buf) {
+			ys := y[lo:min(lo+len(buf), len(y))]
+			a := buf[:len(ys)]
+			vec(a, ys)
+			for i, v := range a {
+				ys[i] *= v
+			}
+		}
+	}, nil
+}
+
+// activationNode is the activation node op that n's epilogue replaced,
+// with its attributes.
+func activationNode(n opsem.Node, op string) opsem.Node {
+	attrs := map[string]graph.Attr{}
+	for fused, name := range map[string]string{passes.FusedAlpha: "alpha", passes.FusedBeta: "beta", passes.FusedApproximate: "approximate"} {
+		if a, ok := n.Attrs[fused]; ok {
+			attrs[name] = a
+		}
+	}
+	return opsem.Node{Node: &graph.Node{Name: n.Name, OpType: op, Attrs: attrs}, Opset: n.Opset, Run: n.Run}
+}
+
+// unfusedEpilogue applies n's epilogue to outs[0], the output its kernel
+// computed without it, when applied (what fusedEpilogue returned) is nil:
+// for a residual that broadcasts, or elements other than float32. It runs
+// the kernels of the nodes the epilogue replaced, in their order. It
+// returns outs as they are when the kernel failed, applied the epilogue,
+// or n carries none.
+func unfusedEpilogue(n opsem.Node, in []inference.Tensor, applied *epilogue, outs []inference.Tensor, err error) ([]inference.Tensor, error) {
+	if err != nil || applied != nil || !hasEpilogue(n) {
+		return outs, err
+	}
+	step := func(op string, attrs map[string]graph.Attr, opset int64, args ...inference.Tensor) error {
+		node := opsem.Node{Node: &graph.Node{Name: n.Name, OpType: op, Attrs: attrs}, Opset: opset, Run: n.Run}
+		r, err := kernels[op](node, args)
+		if err == nil {
+			outs = r[:1]
+		}
+		return err
+	}
+	for _, attr := range []string{passes.FusedBias, passes.FusedResidual} {
+		if i, ok := fusedInput(n, attr); ok {
+			if err := step("Add", nil, n.Opset, outs[0], arg(in, i)); err != nil {
+				return nil, fmt.Errorf("fused Add of input %d: %w", i, err)
+			}
+		}
+	}
+	var err2 error
+	switch c := fusedClamp(n); {
+	case c.on && c.lo == 0 && math.IsInf(float64(c.hi), 1):
+		err2 = step("Relu", nil, n.Opset, outs[0])
+	case c.on: // Clip-6 takes the bounds as attributes
+		err2 = step("Clip", map[string]graph.Attr{"min": {Type: graph.AttrFloat, Float: c.lo}, "max": {Type: graph.AttrFloat, Float: c.hi}}, 6, outs[0])
+	}
+	if err2 != nil {
+		return nil, fmt.Errorf("fused clamp: %w", err2)
+	}
+	if op := n.Str(passes.FusedActivation, ""); op != "" {
+		if _, ok := kernels[op]; !ok {
+			return nil, n.Unsupported("fused activation %q", op)
+		}
+		v := outs[0]
+		if err := step(op, activationNode(n, op).Attrs, n.Opset, v); err != nil {
+			return nil, fmt.Errorf("fused %s: %w", op, err)
+		}
+		if n.Int(passes.FusedGate, 0) != 0 {
+			if err := step("Mul", nil, n.Opset, v, outs[0]); err != nil {
+				return nil, fmt.Errorf("fused %s gate: %w", op, err)
+			}
+		}
+	}
+	return outs, nil
 }

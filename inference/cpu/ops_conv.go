@@ -255,27 +255,32 @@ func cvConv(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	act := fusedClamp(n)
-	if cvBiasOnly(xd, wd, bias, out, batch, act) {
-		return singleOutput(shape, out)
+	ep, err := fusedEpilogue(n, in, shape)
+	if err != nil {
+		return nil, err
+	}
+	if cvBiasOnly(xd, wd, bias, out, batch, ep) {
+		outs, err := singleOutput(shape, out)
+		return unfusedEpilogue(n, in, ep, outs, err)
 	}
 	if cvDepthwise(group, chans, outChans, kernel) {
-		err = cvConvDepthwise(n.Run, xd, wd, bias, batch, chans, outChans/chans, g, out, act)
+		err = cvConvDepthwise(n.Run, xd, wd, bias, batch, chans, outChans/chans, g, out, ep)
 	} else {
 		packs, _ := n.Prepared.(convPacked)
-		err = cvConvGemm(n.Run, xd, wd, packs, bias, batch, chans, outChans, group, g, out, act)
+		err = cvConvGemm(n.Run, xd, wd, packs, bias, batch, chans, outChans, group, g, out, ep)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return singleOutput(shape, out)
+	outs, err := singleOutput(shape, out)
+	return unfusedEpilogue(n, in, ep, outs, err)
 }
 
 // cvBiasOnly fills out [batch, channels, spatial…] with the bias (0
-// without one) through act when there is nothing to convolve, and reports
-// whether it did: when out, x or W has no elements. The spatial shapes
-// beside such a 0 may then not count within int.
-func cvBiasOnly(xd, wd, bias, out []float32, batch int, act clamp) bool {
+// without one) through the epilogue ep when there is nothing to convolve,
+// and reports whether it did: when out, x or W has no elements. The
+// spatial shapes beside such a 0 may then not count within int.
+func cvBiasOnly(xd, wd, bias, out []float32, batch int, ep *epilogue) bool {
 	if len(out) > 0 && len(xd) > 0 && len(wd) > 0 {
 		return false
 	}
@@ -285,7 +290,7 @@ func cvBiasOnly(xd, wd, bias, out []float32, batch int, act clamp) bool {
 			cvFillPlanes(out[b*img:(b+1)*img], bias, img/len(bias))
 		}
 	}
-	act.apply(out)
+	ep.apply(out, 0)
 	return true
 }
 
@@ -301,7 +306,7 @@ func cvDepthwise(group, chans, outChans int, kernel []int) bool {
 // zeros: [batch, outChans, g.Out...] from x [batch, chans, g.In...] and
 // W [outChans, chans/group, g.Kernel...], reading each group's block of W
 // from packs where prepare packed it.
-func cvConvGemm(r *limit.Run, xd, wd []float32, packs convPacked, bias []float32, batch, chans, outChans, group int, g opsem.Window, out []float32, act clamp) error {
+func cvConvGemm(r *limit.Run, xd, wd []float32, packs convPacked, bias []float32, batch, chans, outChans, group int, g opsem.Window, out []float32, ep *epilogue) error {
 	cg, mg := chans/group, outChans/group
 	isp, osp, rows := opsem.Count(g.In), opsem.Count(g.Out), cg*opsem.Count(g.Kernel)
 	pointwise := rows == cg
@@ -342,7 +347,8 @@ func cvConvGemm(r *limit.Run, xd, wd []float32, packs convPacked, bias []float32
 				src = col
 			}
 			// The product adds to y (beta 1): to the bias, or to out's zeros.
-			y := out[(img*outChans+grp*mg)*osp : (img*outChans+(grp+1)*mg)*osp]
+			off := (img*outChans + grp*mg) * osp
+			y := out[off : off+mg*osp]
 			if bias != nil {
 				cvFillPlanes(y, bias[grp*mg:(grp+1)*mg], osp)
 			}
@@ -352,7 +358,7 @@ func cvConvGemm(r *limit.Run, xd, wd []float32, packs convPacked, bias []float32
 				pre.a = packs[grp]
 			}
 			nnSgemmPre(threads, pre, false, false, mg, osp, rows, 1, w, rows, src, osp, 1, y, osp)
-			act.apply(y)
+			ep.apply(y, off)
 		}
 	})
 	return nil
@@ -364,7 +370,7 @@ func cvConvGemm(r *limit.Run, xd, wd []float32, packs convPacked, bias []float32
 // padding, each input plane is first copied into the middle of a zeroed
 // plane padBegin + in + padEnd on a side, so that every tap of every
 // output lies inside the plane read and no inner loop tests for padding.
-func cvConvDepthwise(r *limit.Run, xd, wd, bias []float32, batch, chans, mult int, g opsem.Window, out []float32, act clamp) error {
+func cvConvDepthwise(r *limit.Run, xd, wd, bias []float32, batch, chans, mult int, g opsem.Window, out []float32, ep *epilogue) error {
 	ih, iw, oh, ow := g.In[0], g.In[1], g.Out[0], g.Out[1]
 	kh, kw := g.Kernel[0], g.Kernel[1]
 	ph, pw := g.PadBegin[0], g.PadBegin[1]
@@ -406,7 +412,7 @@ func cvConvDepthwise(r *limit.Run, xd, wd, bias []float32, batch, chans, mult in
 				b = bias[oc]
 			}
 			cvDepthwisePlane(out[p*oh*ow:(p+1)*oh*ow], x, piw, wd[oc*kh*kw:(oc+1)*kh*kw], b, g)
-			act.apply(out[p*oh*ow : (p+1)*oh*ow])
+			ep.apply(out[p*oh*ow:(p+1)*oh*ow], p*oh*ow)
 		}
 	})
 	return nil
@@ -528,7 +534,7 @@ func cvConvTranspose(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, e
 	if err != nil {
 		return nil, err
 	}
-	if cvBiasOnly(xd, wd, bias, out, batch, clamp{}) {
+	if cvBiasOnly(xd, wd, bias, out, batch, nil) {
 		return singleOutput(shape, out)
 	}
 	cg := chans / group

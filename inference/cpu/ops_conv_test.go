@@ -225,7 +225,7 @@ func TestNNConvDepthwise(t *testing.T) {
 		}
 		got, g := cvConvCase(t, xs, ws, x, w, bias, attrs)
 		gemm := make([]float32, len(got))
-		if err := cvConvGemm(nil, x, w, nil, bias, batch, chans, ws[0], chans, g, gemm, clamp{}); err != nil {
+		if err := cvConvGemm(nil, x, w, nil, bias, batch, chans, ws[0], chans, g, gemm, nil); err != nil {
 			t.Fatal(err)
 		}
 		cvCheckNear(t, name+" vs im2col", got, gemm)

@@ -21,7 +21,8 @@ func init() {
 
 // MatMul follows numpy.matmul (opsem.MatMul): a 1-D A is a row vector and
 // a 1-D B a column vector (the added dimension is dropped from the result),
-// and the dimensions before the last two broadcast.
+// and the dimensions before the last two broadcast. A fused epilogue
+// (fuse.go) is applied to the float32 output rows after the products.
 func laMatMul(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	a, err := requiredArg(in, 0, "A")
 	if err != nil {
@@ -48,8 +49,14 @@ func laMatMul(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		if err != nil {
 			return nil, err
 		}
+		ep, err := fusedEpilogue(n, in, outShape)
+		if err != nil {
+			return nil, err
+		}
 		if len(out) == 0 || k == 0 { // no products, and no offsets (opsem.MatMul)
-			return singleOutput(outShape, out)
+			ep.applyRows(out, n2)
+			outs, err := singleOutput(outShape, out)
+			return unfusedEpilogue(n, in, ep, outs, err)
 		}
 		if len(s.BBatch) == 0 {
 			// B is one matrix and A's batches are contiguous: one product
@@ -63,15 +70,19 @@ func laMatMul(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 				}
 			})
 		}
-		return singleOutput(outShape, out)
+		ep.applyRows(out, n2)
+		outs, err := singleOutput(outShape, out)
+		return unfusedEpilogue(n, in, ep, outs, err)
 	case inference.Int64:
 		ad, _ := inference.Data[int64](a)
 		bd, _ := inference.Data[int64](b)
-		return laMatMulInts(n.Run, outShape, nb, m, n2, k, ad, bd, aOff, bOff)
+		outs, err := laMatMulInts(n.Run, outShape, nb, m, n2, k, ad, bd, aOff, bOff)
+		return unfusedEpilogue(n, in, nil, outs, err)
 	case inference.Int32:
 		ad, _ := inference.Data[int32](a)
 		bd, _ := inference.Data[int32](b)
-		return laMatMulInts(n.Run, outShape, nb, m, n2, k, ad, bd, aOff, bOff)
+		outs, err := laMatMulInts(n.Run, outShape, nb, m, n2, k, ad, bd, aOff, bOff)
+		return unfusedEpilogue(n, in, nil, outs, err)
 	}
 	return nil, n.Unsupported("element type %v", a.DType())
 }
@@ -104,7 +115,8 @@ func laMatMulInts[T int32 | int64](r *limit.Run, shape []int, nb, m, n, k int, a
 
 // Gemm computes Y = alpha·A'·B' + beta·C with A' = transpose(A) if transA
 // and B' likewise (opsem.Gemm); C broadcasts to Y's m×n shape as
-// opsem.GemmBias says.
+// opsem.GemmBias says. A fused epilogue (fuse.go) is applied to Y's rows
+// after the product.
 func laGemm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	a, ad, err := requiredFloatArg(n, in, 0, "A")
 	if err != nil {
@@ -124,6 +136,10 @@ func laGemm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
+	ep, err := fusedEpilogue(n, in, []int{g.M, g.N})
+	if err != nil {
+		return nil, err
+	}
 	if len(in) > 2 && present(in[2]) {
 		c, cd, err := requiredFloatArg(n, in, 2, "C")
 		if err != nil {
@@ -137,7 +153,9 @@ func laGemm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	}
 	pre := nnPrepacked{b: packedFor(n.Prepared, bd)}
 	nnSgemmPre(runtime.GOMAXPROCS(0), pre, g.TransA, g.TransB, g.M, g.N, g.K, g.Alpha, ad, as[1], bd, bs[1], beta, out, g.N)
-	return singleOutput([]int{g.M, g.N}, out)
+	ep.applyRows(out, g.N)
+	outs, err := singleOutput([]int{g.M, g.N}, out)
+	return unfusedEpilogue(n, in, ep, outs, err)
 }
 
 // laFillBias writes Gemm's C, of shape cs, broadcast to M×N as

@@ -68,10 +68,11 @@ func TestPlanMemoryReusesDeadValues(t *testing.T) {
 // Values whose shape depends on input data are left out of the shapes.
 func TestDataDependentShapesLeftOut(t *testing.T) {
 	g := &graph.Graph{
-		Name:    "nz",
-		Opsets:  map[string]int64{"": 17},
-		Inputs:  []graph.Value{{Name: "x", DType: inference.Float32, Shape: []int{inference.Dynamic, 4}}},
-		Outputs: []graph.Value{{Name: "y", DType: inference.Int64}},
+		Name:   "nz",
+		Opsets: map[string]int64{"": 17},
+		Inputs: []graph.Value{{Name: "x", DType: inference.Float32, Shape: []int{inference.Dynamic, 4}}},
+		// r is an output so that dead-node elimination keeps it.
+		Outputs: []graph.Value{{Name: "y", DType: inference.Int64}, {Name: "r", DType: inference.Float32}},
 		Nodes: []*graph.Node{
 			{Name: "nz", OpType: "NonZero", Inputs: []string{"x"}, Outputs: []string{"idx"}},
 			{Name: "t", OpType: "Transpose", Inputs: []string{"idx"}, Outputs: []string{"y"}},

@@ -99,9 +99,8 @@ func (b *Backend) function(name string) (Function, error) {
 
 // Compile compiles g for the device: the CPU backend's check (a node
 // without a device kernel runs on the host with the CPU's), the graph
-// passes (constant folding with the CPU's reference kernels, then the
-// activation fusions the Conv lowering honours), then the weights'
-// upload. Plans for each input shape are built on first use.
+// passes (graphPasses), then the weights' upload. Plans for each input
+// shape are built on first use.
 func (b *Backend) Compile(g *graph.Graph) (inference.Model, error) {
 	dev, err := b.Open()
 	if err != nil {
@@ -110,10 +109,29 @@ func (b *Backend) Compile(g *graph.Graph) (inference.Model, error) {
 	if err := cpu.Check(g); err != nil {
 		return nil, err
 	}
-	if err := passes.Optimize(g, passes.FoldConstants(cpu.RunNode), passes.FuseActivations()); err != nil {
+	if err := passes.Optimize(g, graphPasses()...); err != nil {
 		return nil, err
 	}
 	return newModel(b, dev, g)
+}
+
+// graphPasses returns the graph passes Compile runs: constant folding
+// with the CPU's reference kernels, then the rewrites whose result the
+// device runs: dead nodes removed, BatchNormalization folded (plain
+// ONNX), LayerNormalization and Gelu recognised (lower_norm.go and
+// lower_elementwise.go have kernels for them), and the one epilogue the
+// Conv lowering honours, the clamp of a Relu or a Clip. Attention
+// recognition and the other epilogues are the CPU's: here their nodes
+// would run on the host.
+func graphPasses() []passes.Pass {
+	return []passes.Pass{
+		passes.FoldConstants(cpu.RunNode),
+		passes.EliminateDeadNodes(),
+		passes.FoldBatchNorm(),
+		passes.RecognizeLayerNorm(),
+		passes.RecognizeGelu(),
+		passes.FuseEpilogues(passes.Epilogues{Ops: []string{"Conv"}, Activations: []string{"Relu", "Clip"}}),
+	}
 }
 
 var _ graph.Compiler = (*Backend)(nil)

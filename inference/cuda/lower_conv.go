@@ -16,7 +16,7 @@ import (
 // opsem.TransposedWindow's (window.go pads it to the kernels' three
 // dimensions); a lowering whose geometry does not give the plan's output
 // shape sends the node to the host. The fused activation that
-// passes.FuseActivations puts on a Conv (attributes passes.FusedMin and
+// passes.FuseEpilogues puts on a Conv (attributes passes.FusedMin and
 // passes.FusedMax) clamps the output.
 
 // colLimit bounds the im2col and col2im scratch matrices, in floats

@@ -50,7 +50,7 @@ func init() {
 			attrs{"auto_pad": AStr("SAME_LOWER"), "strides": AInts(2, 1)}),
 		conv("valid-kernel-shape", 43, []int{1, 2, 6, 6}, []int{3, 2, 3, 3}, false,
 			attrs{"auto_pad": AStr("VALID"), "kernel_shape": AInts(3, 3), "pads": AInts(1, 1, 1, 1)}),
-		// The activations passes.FuseActivations folds into a Conv: Relu and Clip.
+		// The clamps passes.FuseEpilogues folds into a Conv: Relu and Clip.
 		conv("fused-relu", 46, []int{2, 3, 6, 7}, []int{4, 3, 3, 3}, true,
 			attrs{"pads": AInts(1, 1, 1, 1), "beamml.fused_min": AFloat(0), "beamml.fused_max": AFloat(inf)}),
 		conv("fused-clip-nobias", 49, []int{1, 3, 5, 5}, []int{2, 3, 2, 2}, false,

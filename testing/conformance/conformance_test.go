@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/cpu"
 )
 
 // suites is ONNX's backend test data, in the repository (testdata/README.md).
@@ -85,6 +86,64 @@ func TestConformanceCPU(t *testing.T) {
 	mn := totals["pytorch-converted"] + totals["pytorch-operator"] + totals["simple"]
 	if 100*mp < 95*mn {
 		t.Errorf("model suites: %d of %d pass, want at least 95%%", mp, mn)
+	}
+}
+
+// How closely the CPU backend's outputs with and without its optimising
+// graph passes must agree: ten times tighter than the suites' tolerance.
+// The passes change only the rounding: BatchNormalization folded into the
+// weights, a LayerNormalization or Gelu computed in float64 and rounded
+// once where its decomposition rounds each step.
+const (
+	passesRtol = 1e-4
+	passesAtol = 1e-5
+)
+
+// TestConformancePassesOnOff runs every model of every suite on the CPU
+// backend with its optimising passes and without them (cpu.Backend's
+// Unoptimized) and requires the same outcome and, data set by data set,
+// the same outputs within passesRtol and passesAtol, besides the expected
+// outputs each run is compared with.
+func TestConformancePassesOnOff(t *testing.T) {
+	if _, err := os.Stat(suites); err != nil {
+		t.Fatalf("conformance data not found at %s: %v", suites, err)
+	}
+	optimized, plain := cpu.Backend{}, cpu.Backend{Unoptimized: true}
+	for _, suite := range []string{"node", "pytorch-converted", "pytorch-operator", "simple"} {
+		t.Run(suite, func(t *testing.T) {
+			dir := filepath.Join(suites, suite)
+			tests, err := testDirs(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			compared, differ := 0, 0
+			for _, test := range tests {
+				name := testName(dir, test)
+				got := map[string]map[string]inference.Tensor{}
+				want := map[string]map[string]inference.Tensor{}
+				on := runTest(test, optimized, func(set string, outs map[string]inference.Tensor) { got[set] = outs })
+				off := runTest(test, plain, func(set string, outs map[string]inference.Tensor) { want[set] = outs })
+				if on.Status != off.Status {
+					t.Errorf("%s: %v with the passes, %v without", name, on, off)
+					continue
+				}
+				exact := true
+				for set, outs := range want {
+					for out, w := range outs {
+						g := got[set][out]
+						if msg := compareWithin(g, w, passesRtol, passesAtol); msg != "" {
+							t.Errorf("%s %s output %q: with the passes against without: %s", name, set, out, msg)
+						}
+						exact = exact && inference.Equal(g, w)
+						compared++
+					}
+				}
+				if !exact {
+					differ++
+				}
+			}
+			t.Logf("%s: %d outputs of %d models compared; %d models' outputs not bit-identical", suite, compared, len(tests), differ)
+		})
 	}
 }
 

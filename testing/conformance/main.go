@@ -2,11 +2,13 @@
 // that holds a model.onnx and test_data_set_N folders of input_K.pb and
 // output_K.pb TensorProtos (the layout of ONNX's onnx/backend/test/data).
 //
-//	go run ./testing/conformance --dir testing/conformance/testdata [--device cpu|cuda|sim] [--run REGEXP]
+//	go run ./testing/conformance --dir testing/conformance/testdata [--device cpu|cuda|sim] [--run REGEXP] [--optimize=false]
 //
 // --device sim runs the CUDA backend's executor on the simulated device:
 // the host-emulated CUDA kernels and a Go GEMM (needs cgo). It is how the
-// GPU path is checked on machines without a GPU.
+// GPU path is checked on machines without a GPU. --optimize=false runs the
+// CPU backend without its optimising graph passes (constant folding only:
+// cpu.Backend's Unoptimized), each node as the model wrote it.
 //
 // It prints one line per test, "NAME: PASS", "NAME: FAIL: why" or
 // "NAME: UNSUPPORTED: op X (detail)", and ends with "N passed, N failed, N
@@ -33,6 +35,7 @@ import (
 	"strings"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/cpu"
 	"github.com/beamml/beamml/inference/graph"
 	"github.com/beamml/beamml/inference/onnx"
 )
@@ -47,6 +50,7 @@ func main() {
 	dir := flag.String("dir", "", "folder of tests (searched recursively for model.onnx)")
 	device := flag.String("device", "cpu", "cpu, cuda, or sim (the CUDA executor on the simulated device)")
 	filter := flag.String("run", "", "only tests whose path matches this regular expression")
+	optimize := flag.Bool("optimize", true, "run the CPU backend's optimising graph passes (false: constant folding only)")
 	flag.Parse()
 	if *dir == "" {
 		fmt.Fprintln(os.Stderr, "conformance: --dir is required")
@@ -64,6 +68,13 @@ func main() {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "conformance: %v\n", err)
 		os.Exit(2)
+	}
+	if !*optimize {
+		if *device != string(inference.CPU) {
+			fmt.Fprintln(os.Stderr, "conformance: --optimize=false needs --device cpu")
+			os.Exit(2)
+		}
+		backend = cpu.Backend{Unoptimized: true}
 	}
 	sum, err := RunAll(os.Stdout, *dir, backend, re)
 	if err != nil {
@@ -143,30 +154,17 @@ type hostReporter interface{ HostNodes() []string }
 // a line per test and the closing counts to w, and returns them.
 func RunAll(w io.Writer, dir string, backend inference.Backend, re *regexp.Regexp) (Summary, error) {
 	var sum Summary
-	var tests []string
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && d.Name() == "model.onnx" {
-			tests = append(tests, filepath.Dir(path))
-		}
-		return nil
-	})
+	tests, err := testDirs(dir)
 	if err != nil {
 		return sum, err
 	}
-	sort.Strings(tests)
 	for _, t := range tests {
-		name, _ := filepath.Rel(dir, t)
-		if name == "." {
-			name = filepath.Base(t)
-		}
-		if re != nil && !re.MatchString(filepath.ToSlash(name)) {
+		name := testName(dir, t)
+		if re != nil && !re.MatchString(name) {
 			continue
 		}
 		r := RunTest(t, backend)
-		r.Name = filepath.ToSlash(name)
+		r.Name = name
 		if r.Status == Pass && r.hostOps != nil {
 			if sum.HostOps == nil {
 				sum.HostOps = map[string]int{}
@@ -203,8 +201,40 @@ func RunAll(w io.Writer, dir string, backend inference.Backend, re *regexp.Regex
 	return sum, nil
 }
 
+// testDirs returns the folders under dir that hold a model.onnx, sorted.
+func testDirs(dir string) ([]string, error) {
+	var tests []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && d.Name() == "model.onnx" {
+			tests = append(tests, filepath.Dir(path))
+		}
+		return nil
+	})
+	sort.Strings(tests)
+	return tests, err
+}
+
+// testName is the name of the test in folder t under dir: its path from
+// dir, with slashes.
+func testName(dir, t string) string {
+	name, _ := filepath.Rel(dir, t)
+	if name == "." {
+		name = filepath.Base(t)
+	}
+	return filepath.ToSlash(name)
+}
+
 // RunTest loads one test's model onto backend and runs every data set.
-func RunTest(dir string, backend inference.Backend) (r Result) {
+func RunTest(dir string, backend inference.Backend) Result {
+	return runTest(dir, backend, nil)
+}
+
+// runTest is RunTest, calling seen (when not nil) with each data set's
+// outputs before it compares them with the expected ones.
+func runTest(dir string, backend inference.Backend, seen func(set string, outs map[string]inference.Tensor)) (r Result) {
 	defer func() {
 		if p := recover(); p != nil {
 			r = Result{Status: Fail, Detail: fmt.Sprintf("panic: %v", p)}
@@ -255,6 +285,9 @@ func RunTest(dir string, backend inference.Backend) (r Result) {
 		if err != nil {
 			return verdict(err)
 		}
+		if seen != nil {
+			seen(filepath.Base(set), outs)
+		}
 		for k, o := range g.Outputs {
 			_, want, err := readTensor(filepath.Join(set, fmt.Sprintf("output_%d.pb", k)))
 			if err != nil {
@@ -278,7 +311,10 @@ func readTensor(path string) (string, inference.Tensor, error) {
 
 // Compare returns "" when got matches want (see the package doc for the
 // rule), and otherwise what differs first.
-func Compare(got, want inference.Tensor) string {
+func Compare(got, want inference.Tensor) string { return compareWithin(got, want, rtol, atol) }
+
+// compareWithin is Compare with float32 tolerances rtol and atol.
+func compareWithin(got, want inference.Tensor, rtol, atol float64) string {
 	if got.DType() != want.DType() || !slices.Equal(got.Shape(), want.Shape()) {
 		return fmt.Sprintf("got %v, want %v", got, want)
 	}

@@ -54,3 +54,25 @@ func TestConformanceSimMatchesCPU(t *testing.T) {
 		})
 	}
 }
+
+// exports are the tiny PyTorch exports the graph passes are tested on.
+var exports = "../../inference/graph/passes/testdata"
+
+// TestExportsOnSimulatedDevice runs the graph passes' PyTorch exports
+// (Conv+BatchNormalization blocks, BERT- and GPT-style layers) through the
+// CUDA backend on the simulated device: they pass, and every node runs on
+// the device, the recognised LayerNormalization and Gelu included.
+func TestExportsOnSimulatedDevice(t *testing.T) {
+	simulated, err := resolve("sim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := RunAll(io.Discard, exports, simulated, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Passed == 0 || sum.Failed+sum.Skipped > 0 || sum.OnDevice != sum.Passed {
+		t.Errorf("%d passed (%d every node on the device), %d failed, %d skipped; host nodes: %v",
+			sum.Passed, sum.OnDevice, sum.Failed, sum.Skipped, sum.HostOps)
+	}
+}

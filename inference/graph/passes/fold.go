@@ -87,25 +87,7 @@ func foldConstants(g *graph.Graph, eval Evaluator) (int, error) {
 		return 0, nil
 	}
 	g.Nodes = kept
-	used := map[string]bool{}
-	for _, n := range g.Nodes {
-		for _, in := range n.Inputs {
-			used[in] = true
-		}
-		for _, sub := range n.Subgraphs() {
-			for name := range sub.FreeValues() {
-				used[name] = true
-			}
-		}
-	}
-	for _, o := range g.Outputs {
-		used[o.Name] = true
-	}
-	for name := range g.Initializers {
-		if !used[name] {
-			delete(g.Initializers, name)
-		}
-	}
+	dropUnusedInitializers(g)
 	return folded, nil
 }
 

@@ -1,9 +1,20 @@
 // Package passes holds the graph rewrites that backends run at compile
-// time: constant folding and the fusions their kernels rely on. It is for
-// backend writers. A backend's Compile composes the passes it needs and
-// runs them with Optimize before it plans the rewritten graph (see
-// graph.Compiler); the CPU and CUDA backends run FoldConstants with the
-// CPU's reference kernels, then FuseActivations.
+// time: constant folding, dead-node elimination, BatchNormalization
+// folding, the recognition of the decomposed forms exporters write for
+// LayerNormalization, Gelu and Attention, and the fusion of bias,
+// residual and activation epilogues into Conv, Gemm and MatMul. It is for
+// backend writers. A backend's Compile composes the passes whose results
+// its kernels run, and runs them with Optimize before it plans the
+// rewritten graph (see graph.Compiler): the CPU backend runs them all, the
+// CUDA backend those its lowerings honour.
+//
+// Every rewrite keeps the values a run returns under their names and
+// leaves alone a value that is a graph output or is read inside a
+// subgraph; it takes for constants only the initializers that no feed may
+// override (graph.Graph's Overridable). The nodes a rewrite creates carry
+// standard ONNX operators where one exists (LayerNormalization, Gelu,
+// Attention), whatever opset the model imports, and names derived from the
+// nodes they replace.
 package passes
 
 import (

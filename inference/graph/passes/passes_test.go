@@ -108,7 +108,7 @@ func TestFuseKeepsOverridableClipBounds(t *testing.T) {
 		if err := g.Sort(nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := passes.Optimize(g, passes.FuseActivations()); err != nil {
+		if err := passes.Optimize(g, passes.FuseEpilogues(passes.Epilogues{Ops: []string{"Conv"}, Activations: []string{"Relu", "Clip"}})); err != nil {
 			t.Fatal(err)
 		}
 		return names(g.Nodes) == "conv"

@@ -1,0 +1,152 @@
+package passes
+
+import (
+	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/internal/opsem"
+)
+
+// EliminateDeadNodes removes the nodes a run does not need, in g and in
+// the graphs nested in its nodes:
+//   - an Identity, and a Dropout that does not train (opsem.DropoutMode,
+//     with its ratio and training_mode constants or left out) whose mask
+//     nothing reads: its readers read its input instead. When its output
+//     is a graph output, or is read inside a subgraph, the node stays,
+//     unless its input is the output of a node that only it reads: that
+//     node then outputs the value under the pinned name;
+//   - a node none of whose outputs a graph output depends on, through
+//     later nodes or the subgraphs of the nodes that stay.
+//
+// Initializers that nothing reads any more are dropped.
+func EliminateDeadNodes() Pass {
+	return Pass{Name: "EliminateDeadNodes", Run: func(g *graph.Graph) (bool, error) {
+		return eliminateDead(g, g.Opset()), nil
+	}}
+}
+
+func eliminateDead(g *graph.Graph, opset int64) bool {
+	changed := false
+	for _, n := range g.Nodes {
+		for _, sub := range n.Subgraphs() {
+			if sub != nil && eliminateDead(sub, opset) {
+				changed = true
+			}
+		}
+	}
+	x := newIndex(g)
+	gone := map[*graph.Node]bool{}
+	for _, n := range g.Nodes {
+		if in, out, ok := passThrough(x, n, opset); ok && bypass(x, n, in, out) {
+			gone[n] = true
+		}
+	}
+	removeNodes(g, gone)
+
+	live := map[string]bool{}
+	for _, o := range g.Outputs {
+		live[o.Name] = true
+	}
+	for i := len(g.Nodes) - 1; i >= 0; i-- {
+		n := g.Nodes[i]
+		needed := false
+		for _, out := range n.Outputs {
+			needed = needed || (out != "" && live[out])
+		}
+		if !needed {
+			gone[n] = true
+			continue
+		}
+		for _, in := range n.Inputs {
+			live[in] = true
+		}
+		for _, sub := range n.Subgraphs() {
+			for name := range sub.FreeValues() {
+				live[name] = true
+			}
+		}
+	}
+	removeNodes(g, gone)
+	if len(gone) > 0 {
+		dropUnusedInitializers(g)
+	}
+	return changed || len(gone) > 0
+}
+
+// passThrough reports whether n hands its input in on as out unchanged:
+// an Identity, or a Dropout that does not train and whose mask nothing
+// reads.
+func passThrough(x *index, n *graph.Node, opset int64) (in, out string, ok bool) {
+	if n.Domain != "" || len(n.Inputs) == 0 || n.Inputs[0] == "" || len(n.Outputs) == 0 || n.Outputs[0] == "" {
+		return "", "", false
+	}
+	switch n.OpType {
+	case "Identity":
+		return n.Inputs[0], n.Outputs[0], len(n.Outputs) == 1
+	case "Dropout":
+		for _, mask := range n.Outputs[1:] {
+			if mask != "" && (x.pinned[mask] || len(x.readers[mask]) > 0) {
+				return "", "", false
+			}
+		}
+		var ratio []float32
+		var training []int64
+		if name := n.Input(1); name != "" {
+			r, ok := x.floats(name)
+			if !ok {
+				return "", "", false
+			}
+			ratio = r
+		}
+		if name := n.Input(2); name != "" {
+			t, ok := x.constant(name)
+			if !ok || t.DType() != inference.Bool {
+				return "", "", false
+			}
+			b, _ := inference.Data[bool](t)
+			for _, v := range b {
+				mode := int64(0)
+				if v {
+					mode = 1
+				}
+				training = append(training, mode)
+			}
+		}
+		if _, err := opsem.DropoutMode(opsem.Node{Node: n, Opset: opset}, ratio, training); err != nil {
+			return "", "", false // the error surfaces when the node runs
+		}
+		return n.Inputs[0], n.Outputs[0], true
+	}
+	return "", "", false
+}
+
+// bypass makes the readers of out read in, so that n, which passes in on
+// as out, can go, and reports whether it did.
+func bypass(x *index, n *graph.Node, in, out string) bool {
+	if x.pinned[out] {
+		// The name out must stay: give it to in's producer instead, when
+		// in is a node output that nothing else needs under its own name.
+		p := x.producer[in]
+		if p == nil || x.pinned[in] || len(x.readers[in]) != 1 {
+			return false
+		}
+		for i, o := range p.Outputs {
+			if o == in {
+				p.Outputs[i] = out
+			}
+		}
+		x.producer[out] = p
+		delete(x.producer, in)
+		delete(x.readers, in)
+		return true
+	}
+	for _, r := range x.readers[out] {
+		for i, name := range r.Inputs {
+			if name == out {
+				r.Inputs[i] = in
+			}
+		}
+	}
+	x.readers[in] = append(removeReader(x.readers[in], n), x.readers[out]...)
+	delete(x.readers, out)
+	return true
+}

@@ -1,0 +1,119 @@
+package passes_test
+
+import (
+	"testing"
+
+	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/graph/passes"
+)
+
+// Nodes that no output depends on go, with the initializers only they
+// read; Identity and a Dropout that does not train pass their input on.
+func TestEliminateDeadNodes(t *testing.T) {
+	build := func() *model {
+		m := newModel(13)
+		x := m.input("x", 2, 3)
+		dead := m.op("Neg", nil, m.op("Mul", nil, x, m.constant("unused_w", []int{3})))
+		_ = dead
+		id := m.op("Identity", nil, x)
+		drop := m.op("Dropout", nil, m.op("Relu", nil, id), m.scalar("ratio", 0.3))
+		y := m.op("Add", nil, drop, id)
+		m.output(y)
+		return m
+	}
+	g := rewrite(t, build, passes.EliminateDeadNodes(), "Relu Add", 0, 0)
+	if _, ok := g.Initializers["unused_w"]; ok {
+		t.Error("the initializer only dead nodes read is still there")
+	}
+	if add := g.Nodes[1]; add.Inputs[0] != g.Nodes[0].Outputs[0] || add.Inputs[1] != "x" {
+		t.Errorf("Add reads %q, want the Relu's output and x", add.Inputs)
+	}
+}
+
+// An Identity whose output is a graph output stays unless its input's
+// producer can output the value under that name; one of a graph input
+// stays.
+func TestEliminateDeadNodesKeepsOutputs(t *testing.T) {
+	build := func() *model {
+		m := newModel(13)
+		x := m.input("x", 2, 3)
+		r := m.op("Relu", nil, x)
+		m.output(m.op("Identity", nil, r), m.op("Identity", nil, x))
+		return m
+	}
+	g := rewrite(t, build, passes.EliminateDeadNodes(), "Relu Identity", 0, 0)
+	if g.Nodes[0].Outputs[0] != g.Outputs[0].Name {
+		t.Errorf("Relu outputs %q, want the graph output %q", g.Nodes[0].Outputs[0], g.Outputs[0].Name)
+	}
+	// The value passed on is also read by another output: the Identity
+	// stays.
+	unchanged(t, func() *model {
+		m := newModel(13)
+		r := m.op("Relu", nil, m.input("x", 2, 3))
+		m.output(m.op("Identity", nil, r), r)
+		return m
+	}, passes.EliminateDeadNodes())
+}
+
+// A Dropout whose mask is read, or that trains, stays.
+func TestEliminateDeadNodesKeepsTrainingDropout(t *testing.T) {
+	unchanged(t, func() *model {
+		m := newModel(13)
+		outs := m.opN("Dropout", nil, 2, m.input("x", 2, 3))
+		m.output(m.op("Relu", nil, outs[0]), outs[1])
+		return m
+	}, passes.EliminateDeadNodes())
+	build := func() *model {
+		m := newModel(13)
+		yes, _ := inference.New([]int{}, []bool{true})
+		m.g.Initializers["training"] = yes
+		m.output(m.op("Relu", nil, m.op("Dropout", nil, m.input("x", 2, 3), m.scalar("ratio", 0), "training")))
+		return m
+	}
+	// With ratio 0 a training Dropout passes its input on.
+	rewrite(t, build, passes.EliminateDeadNodes(), "Relu", 0, 0)
+	// A ratio a feed may override is not known: the Dropout stays.
+	unchanged(t, func() *model {
+		m := build()
+		m.overridable("ratio")
+		return m
+	}, passes.EliminateDeadNodes())
+}
+
+// A value read inside a subgraph is live, and an Identity whose output
+// a subgraph reads stays; inside the subgraph, dead nodes go too.
+func TestEliminateDeadNodesSubgraphs(t *testing.T) {
+	build := func() *model {
+		m := newModel(13)
+		x := m.input("x", 2, 3)
+		seen := m.op("Relu", nil, x)       // read only by the branches
+		passed := m.op("Identity", nil, x) // read by the branches
+		yes, _ := inference.New([]int{}, []bool{true})
+		m.g.Initializers["cond"] = yes
+		branch := func(name string) *graph.Graph {
+			return &graph.Graph{
+				Name:         name,
+				Outputs:      []graph.Value{{Name: name + "_y"}},
+				Initializers: map[string]inference.Tensor{},
+				Nodes: []*graph.Node{
+					{Name: name + "_dead", OpType: "Neg", Inputs: []string{seen}, Outputs: []string{name + "_dead"}},
+					{Name: name + "_add", OpType: "Add", Inputs: []string{seen, passed}, Outputs: []string{name + "_y"}},
+				},
+			}
+		}
+		m.g.Nodes = append(m.g.Nodes, &graph.Node{Name: "if", OpType: "If", Inputs: []string{"cond"}, Outputs: []string{"y"},
+			Attrs: map[string]graph.Attr{
+				"then_branch": {Type: graph.AttrGraph, Graph: branch("then")},
+				"else_branch": {Type: graph.AttrGraph, Graph: branch("else")},
+			}})
+		m.output("y")
+		return m
+	}
+	g := rewrite(t, build, passes.EliminateDeadNodes(), "Relu Identity If", 0, 0)
+	for _, sub := range g.Nodes[2].Subgraphs() {
+		if o := ops(sub); o != "Add" {
+			t.Errorf("subgraph %s: nodes %q, want the dead Neg gone", sub.Name, o)
+		}
+	}
+}
