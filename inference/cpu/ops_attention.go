@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"runtime"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/internal/limit"
@@ -200,17 +201,21 @@ func atAttention(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 		if err != nil {
 			return nil, err
 		}
-		scores, err := limit.Make[float32](n.Run, qSeq, total)
-		if err != nil {
+		// Each (batch, head) pair is a unit with scores of its own:
+		// units run side by side, or one at a time with every core in
+		// its products (eachUnit).
+		if _, err := limit.Claim[float32](n.Run, min(batch*qHeads, runtime.GOMAXPROCS(0)), qSeq, total); err != nil {
 			return nil, err
 		}
-		for b := range batch {
-			for h := range qHeads {
+		eachUnit(batch*qHeads, 4*qSeq*total*max(headSize, vHeadSize), func(lo, hi, threads int) {
+			scores := make([]float32, qSeq*total)
+			for u := lo; u < hi; u++ {
+				b, h := u/qHeads, u%qHeads
 				kvh := b*kvHeads + h/group
 				kh := presentK[kvh*total*headSize : (kvh+1)*total*headSize]
 				vh := presentV[kvh*total*vHeadSize : (kvh+1)*total*vHeadSize]
 				qb := qView.base(b, h)
-				nnSgemm(false, true, qSeq, total, headSize, scale, qd[qb:], qView.ld(), kh, headSize, 0, scores, total)
+				nnSgemmThreads(threads, false, true, qSeq, total, headSize, scale, qd[qb:], qView.ld(), kh, headSize, 0, scores, total)
 				for i := range qSeq {
 					row := scores[i*total : (i+1)*total]
 					var out []float32
@@ -246,16 +251,16 @@ func atAttention(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 					if masked {
 						clear(row)
 					} else {
-						atSoftmax(row)
+						smSoftmaxRow(row, row)
 					}
 					if mode == 3 {
 						copy(out, row)
 					}
 				}
 				yb := yView.base(b, h)
-				nnSgemm(false, false, qSeq, vHeadSize, total, 1, scores, total, vh, vHeadSize, 0, y[yb:], yView.ld())
+				nnSgemmThreads(threads, false, false, qSeq, vHeadSize, total, 1, scores, total, vh, vHeadSize, 0, y[yb:], yView.ld())
 			}
-		}
+		})
 	}
 
 	yShape := []int{batch, qHeads, qSeq, vHeadSize}
@@ -418,21 +423,6 @@ func atAttentionBias(n opsem.Node, in []inference.Tensor, batch, heads, qSeq, to
 		}
 	}
 	return s, nil
-}
-
-// atSoftmax replaces x with softmax(x), subtracting the maximum first.
-func atSoftmax(x []float32) {
-	m := math.Inf(-1)
-	for _, v := range x {
-		m = max(m, float64(v))
-	}
-	var sum float64
-	for _, v := range x {
-		sum += math.Exp(float64(v) - m)
-	}
-	for j, v := range x {
-		x[j] = float32(math.Exp(float64(v)-m) / sum)
-	}
 }
 
 // atRotaryEmbedding is RotaryEmbedding-23. Input is [batch, heads, seq,
