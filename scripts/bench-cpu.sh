@@ -10,9 +10,10 @@
 # Needs: Go; Debian's python3-torchvision (torch 1.13, torchvision 0.14) at
 # /usr/bin/python3; node and npm, with the npm registry the first time
 # (onnxruntime-node is installed in out/bench-cpu).
-# Takes: about 20 s to export the models the first time (370 MB in
+# Takes: about 30 s to export the models the first time (370 MB in
 # out/bench-cpu; a model is exported again only when its file is missing),
-# then about 10 minutes of timing on 2 cores.
+# then about 4 minutes of timing on 2 cores: 48 cells, each timed by ORT
+# and by beamml for at least 3 runs and 1.5 s.
 #
 # Arguments go to testing/benchcpu, e.g. to time one model quickly:
 #	make bench-cpu BENCH_ARGS='--threads 1 --batches 8 --models bert'

@@ -1,24 +1,26 @@
 // Times onnxruntime-node (CPU execution provider) on the benchmark models
-// of a manifest (scripts/export_bench_models.py's models.json), filling
-// every input by the manifest's rule. For each model, thread count T (a
-// session with intraOpNumThreads T, interOpNumThreads 1 and
-// graphOptimizationLevel 'all', ORT's default) and batch size: one warm-up
-// run, then timed runs, at least 3 and more while they took less than
-// TIME_MS in all, up to 10000 (testing/benchcpu's rule); it reports their
-// median.
+// of a manifest (scripts/export_bench_models.py's models.json), one cell
+// at a time on request, so that testing/benchcpu can time ORT and beamml
+// on the same cell back to back, under the same load on the machine.
 //
-// Prints JSON lines: first {"ort_version"}, then one per (model, batch,
-// threads): {"model", "batch", "threads", "ms", "runs", "output",
-// "output_shape", "output_file"} or, when the model fails,
-// {"model", "batch", "threads", "error"}. The warm-up run's first output
-// (float32) is written, at the first thread count, to
-// OUTPUTS/MODEL-bBATCH.f32 as raw little-endian float32, row-major, for
-// testing/benchcpu's max |Δ| column.
+// Usage: node ort_bench.js MANIFEST TIME_MS OUTPUTS
 //
-// Usage: node ort_bench.js MANIFEST THREADS BATCHES MODELS TIME_MS OUTPUTS
-// (THREADS, BATCHES and MODELS are comma-separated lists).
+// Prints {"ort_version"}, then reads requests, one JSON line each:
+// {"model", "batch", "threads"}. For each it fills every input by the
+// manifest's rule, runs a session with intraOpNumThreads = threads,
+// interOpNumThreads 1 and graphOptimizationLevel 'all' (ORT's default)
+// once to warm up, then times runs, at least 3 and more while they took
+// less than TIME_MS in all, up to 10000 (testing/benchcpu's rule), and
+// prints one JSON line: {"model", "batch", "threads", "ms" (the median),
+// "runs", "output", "output_shape", "output_file"} or, when the model
+// fails, {"model", "batch", "threads", "error"}. The warm-up run's first
+// output (float32) is written to OUTPUTS/MODEL-bBATCH.f32 as raw
+// little-endian float32, row-major, the first time the cell's model and
+// batch size run, for testing/benchcpu's max |Δ| column. The session of
+// the last (model, threads) is kept for the next request.
 const fs = require('fs');
 const path = require('path');
+const readline = require('readline');
 const ort = require('onnxruntime-node');
 
 // fill returns the manifest input spec's tensor at batch size batch; the
@@ -49,7 +51,7 @@ function writeFloat32LE(file, data) {
   fs.writeFileSync(file, buf);
 }
 
-async function time(session, feeds, timeMs) {
+async function timeRuns(session, feeds, timeMs) {
   const times = [];
   const start = process.hrtime.bigint();
   while (times.length < 3 || (Number(process.hrtime.bigint() - start) / 1e6 < timeMs && times.length < 10000)) {
@@ -61,52 +63,46 @@ async function time(session, feeds, timeMs) {
   return { ms: times[Math.floor(times.length / 2)], runs: times.length };
 }
 
-// bench prints the cells of one model at one thread count; first: write the
-// outputs.
-async function bench(dir, model, threads, batches, first, timeMs, outputs) {
-  const session = await ort.InferenceSession.create(path.join(dir, model.file), {
-    intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: 'all', executionProviders: ['cpu'],
-  });
-  for (const b of batches) {
-    const cell = { model: model.name, batch: b, threads };
+async function main() {
+  const [manifestPath, timeMs, outputs] = process.argv.slice(2);
+  const dir = path.dirname(manifestPath);
+  const models = new Map(JSON.parse(fs.readFileSync(manifestPath, 'utf8')).models.map((m) => [m.name, m]));
+  fs.mkdirSync(outputs, { recursive: true });
+  const written = new Set();
+  let open = null; // { key, session }: the session of the last (model, threads)
+  console.log(JSON.stringify({ ort_version: ort.env.versions.node }));
+  for await (const line of readline.createInterface({ input: process.stdin })) {
+    const { model: name, batch, threads } = JSON.parse(line);
+    const cell = { model: name, batch, threads };
     try {
+      const model = models.get(name);
+      if (!model) throw new Error(`no model ${JSON.stringify(name)} in ${manifestPath}`);
+      const key = `${name}/${threads}`;
+      if (!open || open.key !== key) {
+        if (open) await open.session.release();
+        open = null;
+        const session = await ort.InferenceSession.create(path.join(dir, model.file), {
+          intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: 'all', executionProviders: ['cpu'],
+        });
+        open = { key, session };
+      }
       const feeds = {};
-      for (const spec of model.inputs) feeds[spec.name] = fill(spec, b);
-      const name = session.outputNames[0];
-      const out = (await session.run(feeds))[name];
-      Object.assign(cell, await time(session, feeds, timeMs), { output: name, output_shape: out.dims });
+      for (const spec of model.inputs) feeds[spec.name] = fill(spec, batch);
+      const output = open.session.outputNames[0];
+      const out = (await open.session.run(feeds))[output];
+      Object.assign(cell, await timeRuns(open.session, feeds, Number(timeMs)), { output, output_shape: out.dims });
       if (out.type === 'float32') {
-        cell.output_file = path.join(outputs, `${model.name}-b${b}.f32`);
-        if (first) writeFloat32LE(cell.output_file, out.data);
+        cell.output_file = path.join(outputs, `${name}-b${batch}.f32`);
+        if (!written.has(cell.output_file)) {
+          writeFloat32LE(cell.output_file, out.data);
+          written.add(cell.output_file);
+        }
       }
     } catch (e) {
       cell.error = String(e.message || e);
     }
     console.log(JSON.stringify(cell));
   }
-  await session.release();
-}
-
-async function main() {
-  const [manifestPath, threadList, batchList, modelList, timeMs, outputs] = process.argv.slice(2);
-  const dir = path.dirname(manifestPath);
-  const manifest = JSON.parse(fs.readFileSync(manifestPath, 'utf8'));
-  const wanted = modelList.split(',');
-  const batches = batchList.split(',').map(Number);
-  fs.mkdirSync(outputs, { recursive: true });
-  console.log(JSON.stringify({ ort_version: ort.env.versions.node }));
-  for (const model of manifest.models.filter((m) => wanted.includes(m.name))) {
-    let first = true;
-    for (const threads of threadList.split(',').map(Number)) {
-      try {
-        await bench(dir, model, threads, batches, first, Number(timeMs), outputs);
-      } catch (e) {
-        for (const batch of batches) {
-          console.log(JSON.stringify({ model: model.name, batch, threads, error: String(e.message || e) }));
-        }
-      }
-      first = false;
-    }
-  }
+  if (open) await open.session.release();
 }
 main().catch((e) => { console.error(e); process.exit(1); });

@@ -11,7 +11,9 @@
 //	go run ./testing/benchcpu --dir out/bench-cpu --threads 1,2 --batches 1,8 --models bert,gpt
 //
 // Threads t means runtime.GOMAXPROCS(t) for beamml (its parallel loops
-// read GOMAXPROCS) and intraOpNumThreads t for ORT. A model that beamml
+// read GOMAXPROCS) and intraOpNumThreads t for ORT. Each cell is timed by
+// ORT (scripts/ort_bench.js, kept running under node) and then by beamml,
+// so that both see the same load on the machine. A model that beamml
 // cannot load or run gets an error row; the other rows are unaffected.
 package main
 
@@ -66,24 +68,21 @@ func main() {
 	if err != nil {
 		log.Fatalf("--models: %v", err)
 	}
-	names := make([]string, len(models))
-	for i, spec := range models {
-		names[i] = spec.Name
-	}
 
 	loadBefore := loadAverage()
 	start := time.Now()
-	ort, err := runORT(*script, filepath.Join(*dir, "node_modules"), manifestPath, filepath.Join(*dir, "ort-out"), names, threads, batches, *budget)
+	ort, err := startORT(*script, filepath.Join(*dir, "node_modules"), manifestPath, filepath.Join(*dir, "ort-out"), *budget)
 	if err != nil {
 		log.Fatalf("onnxruntime-node: %v", err)
 	}
-	log.Printf("onnxruntime-node: %.0f s", time.Since(start).Seconds())
-	start = time.Now()
 	var cells []cell
 	for _, spec := range models {
 		cells = append(cells, benchModel(context.Background(), *dir, spec, threads, batches, ort, *budget)...)
 	}
-	log.Printf("beamml: %.0f s", time.Since(start).Seconds())
+	if err := ort.close(); err != nil {
+		log.Printf("onnxruntime-node: %v", err)
+	}
+	log.Printf("timed in %.0f s", time.Since(start).Seconds())
 	slices.SortStableFunc(cells, func(a, b cell) int {
 		if d := slices.Index(threads, a.threads) - slices.Index(threads, b.threads); d != 0 {
 			return d
@@ -106,46 +105,46 @@ func main() {
 }
 
 // benchModel loads the model of spec and times it at every thread count and
-// batch size; an error is kept in the cells it affects.
-func benchModel(ctx context.Context, dir string, spec modelSpec, threads, batches []int, ort ortRun, budget time.Duration) []cell {
+// batch size, each cell right after ORT times it; an error is kept in the
+// cells it affects.
+func benchModel(ctx context.Context, dir string, spec modelSpec, threads, batches []int, ort *ortServer, budget time.Duration) []cell {
 	var cells []cell
 	for _, t := range threads {
 		for _, b := range batches {
-			key := cellKey{spec.Name, b, t}
-			cells = append(cells, cell{cellKey: key, ort: ort.cells[key]})
+			cells = append(cells, cell{cellKey: cellKey{spec.Name, b, t}})
 		}
 	}
-	for i := range cells {
-		if cells[i].ort.Ms <= 0 && cells[i].ort.Error == "" {
-			cells[i].ort.Error = "no result"
-		}
-	}
-	h, err := inference.NewCache(0).Acquire(ctx, onnx.Model(filepath.Join(dir, spec.File)).WithDevice(inference.CPU))
-	if err != nil {
-		for i := range cells {
-			cells[i].err = fmt.Errorf("load: %v", err)
-		}
-		log.Printf("%s: load: %v", spec.Name, err)
-		return cells
-	}
-	defer h.Release()
-	model := h.Model()
+	h, loadErr := inference.NewCache(0).Acquire(ctx, onnx.Model(filepath.Join(dir, spec.File)).WithDevice(inference.CPU))
 	flopsAt := map[int]int64{}
-	for _, b := range batches {
-		n, err := countFLOPs(ctx, spec, model, b)
-		if err != nil {
-			log.Printf("%s: FLOPs at batch %d: %v", spec.Name, b, err)
+	if loadErr != nil {
+		loadErr = fmt.Errorf("load: %v", loadErr)
+		log.Printf("%s: %v", spec.Name, loadErr)
+	} else {
+		defer h.Release()
+		for _, b := range batches {
+			n, err := countFLOPs(ctx, spec, h.Model(), b)
+			if err != nil {
+				log.Printf("%s: FLOPs at batch %d: %v", spec.Name, b, err)
+			}
+			flopsAt[b] = n
 		}
-		flopsAt[b] = n
 	}
 
 	procs := runtime.GOMAXPROCS(0)
 	defer runtime.GOMAXPROCS(procs)
 	for i := range cells {
 		c := &cells[i]
+		var err error
+		if c.ort, err = ort.time(c.cellKey); err != nil {
+			c.ort.Error = err.Error()
+		}
+		if loadErr != nil {
+			c.err = loadErr
+			continue
+		}
 		c.flops = flopsAt[c.batch]
 		runtime.GOMAXPROCS(c.threads)
-		c.beamml, c.diff, c.err = benchCell(ctx, spec, model, c.batch, c.ort, budget)
+		c.beamml, c.diff, c.err = benchCell(ctx, spec, h.Model(), c.batch, c.ort, budget)
 		if c.err != nil {
 			log.Printf("%s batch %d, %d threads: %v", spec.Name, c.batch, c.threads, c.err)
 			continue

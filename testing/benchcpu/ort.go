@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -22,9 +20,8 @@ type cellKey struct {
 	batch, threads int
 }
 
-// ortCell is one line of scripts/ort_bench.js: the median time of a
-// (model, batch, threads) cell, and where the first output is, or what
-// failed.
+// ortCell is scripts/ort_bench.js's answer for one cell: the median time
+// and where the first output is, or what failed.
 type ortCell struct {
 	Model       string  `json:"model"`
 	Batch       int     `json:"batch"`
@@ -37,67 +34,92 @@ type ortCell struct {
 	Error       string  `json:"error"`
 }
 
-// ortRun is what scripts/ort_bench.js reported.
-type ortRun struct {
-	version string
-	cells   map[cellKey]ortCell
+// ortServer is scripts/ort_bench.js running under node, timing one cell
+// per request.
+type ortServer struct {
+	cmd     *exec.Cmd
+	in      io.WriteCloser
+	out     *bufio.Scanner
+	version string // of onnxruntime-node
 }
 
-// runORT runs scripts/ort_bench.js (script) with node on the models of the
-// manifest at manifestPath, with onnxruntime-node from nodeModules; ORT's
-// outputs go to outputs.
-func runORT(script, nodeModules, manifestPath, outputs string, models []string, threads, batches []int, budget time.Duration) (ortRun, error) {
-	cmd := exec.Command("node", script, manifestPath, joinInts(threads), joinInts(batches),
-		strings.Join(models, ","), strconv.FormatInt(budget.Milliseconds(), 10), outputs)
+// startORT starts script with node on the models of the manifest at
+// manifestPath, with onnxruntime-node from nodeModules; ORT's outputs go to
+// the folder outputs.
+func startORT(script, nodeModules, manifestPath, outputs string, budget time.Duration) (*ortServer, error) {
+	cmd := exec.Command("node", script, manifestPath, strconv.FormatInt(budget.Milliseconds(), 10), outputs)
 	cmd.Env = append(os.Environ(), "NODE_PATH="+nodeModules)
 	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
+	in, err := cmd.StdinPipe()
 	if err != nil {
-		return ortRun{}, fmt.Errorf("node %s: %v", script, err)
+		return nil, err
 	}
-	return parseORT(bytes.NewReader(out))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("node %s: %v", script, err)
+	}
+	s := &ortServer{cmd: cmd, in: in, out: bufio.NewScanner(out)}
+	if !s.out.Scan() {
+		s.close()
+		return nil, fmt.Errorf("node %s: exited before printing its version", script)
+	}
+	if s.version, err = parseVersion(s.out.Bytes()); err != nil {
+		s.close()
+		return nil, fmt.Errorf("node %s: %v", script, err)
+	}
+	return s, nil
 }
 
-func joinInts(v []int) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = strconv.Itoa(x)
+// time asks ORT for the cell key. An error means that the server is gone;
+// a model that fails is an ortCell with Error set.
+func (s *ortServer) time(key cellKey) (ortCell, error) {
+	req, err := json.Marshal(map[string]any{"model": key.model, "batch": key.batch, "threads": key.threads})
+	if err != nil {
+		return ortCell{}, err
 	}
-	return strings.Join(s, ",")
+	if _, err := s.in.Write(append(req, '\n')); err != nil {
+		return ortCell{}, fmt.Errorf("ort_bench.js: %v", err)
+	}
+	if !s.out.Scan() {
+		return ortCell{}, fmt.Errorf("ort_bench.js exited (%v)", s.out.Err())
+	}
+	return parseCell(s.out.Bytes(), key)
 }
 
-// parseORT reads scripts/ort_bench.js's JSON lines: {"ort_version"} first,
-// then one ortCell a line.
-func parseORT(r io.Reader) (ortRun, error) {
-	run := ortRun{cells: map[cellKey]ortCell{}}
-	sc := bufio.NewScanner(r)
-	for line := 1; sc.Scan(); line++ {
-		if line == 1 {
-			var v struct {
-				Version string `json:"ort_version"`
-			}
-			if err := json.Unmarshal(sc.Bytes(), &v); err != nil || v.Version == "" {
-				return run, fmt.Errorf("ort_bench.js line 1: %q, want {\"ort_version\": …}", sc.Text())
-			}
-			run.version = v.Version
-			continue
-		}
-		var c ortCell
-		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
-			return run, fmt.Errorf("ort_bench.js line %d: %v", line, err)
-		}
-		if c.Model == "" || c.Batch <= 0 || c.Threads <= 0 || (c.Error == "" && c.Ms <= 0) {
-			return run, fmt.Errorf("ort_bench.js line %d: %q names no cell, or no time and no error", line, sc.Text())
-		}
-		run.cells[cellKey{c.Model, c.Batch, c.Threads}] = c
+// close ends the server and waits for it.
+func (s *ortServer) close() error {
+	s.in.Close()
+	return s.cmd.Wait()
+}
+
+// parseVersion reads ort_bench.js's first line, {"ort_version": …}.
+func parseVersion(line []byte) (string, error) {
+	var v struct {
+		Version string `json:"ort_version"`
 	}
-	if err := sc.Err(); err != nil {
-		return run, err
+	if err := json.Unmarshal(line, &v); err != nil || v.Version == "" {
+		return "", fmt.Errorf("first line %q, want {\"ort_version\": …}", line)
 	}
-	if run.version == "" {
-		return run, fmt.Errorf("ort_bench.js printed nothing")
+	return v.Version, nil
+}
+
+// parseCell reads ort_bench.js's answer for the cell key: it must name that
+// cell, and have a time or an error.
+func parseCell(line []byte, key cellKey) (ortCell, error) {
+	var c ortCell
+	if err := json.Unmarshal(line, &c); err != nil {
+		return c, fmt.Errorf("ort_bench.js: %q: %v", line, err)
 	}
-	return run, nil
+	if got := (cellKey{c.Model, c.Batch, c.Threads}); got != key {
+		return c, fmt.Errorf("ort_bench.js answered for %v, asked for %v", got, key)
+	}
+	if c.Error == "" && c.Ms <= 0 {
+		return c, fmt.Errorf("ort_bench.js: %q has no time and no error", line)
+	}
+	return c, nil
 }
 
 // readFloat32s reads a file of raw little-endian float32 values.

@@ -9,36 +9,36 @@ import (
 	"testing"
 )
 
-func TestParseORT(t *testing.T) {
-	run, err := parseORT(strings.NewReader(`{"ort_version":"1.30.0"}
-{"model":"mlp","batch":8,"threads":2,"ms":0.5,"runs":100,"output":"y","output_shape":[8,10],"output_file":"out/mlp-b8.f32"}
-{"model":"gpt","batch":1,"threads":1,"error":"bad model"}
-`))
-	if err != nil {
-		t.Fatal(err)
+func TestParseVersion(t *testing.T) {
+	if v, err := parseVersion([]byte(`{"ort_version":"1.30.0"}`)); err != nil || v != "1.30.0" {
+		t.Errorf("parseVersion = %q, %v", v, err)
 	}
-	if run.version != "1.30.0" || len(run.cells) != 2 {
-		t.Fatalf("parseORT = %+v", run)
-	}
-	c := run.cells[cellKey{"mlp", 8, 2}]
-	if c.Ms != 0.5 || c.Output != "y" || c.OutputFile != "out/mlp-b8.f32" || len(c.OutputShape) != 2 {
-		t.Errorf("mlp cell = %+v", c)
-	}
-	if c := run.cells[cellKey{"gpt", 1, 1}]; c.Error != "bad model" || c.Ms != 0 {
-		t.Errorf("gpt cell = %+v", c)
+	for _, bad := range []string{"", `{"model":"mlp"}`, `{"ort_version":""}`, "1.30.0"} {
+		if _, err := parseVersion([]byte(bad)); err == nil || !strings.Contains(err.Error(), "want {\"ort_version\"") {
+			t.Errorf("parseVersion(%q) = %v, want an error", bad, err)
+		}
 	}
 }
 
-func TestParseORTRejects(t *testing.T) {
+func TestParseCell(t *testing.T) {
+	key := cellKey{"mlp", 8, 2}
+	c, err := parseCell([]byte(`{"model":"mlp","batch":8,"threads":2,"ms":0.5,"runs":100,"output":"y","output_shape":[8,10],"output_file":"out/mlp-b8.f32"}`), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Ms != 0.5 || c.Runs != 100 || c.Output != "y" || c.OutputFile != "out/mlp-b8.f32" || len(c.OutputShape) != 2 {
+		t.Errorf("parseCell = %+v", c)
+	}
+	if c, err := parseCell([]byte(`{"model":"mlp","batch":8,"threads":2,"error":"bad model"}`), key); err != nil || c.Error != "bad model" {
+		t.Errorf("parseCell of an error = %+v, %v", c, err)
+	}
 	for _, tc := range []struct{ in, want string }{
-		{"", "printed nothing"},
-		{`{"model":"mlp"}`, "line 1"},
-		{"{\"ort_version\":\"1\"}\nnot json", "line 2"},
-		{"{\"ort_version\":\"1\"}\n{\"model\":\"mlp\",\"batch\":1,\"threads\":1}", "no time and no error"},
-		{"{\"ort_version\":\"1\"}\n{\"batch\":1,\"threads\":1,\"ms\":2}", "names no cell"},
+		{"not json", "invalid character"},
+		{`{"model":"mlp","batch":1,"threads":2,"ms":1}`, "answered for {mlp 1 2}, asked for {mlp 8 2}"},
+		{`{"model":"mlp","batch":8,"threads":2}`, "no time and no error"},
 	} {
-		if _, err := parseORT(strings.NewReader(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("parseORT(%q) = %v, want an error containing %q", tc.in, err, tc.want)
+		if _, err := parseCell([]byte(tc.in), key); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("parseCell(%q) = %v, want an error containing %q", tc.in, err, tc.want)
 		}
 	}
 }
