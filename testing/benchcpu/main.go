@@ -98,7 +98,7 @@ func main() {
 	fmt.Printf("ms: median wall time of one Run after a warm-up run (at least %d runs, more until %v). "+
 		"ratio: beamml ms / ORT ms. GFLOP/s: beamml's, counting %s. "+
 		"allocs/Run and KiB/Run: Go heap allocations (runtime.MemStats Mallocs, TotalAlloc) over the timed runs, per run. "+
-		"max |Δ|: largest absolute difference between beamml's first output and ORT's.\n\n", minRuns, *budget, countedOps)
+		"max |Δ|: largest absolute difference between the model's first output from beamml and from ORT, at the warm-up run.\n\n", minRuns, *budget, countedOps)
 	writeTable(os.Stdout, cells)
 	fmt.Println()
 	writeSummary(os.Stdout, summarize(cells, threads, batches))

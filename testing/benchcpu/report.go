@@ -84,16 +84,22 @@ type summary struct {
 }
 
 // summarize returns, for every thread count t in threads, a summary per
-// batch size in batches and one over all of them, then one over all cells.
+// batch size in batches and, when there are several, one over all of them;
+// then, when there are several thread counts, one over all cells.
 func summarize(cells []cell, threads, batches []int) []summary {
 	var out []summary
 	for _, t := range threads {
 		for _, b := range batches {
 			out = append(out, summarizeWhere(cells, t, b))
 		}
-		out = append(out, summarizeWhere(cells, t, 0))
+		if len(batches) > 1 {
+			out = append(out, summarizeWhere(cells, t, 0))
+		}
 	}
-	return append(out, summarizeWhere(cells, 0, 0))
+	if len(threads) > 1 {
+		out = append(out, summarizeWhere(cells, 0, 0))
+	}
+	return out
 }
 
 // summarizeWhere summarizes the cells at thread count t and batch size b,

@@ -45,6 +45,17 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
+func TestSummarizeLeavesOutRepeats(t *testing.T) {
+	cells := []cell{timed("a", 1, 1, 2, 1), timed("a", 8, 1, 3, 1)}
+	if got := summarize(cells, []int{1}, []int{8}); len(got) != 1 || got[0].batch != 8 || got[0].threads != 1 {
+		t.Errorf("one thread count and batch size: summaries %+v, want only theirs", got)
+	}
+	got := summarize(cells, []int{1}, []int{1, 8})
+	if len(got) != 3 || got[2].batch != 0 || got[2].threads != 1 || got[2].ratios != 2 {
+		t.Errorf("one thread count, two batch sizes: summaries %+v, want each batch size and both", got)
+	}
+}
+
 func TestWriteTable(t *testing.T) {
 	ok := timed("mlp", 8, 2, 2, 0.5)
 	ok.flops, ok.beamml.allocs, ok.beamml.bytes, ok.diff = 4e6, 12.4, 2048, "1.0e-06"
