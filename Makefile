@@ -54,10 +54,14 @@ lint:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./beam/runinference/
 
-# CPU backend vs ONNX Runtime on the digits MLP, ResNet-18 and MobileNetV2
-# (needs Debian's python3-torchvision and npm).
+# The CPU-speed yardstick: the CPU backend vs ONNX Runtime on twelve
+# models, batch 1 and 8, 1 and 2 threads; the README's table comes from it.
+# Needs Debian's python3-torchvision, node and npm (scripts/bench-cpu.sh).
+# BENCH_ARGS go to testing/benchcpu: BENCH_ARGS='--threads 1 --batches 8
+# --models bert' times one model.
+BENCH_ARGS ?=
 bench-cpu:
-	bash scripts/bench-cpu.sh
+	bash scripts/bench-cpu.sh $(BENCH_ARGS)
 
 # One line per ONNX conformance test, then the counts.
 conformance:

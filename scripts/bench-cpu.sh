@@ -1,16 +1,33 @@
 #!/usr/bin/env bash
-# make bench-cpu: times beamml's CPU backend and ONNX Runtime on the digits
-# MLP, ResNet-18 and MobileNetV2 (random weights, exported here, not
-# committed) at batch sizes 1, 8 and 32, and prints a table.
-# Needs Debian's python3-torchvision, and npm for onnxruntime-node.
+# make bench-cpu: the project's CPU-speed yardstick. Times beamml's CPU
+# backend against ONNX Runtime (onnxruntime-node 1.30.0, CPU execution
+# provider) on the models of scripts/export_bench_models.py (two MLPs, an
+# LSTM, ResNet-18 and -50, MobileNetV2, EfficientNet-B0, ConvNeXt-Tiny,
+# SqueezeNet 1.1, a ViT, a BERT-style encoder and a GPT-style decoder) at
+# batch sizes 1 and 8 with 1 and 2 threads, and prints the markdown table
+# the README quotes (testing/benchcpu).
+#
+# Needs: Go; Debian's python3-torchvision (torch 1.13, torchvision 0.14) at
+# /usr/bin/python3; node and npm, with the npm registry the first time
+# (onnxruntime-node is installed in out/bench-cpu).
+# Takes: about 30 s to export the models the first time (370 MB in
+# out/bench-cpu; a model is exported again only when its file is missing),
+# then about 4 minutes of timing on 2 cores: 48 cells, each timed by ORT
+# and by beamml for at least 3 runs and 1.5 s.
+#
+# Arguments go to testing/benchcpu, e.g. to time one model quickly:
+#	make bench-cpu BENCH_ARGS='--threads 1 --batches 8 --models bert'
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=out/bench-cpu
 mkdir -p "$dir"
-cp examples/classify/digits.onnx "$dir/"
-[ -f "$dir/resnet18.onnx" ] && [ -f "$dir/mobilenet_v2.onnx" ] || /usr/bin/python3 scripts/export_bench_models.py "$dir"
+if ! /usr/bin/python3 -c 'import torchvision' 2>/dev/null; then
+	echo "bench-cpu: /usr/bin/python3 lacks torchvision (apt-get install python3-torchvision)" >&2
+	exit 1
+fi
+/usr/bin/python3 scripts/export_bench_models.py "$dir"
 if [ ! -d "$dir/node_modules/onnxruntime-node" ]; then
 	# The installer would fetch GPU binaries; the CPU library is bundled.
 	(cd "$dir" && ONNXRUNTIME_NODE_INSTALL=skip npm install --no-audit --no-fund --silent onnxruntime-node@1.30.0)
 fi
-go run ./testing/benchcpu --dir "$dir"
+go run ./testing/benchcpu --dir "$dir" "$@"

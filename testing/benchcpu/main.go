@@ -1,22 +1,29 @@
 // Command benchcpu times beamml's CPU backend against ONNX Runtime (CPU,
-// through onnxruntime-node) on the same models, batch sizes, inputs and
-// thread count, and prints a table. make bench-cpu runs it after exporting
-// the models (scripts/bench-cpu.sh).
+// through onnxruntime-node) on the same models, inputs, batch sizes and
+// thread counts, and prints a markdown table: per cell beamml's and ORT's
+// median time, their ratio, beamml's GFLOP/s and allocations per Run, and
+// the largest difference between the two runtimes' outputs; then per
+// thread count and batch size the geometric mean and the maximum of the
+// ratios. make bench-cpu runs it after exporting the models
+// (scripts/bench-cpu.sh), which writes the manifest it reads
+// (DIR/models.json) and installs onnxruntime-node in DIR/node_modules.
 //
-//	go run ./testing/benchcpu --dir out/bench-cpu --node-modules out/bench-cpu
+//	go run ./testing/benchcpu --dir out/bench-cpu --threads 1,2 --batches 1,8 --models bert,gpt
+//
+// Threads t means runtime.GOMAXPROCS(t) for beamml (its parallel loops
+// read GOMAXPROCS) and intraOpNumThreads t for ORT. Each cell is timed by
+// ORT (scripts/ort_bench.js, kept running under node) and then by beamml,
+// so that both see the same load on the machine. A model that beamml
+// cannot load or run gets an error row; the other rows are unaffected.
 package main
 
 import (
-	"bufio"
-	"bytes"
+	"cmp"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
-	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -25,110 +32,243 @@ import (
 	"time"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/cpu"
+	"github.com/beamml/beamml/inference/graph"
 	"github.com/beamml/beamml/inference/onnx"
 )
 
+// minRuns is the fewest timed runs of a cell, however slow it is.
+const minRuns = 3
+
 func main() {
-	dir := flag.String("dir", "out/bench-cpu", "folder with the models (digits.onnx, resnet18.onnx, mobilenet_v2.onnx)")
-	batches := flag.String("batches", "1,8,32", "batch sizes")
+	log.SetFlags(0)
+	log.SetPrefix("benchcpu: ")
+	dir := flag.String("dir", "out/bench-cpu", "folder with models.json, the models and node_modules/onnxruntime-node")
+	threadList := flag.String("threads", "1,2", "thread counts, comma-separated")
+	batchList := flag.String("batches", "1,8", "batch sizes, comma-separated")
+	modelList := flag.String("models", "", "models to time, comma-separated (default: all of models.json)")
+	budget := flag.Duration("time", 1500*time.Millisecond, "time per cell and runtime: runs go on until it is spent (at least 3)")
 	script := flag.String("ort-script", "scripts/ort_bench.js", "the onnxruntime-node timing script")
 	flag.Parse()
-	threads := runtime.GOMAXPROCS(0)
 
-	var models []string
-	for _, name := range []string{"digits", "resnet18", "mobilenet_v2"} {
-		if _, err := os.Stat(filepath.Join(*dir, name+".onnx")); err == nil {
-			models = append(models, name)
-		}
-	}
-	if len(models) == 0 {
-		log.Fatalf("benchcpu: no models in %s", *dir)
-	}
-	var sizes []int
-	for _, s := range strings.Split(*batches, ",") {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			log.Fatalf("benchcpu: --batches: %v", err)
-		}
-		sizes = append(sizes, n)
-	}
-
-	ort := map[string]float64{}
-	args := []string{*script, strconv.Itoa(threads), *batches}
-	for _, m := range models {
-		args = append(args, m+"="+filepath.Join(*dir, m+".onnx"))
-	}
-	cmd := exec.Command("node", args...)
-	cmd.Env = append(os.Environ(), "NODE_PATH="+filepath.Join(*dir, "node_modules"))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
+	threads, err := positiveInts(*threadList)
 	if err != nil {
-		log.Fatalf("benchcpu: onnxruntime-node: %v", err)
+		log.Fatalf("--threads: %v", err)
 	}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		var r struct {
-			Model string
-			Batch int
-			Ms    float64
-		}
-		if err := json.Unmarshal(sc.Bytes(), &r); err == nil {
-			ort[fmt.Sprint(r.Model, r.Batch)] = r.Ms
-		}
+	batches, err := positiveInts(*batchList)
+	if err != nil {
+		log.Fatalf("--batches: %v", err)
+	}
+	manifestPath := filepath.Join(*dir, "models.json")
+	m, err := readManifest(manifestPath)
+	if err != nil {
+		log.Fatal(err)
+	}
+	models, err := m.selected(*modelList)
+	if err != nil {
+		log.Fatalf("--models: %v", err)
 	}
 
-	fmt.Printf("CPU backend vs ONNX Runtime %s, %d threads, median ms per batch\n\n", "1.30.0 (onnxruntime-node)", threads)
-	fmt.Println("| model | batch | beamml ms | onnxruntime ms | beamml / onnxruntime |")
-	fmt.Println("| --- | ---: | ---: | ---: | ---: |")
-	for _, m := range models {
-		h, err := inference.NewCache(0).Acquire(context.Background(), onnx.Model(filepath.Join(*dir, m+".onnx")).WithDevice(inference.CPU))
-		if err != nil {
-			log.Fatalf("benchcpu: %s: %v", m, err)
-		}
-		model := h.Model()
-		in := model.Inputs()[0]
-		for _, b := range sizes {
-			shape := slices.Clone(in.Shape)
-			shape[0] = b
-			n, _ := inference.NumElements(shape)
-			data := make([]float32, n)
-			for i := range data {
-				data[i] = float32(math.Sin(float64(i)))*0.5 + 0.5
-			}
-			x, err := inference.New(shape, data)
-			if err != nil {
-				log.Fatal(err)
-			}
-			ms := timeRuns(func() error {
-				_, err := model.Run(context.Background(), map[string]inference.Tensor{in.Name: x})
-				return err
-			})
-			o := ort[fmt.Sprint(m, b)]
-			ratio := "n/a"
-			if o > 0 {
-				ratio = fmt.Sprintf("%.2f", ms/o)
-			}
-			fmt.Printf("| %s | %d | %.2f | %.2f | %s |\n", m, b, ms, o, ratio)
-		}
-		h.Release()
+	loadBefore := loadAverage()
+	start := time.Now()
+	ort, err := startORT(*script, filepath.Join(*dir, "node_modules"), manifestPath, filepath.Join(*dir, "ort-out"), *budget)
+	if err != nil {
+		log.Fatalf("onnxruntime-node: %v", err)
 	}
+	var cells []cell
+	for _, spec := range models {
+		cells = append(cells, benchModel(context.Background(), *dir, spec, threads, batches, ort, *budget)...)
+	}
+	if err := ort.close(); err != nil {
+		log.Printf("onnxruntime-node: %v", err)
+	}
+	log.Printf("timed in %.0f s", time.Since(start).Seconds())
+	slices.SortStableFunc(cells, func(a, b cell) int {
+		if d := slices.Index(threads, a.threads) - slices.Index(threads, b.threads); d != 0 {
+			return d
+		}
+		return slices.Index(batches, a.batch) - slices.Index(batches, b.batch)
+	})
+
+	cpuinfo, _ := os.ReadFile("/proc/cpuinfo")
+	fmt.Printf("beamml CPU backend vs ONNX Runtime %s (onnxruntime-node, CPU execution provider, graph optimization level all, inter-op threads 1)\n\n", ort.version)
+	fmt.Printf("Machine: %s, %d logical CPUs, %s/%s, %s; load average (1 min) %s before, %s after.\n\n",
+		cmp.Or(cpuModel(strings.NewReader(string(cpuinfo))), "unknown CPU"), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH,
+		runtime.Version(), loadBefore, loadAverage())
+	fmt.Printf("ms: median wall time of one Run after a warm-up run (at least %d runs, more until %v). "+
+		"ratio: beamml ms / ORT ms. GFLOP/s: beamml's, counting %s. "+
+		"allocs/Run and KiB/Run: Go heap allocations (runtime.MemStats Mallocs, TotalAlloc) over the timed runs, per run. "+
+		"max |Δ|: largest absolute difference between the model's first output from beamml and from ORT, at the warm-up run.\n\n", minRuns, *budget, countedOps)
+	writeTable(os.Stdout, cells)
+	fmt.Println()
+	writeSummary(os.Stdout, summarize(cells, threads, batches))
 }
 
-// timeRuns returns the median wall time of f in milliseconds after one
-// warm-up run: at least 3 runs, up to 2 s or 50 runs.
-func timeRuns(f func() error) float64 {
-	if err := f(); err != nil {
-		log.Fatalf("benchcpu: %v", err)
-	}
-	var times []float64
-	start := time.Now()
-	for len(times) < 3 || (time.Since(start) < 2*time.Second && len(times) < 50) {
-		t0 := time.Now()
-		if err := f(); err != nil {
-			log.Fatalf("benchcpu: %v", err)
+// benchModel loads the model of spec and times it at every thread count and
+// batch size, each cell right after ORT times it; an error is kept in the
+// cells it affects.
+func benchModel(ctx context.Context, dir string, spec modelSpec, threads, batches []int, ort *ortServer, budget time.Duration) []cell {
+	var cells []cell
+	for _, t := range threads {
+		for _, b := range batches {
+			cells = append(cells, cell{cellKey: cellKey{spec.Name, b, t}})
 		}
-		times = append(times, float64(time.Since(t0).Microseconds())/1000)
 	}
-	slices.Sort(times)
-	return times[len(times)/2]
+	h, loadErr := inference.NewCache(0).Acquire(ctx, onnx.Model(filepath.Join(dir, spec.File)).WithDevice(inference.CPU))
+	flopsAt := map[int]int64{}
+	if loadErr != nil {
+		loadErr = fmt.Errorf("load: %v", loadErr)
+		log.Printf("%s: %v", spec.Name, loadErr)
+	} else {
+		defer h.Release()
+		for _, b := range batches {
+			n, err := countFLOPs(ctx, spec, h.Model(), b)
+			if err != nil {
+				log.Printf("%s: FLOPs at batch %d: %v", spec.Name, b, err)
+			}
+			flopsAt[b] = n
+		}
+	}
+
+	procs := runtime.GOMAXPROCS(0)
+	defer runtime.GOMAXPROCS(procs)
+	for i := range cells {
+		c := &cells[i]
+		var err error
+		if c.ort, err = ort.time(c.cellKey); err != nil {
+			c.ort.Error = err.Error()
+		}
+		if loadErr != nil {
+			c.err = loadErr
+			continue
+		}
+		c.flops = flopsAt[c.batch]
+		runtime.GOMAXPROCS(c.threads)
+		c.beamml, c.diff, c.err = benchCell(ctx, spec, h.Model(), c.batch, c.ort, budget)
+		if c.err != nil {
+			log.Printf("%s batch %d, %d threads: %v", spec.Name, c.batch, c.threads, c.err)
+			continue
+		}
+		log.Printf("%s batch %d, %d threads: %s ms (ORT %s ms), max |Δ| %s", spec.Name, c.batch, c.threads,
+			formatMs(c.beamml.ms), formatMs(c.ort.Ms), c.diff)
+	}
+	return cells
+}
+
+// benchCell runs the model once at the batch size, compares the output
+// with ORT's, then times it.
+func benchCell(ctx context.Context, spec modelSpec, model inference.Model, batch int, ort ortCell, budget time.Duration) (measurement, string, error) {
+	feeds, err := spec.feeds(batch)
+	if err != nil {
+		return measurement{}, "", err
+	}
+	out, err := model.Run(ctx, feeds)
+	if err != nil {
+		return measurement{}, "", fmt.Errorf("run: %v", err)
+	}
+	diff := compare(out, ort)
+	m, err := measure(func() error {
+		_, err := model.Run(ctx, feeds)
+		return err
+	}, minRuns, budget)
+	if err != nil {
+		return measurement{}, "", fmt.Errorf("run: %v", err)
+	}
+	return m, diff, nil
+}
+
+// compare returns max |Δ| between beamml's output that ORT reported in o
+// and ORT's, formatted, or why there is none.
+func compare(out map[string]inference.Tensor, o ortCell) string {
+	if o.OutputFile == "" {
+		return "n/a: no ORT output"
+	}
+	t, ok := out[o.Output]
+	if !ok {
+		return fmt.Sprintf("beamml has no output %q", o.Output)
+	}
+	if !slices.Equal(t.Shape(), o.OutputShape) {
+		return fmt.Sprintf("output %q is %v, ORT's is %v", o.Output, t.Shape(), o.OutputShape)
+	}
+	got, err := inference.Data[float32](t)
+	if err != nil {
+		return fmt.Sprintf("output %q: %v", o.Output, err)
+	}
+	want, err := readFloat32s(o.OutputFile)
+	if err != nil {
+		return err.Error()
+	}
+	d, err := maxAbsDiff(got, want)
+	if err != nil {
+		return fmt.Sprintf("output %q: %v", o.Output, err)
+	}
+	return fmt.Sprintf("%.1e", d)
+}
+
+// countFLOPs returns flops of one Run of the model at batch size b, from
+// the shapes graph.InferShapes reads off the CPU backend's reference run.
+func countFLOPs(ctx context.Context, spec modelSpec, model inference.Model, b int) (int64, error) {
+	m, ok := model.(*cpu.Model)
+	if !ok {
+		return 0, fmt.Errorf("the model is a %T, not a *cpu.Model", model)
+	}
+	feeds, err := spec.feeds(b)
+	if err != nil {
+		return 0, err
+	}
+	shapes, err := graph.InferShapes(ctx, m.Graph(), m.RunObserved, feeds)
+	if err != nil {
+		return 0, err
+	}
+	return flops(m.Graph(), shapesAt(m.Graph(), shapes, b))
+}
+
+// selected returns the models named in list (comma-separated, in the
+// manifest's order), or all of them when list is empty.
+func (m manifest) selected(list string) ([]modelSpec, error) {
+	if list == "" {
+		return m.Models, nil
+	}
+	want := strings.Split(list, ",")
+	var out []modelSpec
+	for _, spec := range m.Models {
+		if slices.Contains(want, spec.Name) {
+			out = append(out, spec)
+		}
+	}
+	for _, name := range want {
+		if !slices.ContainsFunc(m.Models, func(s modelSpec) bool { return s.Name == name }) {
+			var known []string
+			for _, s := range m.Models {
+				known = append(known, s.Name)
+			}
+			return nil, fmt.Errorf("no model %q; the manifest has %s", name, strings.Join(known, ", "))
+		}
+	}
+	return out, nil
+}
+
+// positiveInts parses a comma-separated list of distinct positive integers.
+func positiveInts(list string) ([]int, error) {
+	var out []int
+	for _, s := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		switch {
+		case err != nil || n <= 0:
+			return nil, fmt.Errorf("%q is not a positive integer", s)
+		case slices.Contains(out, n):
+			return nil, fmt.Errorf("%d is listed twice", n)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// loadAverage is the 1-minute load average of /proc/loadavg, or "unknown".
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(data)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "unknown"
 }
