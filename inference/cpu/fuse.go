@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
@@ -159,7 +160,9 @@ func fusedActivation(n opsem.Node) (func(y []float32), error) {
 		return func(y []float32) { vec(y, y) }, nil
 	}
 	return func(y []float32) {
-		var buf [256]float32
+		bufp := gateBuffers.Get().(*[]float32)
+		defer gateBuffers.Put(bufp)
+		buf := *bufp
 		for lo := 0; lo < len(y); lo += len(buf) {
 			ys := y[lo:min(lo+len(buf), len(y))]
 			a := buf[:len(ys)]
@@ -170,6 +173,14 @@ func fusedActivation(n opsem.Node) (func(y []float32), error) {
 		}
 	}, nil
 }
+
+// gateBuffers holds the blocks a gating activation computes act(v) into
+// before it multiplies: a buffer on the stack would escape through vec,
+// a function value, and cost an allocation per block.
+var gateBuffers = sync.Pool{New: func() any {
+	buf := make([]float32, 1024)
+	return &buf
+}}
 
 // activationNode is the activation node op that n's epilogue replaced,
 // with its attributes.

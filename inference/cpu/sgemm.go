@@ -164,9 +164,10 @@ func nnScale(m, n int, beta float32, c []float32, ldc int) {
 }
 
 // nnPackPool recycles packing buffers: nnKC·nnNC floats for B, then
-// nnMC·nnKC for A.
+// nnMC·nnKC for A, then the macro-kernel's edge tile (nnMaxTile; on the
+// stack it would escape through the micro-kernel, a function value).
 var nnPackPool = sync.Pool{New: func() any {
-	buf := make([]float32, nnKC*nnNC+nnMC*nnKC)
+	buf := make([]float32, nnKC*nnNC+nnMC*nnKC+nnMaxTile)
 	return &buf
 }}
 
@@ -180,7 +181,8 @@ func nnSgemmAdd(kern nnKernel, pre nnPrepacked, transA, transB bool, m, n, k int
 	bufp := nnPackPool.Get().(*[]float32)
 	defer nnPackPool.Put(bufp)
 	bpack := (*bufp)[:nnKC*nnNC]
-	apack := (*bufp)[nnKC*nnNC:]
+	apack := (*bufp)[nnKC*nnNC : nnKC*nnNC+nnMC*nnKC]
+	edge := (*bufp)[nnKC*nnNC+nnMC*nnKC:]
 	// A blocks of whole panels leave edge panels to the last block only.
 	mcBlock := nnMC / kern.mr * kern.mr
 	for j0 := 0; j0 < n; j0 += nnNC {
@@ -201,7 +203,7 @@ func nnSgemmAdd(kern nnKernel, pre nnPrepacked, transA, transB bool, m, n, k int
 				} else {
 					nnPackA(transA, kern.mr, mc, kc, alpha, a, lda, i0, p0, apack)
 				}
-				nnMacroKernel(kern, mc, nc, kc, ap, bp, c[i0*ldc+j0:], ldc)
+				nnMacroKernel(kern, mc, nc, kc, ap, bp, c[i0*ldc+j0:], ldc, edge)
 			}
 		}
 	}
@@ -366,11 +368,10 @@ func nnPackTranspose(rows, kc int, alpha float32, src []float32, lds int, dst []
 
 // nnMacroKernel adds the product of a packed mc×kc A block and a packed
 // kc×nc B block to the mc×nc block of C at c, one kern tile at a time.
-// Tiles cut by the block's edge are computed into a scratch tile and the
-// part inside C added from there.
-func nnMacroKernel(kern nnKernel, mc, nc, kc int, apack, bpack, c []float32, ldc int) {
+// Tiles cut by the block's edge are computed into scratch (nnMaxTile
+// floats) and the part inside C added from there.
+func nnMacroKernel(kern nnKernel, mc, nc, kc int, apack, bpack, c []float32, ldc int, scratch []float32) {
 	mr, nr := kern.mr, kern.nr
-	var scratch [nnMaxTile]float32
 	edge := scratch[:mr*nr]
 	for s := 0; s < nc; s += nr {
 		cols := min(nr, nc-s)
