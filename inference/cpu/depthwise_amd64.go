@@ -2,7 +2,7 @@
 
 package cpu
 
-// dwRowAVX2 adds Σ_t w[t]·x[i+t] to y[i] for i < len(y)/8·8
+// dwRowAVX2 adds Σ_t w[t]·x[i+t] to y[i] for i < len(y)
 // (depthwise_amd64.s). It does no bounds checks: x holds len(y)+len(w)−1
 // elements.
 //
@@ -13,10 +13,9 @@ func dwRowAVX2(y, x, w []float32)
 // of a depthwise convolution at stride 1, without dilation.
 func dwRow(y, x, w []float32) {
 	x = x[:len(y)+len(w)-1]
-	head := 0
 	if hasVectorMath {
-		head = len(y) &^ 7
 		dwRowAVX2(y, x, w)
+		return
 	}
-	dwRowGo(y[head:], x[head:], w)
+	dwRowGo(y, x, w)
 }

@@ -2,12 +2,34 @@
 
 #include "textflag.h"
 
+// tailmask<>+4·(8−r) holds r lanes of all ones, then zeros: the mask of a
+// block of r < 8 outputs.
+DATA tailmask<>+0(SB)/4, $0xffffffff
+DATA tailmask<>+4(SB)/4, $0xffffffff
+DATA tailmask<>+8(SB)/4, $0xffffffff
+DATA tailmask<>+12(SB)/4, $0xffffffff
+DATA tailmask<>+16(SB)/4, $0xffffffff
+DATA tailmask<>+20(SB)/4, $0xffffffff
+DATA tailmask<>+24(SB)/4, $0xffffffff
+DATA tailmask<>+28(SB)/4, $0xffffffff
+DATA tailmask<>+32(SB)/4, $0
+DATA tailmask<>+36(SB)/4, $0
+DATA tailmask<>+40(SB)/4, $0
+DATA tailmask<>+44(SB)/4, $0
+DATA tailmask<>+48(SB)/4, $0
+DATA tailmask<>+52(SB)/4, $0
+DATA tailmask<>+56(SB)/4, $0
+DATA tailmask<>+60(SB)/4, $0
+GLOBL tailmask<>(SB), RODATA|NOPTR, $64
+
 // func dwRowAVX2(y, x, w []float32)
-// y[i] += Σ_t w[t]·x[i+t] for i < len(y)/8·8, t < len(w): one row of a
+// y[i] += Σ_t w[t]·x[i+t] for i < len(y), t < len(w): one row of a
 // depthwise convolution at stride 1, one kernel row at a time. Blocks of
 // 32 outputs keep four independent FMA chains in flight (Y0–Y3), then
-// blocks of 8; the caller does the rest. Registers: DI y, SI x at the
-// block, R8 w, R9 len(w), R10 the tap's x, R11 the tap's w, DX taps left.
+// blocks of 8, then the last 1 to 7 outputs through masked loads and
+// stores, which touch no element past the row. Registers: DI y, SI x at
+// the block, R8 w, R9 len(w), R10 the tap's x, R11 the tap's w, DX taps
+// left, Y6 the tail's mask.
 TEXT ·dwRowAVX2(SB), NOSPLIT, $0-72
 	MOVQ  y_base+0(FP), DI
 	MOVQ  y_len+8(FP), CX
@@ -49,7 +71,7 @@ tap32:
 
 block8:
 	CMPQ    CX, $8
-	JLT     done
+	JLT     tail
 	VMOVUPS (DI), Y0
 	MOVQ    SI, R10
 	MOVQ    R8, R11
@@ -67,6 +89,28 @@ tap8:
 	ADDQ         $32, SI
 	SUBQ         $8, CX
 	JMP          block8
+
+tail:
+	TESTQ      CX, CX
+	JEQ        done
+	LEAQ       tailmask<>+32(SB), AX
+	SHLQ       $2, CX
+	SUBQ       CX, AX
+	VMOVUPS    (AX), Y6
+	VMASKMOVPS (DI), Y6, Y0
+	MOVQ       SI, R10
+	MOVQ       R8, R11
+	MOVQ       R9, DX
+
+taptail:
+	VBROADCASTSS (R11), Y4
+	VMASKMOVPS   (R10), Y6, Y5
+	VFMADD231PS  Y5, Y4, Y0
+	ADDQ         $4, R10
+	ADDQ         $4, R11
+	DECQ         DX
+	JNZ          taptail
+	VMASKMOVPS   Y0, Y6, (DI)
 
 done:
 	VZEROUPPER

@@ -380,18 +380,27 @@ func cvConvDepthwise(r *limit.Run, xd, wd, bias []float32, batch, chans, mult in
 		pih, piw = ph+ih+g.PadEnd[0], pw+iw+g.PadEnd[1]
 	}
 	outChans := chans * mult
-	if padded {
-		if err := cvClaimScratch(r, batch*outChans, pih, piw); err != nil {
+	// At stride 2 along rows (and without dilation there), each plane is
+	// also split into its even and odd columns, where the taps of an
+	// output row are contiguous again (cvDepthwiseStride2).
+	split := g.Stride[1] == 2 && g.Dilation[1] == 1 && kw <= 2*cvMaxSplitTaps
+	if padded || split {
+		if err := cvClaimScratch(r, batch*outChans, pih, 2*piw); err != nil {
 			return err
 		}
 	}
 	parallelFor(batch*outChans, 2*kh*kw*oh*ow, func(p0, p1 int) {
-		var plane []float32
+		var plane, columns []float32
 		if padded {
 			var done func()
 			plane, done = cvScratch(pih * piw)
 			defer done()
 			clear(plane)
+		}
+		if split {
+			var done func()
+			columns, done = cvScratch(pih * piw)
+			defer done()
 		}
 		copied := -1
 		for p := p0; p < p1; p++ {
@@ -402,20 +411,83 @@ func cvConvDepthwise(r *limit.Run, xd, wd, bias []float32, batch, chans, mult in
 					for iy := range ih {
 						copy(plane[(ph+iy)*piw+pw:], x[iy*iw:(iy+1)*iw])
 					}
-					copied = src
 				}
 				x = plane
 			}
+			if split && src != copied {
+				cvSplitColumns(columns, x, pih, piw)
+			}
+			copied = src
 			oc := p % outChans
 			var b float32
 			if bias != nil {
 				b = bias[oc]
 			}
-			cvDepthwisePlane(out[p*oh*ow:(p+1)*oh*ow], x, piw, wd[oc*kh*kw:(oc+1)*kh*kw], b, g)
-			ep.apply(out[p*oh*ow:(p+1)*oh*ow], p*oh*ow)
+			y, w := out[p*oh*ow:(p+1)*oh*ow], wd[oc*kh*kw:(oc+1)*kh*kw]
+			if split {
+				cvDepthwiseStride2(y, columns, pih, piw, w, b, g)
+			} else {
+				cvDepthwisePlane(y, x, piw, w, b, g)
+			}
+			ep.apply(y, p*oh*ow)
 		}
 	})
 	return nil
+}
+
+// cvMaxSplitTaps bounds the taps of a kernel row on either side of a
+// split plane (cvDepthwiseStride2): kernels up to 2·cvMaxSplitTaps wide.
+const cvMaxSplitTaps = 8
+
+// cvSplitColumns writes plane x (rows × width) to dst as two planes: its
+// even columns, (width+1)/2 wide, then its odd ones, width/2 wide.
+func cvSplitColumns(dst, x []float32, rows, width int) {
+	we, wo := (width+1)/2, width/2
+	even, odd := dst[:rows*we], dst[rows*we:rows*(we+wo)]
+	for r := range rows {
+		row := x[r*width : (r+1)*width]
+		ev, od := even[r*we:(r+1)*we], odd[r*wo:(r+1)*wo]
+		for j := range od {
+			ev[j], od[j] = row[2*j], row[2*j+1]
+		}
+		if we > wo {
+			ev[we-1] = row[width-1]
+		}
+	}
+}
+
+// cvDepthwiseStride2 is cvDepthwisePlane at stride 2 along rows, without
+// dilation there, reading the plane split by cvSplitColumns: output column
+// o reads columns 2·o + kx, which for even kx is even column o + kx/2 and
+// for odd kx odd column o + (kx−1)/2. So each kernel row is two rows of
+// contiguous taps, added by dwRow.
+func cvDepthwiseStride2(y, columns []float32, rows, width int, w []float32, b float32, g opsem.Window) {
+	ow := g.Out[1]
+	kh, kw, sh, dh := g.Kernel[0], g.Kernel[1], g.Stride[0], g.Dilation[0]
+	we, wo := (width+1)/2, width/2
+	even, odd := columns[:rows*we], columns[rows*we:rows*(we+wo)]
+	var wEven, wOdd [cvMaxSplitTaps]float32
+	for oy := range g.Out[0] {
+		row := y[oy*ow : (oy+1)*ow]
+		for i := range row {
+			row[i] = b
+		}
+		for ky := range kh {
+			ne, no := 0, 0
+			for kx, v := range w[ky*kw : (ky+1)*kw] {
+				if kx%2 == 0 {
+					wEven[ne], ne = v, ne+1
+				} else {
+					wOdd[no], no = v, no+1
+				}
+			}
+			r := oy*sh + ky*dh
+			dwRow(row, even[r*we:], wEven[:ne])
+			if no > 0 {
+				dwRow(row, odd[r*wo:], wOdd[:no])
+			}
+		}
+	}
 }
 
 // cvDepthwisePlane sets y (g.Out) to b plus x, a plane of rows iw wide
