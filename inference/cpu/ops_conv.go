@@ -349,8 +349,18 @@ func cvConvGemm(r *limit.Run, xd, wd []float32, packs convPacked, bias []float32
 			// The product adds to y (beta 1): to the bias, or to out's zeros.
 			off := (img*outChans + grp*mg) * osp
 			y := out[off : off+mg*osp]
+			// With the cores to spare (one unit), the passes over the
+			// output before and after the product split among them by
+			// output channel.
+			perChannel := func(pass func(c0, c1 int)) {
+				if threads > 1 {
+					parallelFor(mg, 4*osp, pass)
+				} else {
+					pass(0, mg)
+				}
+			}
 			if bias != nil {
-				cvFillPlanes(y, bias[grp*mg:(grp+1)*mg], osp)
+				perChannel(func(c0, c1 int) { cvFillPlanes(y[c0*osp:c1*osp], bias[grp*mg+c0:grp*mg+c1], osp) })
 			}
 			w := wd[grp*mg*rows:]
 			var pre nnPrepacked
@@ -358,7 +368,9 @@ func cvConvGemm(r *limit.Run, xd, wd []float32, packs convPacked, bias []float32
 				pre.a = packs[grp]
 			}
 			nnSgemmPre(threads, pre, false, false, mg, osp, rows, 1, w, rows, src, osp, 1, y, osp)
-			ep.apply(y, off)
+			if ep != nil {
+				perChannel(func(c0, c1 int) { ep.apply(y[c0*osp:c1*osp], off+c0*osp) })
+			}
 		}
 	})
 	return nil
