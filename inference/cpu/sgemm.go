@@ -41,15 +41,25 @@ const nnMaxTile = 8 * 32
 // rows are ldc apart. It requires len(ap) ≥ mr·kc, len(bp) ≥ nr·kc and
 // len(c) ≥ (mr-1)·ldc+nr; assembly kernels do not check. nnNC must be a
 // multiple of nr, mr ≤ nnMC and mr·nr ≤ nnMaxTile.
+//
+// row, where the kernel has one, multiplies one row of A, unpacked, by a
+// packed B panel: c[j] += Σ_p a[p]·bp[p·nr+j] for j < nr, p < kc. Products
+// of fewer than nnRowMax rows use it instead of mr-row tiles that would be
+// mostly zeros (a batch of one through a Gemm, a recurrent step).
 type nnKernel struct {
 	name   string
 	mr, nr int
 	kernel func(kc int, ap, bp, c []float32, ldc int)
+	row    func(kc int, a, bp, c []float32)
 }
+
+// nnRowMax is the number of rows from which products use mr-row tiles
+// rather than row kernels.
+const nnRowMax = 4
 
 // nnGoKernel is the plain-Go micro-kernel, available everywhere, and the
 // reference the assembly kernels are tested against.
-var nnGoKernel = nnKernel{"go2x4", nnMR, nnNR, nnMicroKernel}
+var nnGoKernel = nnKernel{"go2x4", nnMR, nnNR, nnMicroKernel, nil}
 
 // nnBestKernel is the micro-kernel nnSgemm uses: the first of nnKernels,
 // the fastest this CPU runs. It is set once, at package initialisation.
@@ -185,6 +195,7 @@ func nnSgemmAdd(kern nnKernel, pre nnPrepacked, transA, transB bool, m, n, k int
 	edge := (*bufp)[nnKC*nnNC+nnMC*nnKC:]
 	// A blocks of whole panels leave edge panels to the last block only.
 	mcBlock := nnMC / kern.mr * kern.mr
+	rowWise := kern.row != nil && m < nnRowMax && !transA && alpha == 1
 	for j0 := 0; j0 < n; j0 += nnNC {
 		nc := min(nnNC, n-j0)
 		for p0 := 0; p0 < k; p0 += nnKC {
@@ -194,6 +205,10 @@ func nnSgemmAdd(kern nnKernel, pre nnPrepacked, transA, transB bool, m, n, k int
 				bp = pre.b.blocks[p0/nnKC][(pre.j0+j0)*kc:]
 			} else {
 				nnPackB(transB, kern.nr, kc, nc, b, ldb, p0, j0, bpack)
+			}
+			if rowWise {
+				nnRows(kern, m, nc, kc, a[p0:], lda, bp, c[j0:], ldc, edge)
+				continue
 			}
 			for i0 := 0; i0 < m; i0 += mcBlock {
 				mc := min(mcBlock, m-i0)
@@ -392,6 +407,31 @@ func nnMacroKernel(kern nnKernel, mc, nc, kc int, apack, bpack, c []float32, ldc
 				row := c[(r+ii)*ldc+s : (r+ii)*ldc+s+cols]
 				for jj := range row {
 					row[jj] += edge[ii*nr+jj]
+				}
+			}
+		}
+	}
+}
+
+// nnRows adds the product of m rows of A (unpacked, rows lda apart, kc
+// steps each) and a packed kc×nc B block to the m×nc block of C at c, one
+// row and one B panel at a time with kern.row. Panels cut by the block's
+// edge are computed into scratch (nr floats) and added from there.
+func nnRows(kern nnKernel, m, nc, kc int, a []float32, lda int, bpack, c []float32, ldc int, scratch []float32) {
+	nr := kern.nr
+	edge := scratch[:nr]
+	for i := range m {
+		ar := a[i*lda : i*lda+kc]
+		for s := 0; s < nc; s += nr {
+			bp := bpack[s*kc : s*kc+nr*kc]
+			if cols := min(nr, nc-s); cols == nr {
+				kern.row(kc, ar, bp, c[i*ldc+s:i*ldc+s+nr])
+			} else {
+				clear(edge)
+				kern.row(kc, ar, bp, edge)
+				row := c[i*ldc+s : i*ldc+s+cols]
+				for j := range row {
+					row[j] += edge[j]
 				}
 			}
 		}

@@ -17,16 +17,25 @@ func nnKernel8x32AVX512(kc int, ap, bp, c []float32, ldc int)
 //go:noescape
 func nnKernel6x16AVX2(kc int, ap, bp, c []float32, ldc int)
 
+// nnRow32AVX512 and nnRow16AVX2 are the row kernels of the two (see
+// nnKernel.row).
+//
+//go:noescape
+func nnRow32AVX512(kc int, a, bp, c []float32)
+
+//go:noescape
+func nnRow16AVX2(kc int, a, bp, c []float32)
+
 // nnKernels lists the micro-kernels this CPU runs, fastest first. The
 // cpu package reports AVX and AVX-512 only where the OS saves their
 // registers.
 func nnKernels() []nnKernel {
 	var ks []nnKernel
 	if cpu.X86.HasAVX512F {
-		ks = append(ks, nnKernel{"avx512_8x32", 8, 32, nnKernel8x32AVX512})
+		ks = append(ks, nnKernel{"avx512_8x32", 8, 32, nnKernel8x32AVX512, nnRow32AVX512})
 	}
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
-		ks = append(ks, nnKernel{"avx2_6x16", 6, 16, nnKernel6x16AVX2})
+		ks = append(ks, nnKernel{"avx2_6x16", 6, 16, nnKernel6x16AVX2, nnRow16AVX2})
 	}
 	return append(ks, nnGoKernel)
 }

@@ -186,3 +186,95 @@ store32:
 	ADDROW32(Z30, Z31)
 	VZEROUPPER
 	RET
+
+// Row kernels: one row of A, unpacked, times a packed B panel, for
+// products of one to three rows, where a tile of 8 or 6 rows would be
+// mostly zeros. Contract (nnKernel.row): c[j] += Σ_p a[p]·bp[p·nr+j] for
+// j < nr and p < kc; len(a) ≥ kc, len(bp) ≥ nr·kc, len(c) ≥ nr. Two k
+// steps at a time in two sets of accumulators, summed at the end.
+
+// func nnRow32AVX512(kc int, a, bp, c []float32)
+TEXT ·nnRow32AVX512(SB), NOSPLIT, $0-80
+	MOVQ   kc+0(FP), CX
+	MOVQ   a_base+8(FP), SI
+	MOVQ   bp_base+32(FP), DI
+	MOVQ   c_base+56(FP), DX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	CMPQ   CX, $2
+	JLT    row32tail
+
+row32loop:
+	VBROADCASTSS (SI), Z4
+	VBROADCASTSS 4(SI), Z5
+	VFMADD231PS  (DI), Z4, Z0
+	VFMADD231PS  64(DI), Z4, Z1
+	VFMADD231PS  128(DI), Z5, Z2
+	VFMADD231PS  192(DI), Z5, Z3
+	ADDQ         $8, SI
+	ADDQ         $256, DI
+	SUBQ         $2, CX
+	CMPQ         CX, $2
+	JGE          row32loop
+
+row32tail:
+	TESTQ        CX, CX
+	JEQ          row32store
+	VBROADCASTSS (SI), Z4
+	VFMADD231PS  (DI), Z4, Z0
+	VFMADD231PS  64(DI), Z4, Z1
+
+row32store:
+	VADDPS  Z2, Z0, Z0
+	VADDPS  Z3, Z1, Z1
+	VADDPS  (DX), Z0, Z0
+	VADDPS  64(DX), Z1, Z1
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	VZEROUPPER
+	RET
+
+// func nnRow16AVX2(kc int, a, bp, c []float32)
+TEXT ·nnRow16AVX2(SB), NOSPLIT, $0-80
+	MOVQ   kc+0(FP), CX
+	MOVQ   a_base+8(FP), SI
+	MOVQ   bp_base+32(FP), DI
+	MOVQ   c_base+56(FP), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	CMPQ   CX, $2
+	JLT    row16tail
+
+row16loop:
+	VBROADCASTSS (SI), Y4
+	VBROADCASTSS 4(SI), Y5
+	VFMADD231PS  (DI), Y4, Y0
+	VFMADD231PS  32(DI), Y4, Y1
+	VFMADD231PS  64(DI), Y5, Y2
+	VFMADD231PS  96(DI), Y5, Y3
+	ADDQ         $8, SI
+	ADDQ         $128, DI
+	SUBQ         $2, CX
+	CMPQ         CX, $2
+	JGE          row16loop
+
+row16tail:
+	TESTQ        CX, CX
+	JEQ          row16store
+	VBROADCASTSS (SI), Y4
+	VFMADD231PS  (DI), Y4, Y0
+	VFMADD231PS  32(DI), Y4, Y1
+
+row16store:
+	VADDPS  Y2, Y0, Y0
+	VADDPS  Y3, Y1, Y1
+	VADDPS  (DX), Y0, Y0
+	VADDPS  32(DX), Y1, Y1
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VZEROUPPER
+	RET
