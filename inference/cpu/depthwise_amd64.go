@@ -19,3 +19,20 @@ func dwRow(y, x, w []float32) {
 	}
 	dwRowGo(y, x, w)
 }
+
+// maxIntoAVX2 is maxInto's vector loop (depthwise_amd64.s), without
+// bounds checks: len(x) ≥ len(acc).
+//
+//go:noescape
+func maxIntoAVX2(acc, x []float32)
+
+// maxInto sets acc[i] to x[i] where x[i] > acc[i]: NaN in x is skipped,
+// as MaxPool skips it.
+func maxInto(acc, x []float32) {
+	x = x[:len(acc)]
+	if hasVectorMath {
+		maxIntoAVX2(acc, x)
+		return
+	}
+	maxIntoGo(acc, x)
+}

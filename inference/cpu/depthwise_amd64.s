@@ -115,3 +115,41 @@ taptail:
 done:
 	VZEROUPPER
 	RET
+
+// func maxIntoAVX2(acc, x []float32)
+// acc[i] = x[i] > acc[i] ? x[i] : acc[i] for i < len(acc): VMAXPS with
+// acc as its second Intel operand returns acc when x[i] is NaN or equal,
+// exactly as the comparison does. The last 1 to 7 through masked loads
+// and stores.
+TEXT ·maxIntoAVX2(SB), NOSPLIT, $0-48
+	MOVQ acc_base+0(FP), DI
+	MOVQ acc_len+8(FP), CX
+	MOVQ x_base+24(FP), SI
+
+max8:
+	CMPQ    CX, $8
+	JLT     maxtail
+	VMOVUPS (DI), Y0
+	VMOVUPS (SI), Y1
+	VMAXPS  Y0, Y1, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, DI
+	ADDQ    $32, SI
+	SUBQ    $8, CX
+	JMP     max8
+
+maxtail:
+	TESTQ      CX, CX
+	JEQ        maxdone
+	LEAQ       tailmask<>+32(SB), AX
+	SHLQ       $2, CX
+	SUBQ       CX, AX
+	VMOVUPS    (AX), Y6
+	VMASKMOVPS (DI), Y6, Y0
+	VMASKMOVPS (SI), Y6, Y1
+	VMAXPS     Y0, Y1, Y0
+	VMASKMOVPS Y0, Y6, (DI)
+
+maxdone:
+	VZEROUPPER
+	RET

@@ -572,6 +572,15 @@ func cvDepthwise3x3(y, x []float32, iw int, w *[9]float32, b float32, s int) {
 	}
 }
 
+// maxIntoGo is maxInto in Go.
+func maxIntoGo(acc, x []float32) {
+	for i, v := range x[:len(acc)] {
+		if v > acc[i] {
+			acc[i] = v
+		}
+	}
+}
+
 // dwRowGo is dwRow in Go.
 func dwRowGo(y, x, w []float32) {
 	x = x[:len(y)+len(w)-1]

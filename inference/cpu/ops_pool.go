@@ -138,6 +138,11 @@ func plPool(n opsem.Node, in []inference.Tensor, kind plPoolKind) ([]inference.T
 			acc *= g.In[d]
 		}
 	}
+	if kind == plMaxKind && !wantIndices && r == 2 && g.Dilation[0] == 1 && g.Dilation[1] == 1 && g.Stride[1] <= 2 && len(out) > 0 {
+		plMaxPool2D(xd, out, planes, g, taps[0])
+		y, err := inference.New(shape, out)
+		return []inference.Tensor{y}, err
+	}
 	window := 1 // the most taps of a window inside the input
 	for d := range r {
 		window *= min(g.Kernel[d], g.In[d])
@@ -250,6 +255,64 @@ func plPool(n opsem.Node, in []inference.Tensor, kind plPoolKind) ([]inference.T
 		return nil, err
 	}
 	return []inference.Tensor{y, idx}, nil
+}
+
+// plMaxPool2D is MaxPool over 2-D planes, without indices or dilation and
+// with a column stride of 1 or 2, an output row at a time: for each input
+// row its windows read (rows) and each column tap, one contiguous pass of
+// maxInto over the outputs whose tap lies inside the row. At stride 2 the
+// plane is split into even and odd columns first (cvSplitColumns), where
+// a tap's columns are contiguous again. Taps in the padding are skipped,
+// as the general path skips them.
+func plMaxPool2D(xd, out []float32, planes int, g opsem.Window, rows plPoolTaps) {
+	ih, iw, oh, ow := g.In[0], g.In[1], g.Out[0], g.Out[1]
+	sw, pw, kw := g.Stride[1], g.PadBegin[1], g.Kernel[1]
+	isp, osp := ih*iw, oh*ow
+	we, wo := (iw+1)/2, iw/2
+	parallelFor(planes, osp*g.Kernel[0]*kw, func(lo, hi int) {
+		var columns []float32
+		if sw == 2 {
+			var done func()
+			columns, done = cvScratch(isp)
+			defer done()
+		}
+		for pl := lo; pl < hi; pl++ {
+			plane := xd[pl*isp : (pl+1)*isp]
+			if sw == 2 {
+				cvSplitColumns(columns, plane, ih, iw)
+			}
+			for oy := range oh {
+				acc := out[pl*osp+oy*ow : pl*osp+(oy+1)*ow]
+				for i := range acc {
+					acc[i] = float32(math.Inf(-1))
+				}
+				for _, iy := range rows.idx[rows.start[oy]:rows.start[oy+1]] {
+					for kx := range kw {
+						off := kx - pw // output ox reads column ox·sw + off
+						if iw-off <= 0 {
+							continue
+						}
+						oLo, oHi := 0, min(ow, (iw-off+sw-1)/sw)
+						if off < 0 {
+							oLo = (-off + sw - 1) / sw
+						}
+						if oLo >= oHi {
+							continue
+						}
+						c := oLo*sw + off
+						switch {
+						case sw == 1:
+							maxInto(acc[oLo:oHi], plane[iy*iw+c:])
+						case c%2 == 0:
+							maxInto(acc[oLo:oHi], columns[iy*we+c/2:])
+						default:
+							maxInto(acc[oLo:oHi], columns[ih*we+iy*wo+c/2:])
+						}
+					}
+				}
+			}
+		}
+	})
 }
 
 // MaxPool accepts dilations and ceil_mode at every opset: one opset-6

@@ -89,3 +89,27 @@ func BenchmarkNNMaxPool(b *testing.B) {
 		}
 	}
 }
+
+// TestMaxPool2DRows checks MaxPool's row path (plMaxPool2D, taken without
+// Indices) against the general path (taken with them) on random planes,
+// kernels, strides 1 and 2, pads and ceil_mode: the maxima are the same
+// elements, so they agree exactly.
+func TestMaxPool2DRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	for trial := range 300 {
+		h, w := 1+r.IntN(13), 1+r.IntN(40)
+		kh, kw := 1+r.IntN(min(h, 4)), 1+r.IntN(min(w, 4))
+		attrs := map[string]graph.Attr{
+			"kernel_shape": attrInts(int64(kh), int64(kw)),
+			"strides":      attrInts(int64(1+r.IntN(2)), int64(1+r.IntN(2))),
+			"pads":         attrInts(int64(r.IntN(kh)), int64(r.IntN(kw)), int64(r.IntN(kh)), int64(r.IntN(kw))),
+			"ceil_mode":    attrInt(int64(r.IntN(2))),
+		}
+		x := tensorOf(t, []int{2, 3, h, w}, nnRandom(r, 6*h*w)...)
+		rows := runKernel(t, testNode("MaxPool", 12, attrs, 1), x)[0]
+		general := runKernel(t, testNode("MaxPool", 12, attrs, 2), x)[0]
+		if !inference.Equal(rows, general) {
+			t.Fatalf("trial %d: %dx%d planes, attributes %v: row path %v, general %v", trial, h, w, attrs, rows, general)
+		}
+	}
+}
