@@ -334,10 +334,10 @@ func atAttentionBias(n opsem.Node, in []inference.Tensor, batch, heads, qSeq, to
 
 	// The mask, aligned at the right to [batch, heads, q_seq, total]; its
 	// last dimension may be shorter than total (the rest is masked).
-	var maskOffs []int
 	var maskF []float32
 	var maskB []bool
 	maskLen := 0
+	var maskDims [3]int // the mask's batch, head and query extents, each 1 or full
 	if present(mask) {
 		ms := mask.Shape()
 		if len(ms) < 1 || len(ms) > 4 {
@@ -365,10 +365,7 @@ func atAttentionBias(n opsem.Node, in []inference.Tensor, batch, heads, qSeq, to
 		default:
 			return nil, n.Unsupported("attn_mask of element type %v", mask.DType())
 		}
-		if _, err := limit.Claim[int](n.Run, full[:]...); err != nil {
-			return nil, err
-		}
-		maskOffs = opsem.BroadcastOffsets(padded, full[:])
+		maskDims = [3]int{padded[0], padded[1], padded[2]}
 	}
 
 	batches, hs := 1, 1
@@ -394,18 +391,21 @@ func atAttentionBias(n opsem.Node, in []inference.Tensor, batch, heads, qSeq, to
 		for h := range hs {
 			for i := range qSeq {
 				row := s.row(b, h, i)
-				if maskOffs != nil {
-					mrow := maskOffs[((b*heads+h)*qSeq+i)*maskLen:]
+				if present(mask) {
+					// The mask's row for (b, h, i): an index of 0 along
+					// each dimension it broadcasts over.
+					at := func(k, d int) int { return k % maskDims[d] }
+					m0 := ((at(b, 0)*maskDims[1]+at(h, 1))*maskDims[2] + at(i, 2)) * maskLen
 					for j := range total {
 						switch {
 						case j >= maskLen:
 							row[j] = negInf
 						case maskB != nil:
-							if !maskB[mrow[j]] {
+							if !maskB[m0+j] {
 								row[j] = negInf
 							}
 						default:
-							row[j] = maskF[mrow[j]]
+							row[j] = maskF[m0+j]
 						}
 					}
 				}
