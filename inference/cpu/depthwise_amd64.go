@@ -2,24 +2,6 @@
 
 package cpu
 
-// dwRowAVX2 adds Σ_t w[t]·x[i+t] to y[i] for i < len(y)
-// (depthwise_amd64.s). It does no bounds checks: x holds len(y)+len(w)−1
-// elements.
-//
-//go:noescape
-func dwRowAVX2(y, x, w []float32)
-
-// dwRow adds Σ_t w[t]·x[i+t] to y[i] for every i < len(y): one kernel row
-// of a depthwise convolution at stride 1, without dilation.
-func dwRow(y, x, w []float32) {
-	x = x[:len(y)+len(w)-1]
-	if hasVectorMath {
-		dwRowAVX2(y, x, w)
-		return
-	}
-	dwRowGo(y, x, w)
-}
-
 // maxIntoAVX2 is maxInto's vector loop (depthwise_amd64.s), without
 // bounds checks: len(x) ≥ len(acc).
 //
@@ -35,4 +17,32 @@ func maxInto(acc, x []float32) {
 		return
 	}
 	maxIntoGo(acc, x)
+}
+
+// dwKernelRowAVX2 is dwKernelRow's vector loop (depthwise_amd64.s),
+// without bounds checks.
+//
+//go:noescape
+func dwKernelRowAVX2(y, x, w []float32, kh, kw, ld int, b float32, add bool)
+
+// dwKernelRow sets y[i] to b (plus y[i] with add) + Σ_{r<kh, t<kw}
+// w[r·kw+t]·x[r·ld + i + t]: one output row of a depthwise convolution at
+// stride 1 along the row, every kernel row at once, each block of outputs
+// kept in registers across all the taps.
+func dwKernelRow(y, x, w []float32, kh, kw, ld int, b float32, add bool) {
+	if len(y) == 0 || kh == 0 || kw == 0 {
+		if !add {
+			for i := range y {
+				y[i] = b
+			}
+		}
+		return
+	}
+	x = x[:(kh-1)*ld+len(y)+kw-1]
+	w = w[:kh*kw]
+	if hasVectorMath {
+		dwKernelRowAVX2(y, x, w, kh, kw, ld, b, add)
+		return
+	}
+	dwKernelRowGo(y, x, w, kh, kw, ld, b, add)
 }

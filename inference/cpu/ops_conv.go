@@ -395,7 +395,7 @@ func cvConvDepthwise(r *limit.Run, xd, wd, bias []float32, batch, chans, mult in
 	// At stride 2 along rows (and without dilation there), each plane is
 	// also split into its even and odd columns, where the taps of an
 	// output row are contiguous again (cvDepthwiseStride2).
-	split := g.Stride[1] == 2 && g.Dilation[1] == 1 && kw <= 2*cvMaxSplitTaps
+	split := g.Stride[1] == 2 && g.Dilation[1] == 1 && kh*((kw+1)/2) <= cvMaxSplitTaps
 	if padded || split {
 		if err := cvClaimScratch(r, batch*outChans, pih, 2*piw); err != nil {
 			return err
@@ -447,9 +447,9 @@ func cvConvDepthwise(r *limit.Run, xd, wd, bias []float32, batch, chans, mult in
 	return nil
 }
 
-// cvMaxSplitTaps bounds the taps of a kernel row on either side of a
-// split plane (cvDepthwiseStride2): kernels up to 2·cvMaxSplitTaps wide.
-const cvMaxSplitTaps = 8
+// cvMaxSplitTaps bounds the taps of a kernel on either side of a split
+// plane (cvDepthwiseStride2): kh·⌈kw/2⌉ of them.
+const cvMaxSplitTaps = 64
 
 // cvSplitColumns writes plane x (rows × width) to dst as two planes: its
 // even columns, (width+1)/2 wide, then its odd ones, width/2 wide.
@@ -471,43 +471,38 @@ func cvSplitColumns(dst, x []float32, rows, width int) {
 // cvDepthwiseStride2 is cvDepthwisePlane at stride 2 along rows, without
 // dilation there, reading the plane split by cvSplitColumns: output column
 // o reads columns 2·o + kx, which for even kx is even column o + kx/2 and
-// for odd kx odd column o + (kx−1)/2. So each kernel row is two rows of
-// contiguous taps, added by dwRow.
+// for odd kx odd column o + (kx−1)/2. So the kernel is two kernels of
+// contiguous taps, one over each plane, added by dwKernelRow.
 func cvDepthwiseStride2(y, columns []float32, rows, width int, w []float32, b float32, g opsem.Window) {
 	ow := g.Out[1]
 	kh, kw, sh, dh := g.Kernel[0], g.Kernel[1], g.Stride[0], g.Dilation[0]
 	we, wo := (width+1)/2, width/2
 	even, odd := columns[:rows*we], columns[rows*we:rows*(we+wo)]
+	ne, no := (kw+1)/2, kw/2
 	var wEven, wOdd [cvMaxSplitTaps]float32
-	for oy := range g.Out[0] {
-		row := y[oy*ow : (oy+1)*ow]
-		for i := range row {
-			row[i] = b
+	for ky := range kh {
+		for kx, v := range w[ky*kw : (ky+1)*kw] {
+			if kx%2 == 0 {
+				wEven[ky*ne+kx/2] = v
+			} else {
+				wOdd[ky*no+kx/2] = v
+			}
 		}
-		for ky := range kh {
-			ne, no := 0, 0
-			for kx, v := range w[ky*kw : (ky+1)*kw] {
-				if kx%2 == 0 {
-					wEven[ne], ne = v, ne+1
-				} else {
-					wOdd[no], no = v, no+1
-				}
-			}
-			r := oy*sh + ky*dh
-			dwRow(row, even[r*we:], wEven[:ne])
-			if no > 0 {
-				dwRow(row, odd[r*wo:], wOdd[:no])
-			}
+	}
+	for oy := range g.Out[0] {
+		row, r := y[oy*ow:(oy+1)*ow], oy*sh
+		dwKernelRow(row, even[r*we:], wEven[:kh*ne], kh, ne, dh*we, b, false)
+		if no > 0 {
+			dwKernelRow(row, odd[r*wo:], wOdd[:kh*no], kh, no, dh*wo, 0, true)
 		}
 	}
 }
 
 // cvDepthwisePlane sets y (g.Out) to b plus x, a plane of rows iw wide
 // holding every tap (padding included, so the origin is at g.PadBegin),
-// convolved with the kernel w. Rows at stride 1 without dilation add one
-// kernel row at a time (dwRow, vectorised); other 3×3 undilated kernels go
-// to cvDepthwise3x3; the rest start each row at b and add one tap at a
-// time.
+// convolved with the kernel w. Rows at stride 1 without dilation along
+// them go to dwKernelRow (vectorised); other 3×3 undilated kernels to
+// cvDepthwise3x3; the rest start each row at b and add one tap at a time.
 func cvDepthwisePlane(y, x []float32, iw int, w []float32, b float32, g opsem.Window) {
 	ow := g.Out[1]
 	kh, kw, sh, sw, dh, dw := g.Kernel[0], g.Kernel[1], g.Stride[0], g.Stride[1], g.Dilation[0], g.Dilation[1]
@@ -519,13 +514,7 @@ func cvDepthwisePlane(y, x []float32, iw int, w []float32, b float32, g opsem.Wi
 	}
 	if sw == 1 && dw == 1 {
 		for oy := range g.Out[0] {
-			row := y[oy*ow : (oy+1)*ow]
-			for i := range row {
-				row[i] = b
-			}
-			for ky := range kh {
-				dwRow(row, x[(oy*sh+ky*dh)*iw:], w[ky*kw:(ky+1)*kw])
-			}
+			dwKernelRow(y[oy*ow:(oy+1)*ow], x[oy*sh*iw:], w, kh, kw, dh*iw, b, false)
 		}
 		return
 	}
@@ -572,24 +561,29 @@ func cvDepthwise3x3(y, x []float32, iw int, w *[9]float32, b float32, s int) {
 	}
 }
 
+// dwKernelRowGo is dwKernelRow in Go.
+func dwKernelRowGo(y, x, w []float32, kh, kw, ld int, b float32, add bool) {
+	for i := range y {
+		s := b
+		if add {
+			s += y[i]
+		}
+		for r := range kh {
+			xr := x[r*ld+i : r*ld+i+kw]
+			for t, wv := range w[r*kw : (r+1)*kw] {
+				s += wv * xr[t]
+			}
+		}
+		y[i] = s
+	}
+}
+
 // maxIntoGo is maxInto in Go.
 func maxIntoGo(acc, x []float32) {
 	for i, v := range x[:len(acc)] {
 		if v > acc[i] {
 			acc[i] = v
 		}
-	}
-}
-
-// dwRowGo is dwRow in Go.
-func dwRowGo(y, x, w []float32) {
-	x = x[:len(y)+len(w)-1]
-	for i := range y {
-		s := y[i]
-		for t, wv := range w {
-			s += wv * x[i+t]
-		}
-		y[i] = s
 	}
 }
 
