@@ -159,6 +159,9 @@ func fusedActivation(n opsem.Node) (func(y []float32), error) {
 	if n.Int(passes.FusedGate, 0) == 0 {
 		return func(y []float32) { vec(y, y) }, nil
 	}
+	if op == "Sigmoid" { // SiLU, in one pass
+		return func(y []float32) { silus(y, y) }, nil
+	}
 	return func(y []float32) {
 		bufp := gateBuffers.Get().(*[]float32)
 		defer gateBuffers.Put(bufp)

@@ -28,6 +28,11 @@ func erfAVX2(dst, src []float32)
 //go:noescape
 func clampAVX2(y []float32, lo, hi float32)
 
+// siluAVX2 sets dst[i] = src[i]·sigmoid(src[i]).
+//
+//go:noescape
+func siluAVX2(dst, src []float32)
+
 var hasVectorMath = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
 // expSum sets y[i] = e^(x[i] − shift) and returns the sum; y and x are as
@@ -85,5 +90,18 @@ func clamps(y []float32, lo, hi float32) {
 		} else if v > hi {
 			y[i] = hi
 		}
+	}
+}
+
+// silus sets y[i] = x[i]·sigmoid32(x[i]), rounded as Mul(x, Sigmoid(x))
+// rounds; y and x are as long, and may be the same slice.
+func silus(y, x []float32) {
+	head := 0
+	if hasVectorMath {
+		head = len(x) &^ 7
+		siluAVX2(y[:len(x)], x)
+	}
+	for i := head; i < len(x); i++ {
+		y[i] = x[i] * sigmoid32(x[i])
 	}
 }

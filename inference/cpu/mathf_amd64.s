@@ -459,3 +459,36 @@ clamploop:
 clampdone:
 	VZEROUPPER
 	RET
+
+// func siluAVX2(dst, src []float32)
+// dst[i] = src[i]·(1/(1 + e^−src[i])): sigmoidAVX2's value times x, the
+// same operations Sigmoid then Mul perform, so the result is theirs bit
+// for bit.
+TEXT ·siluAVX2(SB), NOSPLIT, $0-48
+	MOVQ    dst_base+0(FP), DI
+	MOVQ    src_base+24(FP), SI
+	MOVQ    src_len+32(FP), CX
+	SHRQ    $3, CX
+	VMOVUPS SIGN, Y6
+	VMOVUPS ONE, Y7
+	VMOVUPS LO, Y8
+	VMOVUPS HI, Y9
+	TESTQ   CX, CX
+	JEQ     silumdone
+
+siluloop:
+	VMOVUPS (SI), Y3
+	VXORPS  Y6, Y3, Y0
+	EXP8
+	VADDPS  Y7, Y2, Y2
+	VDIVPS  Y2, Y7, Y2
+	VMULPS  Y3, Y2, Y2
+	VMOVUPS Y2, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     siluloop
+
+silumdone:
+	VZEROUPPER
+	RET

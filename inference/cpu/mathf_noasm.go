@@ -43,3 +43,11 @@ func clamps(y []float32, lo, hi float32) {
 		}
 	}
 }
+
+// silus sets y[i] = x[i]·sigmoid32(x[i]), rounded as Mul(x, Sigmoid(x))
+// rounds; y and x are as long, and may be the same slice.
+func silus(y, x []float32) {
+	for i, v := range x {
+		y[i] = v * sigmoid32(v)
+	}
+}

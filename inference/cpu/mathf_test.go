@@ -101,7 +101,7 @@ func BenchmarkMathf(b *testing.B) {
 	}
 }
 
-// TestVectorMath checks expSum, erfs, gelus, clamps and sigmoids, the vector loops where the CPU
+// TestVectorMath checks expSum, erfs, gelus, clamps, silus and sigmoids, the vector loops where the CPU
 // has them, against math over a sweep, on every tail length, in place, and
 // on the special values.
 func TestVectorMath(t *testing.T) {
@@ -144,6 +144,15 @@ func TestVectorMath(t *testing.T) {
 		for i, v := range x {
 			if want := max(-1, min(v, 6)); y[i] != want && !(v != v && y[i] != y[i]) {
 				t.Fatalf("clamps: clamp(%v, -1, 6) = %v, want %v", v, y[i], want)
+			}
+		}
+		copy(y, x)
+		silus(y, y)
+		sig := make([]float32, n) // the same split into vector blocks and tail
+		sigmoids(sig, x)
+		for i, v := range x {
+			if want := v * sig[i]; y[i] != want && !(want != want && y[i] != y[i]) {
+				t.Fatalf("silus: silu(%v) = %v, want %v (Sigmoid then Mul)", v, y[i], want)
 			}
 		}
 		copy(y, x)
