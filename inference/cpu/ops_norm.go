@@ -282,29 +282,31 @@ func nmBlockNorm(n opsem.Node, in []inference.Tensor, rms bool) ([]inference.Ten
 	if err != nil {
 		return nil, err
 	}
-	for r := range rows {
-		row := x[r*size : (r+1)*size]
-		var mean, inv float64
-		if rms {
-			var sq float64
-			for _, v := range row {
-				sq += float64(v) * float64(v)
+	parallelFor(rows, 8*size, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			row := x[r*size : (r+1)*size]
+			var mean, inv float64
+			if rms {
+				var sq float64
+				for _, v := range row {
+					sq += float64(v) * float64(v)
+				}
+				inv = 1 / math.Sqrt(sq/float64(size)+eps)
+			} else {
+				var variance float64
+				mean, variance = nmMeanVar(row)
+				inv = 1 / math.Sqrt(variance+eps)
 			}
-			inv = 1 / math.Sqrt(sq/float64(size)+eps)
-		} else {
-			var variance float64
-			mean, variance = nmMeanVar(row)
-			inv = 1 / math.Sqrt(variance+eps)
-		}
-		means[r], invs[r] = float32(mean), float32(inv)
-		for i, v := range row {
-			z := (float64(v) - mean) * inv * float64(scale[scaleAt[i]])
-			if bias != nil {
-				z += float64(bias[biasAt[i]])
+			means[r], invs[r] = float32(mean), float32(inv)
+			for i, v := range row {
+				z := (float64(v) - mean) * inv * float64(scale[scaleAt[i]])
+				if bias != nil {
+					z += float64(bias[biasAt[i]])
+				}
+				y[r*size+i] = float32(z)
 			}
-			y[r*size+i] = float32(z)
 		}
-	}
+	})
 	out, err := inference.New(shape, y)
 	if err != nil {
 		return nil, err
