@@ -339,11 +339,11 @@ func ewArith[T number](op ewArithOp, p broadcastPlan, a, b []T) ([]inference.Ten
 	}
 	switch ma, mb := p.ops[0].mode, p.ops[1].mode; {
 	case ma == broadcastSame && mb == broadcastSame:
-		ewArithVV(op, out, a, b)
+		parallelFor(len(out), 1, func(lo, hi int) { ewArithVV(op, out[lo:hi], a[lo:hi], b[lo:hi]) })
 	case ma == broadcastSame && mb == broadcastScalar:
-		ewArithVS(op, out, a, b[0])
+		parallelFor(len(out), 1, func(lo, hi int) { ewArithVS(op, out[lo:hi], a[lo:hi], b[0]) })
 	case ma == broadcastScalar && mb == broadcastSame:
-		ewArithSV(op, out, a[0], b)
+		parallelFor(len(out), 1, func(lo, hi int) { ewArithSV(op, out[lo:hi], a[0], b[lo:hi]) })
 	case ma == broadcastSame && mb == broadcastTile:
 		for s := 0; s < len(out); s += len(b) {
 			ewArithVV(op, out[s:s+len(b)], a[s:s+len(b)], b)
