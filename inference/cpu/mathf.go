@@ -126,3 +126,21 @@ func gelus(y, x []float32) {
 func geluTanh32(x float32) float32 {
 	return 0.5 * x * (1 + tanh32(0.7978845608028654*(x+0.044715*x*x*x)))
 }
+
+// geluTanhs sets y[i] = geluTanh32(x[i]) with the vector tanh, a block at
+// a time through a buffer on the stack; y may be x.
+func geluTanhs(y, x []float32) {
+	var buf [256]float32
+	for lo := 0; lo < len(x); lo += len(buf) {
+		xs := x[lo:min(lo+len(buf), len(x))]
+		t := buf[:len(xs)]
+		for i, v := range xs {
+			t[i] = 0.7978845608028654 * (v + 0.044715*v*v*v)
+		}
+		tanhs(t, t)
+		ys := y[lo : lo+len(xs)]
+		for i, v := range xs {
+			ys[i] = 0.5 * v * (1 + t[i])
+		}
+	}
+}

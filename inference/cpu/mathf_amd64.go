@@ -33,6 +33,11 @@ func clampAVX2(y []float32, lo, hi float32)
 //go:noescape
 func siluAVX2(dst, src []float32)
 
+// tanhAVX2 sets dst[i] = tanh(src[i]).
+//
+//go:noescape
+func tanhAVX2(dst, src []float32)
+
 var hasVectorMath = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
 // expSum sets y[i] = e^(x[i] − shift) and returns the sum; y and x are as
@@ -103,5 +108,18 @@ func silus(y, x []float32) {
 	}
 	for i := head; i < len(x); i++ {
 		y[i] = x[i] * sigmoid32(x[i])
+	}
+}
+
+// tanhs sets y[i] = tanh(x[i]); y and x are as long, and may be the same
+// slice.
+func tanhs(y, x []float32) {
+	head := 0
+	if hasVectorMath {
+		head = len(x) &^ 7
+		tanhAVX2(y[:len(x)], x)
+	}
+	for i := head; i < len(x); i++ {
+		y[i] = tanh32(x[i])
 	}
 }

@@ -2,7 +2,7 @@
 
 #include "textflag.h"
 
-// Vector versions of exp32, sigmoid32 and erf32 (mathf.go) for AVX2 and FMA, eight
+// Vector versions of exp32, sigmoid32, tanh32 and erf32 (mathf.go) for AVX2 and FMA, eight
 // lanes at a time, with the same range reduction and polynomial; see
 // mathf_amd64.go for the contracts. Each constant is stored eight times, a
 // full YMM operand.
@@ -239,7 +239,63 @@ DATA mathf<>+912(SB)/4, $0x7fffffff
 DATA mathf<>+916(SB)/4, $0x7fffffff
 DATA mathf<>+920(SB)/4, $0x7fffffff
 DATA mathf<>+924(SB)/4, $0x7fffffff
-GLOBL mathf<>(SB), RODATA|NOPTR, $928
+DATA mathf<>+928(SB)/4, $0xbbbaf0ea
+DATA mathf<>+932(SB)/4, $0xbbbaf0ea
+DATA mathf<>+936(SB)/4, $0xbbbaf0ea
+DATA mathf<>+940(SB)/4, $0xbbbaf0ea
+DATA mathf<>+944(SB)/4, $0xbbbaf0ea
+DATA mathf<>+948(SB)/4, $0xbbbaf0ea
+DATA mathf<>+952(SB)/4, $0xbbbaf0ea
+DATA mathf<>+956(SB)/4, $0xbbbaf0ea
+DATA mathf<>+960(SB)/4, $0x3ca9134e
+DATA mathf<>+964(SB)/4, $0x3ca9134e
+DATA mathf<>+968(SB)/4, $0x3ca9134e
+DATA mathf<>+972(SB)/4, $0x3ca9134e
+DATA mathf<>+976(SB)/4, $0x3ca9134e
+DATA mathf<>+980(SB)/4, $0x3ca9134e
+DATA mathf<>+984(SB)/4, $0x3ca9134e
+DATA mathf<>+988(SB)/4, $0x3ca9134e
+DATA mathf<>+992(SB)/4, $0xbd5c1e2d
+DATA mathf<>+996(SB)/4, $0xbd5c1e2d
+DATA mathf<>+1000(SB)/4, $0xbd5c1e2d
+DATA mathf<>+1004(SB)/4, $0xbd5c1e2d
+DATA mathf<>+1008(SB)/4, $0xbd5c1e2d
+DATA mathf<>+1012(SB)/4, $0xbd5c1e2d
+DATA mathf<>+1016(SB)/4, $0xbd5c1e2d
+DATA mathf<>+1020(SB)/4, $0xbd5c1e2d
+DATA mathf<>+1024(SB)/4, $0x3e088393
+DATA mathf<>+1028(SB)/4, $0x3e088393
+DATA mathf<>+1032(SB)/4, $0x3e088393
+DATA mathf<>+1036(SB)/4, $0x3e088393
+DATA mathf<>+1040(SB)/4, $0x3e088393
+DATA mathf<>+1044(SB)/4, $0x3e088393
+DATA mathf<>+1048(SB)/4, $0x3e088393
+DATA mathf<>+1052(SB)/4, $0x3e088393
+DATA mathf<>+1056(SB)/4, $0xbeaaaa99
+DATA mathf<>+1060(SB)/4, $0xbeaaaa99
+DATA mathf<>+1064(SB)/4, $0xbeaaaa99
+DATA mathf<>+1068(SB)/4, $0xbeaaaa99
+DATA mathf<>+1072(SB)/4, $0xbeaaaa99
+DATA mathf<>+1076(SB)/4, $0xbeaaaa99
+DATA mathf<>+1080(SB)/4, $0xbeaaaa99
+DATA mathf<>+1084(SB)/4, $0xbeaaaa99
+DATA mathf<>+1088(SB)/4, $0x3f200000
+DATA mathf<>+1092(SB)/4, $0x3f200000
+DATA mathf<>+1096(SB)/4, $0x3f200000
+DATA mathf<>+1100(SB)/4, $0x3f200000
+DATA mathf<>+1104(SB)/4, $0x3f200000
+DATA mathf<>+1108(SB)/4, $0x3f200000
+DATA mathf<>+1112(SB)/4, $0x3f200000
+DATA mathf<>+1116(SB)/4, $0x3f200000
+DATA mathf<>+1120(SB)/4, $0x40000000
+DATA mathf<>+1124(SB)/4, $0x40000000
+DATA mathf<>+1128(SB)/4, $0x40000000
+DATA mathf<>+1132(SB)/4, $0x40000000
+DATA mathf<>+1136(SB)/4, $0x40000000
+DATA mathf<>+1140(SB)/4, $0x40000000
+DATA mathf<>+1144(SB)/4, $0x40000000
+DATA mathf<>+1148(SB)/4, $0x40000000
+GLOBL mathf<>(SB), RODATA|NOPTR, $1152
 
 #define LOG2E mathf<>+0(SB)
 #define LN2HI mathf<>+32(SB)
@@ -269,6 +325,13 @@ GLOBL mathf<>(SB), RODATA|NOPTR, $928
 #define A5 mathf<>+832(SB)
 #define HALF mathf<>+864(SB)
 #define ABS mathf<>+896(SB)
+#define T4 mathf<>+928(SB)
+#define T3 mathf<>+960(SB)
+#define T2 mathf<>+992(SB)
+#define T1 mathf<>+1024(SB)
+#define T0 mathf<>+1056(SB)
+#define TSMALL mathf<>+1088(SB)
+#define TWO mathf<>+1120(SB)
 #define SIGN mathf<>+416(SB)
 
 // EXP8 sets Y2 to e^Y0 lane by lane, using Y1 and Y4. x is clamped to
@@ -490,5 +553,51 @@ siluloop:
 	JNZ     siluloop
 
 silumdone:
+	VZEROUPPER
+	RET
+
+// func tanhAVX2(dst, src []float32)
+// Both of tanh32's formulas for every lane, blended: the odd polynomial
+// where |x| < 0.625, 1 − 2/(e^2|x| + 1) with x's sign elsewhere (NaN takes
+// that side and stays NaN). Y3 holds x, Y5 |x|, Y6 the polynomial.
+TEXT ·tanhAVX2(SB), NOSPLIT, $0-48
+	MOVQ    dst_base+0(FP), DI
+	MOVQ    src_base+24(FP), SI
+	MOVQ    src_len+32(FP), CX
+	SHRQ    $3, CX
+	VMOVUPS ONE, Y7
+	VMOVUPS LO, Y8
+	VMOVUPS HI, Y9
+	TESTQ   CX, CX
+	JEQ     tanhdone
+
+tanhloop:
+	VMOVUPS     (SI), Y3
+	VANDPS      ABS, Y3, Y5
+	VMULPS      Y3, Y3, Y10
+	VMOVUPS     T4, Y6
+	VFMADD213PS T3, Y10, Y6
+	VFMADD213PS T2, Y10, Y6
+	VFMADD213PS T1, Y10, Y6
+	VFMADD213PS T0, Y10, Y6
+	VMULPS      Y10, Y6, Y6
+	VFMADD213PS Y3, Y3, Y6
+	VADDPS      Y5, Y5, Y0
+	EXP8
+	VADDPS      Y7, Y2, Y2
+	VMOVUPS     TWO, Y11
+	VDIVPS      Y2, Y11, Y2
+	VSUBPS      Y2, Y7, Y2
+	VANDPS      SIGN, Y3, Y1
+	VORPS       Y1, Y2, Y2
+	VCMPPS      $1, TSMALL, Y5, Y12
+	VBLENDVPS   Y12, Y6, Y2, Y2
+	VMOVUPS     Y2, (DI)
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	DECQ        CX
+	JNZ         tanhloop
+
+tanhdone:
 	VZEROUPPER
 	RET

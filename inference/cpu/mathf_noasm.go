@@ -51,3 +51,11 @@ func silus(y, x []float32) {
 		y[i] = v * sigmoid32(v)
 	}
 }
+
+// tanhs sets y[i] = tanh(x[i]); y and x are as long, and may be the same
+// slice.
+func tanhs(y, x []float32) {
+	for i, v := range x {
+		y[i] = tanh32(v)
+	}
+}

@@ -101,7 +101,7 @@ func BenchmarkMathf(b *testing.B) {
 	}
 }
 
-// TestVectorMath checks expSum, erfs, gelus, clamps, silus and sigmoids, the vector loops where the CPU
+// TestVectorMath checks expSum, erfs, gelus, tanhs, geluTanhs, clamps, silus and sigmoids, the vector loops where the CPU
 // has them, against math over a sweep, on every tail length, in place, and
 // on the special values.
 func TestVectorMath(t *testing.T) {
@@ -144,6 +144,21 @@ func TestVectorMath(t *testing.T) {
 		for i, v := range x {
 			if want := max(-1, min(v, 6)); y[i] != want && !(v != v && y[i] != y[i]) {
 				t.Fatalf("clamps: clamp(%v, -1, 6) = %v, want %v", v, y[i], want)
+			}
+		}
+		copy(y, x)
+		tanhs(y, y)
+		for i, v := range x {
+			ref := float32(math.Tanh(float64(v)))
+			if !(ulps(y[i], ref) <= 3) && !(v != v && y[i] != y[i]) {
+				t.Fatalf("tanhs: tanh(%v) = %v, want %v", v, y[i], ref)
+			}
+		}
+		copy(y, x)
+		geluTanhs(y, y)
+		for i, v := range x {
+			if ref := geluTanh32(v); y[i] != ref && !(math.Abs(float64(y[i]-ref)) <= 1e-6*max(1, math.Abs(float64(ref)))) && !(ref != ref && y[i] != y[i]) {
+				t.Fatalf("geluTanhs: gelu(%v) = %v, geluTanh32 gives %v", v, y[i], ref)
 			}
 		}
 		copy(y, x)

@@ -144,7 +144,7 @@ var ewUnaryOps = map[string]ewAttrs{
 	"Asinh":      ewFixed(math.Asinh),
 	"Acosh":      ewFixed(math.Acosh),
 	"Atanh":      ewFixed(math.Atanh),
-	"Tanh":       ewVec(math.Tanh, ewMap32(tanh32)),
+	"Tanh":       ewVec(math.Tanh, tanhs),
 	"Sigmoid":    ewVec(sigmoid, sigmoids),
 	"Softplus":   ewFixed(softplus),
 	"Softsign":   ewFixed(func(x float64) float64 { return x / (1 + math.Abs(x)) }),
@@ -211,7 +211,7 @@ var ewUnaryOps = map[string]ewAttrs{
 		}
 		if tanh {
 			c := math.Sqrt(2 / math.Pi)
-			return ewUnary{float: func(x float64) float64 { return 0.5 * x * (1 + math.Tanh(c*(x+0.044715*x*x*x))) }, vec: ewMap32(geluTanh32)}, nil
+			return ewUnary{float: func(x float64) float64 { return 0.5 * x * (1 + math.Tanh(c*(x+0.044715*x*x*x))) }, vec: geluTanhs}, nil
 		}
 		return ewUnary{float: func(x float64) float64 { return 0.5 * x * (1 + math.Erf(x/math.Sqrt2)) }, vec: gelus}, nil
 	},
