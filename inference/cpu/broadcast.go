@@ -93,54 +93,21 @@ func (p broadcastPlan) offsetsOf(ks ...int) ([][]int, error) {
 // built.
 func (p broadcastPlan) runs(a, b int, f func(o, ia, ib, n, sa, sb int)) {
 	rank := len(p.shape)
-	dims := make([]int, 0, rank)
-	sa := make([]int, 0, rank)
-	sb := make([]int, 0, rank)
-	strides := func(shape []int, d int) int { // the step of an operand along output dimension d
-		k := d - (rank - len(shape))
-		if k < 0 || shape[k] == 1 {
-			return 0
-		}
+	steps := [][]int{make([]int, rank), make([]int, rank)}
+	for k, op := range []int{a, b} {
+		shape := p.ops[op].shape
 		st := 1
-		for _, e := range shape[k+1:] {
-			st *= e
-		}
-		return st
-	}
-	for d, e := range p.shape {
-		if e == 1 {
-			continue
-		}
-		xa, xb := strides(p.ops[a].shape, d), strides(p.ops[b].shape, d)
-		if k := len(dims) - 1; k >= 0 && sa[k] == xa*e && sb[k] == xb*e {
-			dims[k] *= e // merge into the outer neighbour
-			sa[k], sb[k] = xa, xb
-			continue
-		}
-		dims, sa, sb = append(dims, e), append(sa, xa), append(sb, xb)
-	}
-	if len(dims) == 0 { // one element
-		f(0, 0, 0, 1, 0, 0)
-		return
-	}
-	k := len(dims) - 1
-	inner := dims[k]
-	idx := make([]int, k)
-	ia, ib := 0, 0
-	for o := 0; o < p.n; o += inner {
-		f(o, ia, ib, inner, sa[k], sb[k])
-		for d := k - 1; d >= 0; d-- { // the odometer over the outer dimensions
-			idx[d]++
-			ia += sa[d]
-			ib += sb[d]
-			if idx[d] < dims[d] {
-				break
+		for d := rank - 1; d >= 0; d-- { // the step along output dimension d
+			if j := d - (rank - len(shape)); j >= 0 && shape[j] != 1 {
+				steps[k][d] = st
+				st *= shape[j]
 			}
-			ia -= sa[d] * dims[d]
-			ib -= sb[d] * dims[d]
-			idx[d] = 0
 		}
 	}
+	dims, strides := mergeDims(p.shape, steps)
+	inner, sa := innerRun(dims, strides, 0)
+	_, sb := innerRun(dims, strides, 1)
+	stridedWalk(p.n, dims, strides, func(o int, at []int) { f(o, at[0], at[1], inner, sa, sb) })
 }
 
 // planBroadcast plans numpy (multidirectional) broadcasting of ts.

@@ -120,3 +120,18 @@ func floatsOf(t *testing.T, x inference.Tensor) []float32 {
 	}
 	return d
 }
+
+// sorted gives g's nodes without attributes an empty map and sorts g,
+// failing the test on a graph that cannot run.
+func sorted(t *testing.T, g *graph.Graph) *graph.Graph {
+	t.Helper()
+	for _, n := range g.Nodes {
+		if n.Attrs == nil {
+			n.Attrs = map[string]graph.Attr{}
+		}
+	}
+	if err := g.Sort(nil); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}

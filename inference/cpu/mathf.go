@@ -104,20 +104,32 @@ func erf32(x float32) float32 {
 // gelu32 is x·Φ(x) = x/2·(1 + erf(x/√2)).
 func gelu32(x float32) float32 { return 0.5 * x * (1 + erf32(x*0.70710678118654752)) }
 
-// gelus sets y[i] = gelu32(x[i]) with the vector erf, a block at a time
-// through a buffer on the stack; y may be x.
-func gelus(y, x []float32) {
+// gelus sets y[i] = gelu32(x[i]) with the vector erf; y may be x.
+func gelus(y, x []float32) { geluBlocks(y, x, false) }
+
+// geluBlocks sets y[i] = x[i]/2·(1 + t(x[i])), t the erf or (with tanh)
+// the tanh term of GELU through the vector loops, a block at a time
+// through a buffer on the stack (calls made directly, so that it stays
+// there). y may be x.
+func geluBlocks(y, x []float32, tanh bool) {
 	var buf [256]float32
 	for lo := 0; lo < len(x); lo += len(buf) {
 		xs := x[lo:min(lo+len(buf), len(x))]
-		e := buf[:len(xs)]
-		for i, v := range xs {
-			e[i] = v * 0.70710678118654752
+		t := buf[:len(xs)]
+		if tanh {
+			for i, v := range xs {
+				t[i] = 0.7978845608028654 * (v + 0.044715*v*v*v)
+			}
+			tanhs(t, t)
+		} else {
+			for i, v := range xs {
+				t[i] = v * 0.70710678118654752
+			}
+			erfs(t, t)
 		}
-		erfs(e, e)
 		ys := y[lo : lo+len(xs)]
 		for i, v := range xs {
-			ys[i] = 0.5 * v * (1 + e[i])
+			ys[i] = 0.5 * v * (1 + t[i])
 		}
 	}
 }
@@ -127,20 +139,5 @@ func geluTanh32(x float32) float32 {
 	return 0.5 * x * (1 + tanh32(0.7978845608028654*(x+0.044715*x*x*x)))
 }
 
-// geluTanhs sets y[i] = geluTanh32(x[i]) with the vector tanh, a block at
-// a time through a buffer on the stack; y may be x.
-func geluTanhs(y, x []float32) {
-	var buf [256]float32
-	for lo := 0; lo < len(x); lo += len(buf) {
-		xs := x[lo:min(lo+len(buf), len(x))]
-		t := buf[:len(xs)]
-		for i, v := range xs {
-			t[i] = 0.7978845608028654 * (v + 0.044715*v*v*v)
-		}
-		tanhs(t, t)
-		ys := y[lo : lo+len(xs)]
-		for i, v := range xs {
-			ys[i] = 0.5 * v * (1 + t[i])
-		}
-	}
-}
+// geluTanhs sets y[i] = geluTanh32(x[i]) with the vector tanh; y may be x.
+func geluTanhs(y, x []float32) { geluBlocks(y, x, true) }

@@ -88,46 +88,22 @@ func tpPermuteOf[T inference.Element](r *limit.Run, x inference.Tensor, shape, p
 		return inference.Tensor{}, err
 	}
 	st := opsem.Strides(shape)
-	dims := make([]int, 0, len(perm))
-	strides := make([]int, 0, len(perm))
+	steps := make([]int, len(perm))
 	for j, p := range perm {
-		if out[j] == 1 {
-			continue
-		}
-		if k := len(dims) - 1; k >= 0 && strides[k] == st[p]*out[j] {
-			dims[k] *= out[j]
-			strides[k] = st[p]
-			continue
-		}
-		dims, strides = append(dims, out[j]), append(strides, st[p])
+		steps[j] = st[p]
 	}
-	if len(dims) == 0 {
-		copy(y, src)
-		return inference.New(out, y)
-	}
-	k := len(dims) - 1
-	inner, step := dims[k], strides[k]
-	idx := make([]int, k)
-	at := 0
-	for o := 0; o < len(y); o += inner {
+	dims, strides := mergeDims(out, [][]int{steps})
+	inner, step := innerRun(dims, strides, 0)
+	stridedWalk(len(y), dims, strides, func(o int, at []int) {
 		if step == 1 {
-			copy(y[o:o+inner], src[at:at+inner])
-		} else {
-			row := y[o : o+inner]
-			for i := range row {
-				row[i] = src[at+i*step]
-			}
+			copy(y[o:o+inner], src[at[0]:at[0]+inner])
+			return
 		}
-		for d := k - 1; d >= 0; d-- {
-			idx[d]++
-			at += strides[d]
-			if idx[d] < dims[d] {
-				break
-			}
-			at -= strides[d] * dims[d]
-			idx[d] = 0
+		row := y[o : o+inner]
+		for i := range row {
+			row[i] = src[at[0]+i*step]
 		}
-	}
+	})
 	return inference.New(out, y)
 }
 

@@ -16,7 +16,7 @@ import (
 // buffer something still reads.
 func poolGraph(t *testing.T) *graph.Graph {
 	t.Helper()
-	g := &graph.Graph{
+	return sorted(t, &graph.Graph{
 		Name:    "pooled",
 		Opsets:  map[string]int64{"": 13},
 		Inputs:  []graph.Value{{Name: "x", DType: inference.Float32, Shape: []int{2, 3, 32, 32}}},
@@ -34,14 +34,7 @@ func poolGraph(t *testing.T) *graph.Graph {
 			{Name: "view", OpType: "Flatten", Inputs: []string{"c"}, Outputs: []string{"v"}},
 			{Name: "topk", OpType: "TopK", Inputs: []string{"c", "k"}, Outputs: []string{"top", "idx"}},
 		},
-	}
-	for _, n := range g.Nodes {
-		n.Attrs = map[string]graph.Attr{}
-	}
-	if err := g.Sort(nil); err != nil {
-		t.Fatal(err)
-	}
-	return g
+	})
 }
 
 func poolInput(t *testing.T, seed float32) inference.Tensor {

@@ -22,7 +22,7 @@ func weightsGraph(t *testing.T) *graph.Graph {
 		}
 		return tensorOf(t, shape, nnRandom(r, n)...)
 	}
-	g := &graph.Graph{
+	return sorted(t, &graph.Graph{
 		Name:    "weights",
 		Opsets:  map[string]int64{"": 13},
 		Inputs:  []graph.Value{{Name: "x", DType: inference.Float32, Shape: []int{4, 8, 20, 20}}},
@@ -41,16 +41,7 @@ func weightsGraph(t *testing.T) *graph.Graph {
 			{Name: "gemm", OpType: "Gemm", Inputs: []string{"h", "gw", "gb"}, Outputs: []string{"y"},
 				Attrs: map[string]graph.Attr{"transB": attrInt(1)}},
 		},
-	}
-	for _, n := range g.Nodes {
-		if n.Attrs == nil {
-			n.Attrs = map[string]graph.Attr{}
-		}
-	}
-	if err := g.Sort(nil); err != nil {
-		t.Fatal(err)
-	}
-	return g
+	})
 }
 
 // Conv, MatMul and Gemm read their packed weights, and compute what they

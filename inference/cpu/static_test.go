@@ -13,7 +13,7 @@ import (
 // shape of NonZero(x), which the data decides.
 func staticGraph(t *testing.T) *graph.Graph {
 	t.Helper()
-	g := &graph.Graph{
+	return sorted(t, &graph.Graph{
 		Name:    "static",
 		Opsets:  map[string]int64{"": 13},
 		Inputs:  []graph.Value{{Name: "x", DType: inference.Float32, Shape: []int{inference.Dynamic, 6}}},
@@ -32,16 +32,7 @@ func staticGraph(t *testing.T) *graph.Graph {
 			{Name: "nz", OpType: "NonZero", Inputs: []string{"x"}, Outputs: []string{"nzi"}},
 			{Name: "nzshape", OpType: "Shape", Inputs: []string{"nzi"}, Outputs: []string{"nzshape"}},
 		},
-	}
-	for _, n := range g.Nodes {
-		if n.Attrs == nil {
-			n.Attrs = map[string]graph.Attr{}
-		}
-	}
-	if err := g.Sort(nil); err != nil {
-		t.Fatal(err)
-	}
-	return g
+	})
 }
 
 // The shape arithmetic is marked static and NonZero's shape is not; runs

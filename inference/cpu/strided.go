@@ -1,0 +1,83 @@
+package cpu
+
+// Strided walks: the loop shared by broadcasting (broadcastPlan.runs) and
+// Transpose (tpPermuteOf), which read one or more operands along an
+// output's dimensions at a step per dimension (0 where an operand
+// broadcasts), the output's last dimension run by run.
+
+// mergeDims drops an output's dimensions of size 1 and merges each
+// dimension into its outer neighbour where every operand steps alike
+// (strides[k][d-1] = strides[k][d]·shape[d]): the fewest, longest runs.
+// strides[k][d] is operand k's step along dimension d of shape.
+func mergeDims(shape []int, strides [][]int) (dims []int, merged [][]int) {
+	dims = make([]int, 0, len(shape))
+	merged = make([][]int, len(strides))
+	for k := range merged {
+		merged[k] = make([]int, 0, len(shape))
+	}
+	for d, e := range shape {
+		if e == 1 {
+			continue
+		}
+		last := len(dims) - 1
+		alike := last >= 0
+		for k := range strides {
+			alike = alike && merged[k][last] == strides[k][d]*e
+		}
+		if alike {
+			dims[last] *= e
+			for k := range strides {
+				merged[k][last] = strides[k][d]
+			}
+			continue
+		}
+		dims = append(dims, e)
+		for k := range strides {
+			merged[k] = append(merged[k], strides[k][d])
+		}
+	}
+	return dims, merged
+}
+
+// stridedWalk calls f for each run of the n output elements over dims
+// (mergeDims's), a run being the last dimension (one element when dims is
+// empty): o its first output element, at[k] operand k's offset of the
+// element it reads there. An odometer over the outer dimensions keeps the
+// offsets; f must not keep at.
+func stridedWalk(n int, dims []int, strides [][]int, f func(o int, at []int)) {
+	at := make([]int, len(strides))
+	if len(dims) == 0 {
+		if n > 0 {
+			f(0, at)
+		}
+		return
+	}
+	k := len(dims) - 1
+	inner := dims[k]
+	idx := make([]int, k)
+	for o := 0; o < n; o += inner {
+		f(o, at)
+		for d := k - 1; d >= 0; d-- {
+			idx[d]++
+			for j := range at {
+				at[j] += strides[j][d]
+			}
+			if idx[d] < dims[d] {
+				break
+			}
+			for j := range at {
+				at[j] -= strides[j][d] * dims[d]
+			}
+			idx[d] = 0
+		}
+	}
+}
+
+// innerRun is the length of stridedWalk's runs over dims and operand k's
+// step along them.
+func innerRun(dims []int, strides [][]int, k int) (length, step int) {
+	if len(dims) == 0 {
+		return 1, 0
+	}
+	return dims[len(dims)-1], strides[k][len(dims)-1]
+}
