@@ -251,7 +251,9 @@ func cvConv(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		return nil, err
 	}
 	shape := append([]int{batch, outChans}, g.Out...)
-	out, err := limit.Make[float32](n.Run, shape...)
+	// Every path writes every element first: the bias (or zeros), which
+	// the product then adds to, or the depthwise sums.
+	out, err := limit.MakeOverwritten[float32](n.Run, shape...)
 	if err != nil {
 		return nil, err
 	}
@@ -289,6 +291,8 @@ func cvBiasOnly(xd, wd, bias, out []float32, batch int, ep *epilogue) bool {
 		for b := range batch {
 			cvFillPlanes(out[b*img:(b+1)*img], bias, img/len(bias))
 		}
+	} else {
+		clear(out)
 	}
 	ep.apply(out, 0)
 	return true
@@ -302,8 +306,8 @@ func cvDepthwise(group, chans, outChans int, kernel []int) bool {
 	return len(kernel) == 2 && group == chans && group > 1 && outChans/group < 8
 }
 
-// cvConvGemm computes Conv with im2col and SGEMM into out, which holds
-// zeros: [batch, outChans, g.Out...] from x [batch, chans, g.In...] and
+// cvConvGemm computes Conv with im2col and SGEMM into out (whatever it
+// holds): [batch, outChans, g.Out...] from x [batch, chans, g.In...] and
 // W [outChans, chans/group, g.Kernel...], reading each group's block of W
 // from packs where prepare packed it.
 func cvConvGemm(r *limit.Run, xd, wd []float32, packs convPacked, bias []float32, batch, chans, outChans, group int, g opsem.Window, out []float32, ep *epilogue) error {
@@ -361,6 +365,8 @@ func cvConvGemm(r *limit.Run, xd, wd []float32, packs convPacked, bias []float32
 			}
 			if bias != nil {
 				perChannel(func(c0, c1 int) { cvFillPlanes(y[c0*osp:c1*osp], bias[grp*mg+c0:grp*mg+c1], osp) })
+			} else {
+				clear(y)
 			}
 			w := wd[grp*mg*rows:]
 			var pre nnPrepacked

@@ -230,7 +230,7 @@ func ewUnaryKernel(attrs ewAttrs) kernel {
 		switch t := x.DType(); {
 		case t == inference.Float32 && u.vec != nil:
 			xd := dataOf[float32](x)
-			y, err := limit.Make[float32](n.Run, len(xd))
+			y, err := limit.MakeOverwritten[float32](n.Run, len(xd))
 			if err != nil {
 				return nil, err
 			}
@@ -333,7 +333,7 @@ func ewArithInt[T int64 | int32 | uint8](op ewArithOp, p broadcastPlan, a, b []T
 // ewArith computes a op b with tight loops for equal shapes, a scalar
 // operand, and an operand repeated along the leading dimensions.
 func ewArith[T number](op ewArithOp, p broadcastPlan, a, b []T) ([]inference.Tensor, error) {
-	out, err := limit.Make[T](p.run, p.shape...)
+	out, err := limit.MakeOverwritten[T](p.run, p.shape...) // every branch writes every element
 	if err != nil {
 		return nil, err
 	}

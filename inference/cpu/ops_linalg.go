@@ -45,7 +45,11 @@ func laMatMul(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	case inference.Float32:
 		ad, _ := floats(a)
 		bd, _ := floats(b)
-		out, err := limit.Make[float32](n.Run, nb, m, n2)
+		alloc := limit.Make[float32]
+		if k > 0 {
+			alloc = limit.MakeOverwritten[float32] // the products (beta 0) write every element
+		}
+		out, err := alloc(n.Run, nb, m, n2)
 		if err != nil {
 			return nil, err
 		}

@@ -278,7 +278,7 @@ func nmBlockNorm(n opsem.Node, in []inference.Tensor, rms bool) ([]inference.Ten
 		return nil, err
 	}
 	eps := opsem.Epsilon(n)
-	y, err := limit.Make[float32](n.Run, len(x))
+	y, err := limit.MakeOverwritten[float32](n.Run, len(x))
 	if err != nil {
 		return nil, err
 	}

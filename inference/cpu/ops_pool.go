@@ -105,7 +105,7 @@ func plPool(n opsem.Node, in []inference.Tensor, kind plPoolKind) ([]inference.T
 	}
 	wantIndices := kind == plMaxKind && wantsOutput(n, 1)
 	shape := append([]int{xs[0], xs[1]}, g.Out...)
-	out, err := limit.Make[float32](n.Run, shape...)
+	out, err := limit.MakeOverwritten[float32](n.Run, shape...) // every window writes its element
 	if err != nil {
 		return nil, err
 	}

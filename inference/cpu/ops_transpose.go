@@ -83,7 +83,7 @@ func tpPermute(r *limit.Run, x inference.Tensor, shape []int, perm []int) (infer
 // [B,H,S,D]), else element by element at its stride.
 func tpPermuteOf[T inference.Element](r *limit.Run, x inference.Tensor, shape, perm, out []int) (inference.Tensor, error) {
 	src, _ := inference.Data[T](x)
-	y, err := limit.Make[T](r, out...)
+	y, err := limit.MakeOverwritten[T](r, out...)
 	if err != nil {
 		return inference.Tensor{}, err
 	}

@@ -170,7 +170,7 @@ func wantType(i int, t inference.Tensor, want string) error {
 // mapElems applies f to every element of x, a tensor of the given shape,
 // and returns the result as a tensor of that shape.
 func mapElems[T, U inference.Element](r *limit.Run, shape []int, x []T, f func(T) U) (inference.Tensor, error) {
-	out, err := limit.Make[U](r, len(x))
+	out, err := limit.MakeOverwritten[U](r, len(x))
 	if err != nil {
 		return inference.Tensor{}, err
 	}

@@ -121,8 +121,8 @@ func TestConformancePassesOnOff(t *testing.T) {
 				name := testName(dir, test)
 				got := map[string]map[string]inference.Tensor{}
 				want := map[string]map[string]inference.Tensor{}
-				on := runTest(test, optimized, func(set string, outs map[string]inference.Tensor) { got[set] = outs })
-				off := runTest(test, plain, func(set string, outs map[string]inference.Tensor) { want[set] = outs })
+				on := runTest(test, optimized, func(set string, outs map[string]inference.Tensor) { got[set] = outs }, false)
+				off := runTest(test, plain, func(set string, outs map[string]inference.Tensor) { want[set] = outs }, false)
 				if on.Status != off.Status {
 					t.Errorf("%s: %v with the passes, %v without", name, on, off)
 					continue
@@ -143,6 +143,34 @@ func TestConformancePassesOnOff(t *testing.T) {
 				}
 			}
 			t.Logf("%s: %d outputs of %d models compared; %d models' outputs not bit-identical", suite, compared, len(tests), differ)
+		})
+	}
+}
+
+// TestConformanceReusedBuffers runs every model of every suite on the CPU
+// backend with each data set preceded by a run on NaN-filled float inputs
+// (runTest's primed): the checked run computes in buffers the pool hands
+// out again, and must still pass whatever passes on fresh ones. A kernel
+// that does not write all of an output it asked for uncleared
+// (limit.MakeOverwritten) fails here.
+func TestConformanceReusedBuffers(t *testing.T) {
+	if _, err := os.Stat(suites); err != nil {
+		t.Fatalf("conformance data not found at %s: %v", suites, err)
+	}
+	for _, suite := range []string{"node", "pytorch-converted", "pytorch-operator", "simple"} {
+		t.Run(suite, func(t *testing.T) {
+			dir := filepath.Join(suites, suite)
+			tests, err := testDirs(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, test := range tests {
+				fresh := runTest(test, cpu.Backend{}, nil, false)
+				reused := runTest(test, cpu.Backend{}, nil, true)
+				if fresh.Status != reused.Status {
+					t.Errorf("%s: %v on fresh buffers, %v on reused ones", testName(dir, test), fresh, reused)
+				}
+			}
 		})
 	}
 }

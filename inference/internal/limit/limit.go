@@ -152,7 +152,23 @@ func Make[T any](r *Run, shape ...int) ([]T, error) {
 		return nil, err
 	}
 	if p := r.Pool(); p != nil {
-		if s, ok := makePooled[T](p, n); ok {
+		if s, ok := makePooled[T](p, n, true); ok {
+			return s, nil
+		}
+	}
+	return make([]T, n), nil
+}
+
+// MakeOverwritten is Make for a kernel that writes every element before
+// it reads any: a buffer the pool hands out again keeps its old contents
+// rather than being cleared (a new one is zeroed, as Go allocates it).
+func MakeOverwritten[T any](r *Run, shape ...int) ([]T, error) {
+	n, err := Claim[T](r, shape...)
+	if err != nil {
+		return nil, err
+	}
+	if p := r.Pool(); p != nil {
+		if s, ok := makePooled[T](p, n, false); ok {
 			return s, nil
 		}
 	}

@@ -64,8 +64,9 @@ func (r *Run) Pool() *Pool {
 	return r.pool
 }
 
-// take returns a zeroed buffer of size bytes.
-func (p *Pool) take(size int64) *buffer {
+// take returns a buffer of size bytes, zeroed when zero is set (a new
+// one always is).
+func (p *Pool) take(size int64, zero bool) *buffer {
 	p.mu.Lock()
 	p.used[size] = p.runs
 	var b *buffer
@@ -77,7 +78,7 @@ func (p *Pool) take(size int64) *buffer {
 	if b == nil {
 		mem := make([]uint64, (size+7)/8)
 		b = &buffer{mem: mem, addr: uintptr(unsafe.Pointer(unsafe.SliceData(mem))), size: size}
-	} else {
+	} else if zero {
 		clear(b.mem)
 	}
 	p.mu.Lock()
@@ -198,9 +199,9 @@ func (p *Pool) Bytes() int64 {
 	return n
 }
 
-// makePooled returns n zeroed elements of T from p when T has no pointers
-// and the size is worth pooling, else ok is false.
-func makePooled[T any](p *Pool, n int) (s []T, ok bool) {
+// makePooled returns n elements of T from p, zeroed when zeroed is set,
+// when T has no pointers and the size is worth pooling; else ok is false.
+func makePooled[T any](p *Pool, n int, zeroed bool) (s []T, ok bool) {
 	var zero T
 	switch any(zero).(type) {
 	case float32, float64, int64, int32, int16, int8, int, uint64, uint32, uint16, uint8, bool:
@@ -211,6 +212,6 @@ func makePooled[T any](p *Pool, n int) (s []T, ok bool) {
 	if size < MinPooled {
 		return nil, false
 	}
-	b := p.take(size)
+	b := p.take(size, zeroed)
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b.mem))), n), true
 }
