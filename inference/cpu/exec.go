@@ -99,12 +99,15 @@ func NewModel(g *graph.Graph) *Model {
 			m.pooled = false // values live on in subgraphs and sequences, where runObserved does not count them
 		}
 	}
-	static := graph.ShapeDetermined(g)
+	// Only single-node kernels' outputs are kept: sequence operators keep
+	// their values apart (runSeq).
+	static, some := graph.ShapeDetermined(g), false
 	for i, n := range g.Nodes {
-		if static[i] && kernels[n.OpType] != nil {
-			m.static, m.shapeOuts = static, map[string]map[string]inference.Tensor{}
-			break
-		}
+		static[i] = static[i] && kernels[n.OpType] != nil
+		some = some || static[i]
+	}
+	if some {
+		m.static, m.shapeOuts = static, map[string]map[string]inference.Tensor{}
 	}
 	return m
 }
@@ -248,7 +251,8 @@ func infos(vs []graph.Value) []inference.TensorInfo {
 	return out
 }
 
-// ByteSize is the size of the initializers.
+// ByteSize is the size of the initializers and of the weights Compile
+// packed beside them.
 func (m *Model) ByteSize() int64 { return m.bytes }
 
 // Close does nothing: the model holds only Go memory.
@@ -388,7 +392,7 @@ func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, st *runState
 			pmark = pool.Mark()
 		}
 		var outs []inference.Tensor
-		static := st.isStatic(i) && kernels[n.OpType] != nil
+		static := st.isStatic(i)
 		if static && st.kept != nil {
 			outs = st.keptOutputs(n)
 		} else {

@@ -12,10 +12,11 @@ import "golang.org/x/sys/cpu"
 //go:noescape
 func expSumAVX2(dst, src []float32, shift float32) float32
 
-// sigmoidAVX2 sets dst[i] = 1/(1 + e^−src[i]).
+// sigmoidAVX2 sets dst[i] = 1/(1 + e^−src[i]), times src[i] with gate
+// (SiLU).
 //
 //go:noescape
-func sigmoidAVX2(dst, src []float32)
+func sigmoidAVX2(dst, src []float32, gate bool)
 
 // erfAVX2 sets dst[i] = erf(src[i]).
 //
@@ -27,11 +28,6 @@ func erfAVX2(dst, src []float32)
 //
 //go:noescape
 func clampAVX2(y []float32, lo, hi float32)
-
-// siluAVX2 sets dst[i] = src[i]·sigmoid(src[i]).
-//
-//go:noescape
-func siluAVX2(dst, src []float32)
 
 // tanhAVX2 sets dst[i] = tanh(src[i]).
 //
@@ -62,7 +58,7 @@ func sigmoids(y, x []float32) {
 	head := 0
 	if hasVectorMath {
 		head = len(x) &^ 7
-		sigmoidAVX2(y[:len(x)], x)
+		sigmoidAVX2(y[:len(x)], x, false)
 	}
 	for i := head; i < len(x); i++ {
 		y[i] = sigmoid32(x[i])
@@ -104,7 +100,7 @@ func silus(y, x []float32) {
 	head := 0
 	if hasVectorMath {
 		head = len(x) &^ 7
-		siluAVX2(y[:len(x)], x)
+		sigmoidAVX2(y[:len(x)], x, true)
 	}
 	for i := head; i < len(x); i++ {
 		y[i] = x[i] * sigmoid32(x[i])

@@ -334,6 +334,21 @@ GLOBL mathf<>(SB), RODATA|NOPTR, $1152
 #define TWO mathf<>+1120(SB)
 #define SIGN mathf<>+416(SB)
 
+// SLICES loads dst's base into DI, src's into SI, and the number of
+// whole blocks of 8 of src into CX.
+#define SLICES \
+	MOVQ dst_base+0(FP), DI;  \
+	MOVQ src_base+24(FP), SI; \
+	MOVQ src_len+32(FP), CX;  \
+	SHRQ $3, CX
+
+// EXPCONSTS loads the constants EXP8 keeps in registers: 1 in Y7 and the
+// clamp bounds in Y8 and Y9.
+#define EXPCONSTS \
+	VMOVUPS ONE, Y7; \
+	VMOVUPS LO, Y8;  \
+	VMOVUPS HI, Y9
+
 // EXP8 sets Y2 to e^Y0 lane by lane, using Y1 and Y4. x is clamped to
 // [-104, 89] first, where e^x is 0 and +Inf in float32; VMAXPS and VMINPS
 // return their first Go operand, x, when it is NaN, so NaN stays NaN. The
@@ -367,15 +382,10 @@ GLOBL mathf<>(SB), RODATA|NOPTR, $1152
 
 // func expSumAVX2(dst, src []float32, shift float32) float32
 TEXT ·expSumAVX2(SB), NOSPLIT, $0-60
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         src_base+24(FP), SI
-	MOVQ         src_len+32(FP), CX
-	SHRQ         $3, CX
+	SLICES
+	EXPCONSTS
 	VBROADCASTSS shift+48(FP), Y3
 	VXORPS       Y5, Y5, Y5
-	VMOVUPS      ONE, Y7
-	VMOVUPS      LO, Y8
-	VMOVUPS      HI, Y9
 	TESTQ        CX, CX
 	JEQ          expdone
 
@@ -399,25 +409,28 @@ expdone:
 	MOVSS        X5, ret+56(FP)
 	RET
 
-// func sigmoidAVX2(dst, src []float32)
-TEXT ·sigmoidAVX2(SB), NOSPLIT, $0-48
-	MOVQ    dst_base+0(FP), DI
-	MOVQ    src_base+24(FP), SI
-	MOVQ    src_len+32(FP), CX
-	SHRQ    $3, CX
+// func sigmoidAVX2(dst, src []float32, gate bool)
+// dst[i] = 1/(1 + e^−src[i]), times src[i] with gate (SiLU: the same
+// operations as Sigmoid then Mul, so the result is theirs bit for bit).
+TEXT ·sigmoidAVX2(SB), NOSPLIT, $0-49
+	SLICES
+	MOVBQZX gate+48(FP), AX
 	VMOVUPS SIGN, Y6
-	VMOVUPS ONE, Y7
-	VMOVUPS LO, Y8
-	VMOVUPS HI, Y9
+	EXPCONSTS
 	TESTQ   CX, CX
 	JEQ     sigdone
 
 sigloop:
-	VMOVUPS (SI), Y0
-	VXORPS  Y6, Y0, Y0
+	VMOVUPS (SI), Y3
+	VXORPS  Y6, Y3, Y0
 	EXP8
 	VADDPS  Y7, Y2, Y2
 	VDIVPS  Y2, Y7, Y2
+	TESTQ   AX, AX
+	JEQ     sigstore
+	VMULPS  Y3, Y2, Y2
+
+sigstore:
 	VMOVUPS Y2, (DI)
 	ADDQ    $32, SI
 	ADDQ    $32, DI
@@ -434,13 +447,8 @@ sigdone:
 // elsewhere (NaN takes that side and stays NaN). Y3 holds x, Y5 |x|, Y6 the
 // series, Y10 t, Y11 the 7.1.26 value.
 TEXT ·erfAVX2(SB), NOSPLIT, $0-48
-	MOVQ    dst_base+0(FP), DI
-	MOVQ    src_base+24(FP), SI
-	MOVQ    src_len+32(FP), CX
-	SHRQ    $3, CX
-	VMOVUPS ONE, Y7
-	VMOVUPS LO, Y8
-	VMOVUPS HI, Y9
+	SLICES
+	EXPCONSTS
 	TESTQ   CX, CX
 	JEQ     erfdone
 
@@ -523,51 +531,13 @@ clampdone:
 	VZEROUPPER
 	RET
 
-// func siluAVX2(dst, src []float32)
-// dst[i] = src[i]·(1/(1 + e^−src[i])): sigmoidAVX2's value times x, the
-// same operations Sigmoid then Mul perform, so the result is theirs bit
-// for bit.
-TEXT ·siluAVX2(SB), NOSPLIT, $0-48
-	MOVQ    dst_base+0(FP), DI
-	MOVQ    src_base+24(FP), SI
-	MOVQ    src_len+32(FP), CX
-	SHRQ    $3, CX
-	VMOVUPS SIGN, Y6
-	VMOVUPS ONE, Y7
-	VMOVUPS LO, Y8
-	VMOVUPS HI, Y9
-	TESTQ   CX, CX
-	JEQ     silumdone
-
-siluloop:
-	VMOVUPS (SI), Y3
-	VXORPS  Y6, Y3, Y0
-	EXP8
-	VADDPS  Y7, Y2, Y2
-	VDIVPS  Y2, Y7, Y2
-	VMULPS  Y3, Y2, Y2
-	VMOVUPS Y2, (DI)
-	ADDQ    $32, SI
-	ADDQ    $32, DI
-	DECQ    CX
-	JNZ     siluloop
-
-silumdone:
-	VZEROUPPER
-	RET
-
 // func tanhAVX2(dst, src []float32)
 // Both of tanh32's formulas for every lane, blended: the odd polynomial
 // where |x| < 0.625, 1 − 2/(e^2|x| + 1) with x's sign elsewhere (NaN takes
 // that side and stays NaN). Y3 holds x, Y5 |x|, Y6 the polynomial.
 TEXT ·tanhAVX2(SB), NOSPLIT, $0-48
-	MOVQ    dst_base+0(FP), DI
-	MOVQ    src_base+24(FP), SI
-	MOVQ    src_len+32(FP), CX
-	SHRQ    $3, CX
-	VMOVUPS ONE, Y7
-	VMOVUPS LO, Y8
-	VMOVUPS HI, Y9
+	SLICES
+	EXPCONSTS
 	TESTQ   CX, CX
 	JEQ     tanhdone
 

@@ -201,14 +201,21 @@ func atAttention(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 		if err != nil {
 			return nil, err
 		}
-		// Each (batch, head) pair is a unit with scores of its own:
-		// units run side by side, or one at a time with every core in
-		// its products (eachUnit).
-		if _, err := limit.Claim[float32](n.Run, min(batch*qHeads, runtime.GOMAXPROCS(0)), qSeq, total); err != nil {
+		// Each (batch, head) pair is a unit: units run side by side, or
+		// one at a time with every core in its products (eachUnit). Each
+		// goroutine takes a block of scores of its own from spare.
+		workers := min(batch*qHeads, runtime.GOMAXPROCS(0))
+		blocks, err := limit.MakeOverwritten[float32](n.Run, workers, qSeq, total)
+		if err != nil {
 			return nil, err
 		}
+		spare := make(chan []float32, workers)
+		for w := range workers {
+			spare <- blocks[w*qSeq*total : (w+1)*qSeq*total]
+		}
 		eachUnit(batch*qHeads, 4*qSeq*total*max(headSize, vHeadSize), func(lo, hi, threads int) {
-			scores := make([]float32, qSeq*total)
+			scores := <-spare
+			defer func() { spare <- scores }()
 			for u := lo; u < hi; u++ {
 				b, h := u/qHeads, u%qHeads
 				kvh := b*kvHeads + h/group

@@ -268,7 +268,7 @@ func cvConv(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if cvDepthwise(group, chans, outChans, kernel) {
 		err = cvConvDepthwise(n.Run, xd, wd, bias, batch, chans, outChans/chans, g, out, ep)
 	} else {
-		packs, _ := n.Prepared.(convPacked)
+		packs, _ := n.Prepared.(nnPackedSet)
 		err = cvConvGemm(n.Run, xd, wd, packs, bias, batch, chans, outChans, group, g, out, ep)
 	}
 	if err != nil {
@@ -310,7 +310,7 @@ func cvDepthwise(group, chans, outChans int, kernel []int) bool {
 // holds): [batch, outChans, g.Out...] from x [batch, chans, g.In...] and
 // W [outChans, chans/group, g.Kernel...], reading each group's block of W
 // from packs where prepare packed it.
-func cvConvGemm(r *limit.Run, xd, wd []float32, packs convPacked, bias []float32, batch, chans, outChans, group int, g opsem.Window, out []float32, ep *epilogue) error {
+func cvConvGemm(r *limit.Run, xd, wd []float32, packs nnPackedSet, bias []float32, batch, chans, outChans, group int, g opsem.Window, out []float32, ep *epilogue) error {
 	cg, mg := chans/group, outChans/group
 	isp, osp, rows := opsem.Count(g.In), opsem.Count(g.Out), cg*opsem.Count(g.Kernel)
 	pointwise := rows == cg
@@ -369,10 +369,7 @@ func cvConvGemm(r *limit.Run, xd, wd []float32, packs convPacked, bias []float32
 				clear(y)
 			}
 			w := wd[grp*mg*rows:]
-			var pre nnPrepacked
-			if grp < len(packs) && packs[grp].src == &w[0] {
-				pre.a = packs[grp]
-			}
+			pre := nnPrepacked{a: packs.of(grp, w)}
 			nnSgemmPre(threads, pre, false, false, mg, osp, rows, 1, w, rows, src, osp, 1, y, osp)
 			if ep != nil {
 				perChannel(func(c0, c1 int) { ep.apply(y[c0*osp:c1*osp], off+c0*osp) })

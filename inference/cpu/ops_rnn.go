@@ -343,7 +343,7 @@ func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inferen
 		}
 		bufs[i] = dirBuffers{xw, gates, step[:bh:bh], step[bh : 2*bh : 2*bh], step[2*bh:]}
 	}
-	packed, _ := n.Prepared.(rnPacked)
+	packed, _ := n.Prepared.(nnPackedSet)
 	fast := cell == rnLSTM && clip == 0 && pd == nil && rnDefaultActivations(n, cell)
 	direction := func(d int) error {
 		buf := bufs[min(d, len(bufs)-1)]
@@ -355,10 +355,7 @@ func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inferen
 		// xw = X·Wᵀ + biases, for all steps at once. GRU with
 		// linear_before_reset keeps Rbh apart: it is scaled by r.
 		nnSgemmThreads(threads, false, true, seq*batch, gh, inSize, 1, xd, inSize, wdir, inSize, 0, xw, gh)
-		var pre nnPrepacked // R, packed at compile time for the RNN and LSTM step
-		if d < len(packed) && packed[d].src == &rdir[0] {
-			pre.b = packed[d]
-		}
+		pre := nnPrepacked{b: packed.of(d, rdir)} // R, packed at compile time for the RNN and LSTM step
 		var rbh []float32
 		if bd != nil {
 			bdir := bd[d*2*gh : (d+1)*2*gh]
@@ -525,10 +522,6 @@ func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inferen
 	}
 	return outs, nil
 }
-
-// rnPacked is the R of an RNN or LSTM node packed per direction for the
-// step's product H·Rᵀ (prepare).
-type rnPacked []*nnPacked
 
 // rnDefaultActivations reports whether n uses its cell's default
 // activations (the attribute absent, or naming them for each direction).

@@ -286,7 +286,7 @@ func TestLSTMFastPath(t *testing.T) {
 	}
 	fast := compile(map[string]graph.Attr{})
 	ref := compile(map[string]graph.Attr{"clip": attrFloat(1e30)})
-	if _, ok := fast.prepared[fast.g.Nodes[0]].(rnPacked); !ok {
+	if _, ok := fast.prepared[fast.g.Nodes[0]].(nnPackedSet); !ok {
 		t.Fatal("R was not packed")
 	}
 	r := rand.New(rand.NewPCG(15, 16))

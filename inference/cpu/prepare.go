@@ -13,10 +13,19 @@ import (
 // sits beside the initializer, which constant folding and other readers
 // keep using; Model.ByteSize counts both.
 
-// convPacked is a Conv's W, one packed matrix per group: group g's
-// outChans/group × (chans/group · ∏kernel) block, the A operand of its
-// im2col product.
-type convPacked []*nnPacked
+// nnPackedSet is a weight packed as one matrix per group (a Conv's W:
+// group g's outChans/group × (chans/group · ∏kernel) block, the A operand
+// of its im2col product) or per direction (the R of an RNN or LSTM, the B
+// operand of the step's H·Rᵀ).
+type nnPackedSet []*nnPacked
+
+// of returns set member i when it is the packing of x (nnPacked.of).
+func (s nnPackedSet) of(i int, x []float32) *nnPacked {
+	if i >= len(s) {
+		return nil
+	}
+	return s[i].of(x)
+}
 
 // prepare packs the weights of g's Conv (but the depthwise ones, which do
 // not run through SGEMM), MatMul, Gemm, RNN and LSTM nodes whose weight is
@@ -31,11 +40,9 @@ func prepare(g *graph.Graph) map[*graph.Node]any {
 		if n.OpType == "LSTM" || n.OpType == "RNN" {
 			if r, rs, ok := constantFloats(g, n.Input(2)); ok && len(rs) == 3 {
 				dirs, gh, hidden := rs[0], rs[1], rs[2]
-				packs := make(rnPacked, dirs)
+				packs := make(nnPackedSet, dirs)
 				for d := range packs {
-					rdir := r[d*gh*hidden:]
-					packs[d] = nnPackWholeB(kern, true, hidden, gh, rdir, hidden)
-					packs[d].src = &rdir[0]
+					packs[d] = nnPackWholeB(kern, true, hidden, gh, r[d*gh*hidden:], hidden)
 				}
 				prepared[n] = packs
 			}
@@ -55,16 +62,14 @@ func prepare(g *graph.Graph) map[*graph.Node]any {
 			for _, d := range ws[1:] {
 				rows *= d
 			}
-			packs := make(convPacked, group)
+			packs := make(nnPackedSet, group)
 			for grp := range packs {
 				packs[grp] = nnPackWholeA(kern, false, mg, rows, w[grp*mg*rows:], rows)
-				packs[grp].src = &w[grp*mg*rows]
 			}
 			prepared[n] = packs
 		case "MatMul":
 			if len(ws) == 2 {
 				prepared[n] = nnPackWholeB(kern, false, ws[0], ws[1], w, ws[1])
-				prepared[n].(*nnPacked).src = &w[0]
 			}
 		case "Gemm":
 			if len(ws) != 2 {
@@ -75,9 +80,7 @@ func prepare(g *graph.Graph) map[*graph.Node]any {
 			if trans {
 				k, cols = cols, k
 			}
-			p := nnPackWholeB(kern, trans, k, cols, w, ws[1])
-			p.src = &w[0]
-			prepared[n] = p
+			prepared[n] = nnPackWholeB(kern, trans, k, cols, w, ws[1])
 		}
 	}
 	return prepared
@@ -106,11 +109,7 @@ func preparedSize(prepared map[*graph.Node]any) int64 {
 		switch v := v.(type) {
 		case *nnPacked:
 			add(v)
-		case convPacked:
-			for _, p := range v {
-				add(p)
-			}
-		case rnPacked:
+		case nnPackedSet:
 			for _, p := range v {
 				add(p)
 			}
@@ -120,12 +119,8 @@ func preparedSize(prepared map[*graph.Node]any) int64 {
 }
 
 // packedFor returns the packing of the operand whose data is x, when
-// prepared holds it: a run feeds the kernel the initializer prepare
-// packed, and the check keeps any other tensor from being read as it.
+// prepared holds it (nnPacked.of).
 func packedFor(prepared any, x []float32) *nnPacked {
-	p, ok := prepared.(*nnPacked)
-	if !ok || len(x) == 0 || p.src != &x[0] {
-		return nil
-	}
-	return p
+	p, _ := prepared.(*nnPacked)
+	return p.of(x)
 }

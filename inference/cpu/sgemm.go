@@ -237,9 +237,27 @@ type nnPacked struct {
 	blocks [][]float32 // blocks[p0/nnKC]
 }
 
+// of returns p when it is the packing of the matrix whose data is x (the
+// initializer prepare packed), nil otherwise (or when p is nil): the check
+// keeps a kernel from reading a packing for another tensor.
+func (p *nnPacked) of(x []float32) *nnPacked {
+	if p == nil || p.src == nil || p.src != firstOf(x) {
+		return nil
+	}
+	return p
+}
+
+// firstOf is the address of x's first element, nil when it has none.
+func firstOf(x []float32) *float32 {
+	if len(x) == 0 {
+		return nil
+	}
+	return &x[0]
+}
+
 // nnPackWholeA packs op(A), m×k, for kern.
 func nnPackWholeA(kern nnKernel, transA bool, m, k int, a []float32, lda int) *nnPacked {
-	p := &nnPacked{kern: kern.name, rows: m, k: k}
+	p := &nnPacked{kern: kern.name, src: firstOf(a), rows: m, k: k}
 	for p0 := 0; p0 < k; p0 += nnKC {
 		kc := min(nnKC, k-p0)
 		blk := make([]float32, nnRoundUp(m, kern.mr)*kc)
@@ -251,7 +269,7 @@ func nnPackWholeA(kern nnKernel, transA bool, m, k int, a []float32, lda int) *n
 
 // nnPackWholeB packs op(B), k×n, for kern.
 func nnPackWholeB(kern nnKernel, transB bool, k, n int, b []float32, ldb int) *nnPacked {
-	p := &nnPacked{kern: kern.name, rows: n, k: k}
+	p := &nnPacked{kern: kern.name, src: firstOf(b), rows: n, k: k}
 	for p0 := 0; p0 < k; p0 += nnKC {
 		kc := min(nnKC, k-p0)
 		blk := make([]float32, nnRoundUp(n, kern.nr)*kc)

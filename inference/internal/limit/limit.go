@@ -146,29 +146,23 @@ func Count(shape ...int) int {
 // inference.ErrShape, a size over the budget with an
 // *inference.ResourceError. With a Pool (SetPool) the elements come from
 // its free buffers where it has one of the size.
-func Make[T any](r *Run, shape ...int) ([]T, error) {
-	n, err := Claim[T](r, shape...)
-	if err != nil {
-		return nil, err
-	}
-	if p := r.Pool(); p != nil {
-		if s, ok := makePooled[T](p, n, true); ok {
-			return s, nil
-		}
-	}
-	return make([]T, n), nil
-}
+func Make[T any](r *Run, shape ...int) ([]T, error) { return makeIn[T](r, true, shape) }
 
 // MakeOverwritten is Make for a kernel that writes every element before
 // it reads any: a buffer the pool hands out again keeps its old contents
 // rather than being cleared (a new one is zeroed, as Go allocates it).
 func MakeOverwritten[T any](r *Run, shape ...int) ([]T, error) {
+	return makeIn[T](r, false, shape)
+}
+
+// makeIn is Make, clearing a reused buffer only when zeroed is set.
+func makeIn[T any](r *Run, zeroed bool, shape []int) ([]T, error) {
 	n, err := Claim[T](r, shape...)
 	if err != nil {
 		return nil, err
 	}
 	if p := r.Pool(); p != nil {
-		if s, ok := makePooled[T](p, n, false); ok {
+		if s, ok := makePooled[T](p, n, zeroed); ok {
 			return s, nil
 		}
 	}

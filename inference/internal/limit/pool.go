@@ -1,6 +1,7 @@
 package limit
 
 import (
+	"cmp"
 	"slices"
 	"sync"
 	"unsafe"
@@ -64,9 +65,9 @@ func (r *Run) Pool() *Pool {
 	return r.pool
 }
 
-// take returns a buffer of size bytes, zeroed when zero is set (a new
+// take returns a buffer of size bytes, zeroed when zeroed is set (a new
 // one always is).
-func (p *Pool) take(size int64, zero bool) *buffer {
+func (p *Pool) take(size int64, zeroed bool) *buffer {
 	p.mu.Lock()
 	p.used[size] = p.runs
 	var b *buffer
@@ -78,31 +79,27 @@ func (p *Pool) take(size int64, zero bool) *buffer {
 	if b == nil {
 		mem := make([]uint64, (size+7)/8)
 		b = &buffer{mem: mem, addr: uintptr(unsafe.Pointer(unsafe.SliceData(mem))), size: size}
-	} else if zero {
+	} else if zeroed {
 		clear(b.mem)
 	}
 	p.mu.Lock()
-	i, _ := slices.BinarySearchFunc(p.live, b.addr, func(x *buffer, a uintptr) int { return cmpAddr(x.addr, a) })
+	i, _ := p.find(b.addr)
 	p.live = slices.Insert(p.live, i, b)
 	p.taken = append(p.taken, b)
 	p.mu.Unlock()
 	return b
 }
 
-func cmpAddr(a, b uintptr) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+// find returns where a buffer starting at addr is, or would be, in the
+// live buffers. p.mu is held.
+func (p *Pool) find(addr uintptr) (int, bool) {
+	return slices.BinarySearchFunc(p.live, addr, func(b *buffer, a uintptr) int { return cmp.Compare(b.addr, a) })
 }
 
 // holder returns the live buffer whose bytes contain addr, or nil.
 // p.mu is held.
 func (p *Pool) holder(addr uintptr) *buffer {
-	i, found := slices.BinarySearchFunc(p.live, addr, func(x *buffer, a uintptr) int { return cmpAddr(x.addr, a) })
+	i, found := p.find(addr)
 	if found {
 		return p.live[i]
 	}
@@ -140,7 +137,7 @@ func (p *Pool) Unref(addr uintptr) {
 
 // release moves b from the live buffers to the free lists. p.mu is held.
 func (p *Pool) release(b *buffer) {
-	i, _ := slices.BinarySearchFunc(p.live, b.addr, func(x *buffer, a uintptr) int { return cmpAddr(x.addr, a) })
+	i, _ := p.find(b.addr)
 	p.live = slices.Delete(p.live, i, i+1)
 	p.free[b.size] = append(p.free[b.size], b)
 }
