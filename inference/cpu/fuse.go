@@ -66,6 +66,24 @@ func (e *epilogue) apply(y []float32, off int) {
 	}
 }
 
+// tail returns the nnTail that applies e to the blocks of a product as
+// they complete, the product's element (i, j) being the output's element
+// base + i·ld + j; nil when e is nil.
+func (e *epilogue) tail(base, ld int) nnTail {
+	if e == nil {
+		return nil
+	}
+	return func(c []float32, ldc, i, j, rows, cols int) {
+		if ldc == ld && cols == ld { // whole rows: one run of elements
+			e.apply(c[:rows*cols], base+i*ld)
+			return
+		}
+		for r := range rows {
+			e.apply(c[r*ldc:r*ldc+cols], base+(i+r)*ld+j)
+		}
+	}
+}
+
 // applyRows applies e to out, rows of cols elements, rows in parallel.
 func (e *epilogue) applyRows(out []float32, cols int) {
 	if e == nil || cols == 0 {

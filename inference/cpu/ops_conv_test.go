@@ -269,12 +269,13 @@ func TestNNConvPointwise(t *testing.T) {
 	}
 }
 
-// TestNNIm2col2D compares cvIm2col2D with the N-D cvIm2col on random 2-D
-// geometries, into buffers filled with NaN, as pooled scratch may be: every
-// element must be written.
-func TestNNIm2col2D(t *testing.T) {
+// TestNNPackIm2col2D compares cvPackIm2col2D with nnPackB over the
+// matrix the N-D cvIm2col fills, on random 2-D geometries and random
+// blocks, for the panel widths of every micro-kernel, into buffers filled
+// with NaN as pooled ones may be: every element must be written.
+func TestNNPackIm2col2D(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 18))
-	for trial := range 40 {
+	for trial := range 60 {
 		chans := 1 + r.IntN(3)
 		g := opsem.Window{In: make([]int, 2), Out: make([]int, 2), Kernel: make([]int, 2), Stride: make([]int, 2), Dilation: make([]int, 2), PadBegin: make([]int, 2), PadEnd: make([]int, 2)}
 		for d := range 2 {
@@ -283,22 +284,32 @@ func TestNNIm2col2D(t *testing.T) {
 			// Inputs may be narrower than the window: some taps then
 			// fall wholly in the padding.
 			eff := (g.Kernel[d]-1)*g.Dilation[d] + 1
-			g.In[d] = max(1, eff-g.PadBegin[d]-g.PadEnd[d]) + r.IntN(6)
+			g.In[d] = max(1, eff-g.PadBegin[d]-g.PadEnd[d]) + r.IntN(12)
 			if trial == 0 { // taps 2 and 4 past the end of a 1-wide input
 				g.In[d], g.Kernel[d], g.Dilation[d], g.PadBegin[d], g.PadEnd[d], eff = 1, 3, 2, 0, 4, 5
 			}
 			g.Out[d] = (g.In[d]+g.PadBegin[d]+g.PadEnd[d]-eff)/g.Stride[d] + 1
 		}
 		x := nnRandom(r, chans*opsem.Count(g.In))
-		size := chans * opsem.Count(g.Kernel) * opsem.Count(g.Out)
-		got, want := make([]float32, size), make([]float32, size)
-		for i := range got {
-			got[i], want[i] = float32(math.NaN()), float32(math.NaN())
-		}
-		cvIm2col2D(x, chans, g, got)
-		cvIm2col(x, chans, cvTaps{cols: g.Out, img: g.In, kernel: g.Kernel, stride: g.Stride, dilation: g.Dilation, pad: g.PadBegin}, want)
-		if !slices.Equal(got, want) {
-			t.Fatalf("trial %d: geometry %+v, %d channels: im2col differs:\n got %v\nwant %v", trial, g, chans, got, want)
+		rows, cols := chans*opsem.Count(g.Kernel), opsem.Count(g.Out)
+		col := make([]float32, rows*cols)
+		cvIm2col(x, chans, cvTaps{cols: g.Out, img: g.In, kernel: g.Kernel, stride: g.Stride, dilation: g.Dilation, pad: g.PadBegin}, col)
+		for _, nr := range []int{4, 16, 32} {
+			p0, j0 := r.IntN(rows), r.IntN(cols)
+			kc, nc := 1+r.IntN(rows-p0), 1+r.IntN(cols-j0)
+			if trial%4 == 0 { // the whole matrix
+				p0, j0, kc, nc = 0, 0, rows, cols
+			}
+			size := nnRoundUp(nc, nr) * kc
+			got, want := make([]float32, size), make([]float32, size)
+			for i := range got {
+				got[i], want[i] = float32(math.NaN()), float32(math.NaN())
+			}
+			cvPackIm2col2D(x, g, nr, kc, nc, p0, j0, got)
+			nnPackB(false, nr, kc, nc, col, cols, p0, j0, want)
+			if !slices.Equal(got, want) {
+				t.Fatalf("trial %d: geometry %+v, %d channels, nr %d, rows %d+%d, columns %d+%d: packing differs:\n got %v\nwant %v", trial, g, chans, nr, p0, kc, j0, nc, got, want)
+			}
 		}
 	}
 }

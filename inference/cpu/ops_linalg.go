@@ -22,7 +22,8 @@ func init() {
 // MatMul follows numpy.matmul (opsem.MatMul): a 1-D A is a row vector and
 // a 1-D B a column vector (the added dimension is dropped from the result),
 // and the dimensions before the last two broadcast. A fused epilogue
-// (fuse.go) is applied to the float32 output rows after the products.
+// (fuse.go) is applied to the float32 output's blocks as the products
+// complete them.
 func laMatMul(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	a, err := requiredArg(in, 0, "A")
 	if err != nil {
@@ -66,15 +67,14 @@ func laMatMul(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 			// B is one matrix and A's batches are contiguous: one product
 			// of (batch·m)×k by k×n.
 			pre := nnPrepacked{b: packedFor(n.Prepared, bd)}
-			nnSgemmPre(runtime.GOMAXPROCS(0), pre, false, false, nb*m, n2, k, 1, ad, k, bd, n2, 0, out, n2)
+			nnSgemmPre(runtime.GOMAXPROCS(0), pre, ep.tail(0, n2), false, false, nb*m, n2, k, 1, ad, k, bd, n2, 0, out, n2)
 		} else {
 			eachUnit(nb, 2*m*n2*k, func(lo, hi, threads int) {
 				for i := lo; i < hi; i++ {
-					nnSgemmThreads(threads, false, false, m, n2, k, 1, ad[aOff[i]*m*k:], k, bd[bOff[i]*k*n2:], n2, 0, out[i*m*n2:], n2)
+					nnSgemmPre(threads, nnPrepacked{}, ep.tail(i*m*n2, n2), false, false, m, n2, k, 1, ad[aOff[i]*m*k:], k, bd[bOff[i]*k*n2:], n2, 0, out[i*m*n2:], n2)
 				}
 			})
 		}
-		ep.applyRows(out, n2)
 		outs, err := singleOutput(outShape, out)
 		return unfusedEpilogue(n, in, ep, outs, err)
 	case inference.Int64:
@@ -156,8 +156,7 @@ func laGemm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		beta = 0
 	}
 	pre := nnPrepacked{b: packedFor(n.Prepared, bd)}
-	nnSgemmPre(runtime.GOMAXPROCS(0), pre, g.TransA, g.TransB, g.M, g.N, g.K, g.Alpha, ad, as[1], bd, bs[1], beta, out, g.N)
-	ep.applyRows(out, g.N)
+	nnSgemmPre(runtime.GOMAXPROCS(0), pre, ep.tail(0, g.N), g.TransA, g.TransB, g.M, g.N, g.K, g.Alpha, ad, as[1], bd, bs[1], beta, out, g.N)
 	outs, err := singleOutput([]int{g.M, g.N}, out)
 	return unfusedEpilogue(n, in, ep, outs, err)
 }

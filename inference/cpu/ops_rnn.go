@@ -398,7 +398,7 @@ func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inferen
 			copy(gates, xw[t*batch*gh:(t+1)*batch*gh])
 			switch cell {
 			case rnRNN:
-				nnSgemmPre(threads, pre, false, true, batch, hidden, hidden, 1, h, hidden, rdir, hidden, 1, gates, gh)
+				nnSgemmPre(threads, pre, nil, false, true, batch, hidden, hidden, 1, h, hidden, rdir, hidden, 1, gates, gh)
 				for b := range batch {
 					for j := range hidden {
 						newH[b*hidden+j] = act(f[0], gates[b*gh+j])
@@ -441,7 +441,7 @@ func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inferen
 					}
 				}
 			case rnLSTM:
-				nnSgemmPre(threads, pre, false, true, batch, gh, hidden, 1, h, hidden, rdir, hidden, 1, gates, gh)
+				nnSgemmPre(threads, pre, nil, false, true, batch, gh, hidden, 1, h, hidden, rdir, hidden, 1, gates, gh)
 				if fast {
 					rnLSTMStep(gates, c, newC, newH, batch, hidden, inputForget)
 					break
@@ -489,10 +489,11 @@ func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inferen
 	}
 	errs := make([]error, running)
 	if sideBySide {
-		var both group
-		both.Go(func() { errs[1] = direction(1) })
-		errs[0] = direction(0)
-		both.Wait()
+		parallelSplit(2, 2, func(lo, hi int) {
+			for d := lo; d < hi; d++ {
+				errs[d] = direction(d)
+			}
+		})
 	} else {
 		for d := range running {
 			errs[d] = direction(d)

@@ -91,28 +91,40 @@ func nnSgemmThreads(threads int, transA, transB bool, m, n, k int, alpha float32
 	nnSgemmWith(nnBestKernel, threads, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
-// nnSgemmPre is nnSgemmThreads with operands packed beforehand (see
-// nnSgemmPacked).
-func nnSgemmPre(threads int, pre nnPrepacked, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	nnSgemmPacked(nnBestKernel, threads, pre, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+// nnSgemmPre is nnSgemmThreads with operands packed beforehand and a tail
+// applied to C's blocks once complete (see nnSgemmPacked; tail may be nil).
+func nnSgemmPre(threads int, pre nnPrepacked, tail nnTail, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	nnSgemmPacked(nnBestKernel, threads, pre, tail, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
+
+// nnTail finishes a block of C whose product is complete: it is called
+// once on each block of the rows×cols elements at row i, column j of the
+// whole product, c starting at that element with rows ldc apart, while the
+// block is still in cache (an epilogue: bias, residual, activation).
+// Blocks do not overlap and together cover C; calls for different blocks
+// may run at once on different goroutines.
+type nnTail func(c []float32, ldc, i, j, rows, cols int)
 
 // nnSgemmWith is nnSgemmThreads with the micro-kernel kern.
 func nnSgemmWith(kern nnKernel, threads int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	nnSgemmPacked(kern, threads, nnPrepacked{}, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	nnSgemmPacked(kern, threads, nnPrepacked{}, nil, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
 // nnSgemmPacked is nnSgemmWith reading op(A) or op(B) from pre where it
 // holds them packed for kern (weights, packed once at compile time): the
 // product then packs only the other operand. With op(A) packed the work is
-// split by columns, so that no worker packs what another packs too.
-func nnSgemmPacked(kern nnKernel, threads int, pre nnPrepacked, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+// split by columns, so that no worker packs what another packs too. tail,
+// when not nil, is applied to each block of C once its product is complete.
+func nnSgemmPacked(kern nnKernel, threads int, pre nnPrepacked, tail nnTail, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	pre = pre.usable(kern, alpha, m, n, k)
 	if m == 0 || n == 0 {
 		return
 	}
 	nnScale(m, n, beta, c, ldc)
 	if k == 0 || alpha == 0 {
+		if tail != nil {
+			tail(c, ldc, pre.i0, pre.j0, m, n)
+		}
 		return
 	}
 	workers := 1
@@ -120,38 +132,38 @@ func nnSgemmPacked(kern nnKernel, threads int, pre nnPrepacked, transA, transB b
 		workers = min(threads, flops/nnSgemmTaskFlops)
 	}
 	if workers <= 1 {
-		nnSgemmAdd(kern, pre, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc)
+		nnSgemmAdd(kern, pre, tail, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc)
 		return
 	}
 	// Split the longer of M and N into independent sub-products, in whole
 	// micro-tiles; each worker packs its own blocks.
-	var wg group
 	if (m >= n || pre.b != nil) && pre.a == nil {
-		step := nnRoundUp((m+workers-1)/workers, kern.mr)
-		for i0 := 0; i0 < m; i0 += step {
-			rows := min(step, m-i0)
+		tiles := (m + kern.mr - 1) / kern.mr
+		parallelSplit(tiles, min(workers, tiles), func(lo, hi int) {
+			i0, rows := lo*kern.mr, min(hi*kern.mr, m)-lo*kern.mr
 			as := a[i0*lda:]
 			if transA {
 				as = a[i0:]
 			}
-			cs := c[i0*ldc:]
-			sub := nnPrepacked{b: pre.b, i0: pre.i0 + i0, j0: pre.j0}
-			wg.Go(func() { nnSgemmAdd(kern, sub, transA, transB, rows, n, k, alpha, as, lda, b, ldb, cs, ldc) })
-		}
-	} else {
-		step := nnRoundUp((n+workers-1)/workers, kern.nr)
-		for j0 := 0; j0 < n; j0 += step {
-			cols := min(step, n-j0)
-			bs := b[j0:]
-			if transB {
-				bs = b[j0*ldb:]
-			}
-			cs := c[j0:]
-			sub := nnPrepacked{a: pre.a, b: pre.b, i0: pre.i0, j0: pre.j0 + j0}
-			wg.Go(func() { nnSgemmAdd(kern, sub, transA, transB, m, cols, k, alpha, a, lda, bs, ldb, cs, ldc) })
-		}
+			sub := nnPrepacked{b: pre.b, i0: pre.i0 + i0, j0: pre.j0, packB: pre.packB}
+			nnSgemmAdd(kern, sub, tail, transA, transB, rows, n, k, alpha, as, lda, b, ldb, c[i0*ldc:], ldc)
+		})
+		return
 	}
-	wg.Wait()
+	tiles := (n + kern.nr - 1) / kern.nr
+	parallelSplit(tiles, min(workers, tiles), func(lo, hi int) {
+		j0, cols := lo*kern.nr, min(hi*kern.nr, n)-lo*kern.nr
+		bs := b
+		switch {
+		case pre.packB != nil:
+		case transB:
+			bs = b[j0*ldb:]
+		default:
+			bs = b[j0:]
+		}
+		sub := nnPrepacked{a: pre.a, b: pre.b, i0: pre.i0, j0: pre.j0 + j0, packB: pre.packB}
+		nnSgemmAdd(kern, sub, tail, transA, transB, m, cols, k, alpha, a, lda, bs, ldb, c[j0:], ldc)
+	})
 }
 
 func nnRoundUp(x, unit int) int { return (x + unit - 1) / unit * unit }
@@ -181,11 +193,16 @@ var nnPackPool = sync.Pool{New: func() any {
 	return &buf
 }}
 
-// nnSgemmAdd adds alpha·op(A)·op(B) to C on the calling goroutine; pre
-// holds what is packed already (rows from pre.i0, columns from pre.j0).
-func nnSgemmAdd(kern nnKernel, pre nnPrepacked, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
-	if m*n*k <= 16*16*16 {
+// nnSgemmAdd adds alpha·op(A)·op(B) to C on the calling goroutine, then
+// applies tail (when not nil) to C's blocks; pre holds what is packed
+// already, and places the sub-product in the whole one: its rows from
+// pre.i0, its columns from pre.j0.
+func nnSgemmAdd(kern nnKernel, pre nnPrepacked, tail nnTail, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+	if m*n*k <= 16*16*16 && pre.packB == nil {
 		nnSgemmSmall(transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc)
+		if tail != nil {
+			tail(c, ldc, pre.i0, pre.j0, m, n)
+		}
 		return
 	}
 	bufp := nnPackPool.Get().(*[]float32)
@@ -200,14 +217,21 @@ func nnSgemmAdd(kern nnKernel, pre nnPrepacked, transA, transB bool, m, n, k int
 		nc := min(nnNC, n-j0)
 		for p0 := 0; p0 < k; p0 += nnKC {
 			kc := min(nnKC, k-p0)
+			last := tail != nil && p0+kc == k
 			bp := bpack
-			if pre.b != nil {
+			switch {
+			case pre.b != nil:
 				bp = pre.b.blocks[p0/nnKC][(pre.j0+j0)*kc:]
-			} else {
+			case pre.packB != nil:
+				pre.packB(kern.nr, kc, nc, p0, pre.j0+j0, bpack)
+			default:
 				nnPackB(transB, kern.nr, kc, nc, b, ldb, p0, j0, bpack)
 			}
 			if rowWise {
 				nnRows(kern, m, nc, kc, a[p0:], lda, bp, c[j0:], ldc, edge)
+				if last {
+					tail(c[j0:], ldc, pre.i0, pre.j0+j0, m, nc)
+				}
 				continue
 			}
 			for i0 := 0; i0 < m; i0 += mcBlock {
@@ -219,6 +243,9 @@ func nnSgemmAdd(kern nnKernel, pre nnPrepacked, transA, transB bool, m, n, k int
 					nnPackA(transA, kern.mr, mc, kc, alpha, a, lda, i0, p0, apack)
 				}
 				nnMacroKernel(kern, mc, nc, kc, ap, bp, c[i0*ldc+j0:], ldc, edge)
+				if last {
+					tail(c[i0*ldc+j0:], ldc, pre.i0+i0, pre.j0+j0, mc, nc)
+				}
 			}
 		}
 	}
@@ -280,11 +307,20 @@ func nnPackWholeB(kern nnKernel, transB bool, k, n int, b []float32, ldb int) *n
 }
 
 // nnPrepacked are a product's operands packed beforehand, or nil: A's
-// rows from i0 and B's columns from j0 on.
+// rows from i0 and B's columns from j0 on. packB, when not nil, packs
+// op(B)'s blocks in place of nnPackB, for a B that is not stored as a
+// matrix (a convolution's im2col matrix, read from the image); b is then
+// not read.
 type nnPrepacked struct {
 	a, b   *nnPacked
 	i0, j0 int
+	packB  nnPackerB
 }
+
+// nnPackerB packs rows p0…p0+kc−1, columns j0…j0+nc−1 of a product's
+// op(B) into dst as nnPackB does: panels of nr columns, columns past nc
+// zero.
+type nnPackerB func(nr, kc, nc, p0, j0 int, dst []float32)
 
 // usable drops a packed operand that does not fit the product: packed for
 // another kernel, of other sizes, or A (packed with alpha 1) under
@@ -293,7 +329,7 @@ func (pre nnPrepacked) usable(kern nnKernel, alpha float32, m, n, k int) nnPrepa
 	if a := pre.a; a != nil && (a.kern != kern.name || a.k != k || pre.i0+m > a.rows || alpha != 1) {
 		pre.a = nil
 	}
-	if b := pre.b; b != nil && (b.kern != kern.name || b.k != k || pre.j0+n > b.rows) {
+	if b := pre.b; b != nil && (b.kern != kern.name || b.k != k || pre.j0+n > b.rows || pre.packB != nil) {
 		pre.b = nil
 	}
 	return pre

@@ -90,9 +90,11 @@ func TestNNSgemm(t *testing.T) {
 						nnNaiveGemm(ta, tb, s.m, s.n, s.k, p.alpha, a, lda, b, ldb, p.beta, want, ldc)
 						atol := 1e-5 * (1 + float64(s.k)/16) * math.Max(1, math.Abs(float64(p.alpha)))
 						// Unpacked, then with A, B and both packed
-						// beforehand, on three threads so that splits
-						// start sub-products inside the packed operands.
-						for mode := range 4 {
+						// beforehand, then with B packed by a function
+						// (alone and with A packed), on three threads so
+						// that splits start sub-products inside the packed
+						// operands.
+						for mode := range 6 {
 							var pre nnPrepacked
 							if mode&1 != 0 {
 								pre.a = nnPackWholeA(kern, ta, s.m, s.k, a, lda)
@@ -100,11 +102,38 @@ func TestNNSgemm(t *testing.T) {
 							if mode&2 != 0 {
 								pre.b = nnPackWholeB(kern, tb, s.k, s.n, b, ldb)
 							}
+							if mode >= 4 {
+								pre.packB = func(nr, kc, nc, p0, j0 int, dst []float32) {
+									if j0+nc > s.n || p0+kc > s.k {
+										t.Errorf("%s: packB of rows %d+%d, columns %d+%d", name, p0, kc, j0, nc)
+										return
+									}
+									nnPackB(tb, nr, kc, nc, b, ldb, p0, j0, dst)
+								}
+							}
 							c := append([]float32(nil), c0...)
-							nnSgemmPacked(kern, 3, pre, ta, tb, s.m, s.n, s.k, p.alpha, a, lda, b, ldb, p.beta, c, ldc)
+							nnSgemmPacked(kern, 3, pre, nil, ta, tb, s.m, s.n, s.k, p.alpha, a, lda, b, ldb, p.beta, c, ldc)
 							for i := range c {
 								if d := math.Abs(float64(c[i] - want[i])); d > atol+1e-4*math.Abs(float64(want[i])) {
 									t.Fatalf("%s, packed %d: element %d (row %d, col %d) = %g, want %g", name, mode, i, i/ldc, i%ldc, c[i], want[i])
+								}
+							}
+							// With a tail: y = 3y − 1 on each element once,
+							// after its last step (a tail run early, or
+							// twice, gives another value).
+							ct := append([]float32(nil), c0...)
+							tail, calls := nnTestTail(t, name, ct, ldc, s.m, s.n)
+							nnSgemmPacked(kern, 3, pre, tail, ta, tb, s.m, s.n, s.k, p.alpha, a, lda, b, ldb, p.beta, ct, ldc)
+							for i := range ct {
+								w, row, col := want[i], i/ldc, i%ldc
+								if row < s.m && col < s.n {
+									w = 3*w - 1
+									if calls[row*s.n+col] != 1 {
+										t.Fatalf("%s, packed %d, tail: element (%d, %d) finished %d times, want once", name, mode, row, col, calls[row*s.n+col])
+									}
+								}
+								if d := math.Abs(float64(ct[i] - w)); d > 3*atol+1e-4*math.Abs(float64(w)) {
+									t.Fatalf("%s, packed %d, tail: element %d (row %d, col %d) = %g, want %g", name, mode, i, row, col, ct[i], w)
 								}
 							}
 						}
@@ -113,6 +142,31 @@ func TestNNSgemm(t *testing.T) {
 			}
 		}
 	}
+}
+
+// nnTestTail returns a tail for a product into c (m×n, rows ldc apart)
+// that sets each element y it finishes to 3y − 1 and counts the calls for
+// it in calls (m·n, row-major), checking that each block's slice starts
+// at its element of c.
+func nnTestTail(t *testing.T, name string, c []float32, ldc, m, n int) (nnTail, []int32) {
+	calls := make([]int32, m*n)
+	return func(blk []float32, ld, i, j, rows, cols int) {
+		if ld != ldc || i < 0 || j < 0 || i+rows > m || j+cols > n {
+			t.Errorf("%s: tail on rows %d+%d, columns %d+%d, ld %d of a %d×%d product, ld %d", name, i, rows, j, cols, ld, m, n, ldc)
+			return
+		}
+		for r := range rows {
+			for q := range cols {
+				at := (i+r)*ldc + j + q
+				if &blk[r*ld+q] != &c[at] {
+					t.Errorf("%s: tail's block at (%d, %d) is not c's element %d", name, i, j, at)
+					return
+				}
+				c[at] = 3*c[at] - 1
+				calls[(i+r)*n+j+q]++
+			}
+		}
+	}, calls
 }
 
 // TestNNSgemmBetaZero checks that beta = 0 overwrites C without reading
