@@ -47,18 +47,15 @@ func (e *epilogue) apply(y []float32, off int) {
 		return
 	}
 	if cols := len(e.bias); cols > 0 {
-		j := off % cols
-		for i := range y {
-			y[i] += e.bias[j]
-			if j++; j == cols {
-				j = 0
-			}
+		// Row by row: y's first element is column off mod cols.
+		for rest, j := y, off%cols; len(rest) > 0; j = 0 {
+			n := min(len(rest), cols-j)
+			addInto(rest[:n], e.bias[j:])
+			rest = rest[n:]
 		}
 	}
 	if e.residual != nil {
-		for i, r := range e.residual[off : off+len(y)] {
-			y[i] += r
-		}
+		addInto(y, e.residual[off:])
 	}
 	e.clamp.apply(y)
 	if e.act != nil {
@@ -90,6 +87,14 @@ func (e *epilogue) applyRows(out []float32, cols int) {
 		return
 	}
 	parallelFor(len(out)/cols, 4*cols, func(lo, hi int) { e.apply(out[lo*cols:hi*cols], lo*cols) })
+}
+
+// addIntoGo is addInto's loop.
+func addIntoGo(y, x []float32) {
+	x = x[:len(y)]
+	for i := range y {
+		y[i] += x[i]
+	}
 }
 
 // fusedEpilogue returns the epilogue n carries for its float32 output of
