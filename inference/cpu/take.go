@@ -51,11 +51,79 @@ func tableShape(tabs [][]int) []int {
 // takeTables returns the tensor of the tables' shape whose elements are
 // src's elements at tableOffsets(tabs), or fill's where an offset is -1.
 func takeTables(r *limit.Run, src inference.Tensor, tabs [][]int, fill inference.Tensor) (inference.Tensor, error) {
+	if tableRuns(tabs) {
+		switch src.DType() {
+		case inference.Float32:
+			return takeRunsOf[float32](r, src, tabs)
+		case inference.Int64:
+			return takeRunsOf[int64](r, src, tabs)
+		case inference.Int32:
+			return takeRunsOf[int32](r, src, tabs)
+		case inference.Bool:
+			return takeRunsOf[bool](r, src, tabs)
+		case inference.Uint8:
+			return takeRunsOf[uint8](r, src, tabs)
+		}
+	}
 	offs, err := tableOffsets(r, tabs)
 	if err != nil {
 		return inference.Tensor{}, err
 	}
 	return take(r, src, tableShape(tabs), offs, fill)
+}
+
+// tableRuns reports whether the tables take runs of consecutive elements
+// and no fill: no offset is negative, and the last axis's table counts up
+// by one.
+func tableRuns(tabs [][]int) bool {
+	if len(tabs) == 0 || len(tabs[len(tabs)-1]) == 0 {
+		return false
+	}
+	for _, t := range tabs[:len(tabs)-1] {
+		for _, v := range t {
+			if v < 0 {
+				return false
+			}
+		}
+	}
+	last := tabs[len(tabs)-1]
+	for i, v := range last {
+		if v != last[0]+i || v < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// takeRunsOf is takeTables for tables that tableRuns accepts: a copy per
+// run along the last axis, without a table of offsets.
+func takeRunsOf[T inference.Element](r *limit.Run, src inference.Tensor, tabs [][]int) (inference.Tensor, error) {
+	s, err := inference.Data[T](src)
+	if err != nil {
+		return inference.Tensor{}, err
+	}
+	shape := tableShape(tabs)
+	out, err := limit.MakeOverwritten[T](r, shape...) // the runs cover it
+	if err != nil {
+		return inference.Tensor{}, err
+	}
+	rank := len(tabs)
+	first, width := tabs[rank-1][0], len(tabs[rank-1])
+	idx := make([]int, rank-1)
+	for pos := 0; pos < len(out); pos += width {
+		base := first
+		for j, i := range idx {
+			base += tabs[j][i]
+		}
+		copy(out[pos:pos+width], s[base:base+width])
+		for j := rank - 2; j >= 0; j-- {
+			if idx[j]++; idx[j] < len(tabs[j]) {
+				break
+			}
+			idx[j] = 0
+		}
+	}
+	return inference.New(shape, out)
 }
 
 // tableOffsets returns, for each element (i_0, …, i_k) of the shape the
