@@ -220,6 +220,16 @@ func nmTrailingOffsets(t inference.Tensor, name string, block []int, rows int) (
 	return opsem.BroadcastOffsets(s, block), nil
 }
 
+// isIota reports whether t[i] = i for every i.
+func isIota(t []int) bool {
+	for i, v := range t {
+		if v != i {
+			return false
+		}
+	}
+	return true
+}
+
 // nmLayerNorm is LayerNormalization: each block x[i, …] over the axes
 // axis…rank-1 (opsem.BlockNormAxis) is normalised,
 // y = (x - μ)·InvStdDev·Scale + B with InvStdDev = 1/√(σ² + epsilon); the
@@ -282,6 +292,8 @@ func nmBlockNorm(n opsem.Node, in []inference.Tensor, rms bool) ([]inference.Ten
 	if err != nil {
 		return nil, err
 	}
+	// Scale and B as long as the block index it directly.
+	direct := rows > 0 && len(scale) == size && isIota(scaleAt) && (bias == nil || len(bias) == size && isIota(biasAt))
 	parallelFor(rows, 8*size, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			row := x[r*size : (r+1)*size]
@@ -298,12 +310,26 @@ func nmBlockNorm(n opsem.Node, in []inference.Tensor, rms bool) ([]inference.Ten
 				inv = 1 / math.Sqrt(variance+eps)
 			}
 			means[r], invs[r] = float32(mean), float32(inv)
-			for i, v := range row {
-				z := (float64(v) - mean) * inv * float64(scale[scaleAt[i]])
-				if bias != nil {
-					z += float64(bias[biasAt[i]])
+			out := y[r*size : (r+1)*size]
+			switch {
+			case direct && bias != nil: // the common case, without the tables
+				sc, b := scale[:size], bias[:size]
+				for i, v := range row {
+					out[i] = float32((float64(v)-mean)*inv*float64(sc[i]) + float64(b[i]))
 				}
-				y[r*size+i] = float32(z)
+			case direct:
+				sc := scale[:size]
+				for i, v := range row {
+					out[i] = float32((float64(v) - mean) * inv * float64(sc[i]))
+				}
+			default:
+				for i, v := range row {
+					z := (float64(v) - mean) * inv * float64(scale[scaleAt[i]])
+					if bias != nil {
+						z += float64(bias[biasAt[i]])
+					}
+					out[i] = float32(z)
+				}
 			}
 		}
 	})
