@@ -343,7 +343,7 @@ func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inferen
 		}
 		bufs[i] = dirBuffers{xw, gates, step[:bh:bh], step[bh : 2*bh : 2*bh], step[2*bh:]}
 	}
-	packed, _ := n.Prepared.(nnPackedSet)
+	packed, _ := n.Prepared.(rnPacked)
 	fast := cell == rnLSTM && clip == 0 && pd == nil && rnDefaultActivations(n, cell)
 	direction := func(d int) error {
 		buf := bufs[min(d, len(bufs)-1)]
@@ -354,8 +354,9 @@ func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inferen
 		f := acts[d]
 		// xw = X·Wᵀ + biases, for all steps at once. GRU with
 		// linear_before_reset keeps Rbh apart: it is scaled by r.
-		nnSgemmThreads(threads, false, true, seq*batch, gh, inSize, 1, xd, inSize, wdir, inSize, 0, xw, gh)
-		pre := nnPrepacked{b: packed.of(d, rdir)} // R, packed at compile time for the RNN and LSTM step
+		preW := nnPrepacked{b: packed.w.of(d, wdir)} // W and R, packed at compile time
+		nnSgemmPre(threads, preW, nil, false, true, seq*batch, gh, inSize, 1, xd, inSize, wdir, inSize, 0, xw, gh)
+		pre := nnPrepacked{b: packed.r.of(d, rdir)}
 		var rbh []float32
 		if bd != nil {
 			bdir := bd[d*2*gh : (d+1)*2*gh]
@@ -551,14 +552,17 @@ func rnLSTMStep(gates, c, newC, newH []float32, batch, hidden int, inputForget b
 		sigmoids(gr[:3*hidden], gr[:3*hidden])
 		ig, og, fg, cg := gr[:hidden], gr[hidden:2*hidden], gr[2*hidden:3*hidden], gr[3*hidden:]
 		cb, nc, nh := c[b*hidden:(b+1)*hidden], newC[b*hidden:(b+1)*hidden], newH[b*hidden:(b+1)*hidden]
+		tanhs(cg, cg)
 		for j := range hidden {
 			f := fg[j]
 			if inputForget {
 				f = 1 - ig[j]
 			}
-			cNew := f*cb[j] + ig[j]*tanh32(cg[j])
-			nc[j] = cNew
-			nh[j] = og[j] * tanh32(cNew)
+			nc[j] = f*cb[j] + ig[j]*cg[j]
+		}
+		tanhs(nh, nc)
+		for j, o := range og {
+			nh[j] *= o
 		}
 	}
 }

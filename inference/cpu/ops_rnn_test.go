@@ -271,9 +271,10 @@ func lstmGraph(t *testing.T, attrs map[string]graph.Attr) *graph.Graph {
 	return g
 }
 
-// The LSTM's float32 path (default activations, R packed at compile time,
-// directions side by side on two cores) computes what the float64 path
-// computes on one core: a clip that never binds keeps a node on that path.
+// The LSTM's float32 path (default activations, W and R packed at
+// compile time, directions side by side on two cores) computes what the
+// float64 path computes on one core: a clip that never binds keeps a node
+// on that path.
 // Tolerance 1e-5 absolute: states and outputs lie in (-1, 1), and the
 // float32 activations are within 3 ulp.
 func TestLSTMFastPath(t *testing.T) {
@@ -286,8 +287,8 @@ func TestLSTMFastPath(t *testing.T) {
 	}
 	fast := compile(map[string]graph.Attr{})
 	ref := compile(map[string]graph.Attr{"clip": attrFloat(1e30)})
-	if _, ok := fast.prepared[fast.g.Nodes[0]].(nnPackedSet); !ok {
-		t.Fatal("R was not packed")
+	if p, ok := fast.prepared[fast.g.Nodes[0]].(rnPacked); !ok || len(p.w) != 2 || len(p.r) != 2 {
+		t.Fatalf("prepared %#v, want W and R packed for both directions", fast.prepared[fast.g.Nodes[0]])
 	}
 	r := rand.New(rand.NewPCG(15, 16))
 	x := tensorOf(t, []int{5, 3, 4}, nnRandom(r, 60)...)

@@ -8,16 +8,19 @@ import (
 )
 
 // Weights prepared at compile time: the constant operand of each Conv,
-// MatMul and Gemm, and the recurrence weights R of RNN and LSTM, packed once in the layout the SGEMM micro-kernel reads
+// MatMul and Gemm, and the weights W and R of RNN and LSTM, packed once in
+// the layout the SGEMM micro-kernel reads
 // (nnPacked), so that a run packs only the activations. The packed copy
 // sits beside the initializer, which constant folding and other readers
 // keep using; Model.ByteSize counts both.
 
 // nnPackedSet is a weight packed as one matrix per group (a Conv's W:
 // group g's outChans/group × (chans/group · ∏kernel) block, the A operand
-// of its im2col product) or per direction (the R of an RNN or LSTM, the B
-// operand of the step's H·Rᵀ).
+// of its im2col product) or per direction (rnPacked).
 type nnPackedSet []*nnPacked
+
+// rnPacked are the weights of an RNN or LSTM packed per direction.
+type rnPacked struct{ w, r nnPackedSet }
 
 // of returns set member i when it is the packing of x (nnPacked.of).
 func (s nnPackedSet) of(i int, x []float32) *nnPacked {
@@ -38,13 +41,20 @@ func prepare(g *graph.Graph) map[*graph.Node]any {
 			continue
 		}
 		if n.OpType == "LSTM" || n.OpType == "RNN" {
-			if r, rs, ok := constantFloats(g, n.Input(2)); ok && len(rs) == 3 {
-				dirs, gh, hidden := rs[0], rs[1], rs[2]
-				packs := make(nnPackedSet, dirs)
-				for d := range packs {
-					packs[d] = nnPackWholeB(kern, true, hidden, gh, r[d*gh*hidden:], hidden)
+			var p rnPacked
+			// W and R are [dirs, gates·hidden, inputs], the B operands of
+			// X·Wᵀ and H·Rᵀ.
+			for i, set := range []*nnPackedSet{&p.w, &p.r} {
+				if w, ws, ok := constantFloats(g, n.Input(1+i)); ok && len(ws) == 3 {
+					dirs, gh, inputs := ws[0], ws[1], ws[2]
+					*set = make(nnPackedSet, dirs)
+					for d := range *set {
+						(*set)[d] = nnPackWholeB(kern, true, inputs, gh, w[d*gh*inputs:], inputs)
+					}
 				}
-				prepared[n] = packs
+			}
+			if p.w != nil || p.r != nil {
+				prepared[n] = p
 			}
 			continue
 		}
@@ -111,6 +121,10 @@ func preparedSize(prepared map[*graph.Node]any) int64 {
 			add(v)
 		case nnPackedSet:
 			for _, p := range v {
+				add(p)
+			}
+		case rnPacked:
+			for _, p := range append(v.w, v.r...) {
 				add(p)
 			}
 		}
