@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -111,5 +112,24 @@ func TestMaxPool2DRows(t *testing.T) {
 		if !inference.Equal(rows, general) {
 			t.Fatalf("trial %d: %dx%d planes, attributes %v: row path %v, general %v", trial, h, w, attrs, rows, general)
 		}
+	}
+}
+
+// BenchmarkNNGlobalAveragePool times GlobalAveragePool on the shapes
+// EfficientNet-B0's squeeze-excite blocks average, [1, C, H, W].
+func BenchmarkNNGlobalAveragePool(b *testing.B) {
+	r := rand.New(rand.NewPCG(11, 12))
+	n := testNode("GlobalAveragePool", 1, nil, 1)
+	for _, s := range [][3]int{{32, 112, 112}, {96, 56, 56}, {144, 28, 28}, {480, 14, 14}, {1152, 7, 7}} {
+		x, _ := inference.New([]int{1, s[0], s[1], s[2]}, nnRandom(r, s[0]*s[1]*s[2]))
+		in := []inference.Tensor{x}
+		b.Run(fmt.Sprintf("%dx%dx%d", s[0], s[1], s[2]), func(b *testing.B) {
+			b.SetBytes(int64(4 * s[0] * s[1] * s[2]))
+			for b.Loop() {
+				if _, err := plGlobalAveragePool(n, in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
