@@ -3,6 +3,7 @@ package cpu
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -111,6 +112,45 @@ func TestMaxPool2DRows(t *testing.T) {
 		general := runKernel(t, testNode("MaxPool", 12, attrs, 2), x)[0]
 		if !inference.Equal(rows, general) {
 			t.Fatalf("trial %d: %dx%d planes, attributes %v: row path %v, general %v", trial, h, w, attrs, rows, general)
+		}
+	}
+}
+
+// TestGlobalPools checks GlobalAveragePool and GlobalMaxPool on planes of
+// every size from 1 to 70 and EfficientNet's 7×7 to 56×56, against the
+// float64 mean and Go's max folded over each plane. The mean is held to
+// sumFloats' bound, (size/8 + 16)·2⁻²⁴·Σ|x| over size, plus half an ulp
+// for the division; the max is exact.
+func TestGlobalPools(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	var sizes [][]int
+	for s := 1; s <= 70; s++ {
+		sizes = append(sizes, []int{s})
+	}
+	sizes = append(sizes, []int{7, 7}, []int{14, 14}, []int{28, 28}, []int{56, 56}, []int{3, 5, 7})
+	for _, spatial := range sizes {
+		shape := append([]int{2, 3}, spatial...)
+		x := randTensor(t, r, shape...)
+		xd := floatsOf(t, x)
+		avg := floatsOf(t, runKernel(t, testNode("GlobalAveragePool", 1, nil, 1), x)[0])
+		mx := floatsOf(t, runKernel(t, testNode("GlobalMaxPool", 1, nil, 1), x)[0])
+		size := len(xd) / 6
+		for p := range 6 {
+			plane := xd[p*size : (p+1)*size]
+			var sum, mag float64
+			best := float32(math.Inf(-1))
+			for _, v := range plane {
+				sum += float64(v)
+				mag += math.Abs(float64(v))
+				best = max(best, v)
+			}
+			mean := sum / float64(size)
+			if bound := (float64(size)/8+16)*0x1p-24*mag/float64(size) + 0x1p-24*math.Abs(mean); math.Abs(float64(avg[p])-mean) > bound {
+				t.Errorf("%v plane %d: mean %v, want %v ± %.3g", shape, p, avg[p], mean, bound)
+			}
+			if mx[p] != best {
+				t.Errorf("%v plane %d: max %v, want %v", shape, p, mx[p], best)
+			}
 		}
 	}
 }
