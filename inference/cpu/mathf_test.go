@@ -106,33 +106,42 @@ func BenchmarkMathf(b *testing.B) {
 }
 
 // vecLoop is a slice function of the vector levels, with the float32
-// function it applies element by element and the bound that function's doc
-// gives against math.
+// function it applies element by element, math's value, and the bound the
+// float32 function's doc states.
 type vecLoop struct {
 	name   string
 	run    func(l vecLevel, y, x []float32) // y = f(x), y and x as long
 	scalar func(float32) float32
-	within func(got, x float32) bool // got is within the bound of f(x)
-	block  int                       // the AVX2 loop's block; the Go tail does the rest
+	ref    func(float64) float64
+	bound  func(x, want float32) float64 // the most f(x) may stray from want
+	block  int                           // the AVX2 loop's block; the Go tail does the rest
+}
+
+// ulp is the gap from |x| to the next float32 up.
+func ulp(x float32) float64 {
+	return float64(math.Nextafter32(abs32(x), float32(math.Inf(1))) - abs32(x))
 }
 
 var vecLoops = []vecLoop{
-	{"exp", func(l vecLevel, y, x []float32) { expSumOn(l, y, x, 0) }, exp32, func(got, x float32) bool {
-		want := float32(math.Exp(float64(x)))
-		return ulps(got, want) <= 2 || math.Abs(float64(got-want)) <= 0x1p-149
-	}, 8},
-	{"sigmoid", func(l vecLevel, y, x []float32) { sigmoidsOn(l, y, x, false) }, sigmoid32, func(got, x float32) bool {
-		return ulps(got, float32(sigmoid(float64(x)))) <= 3 || x < -88.7 && got <= 0x1p-126
-	}, 8},
-	{"erf", erfsOn, erf32, func(got, x float32) bool {
-		return math.Abs(float64(got)-math.Erf(float64(x))) <= 4e-7
-	}, 8},
-	{"tanh", tanhsOn, tanh32, func(got, x float32) bool {
-		return ulps(got, float32(math.Tanh(float64(x)))) <= 3
-	}, 8},
-	{"clamp", func(l vecLevel, y, x []float32) { copy(y, x); clampsOn(l, y, -1, 6) }, clampRef, func(got, x float32) bool {
-		return got == clampRef(x)
-	}, 32},
+	{"exp", func(l vecLevel, y, x []float32) { expSumOn(l, y, x, 0) }, exp32, math.Exp,
+		func(_, want float32) float64 { return max(2*ulp(want), 0x1p-149) }, 8},
+	{"sigmoid", func(l vecLevel, y, x []float32) { sigmoidsOn(l, y, x, false) }, sigmoid32, sigmoid,
+		func(x, want float32) float64 {
+			if x < -88.7 {
+				return 0x1p-126
+			}
+			return 3 * ulp(want)
+		}, 8},
+	{"erf", erfsOn, erf32, math.Erf, func(_, _ float32) float64 { return 4e-7 }, 8},
+	{"tanh", tanhsOn, tanh32, math.Tanh, func(_, want float32) float64 { return 3 * ulp(want) }, 8},
+	{"clamp", func(l vecLevel, y, x []float32) { copy(y, x); clampsOn(l, y, -1, 6) }, clampRef,
+		func(x float64) float64 { return float64(clampRef(float32(x))) }, func(_, _ float32) float64 { return 0 }, 32},
+}
+
+// within reports whether got is within l's bound of want for x (equal
+// counts, infinities included).
+func (l vecLoop) within(got, x, want float32) bool {
+	return got == want || math.Abs(float64(got)-float64(want)) <= l.bound(x, want)
 }
 
 // clampRef is clamps(·, −1, 6) of one element.
@@ -230,15 +239,15 @@ func TestVectorLoops(t *testing.T) {
 								t.Fatalf("%s %s(%v) = %v, AVX2 loop %v", what, l.name, v, y[i], avx2[i])
 							}
 						default:
-							s := l.scalar(v)
+							s, want := l.scalar(v), float32(l.ref(float64(v)))
 							switch {
 							case v != v:
 								if y[i] == y[i] {
 									t.Fatalf("%s %s(NaN) = %v", what, l.name, y[i])
 								}
-							case !l.within(y[i], v):
-								t.Fatalf("%s %s(%v) = %v, beyond the bound of math's value", what, l.name, v, y[i])
-							case y[i] != s && !(math.Abs(float64(y[i]-s)) <= 2*vecGap(l, s)):
+							case !l.within(y[i], v, want):
+								t.Fatalf("%s %s(%v) = %v, math's value %v: beyond the bound", what, l.name, v, y[i], want)
+							case y[i] != s && !(math.Abs(float64(y[i]-s)) <= 2*l.bound(v, s)):
 								t.Fatalf("%s %s(%v) = %v, float32 function %v: beyond twice the bound", what, l.name, v, y[i], s)
 							}
 						}
@@ -266,23 +275,6 @@ func TestVectorLoops(t *testing.T) {
 			}
 		})
 	}
-}
-
-// vecGap is the most a result may stray from the float32 function's s:
-// the loop's bound at s, in ulp, or absolute for erf and subnormal results.
-func vecGap(l vecLoop, s float32) float64 {
-	ulp := float64(math.Nextafter32(abs32(s), float32(math.Inf(1))) - abs32(s))
-	switch l.name {
-	case "erf":
-		return 4e-7
-	case "exp":
-		return max(2*ulp, 0x1p-149)
-	case "sigmoid":
-		return max(3*ulp, 0x1p-126)
-	case "tanh":
-		return 3 * ulp
-	}
-	return 0
 }
 
 // vecCheckLengths runs loop l at level lv on every length from 0 to 33, at
