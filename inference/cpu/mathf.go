@@ -141,3 +141,138 @@ func geluTanh32(x float32) float32 {
 
 // geluTanhs sets y[i] = geluTanh32(x[i]) with the vector tanh; y may be x.
 func geluTanhs(y, x []float32) { geluBlocks(y, x, true) }
+
+// vecLevel names a set of loops for the slice functions below: the float32
+// functions element by element (vecGo), AVX2 with FMA eight lanes at a
+// time with a Go tail (vecAVX2), or AVX-512 sixteen lanes at a time with
+// masked tails (vecAVX512). The AVX-512 loops compute what the AVX2 loops
+// do, bit for bit; both differ from the Go ones by their FMAs, within each
+// function's bound. vecBest (mathf_amd64.go, mathf_noasm.go) is the best
+// level this CPU and build run; the functions below use it, and the
+// …On variants take a level, for the tests to try each one.
+type vecLevel uint8
+
+const (
+	vecGo vecLevel = iota
+	vecAVX2
+	vecAVX512
+)
+
+func (l vecLevel) String() string {
+	return [...]string{vecGo: "Go", vecAVX2: "AVX2", vecAVX512: "AVX512"}[l]
+}
+
+// expSum sets y[i] = e^(x[i] − shift) and returns the sum; y and x are as
+// long, and may be the same slice.
+func expSum(y, x []float32, shift float32) float32 { return expSumOn(vecBest, y, x, shift) }
+
+// sigmoids sets y[i] = sigmoid(x[i]); y and x are as long, and may be the
+// same slice.
+func sigmoids(y, x []float32) { sigmoidsOn(vecBest, y, x, false) }
+
+// silus sets y[i] = x[i]·sigmoid32(x[i]), rounded as Mul(x, Sigmoid(x))
+// rounds; y and x are as long, and may be the same slice.
+func silus(y, x []float32) { sigmoidsOn(vecBest, y, x, true) }
+
+// erfs sets y[i] = erf(x[i]); y and x are as long, and may be the same
+// slice.
+func erfs(y, x []float32) { erfsOn(vecBest, y, x) }
+
+// tanhs sets y[i] = tanh(x[i]); y and x are as long, and may be the same
+// slice.
+func tanhs(y, x []float32) { tanhsOn(vecBest, y, x) }
+
+// clamps sets y[i] = min(max(y[i], lo), hi); NaN stays NaN.
+func clamps(y []float32, lo, hi float32) { clampsOn(vecBest, y, lo, hi) }
+
+// sumFloats returns Σ x[i] in float32, in partial sums (8 in Go, 32 with
+// AVX2, 64 with AVX-512) that are added at the end: no element passes
+// through more than len(x)/8 + 16 roundings, so the result is within
+// (len(x)/8 + 16)·2⁻²⁴·Σ|x[i]| of the exact sum (a sum from left to right
+// is within (len(x) − 1)·2⁻²⁴·Σ|x[i]|).
+func sumFloats(x []float32) float32 { return sumFloatsOn(vecBest, x) }
+
+// maxFloats returns the largest of x as Go's max folds it from −Inf: NaN
+// if any element is NaN, +0 over −0, −Inf for none. max is associative and
+// commutative, so the order does not change the result.
+func maxFloats(x []float32) float32 { return maxFloatsOn(vecBest, x) }
+
+// The Go loops: each level's whole loop on vecGo, and the AVX2 tails.
+
+func expSumGo(y, x []float32, shift float32) float32 {
+	var sum float32
+	for i, v := range x {
+		y[i] = exp32(v - shift)
+		sum += y[i]
+	}
+	return sum
+}
+
+func sigmoidsGo(y, x []float32, gate bool) {
+	if gate {
+		for i, v := range x {
+			y[i] = v * sigmoid32(v)
+		}
+		return
+	}
+	for i, v := range x {
+		y[i] = sigmoid32(v)
+	}
+}
+
+func erfsGo(y, x []float32) {
+	for i, v := range x {
+		y[i] = erf32(v)
+	}
+}
+
+func tanhsGo(y, x []float32) {
+	for i, v := range x {
+		y[i] = tanh32(v)
+	}
+}
+
+func clampsGo(y []float32, lo, hi float32) {
+	for i, v := range y {
+		if v < lo {
+			y[i] = lo
+		} else if v > hi {
+			y[i] = hi
+		}
+	}
+}
+
+// sumFloatsGo sums in eight partial sums, which the CPU adds in parallel.
+func sumFloatsGo(x []float32) float32 {
+	var s [8]float32
+	for ; len(x) >= 8; x = x[8:] {
+		s[0] += x[0]
+		s[1] += x[1]
+		s[2] += x[2]
+		s[3] += x[3]
+		s[4] += x[4]
+		s[5] += x[5]
+		s[6] += x[6]
+		s[7] += x[7]
+	}
+	for _, v := range x {
+		s[0] += v
+	}
+	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
+}
+
+// maxFloatsGo takes the max in four partial maxima, which the CPU takes in
+// parallel.
+func maxFloatsGo(x []float32) float32 {
+	m := [4]float32{float32(math.Inf(-1)), float32(math.Inf(-1)), float32(math.Inf(-1)), float32(math.Inf(-1))}
+	for ; len(x) >= 4; x = x[4:] {
+		m[0] = max(m[0], x[0])
+		m[1] = max(m[1], x[1])
+		m[2] = max(m[2], x[2])
+		m[3] = max(m[3], x[3])
+	}
+	for _, v := range x {
+		m[0] = max(m[0], v)
+	}
+	return max(max(m[0], m[1]), max(m[2], m[3]))
+}

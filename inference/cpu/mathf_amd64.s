@@ -2,10 +2,12 @@
 
 #include "textflag.h"
 
-// Vector versions of exp32, sigmoid32, tanh32 and erf32 (mathf.go) for AVX2 and FMA, eight
-// lanes at a time, with the same range reduction and polynomial; see
-// mathf_amd64.go for the contracts. Each constant is stored eight times, a
-// full YMM operand.
+// Vector versions of exp32, sigmoid32, tanh32 and erf32 (mathf.go), with
+// the same range reduction and polynomial, of clamping, and of a slice's
+// sum and max: for AVX2 and FMA, eight lanes at a time, and below them for
+// AVX-512, sixteen. See mathf_amd64.go for the contracts. Each constant is
+// stored eight times, a full YMM operand; the AVX-512 loops broadcast the
+// first.
 
 DATA mathf<>+0(SB)/4, $0x3fb8aa3b
 DATA mathf<>+4(SB)/4, $0x3fb8aa3b
@@ -570,4 +572,620 @@ tanhloop:
 
 tanhdone:
 	VZEROUPPER
+	RET
+
+// AVX-512 versions, sixteen lanes, two vectors a step with their
+// instructions interleaved (each lane's exp is a chain of some 15 dependent
+// operations, so one vector at a time leaves the units idle). Every step
+// loads and stores under the masks K1 and K2, all lanes until the last,
+// partial step, so there is no scalar tail. The arithmetic is the AVX2
+// loops' operation for operation, and the results are theirs bit for bit
+// (NaN payloads aside): VRNDSCALEPS $0 rounds to nearest as VROUNDPS $0
+// does, VSCALEFPS scales by 2^n with one rounding as EXP8's two
+// multiplications by 2^(n/2) and 2^(n−n/2) do (the first is exact), and
+// VPTERNLOGD and masked moves do the AND, OR and blends exactly. VDIVPS
+// stays: VRCP14PS and a Newton step keep each bound but round differently
+// in some lanes, need a guard for 1/Inf, and were no faster on Zen 4, where
+// these loops wait on the FMA units, not the divider.
+
+// EXPCONSTS512 broadcasts the constants EXP2X keeps in Z16–Z27.
+#define EXPCONSTS512 \
+	VBROADCASTSS LOG2E, Z16; \
+	VBROADCASTSS LN2HI, Z17; \
+	VBROADCASTSS LN2LO, Z18; \
+	VBROADCASTSS C0, Z19;    \
+	VBROADCASTSS C1, Z20;    \
+	VBROADCASTSS C2, Z21;    \
+	VBROADCASTSS C3, Z22;    \
+	VBROADCASTSS C4, Z23;    \
+	VBROADCASTSS C5, Z24;    \
+	VBROADCASTSS ONE, Z25;   \
+	VBROADCASTSS LO, Z26;    \
+	VBROADCASTSS HI, Z27
+
+// EXP2X sets ea to e^a and eb to e^b lane by lane, as EXP8 does, using na,
+// nb, ta and tb and changing a and b.
+#define EXP2X(a, b, ea, eb, na, nb, ta, tb) \
+	VMAXPS       a, Z26, a;   \
+	VMAXPS       b, Z26, b;   \
+	VMINPS       a, Z27, a;   \
+	VMINPS       b, Z27, b;   \
+	VMULPS       Z16, a, na;  \
+	VMULPS       Z16, b, nb;  \
+	VRNDSCALEPS  $0, na, na;  \
+	VRNDSCALEPS  $0, nb, nb;  \
+	VFNMADD231PS Z17, na, a;  \
+	VFNMADD231PS Z17, nb, b;  \
+	VFNMADD231PS Z18, na, a;  \
+	VFNMADD231PS Z18, nb, b;  \
+	VMOVAPS      Z19, ea;     \
+	VMOVAPS      Z19, eb;     \
+	VFMADD213PS  Z20, a, ea;  \
+	VFMADD213PS  Z20, b, eb;  \
+	VFMADD213PS  Z21, a, ea;  \
+	VFMADD213PS  Z21, b, eb;  \
+	VFMADD213PS  Z22, a, ea;  \
+	VFMADD213PS  Z22, b, eb;  \
+	VFMADD213PS  Z23, a, ea;  \
+	VFMADD213PS  Z23, b, eb;  \
+	VFMADD213PS  Z24, a, ea;  \
+	VFMADD213PS  Z24, b, eb;  \
+	VMULPS       a, a, ta;    \
+	VMULPS       b, b, tb;    \
+	VFMADD213PS  a, ta, ea;   \
+	VFMADD213PS  b, tb, eb;   \
+	VADDPS       Z25, ea, ea; \
+	VADDPS       Z25, eb, eb; \
+	VSCALEFPS    na, ea, ea;  \
+	VSCALEFPS    nb, eb, eb
+
+// SLICES512 loads dst's base into DI, src's into SI, src's length into CX,
+// the number of whole steps of 32 into BX, and all lanes into K1 and K2.
+#define SLICES512 \
+	MOVQ   dst_base+0(FP), DI;  \
+	MOVQ   src_base+24(FP), SI; \
+	MOVQ   src_len+32(FP), CX;  \
+	MOVQ   CX, BX;              \
+	SHRQ   $5, BX;              \
+	KXNORW K1, K1, K1;          \
+	KXNORW K2, K2, K2
+
+// TAILMASKS sets K1 to the first min(CX, 16) lanes and K2 to the next
+// CX − 16, for a last step of CX < 32 elements, using AX.
+#define TAILMASKS \
+	MOVL  $1, AX;  \
+	SHLL  CX, AX;  \
+	DECL  AX;      \
+	KMOVW AX, K1;  \
+	SHRL  $16, AX; \
+	KMOVW AX, K2
+
+// LOOP512 runs the step body over BX whole steps of 32 elements, then
+// once more under TAILMASKS for the CX mod 32 left, if any, and goes to
+// done.
+#define LOOP512(body, loop, tail, done) \
+	TESTQ BX, BX;   \
+	JEQ   tail;     \
+loop:               \
+	body;           \
+	ADDQ  $128, SI; \
+	ADDQ  $128, DI; \
+	DECQ  BX;       \
+	JNZ   loop;     \
+tail:               \
+	ANDQ  $31, CX;  \
+	JEQ   done;     \
+	TAILMASKS;      \
+	body
+
+// SIGMOID2X stores 1/(1 + e^−x) of x at (SI) and 64(SI), times x in the
+// lanes of K3, under K1 and K2, to (DI) and 64(DI).
+#define SIGMOID2X \
+	VMOVUPS.Z (SI), K1, Z0;                \
+	VMOVUPS.Z 64(SI), K2, Z1;              \
+	VPXORD    Z28, Z0, Z4;                 \
+	VPXORD    Z28, Z1, Z5;                 \
+	EXP2X(Z4, Z5, Z2, Z3, Z6, Z7, Z8, Z9); \
+	VADDPS    Z25, Z2, Z2;                 \
+	VADDPS    Z25, Z3, Z3;                 \
+	VDIVPS    Z2, Z25, Z2;                 \
+	VDIVPS    Z3, Z25, Z3;                 \
+	VMULPS    Z0, Z2, K3, Z2;              \
+	VMULPS    Z1, Z3, K3, Z3;              \
+	VMOVUPS   Z2, K1, (DI);                \
+	VMOVUPS   Z3, K2, 64(DI)
+
+// func sigmoidAVX512(dst, src []float32, gate bool)
+// As sigmoidAVX2, over all of src; the gate sets K3 to all lanes or none.
+TEXT ·sigmoidAVX512(SB), NOSPLIT, $0-49
+	SLICES512
+	MOVBLZX      gate+48(FP), AX
+	NEGL         AX
+	KMOVW        AX, K3
+	EXPCONSTS512
+	VPBROADCASTD SIGN, Z28
+	LOOP512(SIGMOID2X, sig512loop, sig512tail, sig512done)
+
+sig512done:
+	VZEROUPPER
+	RET
+
+// HSUM512 sets the first lane of X10 to the sum of Z10's sixteen, using
+// Z11.
+#define HSUM512 \
+	VEXTRACTF64X4 $1, Z10, Y11;  \
+	VADDPS        Y11, Y10, Y10; \
+	VEXTRACTF128  $1, Y10, X11;  \
+	VADDPS        X11, X10, X10; \
+	VHADDPS       X10, X10, X10; \
+	VHADDPS       X10, X10, X10
+
+// EXPSUM2X stores e^(x − shift) of x at (SI) and 64(SI), under K1 and K2,
+// to (DI) and 64(DI), and adds them to the sums in Z10 and Z11.
+#define EXPSUM2X \
+	VMOVUPS.Z (SI), K1, Z0;                \
+	VMOVUPS.Z 64(SI), K2, Z1;              \
+	VSUBPS    Z28, Z0, Z0;                 \
+	VSUBPS    Z28, Z1, Z1;                 \
+	EXP2X(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7); \
+	VMOVUPS   Z2, K1, (DI);                \
+	VMOVUPS   Z3, K2, 64(DI);              \
+	VADDPS    Z2, Z10, K1, Z10;            \
+	VADDPS    Z3, Z11, K2, Z11
+
+// func expSumAVX512(dst, src []float32, shift float32) float32
+// As expSumAVX2, over all of src; the sum differs from its by rounding (32
+// partial sums, not 8).
+TEXT ·expSumAVX512(SB), NOSPLIT, $0-60
+	SLICES512
+	EXPCONSTS512
+	VBROADCASTSS shift+48(FP), Z28
+	VPXORD       Z10, Z10, Z10
+	VPXORD       Z11, Z11, Z11
+	LOOP512(EXPSUM2X, exp512loop, exp512tail, exp512sum)
+
+exp512sum:
+	VADDPS Z11, Z10, Z10
+	HSUM512
+	VZEROUPPER
+	MOVSS  X10, ret+56(FP)
+	RET
+
+// ERF2X stores erf x of x at (SI) and 64(SI), under K1 and K2, to (DI)
+// and 64(DI), as erfAVX2 computes it: x in Z0 and Z1, |x| in Z2 and Z3,
+// the series in Z4 and Z5, e^−x² in Z8 and Z9, t in Z10 and Z11, 7.1.26
+// in Z6 and Z7. The series' constants, and 7.1.26's, are broadcast from
+// memory.
+#define ERF2X \
+	VMOVUPS.Z        (SI), K1, Z0;                     \
+	VMOVUPS.Z        64(SI), K2, Z1;                   \
+	VPANDD           Z29, Z0, Z2;                      \
+	VPANDD           Z29, Z1, Z3;                      \
+	VMULPS           Z0, Z0, Z12;                      \
+	VMULPS           Z1, Z1, Z13;                      \
+	VBROADCASTSS     S6, Z4;                           \
+	VBROADCASTSS     S6, Z5;                           \
+	VFMADD213PS.BCST S5, Z12, Z4;                      \
+	VFMADD213PS.BCST S5, Z13, Z5;                      \
+	VFMADD213PS.BCST S4, Z12, Z4;                      \
+	VFMADD213PS.BCST S4, Z13, Z5;                      \
+	VFMADD213PS.BCST S3, Z12, Z4;                      \
+	VFMADD213PS.BCST S3, Z13, Z5;                      \
+	VFMADD213PS.BCST S2, Z12, Z4;                      \
+	VFMADD213PS.BCST S2, Z13, Z5;                      \
+	VFMADD213PS.BCST S1, Z12, Z4;                      \
+	VFMADD213PS.BCST S1, Z13, Z5;                      \
+	VFMADD213PS      Z25, Z12, Z4;                     \
+	VFMADD213PS      Z25, Z13, Z5;                     \
+	VMULPS           Z0, Z4, Z4;                       \
+	VMULPS           Z1, Z5, Z5;                       \
+	VMULPS.BCST      TSP, Z4, Z4;                      \
+	VMULPS.BCST      TSP, Z5, Z5;                      \
+	VMULPS           Z2, Z2, Z6;                       \
+	VMULPS           Z3, Z3, Z7;                       \
+	VPXORD           Z28, Z6, Z6;                      \
+	VPXORD           Z28, Z7, Z7;                      \
+	EXP2X(Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13);         \
+	VMULPS.BCST      P, Z2, Z10;                       \
+	VMULPS.BCST      P, Z3, Z11;                       \
+	VADDPS           Z25, Z10, Z10;                    \
+	VADDPS           Z25, Z11, Z11;                    \
+	VDIVPS           Z10, Z25, Z10;                    \
+	VDIVPS           Z11, Z25, Z11;                    \
+	VBROADCASTSS     A5, Z6;                           \
+	VBROADCASTSS     A5, Z7;                           \
+	VFMADD213PS.BCST A4, Z10, Z6;                      \
+	VFMADD213PS.BCST A4, Z11, Z7;                      \
+	VFMADD213PS.BCST A3, Z10, Z6;                      \
+	VFMADD213PS.BCST A3, Z11, Z7;                      \
+	VFMADD213PS.BCST A2, Z10, Z6;                      \
+	VFMADD213PS.BCST A2, Z11, Z7;                      \
+	VFMADD213PS.BCST A1, Z10, Z6;                      \
+	VFMADD213PS.BCST A1, Z11, Z7;                      \
+	VMULPS           Z10, Z6, Z6;                      \
+	VMULPS           Z11, Z7, Z7;                      \
+	VMULPS           Z8, Z6, Z6;                       \
+	VMULPS           Z9, Z7, Z7;                       \
+	VSUBPS           Z6, Z25, Z6;                      \
+	VSUBPS           Z7, Z25, Z7;                      \
+	VPTERNLOGD       $0xf8, Z28, Z0, Z6;               \
+	VPTERNLOGD       $0xf8, Z28, Z1, Z7;               \
+	VCMPPS           $1, Z30, Z2, K4;                  \
+	VCMPPS           $1, Z30, Z3, K5;                  \
+	VMOVAPS          Z4, K4, Z6;                       \
+	VMOVAPS          Z5, K5, Z7;                       \
+	VMOVUPS          Z6, K1, (DI);                     \
+	VMOVUPS          Z7, K2, 64(DI)
+
+// func erfAVX512(dst, src []float32)
+// As erfAVX2, over all of src. VPTERNLOGD $0xf8 ORs x's sign bit (x AND
+// SIGN) into 7.1.26's value; the series replaces it where |x| < 0.5.
+TEXT ·erfAVX512(SB), NOSPLIT, $0-48
+	SLICES512
+	EXPCONSTS512
+	VPBROADCASTD SIGN, Z28
+	VPBROADCASTD ABS, Z29
+	VBROADCASTSS HALF, Z30
+	LOOP512(ERF2X, erf512loop, erf512tail, erf512done)
+
+erf512done:
+	VZEROUPPER
+	RET
+
+// TANH2X stores tanh x of x at (SI) and 64(SI), under K1 and K2, to (DI)
+// and 64(DI), as tanhAVX2 computes it: x in Z0 and Z1, |x| in Z2 and Z3,
+// the odd polynomial in Z4 and Z5, 1 − 2/(e^2|x| + 1) in Z8 and Z9.
+#define TANH2X \
+	VMOVUPS.Z        (SI), K1, Z0;                     \
+	VMOVUPS.Z        64(SI), K2, Z1;                   \
+	VPANDD           Z29, Z0, Z2;                      \
+	VPANDD           Z29, Z1, Z3;                      \
+	VMULPS           Z0, Z0, Z12;                      \
+	VMULPS           Z1, Z1, Z13;                      \
+	VBROADCASTSS     T4, Z4;                           \
+	VBROADCASTSS     T4, Z5;                           \
+	VFMADD213PS.BCST T3, Z12, Z4;                      \
+	VFMADD213PS.BCST T3, Z13, Z5;                      \
+	VFMADD213PS.BCST T2, Z12, Z4;                      \
+	VFMADD213PS.BCST T2, Z13, Z5;                      \
+	VFMADD213PS.BCST T1, Z12, Z4;                      \
+	VFMADD213PS.BCST T1, Z13, Z5;                      \
+	VFMADD213PS.BCST T0, Z12, Z4;                      \
+	VFMADD213PS.BCST T0, Z13, Z5;                      \
+	VMULPS           Z12, Z4, Z4;                      \
+	VMULPS           Z13, Z5, Z5;                      \
+	VFMADD213PS      Z0, Z0, Z4;                       \
+	VFMADD213PS      Z1, Z1, Z5;                       \
+	VADDPS           Z2, Z2, Z6;                       \
+	VADDPS           Z3, Z3, Z7;                       \
+	EXP2X(Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13);         \
+	VADDPS           Z25, Z8, Z8;                      \
+	VADDPS           Z25, Z9, Z9;                      \
+	VDIVPS           Z8, Z30, Z8;                      \
+	VDIVPS           Z9, Z30, Z9;                      \
+	VSUBPS           Z8, Z25, Z8;                      \
+	VSUBPS           Z9, Z25, Z9;                      \
+	VPTERNLOGD       $0xf8, Z28, Z0, Z8;               \
+	VPTERNLOGD       $0xf8, Z28, Z1, Z9;               \
+	VCMPPS           $1, Z31, Z2, K4;                  \
+	VCMPPS           $1, Z31, Z3, K5;                  \
+	VMOVAPS          Z4, K4, Z8;                       \
+	VMOVAPS          Z5, K5, Z9;                       \
+	VMOVUPS          Z8, K1, (DI);                     \
+	VMOVUPS          Z9, K2, 64(DI)
+
+// func tanhAVX512(dst, src []float32)
+// As tanhAVX2, over all of src, with erfAVX512's sign and blend.
+TEXT ·tanhAVX512(SB), NOSPLIT, $0-48
+	SLICES512
+	EXPCONSTS512
+	VPBROADCASTD SIGN, Z28
+	VPBROADCASTD ABS, Z29
+	VBROADCASTSS TWO, Z30
+	VBROADCASTSS TSMALL, Z31
+	LOOP512(TANH2X, tanh512loop, tanh512tail, tanh512done)
+
+tanh512done:
+	VZEROUPPER
+	RET
+
+// MASKS4 sets K1–K4 to the lanes of the four vectors of a step of 64
+// elements that the first CX < 64 fill, using AX.
+#define MASKS4 \
+	MOVQ  $1, AX;  \
+	SHLQ  CX, AX;  \
+	DECQ  AX;      \
+	KMOVW AX, K1;  \
+	SHRQ  $16, AX; \
+	KMOVW AX, K2;  \
+	SHRQ  $16, AX; \
+	KMOVW AX, K3;  \
+	SHRQ  $16, AX; \
+	KMOVW AX, K4
+
+// CLAMP4X clamps the 64 floats at DI under K1–K4, in place.
+#define CLAMP4X \
+	VMOVUPS.Z (DI), K1, Z0;    \
+	VMOVUPS.Z 64(DI), K2, Z1;  \
+	VMOVUPS.Z 128(DI), K3, Z2; \
+	VMOVUPS.Z 192(DI), K4, Z3; \
+	VMAXPS    Z0, Z6, Z0;      \
+	VMAXPS    Z1, Z6, Z1;      \
+	VMAXPS    Z2, Z6, Z2;      \
+	VMAXPS    Z3, Z6, Z3;      \
+	VMINPS    Z0, Z7, Z0;      \
+	VMINPS    Z1, Z7, Z1;      \
+	VMINPS    Z2, Z7, Z2;      \
+	VMINPS    Z3, Z7, Z3;      \
+	VMOVUPS   Z0, K1, (DI);    \
+	VMOVUPS   Z1, K2, 64(DI);  \
+	VMOVUPS   Z2, K3, 128(DI); \
+	VMOVUPS   Z3, K4, 192(DI)
+
+// func clampAVX512(y []float32, lo, hi float32)
+// As clampAVX2, over all of y, 64 floats a step.
+TEXT ·clampAVX512(SB), NOSPLIT, $0-32
+	MOVQ         y_base+0(FP), DI
+	MOVQ         y_len+8(FP), CX
+	VBROADCASTSS lo+24(FP), Z6
+	VBROADCASTSS hi+28(FP), Z7
+	KXNORW       K1, K1, K1
+	KXNORW       K2, K2, K2
+	KXNORW       K3, K3, K3
+	KXNORW       K4, K4, K4
+	MOVQ         CX, BX
+	SHRQ         $6, BX
+	JEQ          clamp512tail
+
+clamp512loop:
+	CLAMP4X
+	ADDQ $256, DI
+	DECQ BX
+	JNZ  clamp512loop
+
+clamp512tail:
+	ANDQ $63, CX
+	JEQ  clamp512done
+	MASKS4
+	CLAMP4X
+
+clamp512done:
+	VZEROUPPER
+	RET
+
+// func sumAVX512(x []float32) float32
+// The sum of x, in four vectors of partial sums, 64 floats a step, under
+// K1–K4.
+TEXT ·sumAVX512(SB), NOSPLIT, $0-28
+	MOVQ   x_base+0(FP), SI
+	MOVQ   x_len+8(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	KXNORW K1, K1, K1
+	KXNORW K2, K2, K2
+	KXNORW K3, K3, K3
+	KXNORW K4, K4, K4
+	MOVQ   CX, BX
+	SHRQ   $6, BX
+	JEQ    sum512tail
+
+sum512loop:
+	VADDPS (SI), Z0, Z0
+	VADDPS 64(SI), Z1, Z1
+	VADDPS 128(SI), Z2, Z2
+	VADDPS 192(SI), Z3, Z3
+	ADDQ   $256, SI
+	DECQ   BX
+	JNZ    sum512loop
+
+sum512tail:
+	ANDQ   $63, CX
+	JEQ    sum512done
+	MASKS4
+	VADDPS (SI), Z0, K1, Z0
+	VADDPS 64(SI), Z1, K2, Z1
+	VADDPS 128(SI), Z2, K3, Z2
+	VADDPS 192(SI), Z3, K4, Z3
+
+sum512done:
+	VADDPS Z1, Z0, Z0
+	VADDPS Z3, Z2, Z2
+	VADDPS Z2, Z0, Z10
+	HSUM512
+	VZEROUPPER
+	MOVSS  X10, ret+24(FP)
+	RET
+
+// NEGMIN sets a to min(a, b) as Go's min has it, NaN if either is NaN,
+// −0 below +0: VMINPS gives its second Go operand when the two are
+// unordered or both zeros, so one of the two orders gives the NaN, or −0,
+// and ORing them keeps it (a NaN's bits ORed with any float's are a NaN's).
+// Go's max(a, b) is −min(−a, −b), and max loops keep −max this way. t is
+// scratch; a, b and t are all X, all Y or all Z registers, and VPORD serves
+// only Z (VORPS only X and Y).
+#define NEGMIN512(a, b, t) \
+	VMINPS b, a, t; \
+	VMINPS a, b, a; \
+	VPORD  t, a, a
+
+#define NEGMIN256(a, b, t) \
+	VMINPS b, a, t; \
+	VMINPS a, b, a; \
+	VORPS  t, a, a
+
+// NEGMAX4X takes the negated floats at (SI), 64(SI), 128(SI) and 192(SI),
+// under K1–K4 (−Inf elsewhere), into −max in Z0–Z3, using Z4–Z7 and Z9.
+#define NEGMAX4X \
+	VMOVAPS   Z8, Z4;              \
+	VMOVAPS   Z8, Z5;              \
+	VMOVAPS   Z8, Z6;              \
+	VMOVAPS   Z8, Z7;              \
+	VMOVUPS   (SI), K1, Z4;        \
+	VMOVUPS   64(SI), K2, Z5;      \
+	VMOVUPS   128(SI), K3, Z6;     \
+	VMOVUPS   192(SI), K4, Z7;     \
+	VPXORD    Z10, Z4, Z4;         \
+	VPXORD    Z10, Z5, Z5;         \
+	VPXORD    Z10, Z6, Z6;         \
+	VPXORD    Z10, Z7, Z7;         \
+	NEGMIN512(Z0, Z4, Z9);         \
+	NEGMIN512(Z1, Z5, Z9);         \
+	NEGMIN512(Z2, Z6, Z9);         \
+	NEGMIN512(Z3, Z7, Z9)
+
+// func maxAVX512(x []float32) float32
+// Go's max over x (−Inf for none), as a fold from −Inf in any order gives
+// it: max is associative and commutative, NaN and the signed zeros
+// included. Four vectors of −max, 64 floats a step, under K1–K4.
+TEXT ·maxAVX512(SB), NOSPLIT, $0-28
+	MOVQ         x_base+0(FP), SI
+	MOVQ         x_len+8(FP), CX
+	MOVL         $0xff800000, AX
+	VPBROADCASTD AX, Z8
+	VPBROADCASTD SIGN, Z10
+	VPXORD       Z10, Z8, Z0
+	VMOVAPS      Z0, Z1
+	VMOVAPS      Z0, Z2
+	VMOVAPS      Z0, Z3
+	KXNORW       K1, K1, K1
+	KXNORW       K2, K2, K2
+	KXNORW       K3, K3, K3
+	KXNORW       K4, K4, K4
+	MOVQ         CX, BX
+	SHRQ         $6, BX
+	JEQ          max512tail
+
+max512loop:
+	NEGMAX4X
+	ADDQ $256, SI
+	DECQ BX
+	JNZ  max512loop
+
+max512tail:
+	ANDQ $63, CX
+	JEQ  max512done
+	MASKS4
+	NEGMAX4X
+
+max512done:
+	NEGMIN512(Z0, Z1, Z9)
+	NEGMIN512(Z2, Z3, Z9)
+	NEGMIN512(Z0, Z2, Z9)
+	VSHUFF32X4 $0x4e, Z0, Z0, Z1
+	NEGMIN512(Z0, Z1, Z9)
+	VSHUFF32X4 $0xb1, Z0, Z0, Z1
+	NEGMIN512(Z0, Z1, Z9)
+	VPERMILPS  $0x4e, Z0, Z1
+	NEGMIN512(Z0, Z1, Z9)
+	VPERMILPS  $0xb1, Z0, Z1
+	NEGMIN512(Z0, Z1, Z9)
+	VPXORD     Z10, Z0, Z0
+	VZEROUPPER
+	MOVSS      X0, ret+24(FP)
+	RET
+
+// func sumAVX2(x []float32) float32
+// The sum of the first len(x)/8·8 floats of x, in four vectors of partial
+// sums, 32 floats a step, then eight at a time into the first.
+TEXT ·sumAVX2(SB), NOSPLIT, $0-28
+	MOVQ   x_base+0(FP), SI
+	MOVQ   x_len+8(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ   CX, BX
+	SHRQ   $5, BX
+	JEQ    sum256eights
+
+sum256loop:
+	VADDPS (SI), Y0, Y0
+	VADDPS 32(SI), Y1, Y1
+	VADDPS 64(SI), Y2, Y2
+	VADDPS 96(SI), Y3, Y3
+	ADDQ   $128, SI
+	DECQ   BX
+	JNZ    sum256loop
+
+sum256eights:
+	ANDQ $31, CX
+	SHRQ $3, CX
+	JEQ  sum256done
+
+sum256eight:
+	VADDPS (SI), Y0, Y0
+	ADDQ   $32, SI
+	DECQ   CX
+	JNZ    sum256eight
+
+sum256done:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VZEROUPPER
+	MOVSS        X0, ret+24(FP)
+	RET
+
+// func maxAVX2(x []float32) float32
+// Go's max over the first len(x)/8·8 floats of x (−Inf for none), as
+// maxAVX512 computes it, four vectors of −max, 32 floats a step, then
+// eight at a time into the first.
+TEXT ·maxAVX2(SB), NOSPLIT, $0-28
+	MOVQ         x_base+0(FP), SI
+	MOVQ         x_len+8(FP), CX
+	VBROADCASTSS SIGN, Y10
+	MOVL         $0x7f800000, AX
+	MOVL         AX, X0
+	VBROADCASTSS X0, Y0
+	VMOVAPS      Y0, Y1
+	VMOVAPS      Y0, Y2
+	VMOVAPS      Y0, Y3
+	MOVQ         CX, BX
+	SHRQ         $5, BX
+	JEQ          max256eights
+
+max256loop:
+	VXORPS (SI), Y10, Y4
+	VXORPS 32(SI), Y10, Y5
+	VXORPS 64(SI), Y10, Y6
+	VXORPS 96(SI), Y10, Y7
+	NEGMIN256(Y0, Y4, Y9)
+	NEGMIN256(Y1, Y5, Y9)
+	NEGMIN256(Y2, Y6, Y9)
+	NEGMIN256(Y3, Y7, Y9)
+	ADDQ   $128, SI
+	DECQ   BX
+	JNZ    max256loop
+
+max256eights:
+	ANDQ $31, CX
+	SHRQ $3, CX
+	JEQ  max256done
+
+max256eight:
+	VXORPS (SI), Y10, Y4
+	NEGMIN256(Y0, Y4, Y9)
+	ADDQ   $32, SI
+	DECQ   CX
+	JNZ    max256eight
+
+max256done:
+	NEGMIN256(Y0, Y1, Y9)
+	NEGMIN256(Y2, Y3, Y9)
+	NEGMIN256(Y0, Y2, Y9)
+	VPERM2F128 $1, Y0, Y0, Y1
+	NEGMIN256(Y0, Y1, Y9)
+	VPERMILPS  $0x4e, Y0, Y1
+	NEGMIN256(Y0, Y1, Y9)
+	VPERMILPS  $0xb1, Y0, Y1
+	NEGMIN256(Y0, Y1, Y9)
+	VXORPS     Y10, Y0, Y0
+	VZEROUPPER
+	MOVSS      X0, ret+24(FP)
 	RET

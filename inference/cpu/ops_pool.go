@@ -367,24 +367,18 @@ func plGlobalPool(n opsem.Node, in []inference.Tensor, reduce func(plane []float
 	return singleOutput(shape, out)
 }
 
+// GlobalAveragePool sums each plane in partial sums (sumFloats), within
+// (size/8 + 16)·2⁻²⁴·Σ|x| of the exact sum, then divides.
 func plGlobalAveragePool(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	return plGlobalPool(n, in, func(plane []float32) float32 {
-		var s float32
-		for _, v := range plane {
-			s += v
-		}
-		return s / float32(len(plane))
+		return sumFloats(plane) / float32(len(plane))
 	})
 }
 
+// GlobalMaxPool takes Go's max over each plane (maxFloats): NaN if the
+// plane holds one.
 func plGlobalMaxPool(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	return plGlobalPool(n, in, func(plane []float32) float32 {
-		best := float32(math.Inf(-1))
-		for _, v := range plane {
-			best = max(best, v)
-		}
-		return best
-	})
+	return plGlobalPool(n, in, maxFloats)
 }
 
 // MaxUnpool scatters X into zeros at the flat positions I gives (MaxPool's

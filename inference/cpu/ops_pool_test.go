@@ -2,6 +2,8 @@ package cpu
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -111,5 +113,63 @@ func TestMaxPool2DRows(t *testing.T) {
 		if !inference.Equal(rows, general) {
 			t.Fatalf("trial %d: %dx%d planes, attributes %v: row path %v, general %v", trial, h, w, attrs, rows, general)
 		}
+	}
+}
+
+// TestGlobalPools checks GlobalAveragePool and GlobalMaxPool on planes of
+// every size from 1 to 70 and EfficientNet's 7×7 to 56×56, against the
+// float64 mean and Go's max folded over each plane. The mean is held to
+// sumFloats' bound, (size/8 + 16)·2⁻²⁴·Σ|x| over size, plus half an ulp
+// for the division; the max is exact.
+func TestGlobalPools(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	var sizes [][]int
+	for s := 1; s <= 70; s++ {
+		sizes = append(sizes, []int{s})
+	}
+	sizes = append(sizes, []int{7, 7}, []int{14, 14}, []int{28, 28}, []int{56, 56}, []int{3, 5, 7})
+	for _, spatial := range sizes {
+		shape := append([]int{2, 3}, spatial...)
+		x := randTensor(t, r, shape...)
+		xd := floatsOf(t, x)
+		avg := floatsOf(t, runKernel(t, testNode("GlobalAveragePool", 1, nil, 1), x)[0])
+		mx := floatsOf(t, runKernel(t, testNode("GlobalMaxPool", 1, nil, 1), x)[0])
+		size := len(xd) / 6
+		for p := range 6 {
+			plane := xd[p*size : (p+1)*size]
+			var sum, mag float64
+			best := float32(math.Inf(-1))
+			for _, v := range plane {
+				sum += float64(v)
+				mag += math.Abs(float64(v))
+				best = max(best, v)
+			}
+			mean := sum / float64(size)
+			if bound := (float64(size)/8+16)*0x1p-24*mag/float64(size) + 0x1p-24*math.Abs(mean); math.Abs(float64(avg[p])-mean) > bound {
+				t.Errorf("%v plane %d: mean %v, want %v ± %.3g", shape, p, avg[p], mean, bound)
+			}
+			if mx[p] != best {
+				t.Errorf("%v plane %d: max %v, want %v", shape, p, mx[p], best)
+			}
+		}
+	}
+}
+
+// BenchmarkNNGlobalAveragePool times GlobalAveragePool on the shapes
+// EfficientNet-B0's squeeze-excite blocks average, [1, C, H, W].
+func BenchmarkNNGlobalAveragePool(b *testing.B) {
+	r := rand.New(rand.NewPCG(11, 12))
+	n := testNode("GlobalAveragePool", 1, nil, 1)
+	for _, s := range [][3]int{{32, 112, 112}, {96, 56, 56}, {144, 28, 28}, {480, 14, 14}, {1152, 7, 7}} {
+		x, _ := inference.New([]int{1, s[0], s[1], s[2]}, nnRandom(r, s[0]*s[1]*s[2]))
+		in := []inference.Tensor{x}
+		b.Run(fmt.Sprintf("%dx%dx%d", s[0], s[1], s[2]), func(b *testing.B) {
+			b.SetBytes(int64(4 * s[0] * s[1] * s[2]))
+			for b.Loop() {
+				if _, err := plGlobalAveragePool(n, in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
