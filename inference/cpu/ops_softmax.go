@@ -73,7 +73,7 @@ func smSoftmax(kind smSoftmaxOp) kernel {
 // smSoftmaxRow sets y to the softmax of x in float32 (the sum in float32
 // too: its terms lie in (0, 1]).
 func smSoftmaxRow(y, x []float32) {
-	m := maxOf(x)
+	m := maxFloats(x)
 	if math.IsInf(float64(m), 0) || m != m { // e^(x−m) would be NaN: the reference path says what Softmax gives
 		smSoftmaxSlice(smSoftmaxKind, x, y, 0, len(x), 1)
 		return
@@ -86,16 +86,6 @@ func scaleGo(y []float32, r float32) {
 	for i := range y {
 		y[i] *= r
 	}
-}
-
-// maxOfGo is maxOf's loop: the largest element of x, which is not empty,
-// NaN when any is.
-func maxOfGo(x []float32) float32 {
-	m := x[0]
-	for _, v := range x[1:] {
-		m = max(m, v)
-	}
-	return m
 }
 
 // smSoftmaxSlice normalises the size elements of x at base, base+stride, …

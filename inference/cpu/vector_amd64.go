@@ -2,8 +2,6 @@
 
 package cpu
 
-import "math"
-
 // addIntoAVX2 is addInto's vector loop (vector_amd64.s) over the first
 // len(y)/32·32 elements, without bounds checks: len(x) ≥ len(y).
 //
@@ -36,24 +34,34 @@ func scale(y []float32, r float32) {
 	scaleGo(y[head:], r)
 }
 
-// maxOfAVX2 is maxOf's vector loop over the first len(x)/8·8 elements;
-// len(x) ≥ 8.
+// geluInAVX2 and geluOutAVX2 are geluIn's and geluOut's vector loops over
+// the first len/8·8 elements, without bounds checks.
 //
 //go:noescape
-func maxOfAVX2(x []float32) (m float32, nan bool)
+func geluInAVX2(t, x []float32, tanh bool)
 
-// maxOf returns the largest element of x, which is not empty, or NaN when
-// any element is NaN (of +0 and −0, either).
-func maxOf(x []float32) float32 {
-	if !hasVectorMath || len(x) < 8 {
-		return maxOfGo(x)
+//go:noescape
+func geluOutAVX2(y, x, t []float32)
+
+// geluIn sets t[i] to the argument of GELU's erf, x[i]/√2, or with tanh of
+// its tanh, √(2/π)·(x + 0.044715·x³); x is at least as long as t.
+func geluIn(t, x []float32, tanh bool) {
+	x = x[:len(t)]
+	head := 0
+	if hasVectorMath {
+		head = len(t) &^ 7
+		geluInAVX2(t, x, tanh)
 	}
-	m, nan := maxOfAVX2(x)
-	if nan {
-		return float32(math.NaN())
+	geluInGo(t[head:], x[head:], tanh)
+}
+
+// geluOut sets y[i] = x[i]/2·(1 + t[i]); x and t are at least as long as y.
+func geluOut(y, x, t []float32) {
+	x, t = x[:len(y)], t[:len(y)]
+	head := 0
+	if hasVectorMath {
+		head = len(y) &^ 7
+		geluOutAVX2(y, x, t)
 	}
-	for _, v := range x[len(x)&^7:] {
-		m = max(m, v)
-	}
-	return m
+	geluOutGo(y[head:], x[head:], t[head:])
 }

@@ -2,8 +2,8 @@
 
 #include "textflag.h"
 
-// Plain vector loops, AVX2: addInto, scale and maxOf's (vector_amd64.go
-// has the contracts).
+// Plain vector loops, AVX2: addInto's and scale's (vector_amd64.go has
+// the contracts).
 
 // func addIntoAVX2(y, x []float32)
 // y[i] += x[i] for i < len(y)/32·32: four YMM chains a step. Addition
@@ -63,57 +63,81 @@ scaledone:
 	VZEROUPPER
 	RET
 
-// func maxOfAVX2(x []float32) (m float32, nan bool)
-// The largest of x[i] for i < len(x)/8·8 (len(x) ≥ 8), and whether any of
-// them is NaN: VMAXPS passes NaN on only from one operand, so NaNs are
-// found apart, by an unordered comparison of each vector with itself.
-// Y0–Y1 running maxima, Y2–Y3 NaN masks.
-TEXT ·maxOfAVX2(SB), NOSPLIT, $0-29
-	MOVQ    x_base+0(FP), SI
-	MOVQ    x_len+8(FP), CX
-	SHRQ    $3, CX
-	VMOVUPS (SI), Y0
-	VMOVUPS Y0, Y1
-	VCMPPS  $3, Y0, Y0, Y2
-	VMOVUPS Y2, Y3
+// The constants of GELU, float32: 1/√2, √(2/π), 0.044715, 0.5 and 1.
+DATA gelucon<>+0(SB)/4, $0x3f3504f3
+DATA gelucon<>+4(SB)/4, $0x3f4c422a
+DATA gelucon<>+8(SB)/4, $0x3d372713
+DATA gelucon<>+12(SB)/4, $0x3f000000
+DATA gelucon<>+16(SB)/4, $0x3f800000
+GLOBL gelucon<>(SB), RODATA|NOPTR, $20
+
+// func geluInAVX2(t, x []float32, tanh bool)
+// The argument of GELU's erf or tanh for i < len(t)/8·8: t[i] = x[i]·(1/√2),
+// or with tanh √(2/π)·(x + 0.044715·x·x·x), each product and sum rounded
+// in the order the Go expressions of geluIn round them (no FMA).
+TEXT ·geluInAVX2(SB), NOSPLIT, $0-49
+	MOVQ         t_base+0(FP), DI
+	MOVQ         t_len+8(FP), CX
+	MOVQ         x_base+24(FP), SI
+	MOVBLZX      tanh+48(FP), AX
+	VBROADCASTSS gelucon<>+0(SB), Y4
+	VBROADCASTSS gelucon<>+4(SB), Y5
+	VBROADCASTSS gelucon<>+8(SB), Y6
+	SHRQ         $3, CX
+	JEQ          indone
+	TESTQ        AX, AX
+	JNE          intanh
+
+inerf:
+	VMULPS  (SI), Y4, Y0
+	VMOVUPS Y0, (DI)
 	ADDQ    $32, SI
+	ADDQ    $32, DI
 	DECQ    CX
+	JNE     inerf
+	JMP     indone
 
-max16:
-	CMPQ    CX, $2
-	JLT     max8
-	VMOVUPS (SI), Y4
-	VMOVUPS 32(SI), Y5
-	VMAXPS  Y4, Y0, Y0
-	VMAXPS  Y5, Y1, Y1
-	VCMPPS  $3, Y4, Y4, Y6
-	VCMPPS  $3, Y5, Y5, Y7
-	VORPS   Y6, Y2, Y2
-	VORPS   Y7, Y3, Y3
-	ADDQ    $64, SI
-	SUBQ    $2, CX
-	JMP     max16
+intanh:
+	VMOVUPS (SI), Y0
+	VMULPS  Y0, Y6, Y1
+	VMULPS  Y0, Y1, Y1
+	VMULPS  Y0, Y1, Y1
+	VADDPS  Y1, Y0, Y1
+	VMULPS  Y1, Y5, Y1
+	VMOVUPS Y1, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNE     intanh
 
-max8:
-	TESTQ   CX, CX
-	JEQ     maxreduce
-	VMOVUPS (SI), Y4
-	VMAXPS  Y4, Y0, Y0
-	VCMPPS  $3, Y4, Y4, Y6
-	VORPS   Y6, Y2, Y2
+indone:
+	VZEROUPPER
+	RET
 
-maxreduce:
-	VMAXPS       Y1, Y0, Y0
-	VORPS        Y3, Y2, Y2
-	VEXTRACTF128 $1, Y0, X1
-	VMAXPS       X1, X0, X0
-	VPERMILPS    $0x4e, X0, X1
-	VMAXPS       X1, X0, X0
-	VPERMILPS    $0xb1, X0, X1
-	VMAXPS       X1, X0, X0
-	MOVSS        X0, m+24(FP)
-	VMOVMSKPS    Y2, AX
-	TESTL        AX, AX
-	SETNE        nan+28(FP)
+// func geluOutAVX2(y, x, t []float32)
+// y[i] = 0.5·x[i]·(1 + t[i]) for i < len(y)/8·8, rounded as geluOut's Go
+// expression rounds: (0.5·x)·(1 + t).
+TEXT ·geluOutAVX2(SB), NOSPLIT, $0-72
+	MOVQ         y_base+0(FP), DI
+	MOVQ         y_len+8(FP), CX
+	MOVQ         x_base+24(FP), SI
+	MOVQ         t_base+48(FP), DX
+	VBROADCASTSS gelucon<>+12(SB), Y4
+	VBROADCASTSS gelucon<>+16(SB), Y5
+	SHRQ         $3, CX
+	JEQ          outdone
+
+outloop:
+	VMULPS  (SI), Y4, Y0
+	VADDPS  (DX), Y5, Y1
+	VMULPS  Y1, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, DI
+	DECQ    CX
+	JNE     outloop
+
+outdone:
 	VZEROUPPER
 	RET

@@ -8,6 +8,9 @@ func addInto(y, x []float32) { addIntoGo(y, x[:len(y)]) }
 // scale sets y[i] *= r.
 func scale(y []float32, r float32) { scaleGo(y, r) }
 
-// maxOf returns the largest element of x, which is not empty, or NaN when
-// any element is NaN (of +0 and −0, either).
-func maxOf(x []float32) float32 { return maxOfGo(x) }
+// geluIn sets t[i] to the argument of GELU's erf, x[i]/√2, or with tanh of
+// its tanh, √(2/π)·(x + 0.044715·x³); x is at least as long as t.
+func geluIn(t, x []float32, tanh bool) { geluInGo(t, x[:len(t)], tanh) }
+
+// geluOut sets y[i] = x[i]/2·(1 + t[i]); x and t are at least as long as y.
+func geluOut(y, x, t []float32) { geluOutGo(y, x[:len(y)], t[:len(y)]) }

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -30,13 +31,11 @@ func TestAddInto(t *testing.T) {
 	}
 }
 
-// TestScaleAndMaxOf checks scale bit for bit and maxOf by value against
-// their Go loops on every length up to 100, NaN, infinities and signed
-// zeros included; maxOf must return NaN whenever an element is NaN,
-// wherever it lies.
-func TestScaleAndMaxOf(t *testing.T) {
+// TestScale checks scale bit for bit against its Go loop on every length
+// up to 100, NaN, infinities and signed zeros included.
+func TestScale(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	special := []float32{float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)), 1e-45, -3e38}
+	special := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)), 1e-45, -3e38}
 	for n := 1; n <= 100; n++ {
 		x := nnRandom(r, n)
 		for i := range n / 8 {
@@ -50,15 +49,40 @@ func TestScaleAndMaxOf(t *testing.T) {
 				t.Fatalf("scale, length %d: element %d = %g, want %g", n, i, got[i], want[i])
 			}
 		}
-		if got, want := maxOf(x), maxOfGo(x); got != want {
-			t.Fatalf("maxOf, length %d: %g, want %g (%v)", n, got, want, x)
-		}
-		for _, at := range []int{0, n / 2, n - 1} {
-			y := append([]float32(nil), x...)
-			y[at] = float32(math.NaN())
-			if m := maxOf(y); m == m {
-				t.Fatalf("maxOf, length %d, NaN at %d: %g, want NaN", n, at, m)
+	}
+}
+
+// TestGeluInOut checks geluIn (both forms) and geluOut, vectorised where
+// the CPU allows, against their Go loops bit for bit on every length up to
+// 70, with NaN, infinities and signed zeros among the values.
+func TestGeluInOut(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	special := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)), 1e-45, 3e38}
+	same := func(name string, n int, got, want []float32) {
+		t.Helper()
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s, length %d: element %d = %g, want %g", name, n, i, got[i], want[i])
 			}
 		}
+	}
+	for n := range 71 {
+		x, u := nnRandom(r, n), nnRandom(r, n)
+		for i := range n {
+			x[i] *= 8
+		}
+		for i := range n / 6 {
+			x[r.IntN(n)], u[r.IntN(n)] = special[i%len(special)], special[(i+3)%len(special)]
+		}
+		for _, tanh := range []bool{false, true} {
+			got, want := make([]float32, n), make([]float32, n)
+			geluIn(got, x, tanh)
+			geluInGo(want, x, tanh)
+			same(fmt.Sprintf("geluIn tanh=%v", tanh), n, got, want)
+		}
+		got, want := make([]float32, n), make([]float32, n)
+		geluOut(got, x, u)
+		geluOutGo(want, x, u)
+		same("geluOut", n, got, want)
 	}
 }
