@@ -374,6 +374,13 @@ func ewArith[T number](op ewArithOp, p broadcastPlan, a, b []T) ([]inference.Ten
 }
 
 func ewArithVV[T number](op ewArithOp, out, a, b []T) {
+	if o, ok := any(out).([]float32); ok && arithVV(op, o, any(a).([]float32), any(b).([]float32)) {
+		return
+	}
+	ewArithVVGo(op, out, a, b)
+}
+
+func ewArithVVGo[T number](op ewArithOp, out, a, b []T) {
 	a, b = a[:len(out)], b[:len(out)]
 	switch op {
 	case ewAdd:
@@ -396,6 +403,13 @@ func ewArithVV[T number](op ewArithOp, out, a, b []T) {
 }
 
 func ewArithVS[T number](op ewArithOp, out, a []T, s T) {
+	if o, ok := any(out).([]float32); ok && arithVS(op, o, any(a).([]float32), any(s).(float32), false) {
+		return
+	}
+	ewArithVSGo(op, out, a, s)
+}
+
+func ewArithVSGo[T number](op ewArithOp, out, a []T, s T) {
 	a = a[:len(out)]
 	switch op {
 	case ewAdd:
@@ -418,6 +432,13 @@ func ewArithVS[T number](op ewArithOp, out, a []T, s T) {
 }
 
 func ewArithSV[T number](op ewArithOp, out []T, s T, b []T) {
+	if o, ok := any(out).([]float32); ok && arithVS(op, o, any(b).([]float32), any(s).(float32), true) {
+		return
+	}
+	ewArithSVGo(op, out, s, b)
+}
+
+func ewArithSVGo[T number](op ewArithOp, out []T, s T, b []T) {
 	b = b[:len(out)]
 	switch op {
 	case ewAdd:

@@ -65,3 +65,43 @@ func geluOut(y, x, t []float32) {
 	}
 	geluOutGo(y[head:], x[head:], t[head:])
 }
+
+// arithVVAVX2 and arithVSAVX2 are the float32 loops of ewArithVV, and of
+// ewArithVS and ewArithSV (swap), over the first len(out)/8·8 elements,
+// without bounds checks.
+//
+//go:noescape
+func arithVVAVX2(op ewArithOp, out, a, b []float32)
+
+//go:noescape
+func arithVSAVX2(op ewArithOp, out, a []float32, s float32, swap bool)
+
+// arithVV sets out[i] = a[i] op b[i] for float32 and reports true, with the
+// Go loop's results (a NaN's payload aside), when the CPU has the vector
+// loop; it does nothing and reports false otherwise.
+func arithVV(op ewArithOp, out, a, b []float32) bool {
+	if !hasVectorMath {
+		return false
+	}
+	a, b = a[:len(out)], b[:len(out)]
+	head := len(out) &^ 7
+	arithVVAVX2(op, out, a, b)
+	ewArithVVGo(op, out[head:], a[head:], b[head:])
+	return true
+}
+
+// arithVS sets out[i] = a[i] op s, or with swap s op a[i], as arithVV.
+func arithVS(op ewArithOp, out, a []float32, s float32, swap bool) bool {
+	if !hasVectorMath {
+		return false
+	}
+	a = a[:len(out)]
+	head := len(out) &^ 7
+	arithVSAVX2(op, out, a, s, swap)
+	if swap {
+		ewArithSVGo(op, out[head:], s, a[head:])
+	} else {
+		ewArithVSGo(op, out[head:], a[head:], s)
+	}
+	return true
+}

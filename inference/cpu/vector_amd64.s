@@ -141,3 +141,144 @@ outloop:
 outdone:
 	VZEROUPPER
 	RET
+
+// func arithVVAVX2(op ewArithOp, out, a, b []float32)
+// out[i] = a[i] op b[i] (op 0 +, 1 −, 2 ×, 3 ÷) for i < len(out)/8·8. Each
+// result is rounded once: the Go loop's bits, but for which NaN's payload
+// passes on where both operands are NaN.
+TEXT ·arithVVAVX2(SB), NOSPLIT, $0-80
+	MOVBQZX op+0(FP), AX
+	MOVQ    out_base+8(FP), DI
+	MOVQ    out_len+16(FP), CX
+	MOVQ    a_base+32(FP), SI
+	MOVQ    b_base+56(FP), DX
+	SHRQ    $3, CX
+	JEQ     vvdone
+	CMPQ    AX, $1
+	JLT     vvadd
+	JEQ     vvsub
+	CMPQ    AX, $2
+	JEQ     vvmul
+
+vvdiv:
+	VMOVUPS (SI), Y0
+	VDIVPS  (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, DI
+	DECQ    CX
+	JNE     vvdiv
+	JMP     vvdone
+
+vvadd:
+	VMOVUPS (SI), Y0
+	VADDPS  (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, DI
+	DECQ    CX
+	JNE     vvadd
+	JMP     vvdone
+
+vvsub:
+	VMOVUPS (SI), Y0
+	VSUBPS  (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, DI
+	DECQ    CX
+	JNE     vvsub
+	JMP     vvdone
+
+vvmul:
+	VMOVUPS (SI), Y0
+	VMULPS  (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, DI
+	DECQ    CX
+	JNE     vvmul
+
+vvdone:
+	VZEROUPPER
+	RET
+
+// func arithVSAVX2(op ewArithOp, out, a []float32, s float32, swap bool)
+// out[i] = a[i] op s, or with swap s op a[i], for i < len(out)/8·8, with
+// the Go loop's results as arithVVAVX2.
+TEXT ·arithVSAVX2(SB), NOSPLIT, $0-61
+	MOVBQZX      op+0(FP), AX
+	MOVQ         out_base+8(FP), DI
+	MOVQ         out_len+16(FP), CX
+	MOVQ         a_base+32(FP), SI
+	VBROADCASTSS s+56(FP), Y1
+	MOVBQZX      swap+60(FP), DX
+	SHRQ         $3, CX
+	JEQ          vsdone
+	TESTQ        DX, DX
+	JNE          svloop
+
+vsloop:
+	VMOVUPS (SI), Y0
+	CMPQ    AX, $1
+	JLT     vsadd
+	JEQ     vssub
+	CMPQ    AX, $2
+	JEQ     vsmul
+	VDIVPS  Y1, Y0, Y0
+	JMP     vsstore
+
+vsadd:
+	VADDPS Y1, Y0, Y0
+	JMP    vsstore
+
+vssub:
+	VSUBPS Y1, Y0, Y0
+	JMP    vsstore
+
+vsmul:
+	VMULPS Y1, Y0, Y0
+
+vsstore:
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNE     vsloop
+	JMP     vsdone
+
+svloop:
+	VMOVUPS (SI), Y0
+	CMPQ    AX, $1
+	JLT     svadd
+	JEQ     svsub
+	CMPQ    AX, $2
+	JEQ     svmul
+	VDIVPS  Y0, Y1, Y0
+	JMP     svstore
+
+svadd:
+	VADDPS Y0, Y1, Y0
+	JMP    svstore
+
+svsub:
+	VSUBPS Y0, Y1, Y0
+	JMP    svstore
+
+svmul:
+	VMULPS Y0, Y1, Y0
+
+svstore:
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNE     svloop
+
+vsdone:
+	VZEROUPPER
+	RET

@@ -14,3 +14,8 @@ func geluIn(t, x []float32, tanh bool) { geluInGo(t, x[:len(t)], tanh) }
 
 // geluOut sets y[i] = x[i]/2·(1 + t[i]); x and t are at least as long as y.
 func geluOut(y, x, t []float32) { geluOutGo(y, x[:len(y)], t[:len(y)]) }
+
+// arithVV and arithVS are vector loops on amd64; here they report false,
+// and the Go loops run.
+func arithVV(op ewArithOp, out, a, b []float32) bool                    { return false }
+func arithVS(op ewArithOp, out, a []float32, s float32, swap bool) bool { return false }
