@@ -276,9 +276,9 @@ func dwCheckRows(t *testing.T, lv vecLevel, l dwLoop, c dwRowsCase, s int) {
 func TestDwRowsEmpty(t *testing.T) {
 	dwEachLevel(t, func(t *testing.T, lv vecLevel, l dwLoop) {
 		y := []float32{1, 2, 3}
-		dwRows(y[:0], 0, 3, nil, &dwTaps{}, nil, 5)
-		dwRows(y[:0], 2, 0, nil, &dwTaps{}, nil, 5)
-		dwRows(y, 1, 3, nil, &dwTaps{}, nil, 5)
+		dwRows(y[:0], 0, 3, nil, dwTaps{}, nil, 5)
+		dwRows(y[:0], 2, 0, nil, dwTaps{}, nil, 5)
+		dwRows(y, 1, 3, nil, dwTaps{}, nil, 5)
 		if !slices.Equal(y, []float32{5, 5, 5}) {
 			t.Errorf("y = %v, want [5 5 5]", y)
 		}

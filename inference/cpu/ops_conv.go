@@ -477,7 +477,7 @@ func cvConvDepthwise(r *limit.Run, xd, wd, bias []float32, batch, chans, mult in
 			}
 			y, w := out[p*oh*ow:(p+1)*oh*ow], wd[oc*kh*kw:(oc+1)*kh*kw]
 			if rowTaps {
-				dwRows(y, oh, ow, x, &taps, w, b)
+				dwRows(y, oh, ow, x, taps, w, b)
 			} else {
 				cvDepthwisePlane(y, x, piw, w, b, g)
 			}
@@ -660,7 +660,7 @@ func dwOverrun(kh, rs, xs int) int {
 }
 
 // dwRows is dwRowsGo with the taps t, in dw's loops.
-func dwRows(y []float32, rows, n int, x []float32, t *dwTaps, w []float32, b float32) {
+func dwRows(y []float32, rows, n int, x []float32, t dwTaps, w []float32, b float32) {
 	if rows <= 0 || n <= 0 || len(t.taps) == 0 {
 		dwRowsGo(y, rows, n, x, t.xs, t.taps, w, b)
 		return
