@@ -602,7 +602,9 @@ type dwTap struct {
 
 // dwTaps is a depthwise kernel as dwRows takes it: its taps column by
 // column, tap c·kh + r of kernel row r reading the input r·rs elements
-// past tap c·kh's; the inputs of output rows start xs apart.
+// past tap c·kh's; the inputs of output rows start xs apart. It comes
+// from cvDepthwiseTaps: the loops trust that no offset is negative or
+// above hi, and no weight index reaches weights.
 type dwTaps struct {
 	taps    []dwTap
 	kh      int // kernel rows
@@ -659,7 +661,8 @@ func dwOverrun(kh, rs, xs int) int {
 	return 7 * xs
 }
 
-// dwRows is dwRowsGo with the taps t, in dw's loops.
+// dwRows is dwRowsGo with the taps t, in dw's loops. Where dw's shared
+// loop runs t (dwShared), x runs dwOverrun elements past the last input.
 func dwRows(y []float32, rows, n int, x []float32, t dwTaps, w []float32, b float32) {
 	if rows <= 0 || n <= 0 || len(t.taps) == 0 {
 		dwRowsGo(y, rows, n, x, t.xs, t.taps, w, b)
