@@ -2,8 +2,9 @@
 
 #include "textflag.h"
 
-// The vector loops of depthwise convolution (dwKernelRowAVX2) and MaxPool
-// (maxIntoAVX2), AVX2 and FMA; see depthwise_amd64.go for the contracts.
+// The AVX2 and FMA loops of depthwise convolution (dwRowsAVX2,
+// dwSplitRowsAVX2, dwCopyRowsAVX2) and MaxPool (maxIntoAVX2); see
+// depthwise_amd64.go for the contracts.
 
 // tailmask<>+4·(8−r) holds r lanes of all ones, then zeros: the mask of a
 // block of r < 8 outputs.
@@ -63,144 +64,431 @@ maxdone:
 	VZEROUPPER
 	RET
 
-// func dwKernelRowAVX2(y, x, w []float32, kh, kw, ld int, b float32, add bool)
-// One output row of a depthwise convolution at stride 1 along the row,
-// every kernel row at once: y[i] = b (+ y[i] with add) + Σ_{r<kh, t<kw}
-// w[r·kw+t]·x[r·ld + i + t]. Each block of outputs stays in registers
-// while all kh·kw taps are added: 32 outputs in four chains (Y0–Y3), then
-// 8, then the last 1 to 7 through masked loads and stores. Registers: DI
-// y, SI x at the block, R8 w, R9 kh, R13 kw, R14 ld in bytes, R10 the
-// kernel row's x, R11 the tap's w, R12 the tap's x, DX rows left, BX taps
-// left, Y7 b, Y6 the tail's mask, AX add.
-TEXT ·dwKernelRowAVX2(SB), NOSPLIT, $0-101
-	MOVQ         y_base+0(FP), DI
-	MOVQ         y_len+8(FP), CX
-	MOVQ         x_base+24(FP), SI
-	MOVQ         w_base+48(FP), R8
-	MOVQ         kh+72(FP), R9
-	MOVQ         kw+80(FP), R13
-	MOVQ         ld+88(FP), R14
-	SHLQ         $2, R14
-	VBROADCASTSS b+96(FP), Y7
-	MOVBQZX      add+100(FP), AX
-	TESTQ        R9, R9
-	JEQ          kdone
-	TESTQ        R13, R13
-	JEQ          kdone
+// dwRowsAVX2's registers: R10–R15, AX, BX the input rows of a group at
+// the block (rows past the group's last repeat it), SI the block's first
+// output row, CX the columns left, R8 the end of the taps, DI the tap
+// counting up to 0 and then the output row being stored, R9 w, DX the
+// tap's weight index and then its offset, Y8 the tap's weight, Y9 a
+// tail's input, Y10 the tail's mask, Y11 b. Locals as in
+// dwRowsAVX512: the rows left, the rows in the group, n and xs in bytes,
+// and the group's first output and input rows.
+#define LEFT left-8(SP)
+#define GROUP group-16(SP)
+#define N4 n4-24(SP)
+#define XS4 xs4-32(SP)
+#define YROW yrow-40(SP)
+#define XROW xrow-48(SP)
 
-kblock32:
-	CMPQ    CX, $32
-	JLT     kblock8
-	VMOVAPS Y7, Y0
-	VMOVAPS Y7, Y1
-	VMOVAPS Y7, Y2
-	VMOVAPS Y7, Y3
-	TESTQ   AX, AX
-	JEQ     k32taps
-	VADDPS  (DI), Y0, Y0
-	VADDPS  32(DI), Y1, Y1
-	VADDPS  64(DI), Y2, Y2
-	VADDPS  96(DI), Y3, Y3
+// FMA8 adds Y8 times the tap's input to the eight rows' accumulators
+// Y0–Y7, FMA4 to Y0–Y3; MFMA8 and MFMA4 load the input under the mask
+// Y10 first.
+#define FMA4 \
+	VFMADD231PS (R10)(DX*4), Y8, Y0; \
+	VFMADD231PS (R11)(DX*4), Y8, Y1; \
+	VFMADD231PS (R12)(DX*4), Y8, Y2; \
+	VFMADD231PS (R13)(DX*4), Y8, Y3
 
-k32taps:
-	MOVQ SI, R10
-	MOVQ R8, R11
-	MOVQ R9, DX
+#define FMA8 \
+	FMA4; \
+	VFMADD231PS (R14)(DX*4), Y8, Y4; \
+	VFMADD231PS (R15)(DX*4), Y8, Y5; \
+	VFMADD231PS (AX)(DX*4), Y8, Y6; \
+	VFMADD231PS (BX)(DX*4), Y8, Y7
 
-k32row:
-	MOVQ R10, R12
-	MOVQ R13, BX
+#define MFMA(ROW, A) \
+	VMASKMOVPS  (ROW)(DX*4), Y10, Y9; \
+	VFMADD231PS Y9, Y8, A
 
-k32tap:
-	VBROADCASTSS (R11), Y4
-	VFMADD231PS  (R12), Y4, Y0
-	VFMADD231PS  32(R12), Y4, Y1
-	VFMADD231PS  64(R12), Y4, Y2
-	VFMADD231PS  96(R12), Y4, Y3
-	ADDQ         $4, R12
-	ADDQ         $4, R11
-	DECQ         BX
-	JNZ          k32tap
-	ADDQ         R14, R10
-	DECQ         DX
-	JNZ          k32row
-	VMOVUPS      Y0, (DI)
-	VMOVUPS      Y1, 32(DI)
-	VMOVUPS      Y2, 64(DI)
-	VMOVUPS      Y3, 96(DI)
-	ADDQ         $128, DI
-	ADDQ         $128, SI
-	SUBQ         $32, CX
-	JMP          kblock32
+#define MFMA4 \
+	MFMA(R10, Y0); \
+	MFMA(R11, Y1); \
+	MFMA(R12, Y2); \
+	MFMA(R13, Y3)
 
-kblock8:
+#define MFMA8 \
+	MFMA4; \
+	MFMA(R14, Y4); \
+	MFMA(R15, Y5); \
+	MFMA(AX, Y6); \
+	MFMA(BX, Y7)
+
+// STORE stores accumulator A to the next output row (DI advanced by N4)
+// if the group has more than ROW rows, else jumps to DONE; MSTORE under
+// the mask Y10.
+#define STORE(ROW, A, DONE) \
+	CMPQ    GROUP, $ROW; \
+	JLE     DONE; \
+	ADDQ    N4, DI; \
+	VMOVUPS A, (DI)
+
+#define MSTORE(ROW, A, DONE) \
+	CMPQ       GROUP, $ROW; \
+	JLE        DONE; \
+	ADDQ       N4, DI; \
+	VMASKMOVPS A, Y10, (DI)
+
+// func dwRowsAVX2(y []float32, rows, n int, x []float32, xs int, taps []dwTap, w []float32, b float32)
+// Rows in groups of eight (of four when four or fewer are left), each
+// group in blocks of 8 columns, one YMM accumulator a row, with every tap
+// added before the block is stored; the last 1 to 7 columns through
+// masked loads and stores. The rows of a short group past its last are
+// computed again from the last row's input and not stored.
+TEXT ·dwRowsAVX2(SB), NOSPLIT, $48-124
+	MOVQ         rows+24(FP), CX
+	MOVQ         CX, LEFT
+	MOVQ         n+32(FP), DX
+	SHLQ         $2, DX
+	MOVQ         DX, N4
+	MOVQ         xs+64(FP), DX
+	SHLQ         $2, DX
+	MOVQ         DX, XS4
+	MOVQ         y_base+0(FP), DX
+	MOVQ         DX, YROW
+	MOVQ         x_base+40(FP), DX
+	MOVQ         DX, XROW
+	MOVQ         taps_len+80(FP), DX
+	SHLQ         $4, DX
+	MOVQ         taps_base+72(FP), R8
+	ADDQ         DX, R8
+	MOVQ         w_base+96(FP), R9
+	VBROADCASTSS b+120(FP), Y11
+
+group:
+	MOVQ    LEFT, CX
+	CMPQ    CX, $0
+	JLE     done
+	CMPQ    CX, $4
+	JLE     group4
+	MOVQ    $8, DX
+	CMPQ    CX, DX
+	CMOVQGT DX, CX
+	MOVQ    CX, GROUP
+
+	// Rows 1–4 are in the group (it has five or more); rows 5–7 step
+	// by XS4 while they are, by 0 after.
+	MOVQ    XROW, R10
+	MOVQ    XS4, DX
+	XORL    DI, DI
+	LEAQ    (R10)(DX*1), R11
+	LEAQ    (R11)(DX*1), R12
+	LEAQ    (R12)(DX*1), R13
+	LEAQ    (R13)(DX*1), R14
+	CMPQ    CX, $5
+	CMOVQLE DI, DX
+	LEAQ    (R14)(DX*1), R15
+	CMPQ    CX, $6
+	CMOVQLE DI, DX
+	LEAQ    (R15)(DX*1), AX
+	CMPQ    CX, $7
+	CMOVQLE DI, DX
+	LEAQ    (AX)(DX*1), BX
+	MOVQ    YROW, SI
+	MOVQ    n+32(FP), CX
+
+g8block:
 	CMPQ    CX, $8
-	JLT     ktail
-	VMOVAPS Y7, Y0
-	TESTQ   AX, AX
-	JEQ     k8taps
-	VADDPS  (DI), Y0, Y0
+	JLT     g8tail
+	VMOVAPS Y11, Y0
+	VMOVAPS Y11, Y1
+	VMOVAPS Y11, Y2
+	VMOVAPS Y11, Y3
+	VMOVAPS Y11, Y4
+	VMOVAPS Y11, Y5
+	VMOVAPS Y11, Y6
+	VMOVAPS Y11, Y7
+	MOVQ    taps_len+80(FP), DI
+	SHLQ    $1, DI
+	NEGQ    DI
 
-k8taps:
-	MOVQ SI, R10
-	MOVQ R8, R11
-	MOVQ R9, DX
-
-k8row:
-	MOVQ R10, R12
-	MOVQ R13, BX
-
-k8tap:
-	VBROADCASTSS (R11), Y4
-	VFMADD231PS  (R12), Y4, Y0
-	ADDQ         $4, R12
-	ADDQ         $4, R11
-	DECQ         BX
-	JNZ          k8tap
-	ADDQ         R14, R10
-	DECQ         DX
-	JNZ          k8row
+g8tap:
+	MOVL         8(R8)(DI*8), DX
+	VBROADCASTSS (R9)(DX*4), Y8
+	MOVQ         (R8)(DI*8), DX
+	FMA8
+	ADDQ         $2, DI
+	JNZ          g8tap
+	MOVQ         SI, DI
 	VMOVUPS      Y0, (DI)
-	ADDQ         $32, DI
-	ADDQ         $32, SI
-	SUBQ         $8, CX
-	JMP          kblock8
+	STORE(1, Y1, g8stored)
+	STORE(2, Y2, g8stored)
+	STORE(3, Y3, g8stored)
+	STORE(4, Y4, g8stored)
+	STORE(5, Y5, g8stored)
+	STORE(6, Y6, g8stored)
+	STORE(7, Y7, g8stored)
 
-ktail:
+g8stored:
+	ADDQ $32, SI
+	ADDQ $32, R10
+	ADDQ $32, R11
+	ADDQ $32, R12
+	ADDQ $32, R13
+	ADDQ $32, R14
+	ADDQ $32, R15
+	ADDQ $32, AX
+	ADDQ $32, BX
+	SUBQ $8, CX
+	JMP  g8block
+
+g8tail:
+	TESTQ   CX, CX
+	JEQ     next8
+	LEAQ    tailmask<>+32(SB), DX
+	SHLQ    $2, CX
+	SUBQ    CX, DX
+	VMOVUPS (DX), Y10
+	VMOVAPS Y11, Y0
+	VMOVAPS Y11, Y1
+	VMOVAPS Y11, Y2
+	VMOVAPS Y11, Y3
+	VMOVAPS Y11, Y4
+	VMOVAPS Y11, Y5
+	VMOVAPS Y11, Y6
+	VMOVAPS Y11, Y7
+	MOVQ    taps_len+80(FP), DI
+	SHLQ    $1, DI
+	NEGQ    DI
+
+g8mtap:
+	MOVL         8(R8)(DI*8), DX
+	VBROADCASTSS (R9)(DX*4), Y8
+	MOVQ         (R8)(DI*8), DX
+	MFMA8
+	ADDQ         $2, DI
+	JNZ          g8mtap
+	MOVQ         SI, DI
+	VMASKMOVPS   Y0, Y10, (DI)
+	MSTORE(1, Y1, next8)
+	MSTORE(2, Y2, next8)
+	MSTORE(3, Y3, next8)
+	MSTORE(4, Y4, next8)
+	MSTORE(5, Y5, next8)
+	MSTORE(6, Y6, next8)
+	MSTORE(7, Y7, next8)
+
+next8:
+	MOVQ N4, DX
+	SHLQ $3, DX
+	ADDQ DX, YROW
+	MOVQ XS4, DX
+	SHLQ $3, DX
+	ADDQ DX, XROW
+	SUBQ $8, LEFT
+	JMP  group
+
+	// One to four rows left, CX of them: rows past the last repeat it.
+group4:
+	MOVQ    CX, GROUP
+	MOVQ    XROW, R10
+	MOVQ    XS4, DX
+	XORL    DI, DI
+	CMPQ    CX, $1
+	CMOVQLE DI, DX
+	LEAQ    (R10)(DX*1), R11
+	CMPQ    CX, $2
+	CMOVQLE DI, DX
+	LEAQ    (R11)(DX*1), R12
+	CMPQ    CX, $3
+	CMOVQLE DI, DX
+	LEAQ    (R12)(DX*1), R13
+	MOVQ    YROW, SI
+	MOVQ    n+32(FP), CX
+
+g4block:
+	CMPQ    CX, $8
+	JLT     g4tail
+	VMOVAPS Y11, Y0
+	VMOVAPS Y11, Y1
+	VMOVAPS Y11, Y2
+	VMOVAPS Y11, Y3
+	MOVQ    taps_len+80(FP), DI
+	SHLQ    $1, DI
+	NEGQ    DI
+
+g4tap:
+	MOVL         8(R8)(DI*8), DX
+	VBROADCASTSS (R9)(DX*4), Y8
+	MOVQ         (R8)(DI*8), DX
+	FMA4
+	ADDQ         $2, DI
+	JNZ          g4tap
+	MOVQ         SI, DI
+	VMOVUPS      Y0, (DI)
+	STORE(1, Y1, g4stored)
+	STORE(2, Y2, g4stored)
+	STORE(3, Y3, g4stored)
+
+g4stored:
+	ADDQ $32, SI
+	ADDQ $32, R10
+	ADDQ $32, R11
+	ADDQ $32, R12
+	ADDQ $32, R13
+	SUBQ $8, CX
+	JMP  g4block
+
+g4tail:
+	TESTQ   CX, CX
+	JEQ     done
+	LEAQ    tailmask<>+32(SB), DX
+	SHLQ    $2, CX
+	SUBQ    CX, DX
+	VMOVUPS (DX), Y10
+	VMOVAPS Y11, Y0
+	VMOVAPS Y11, Y1
+	VMOVAPS Y11, Y2
+	VMOVAPS Y11, Y3
+	MOVQ    taps_len+80(FP), DI
+	SHLQ    $1, DI
+	NEGQ    DI
+
+g4mtap:
+	MOVL         8(R8)(DI*8), DX
+	VBROADCASTSS (R9)(DX*4), Y8
+	MOVQ         (R8)(DI*8), DX
+	MFMA4
+	ADDQ         $2, DI
+	JNZ          g4mtap
+	MOVQ         SI, DI
+	VMASKMOVPS   Y0, Y10, (DI)
+	MSTORE(1, Y1, done)
+	MSTORE(2, Y2, done)
+	MSTORE(3, Y3, done)
+
+done:
+	VZEROUPPER
+	RET
+
+// func dwSplitRowsAVX2(even, odd, x []float32, rows, width, lde, ldo int)
+// Each row of x, 16 elements at a time: two loads, VSHUFPS picks the
+// even (odd) elements of each 128-bit half, VPERMPD puts the halves in
+// order; then 8 in the same way in 128 bits, and the last 1 to 7 one
+// or two at a time. Registers: R8 x, DI and
+// SI the rows of even and odd, R11 and R12 their place in them, CX the
+// columns left, R9 rows left, R10 and R13 lde and ldo in bytes.
+TEXT ·dwSplitRowsAVX2(SB), NOSPLIT, $0-104
+	MOVQ  even_base+0(FP), DI
+	MOVQ  odd_base+24(FP), SI
+	MOVQ  x_base+48(FP), R8
+	MOVQ  rows+72(FP), R9
+	MOVQ  lde+88(FP), R10
+	SHLQ  $2, R10
+	MOVQ  ldo+96(FP), R13
+	SHLQ  $2, R13
+	TESTQ R9, R9
+	JEQ   splitdone
+
+splitrow:
+	MOVQ DI, R11
+	MOVQ SI, R12
+	MOVQ width+80(FP), CX
+
+split16:
+	CMPQ    CX, $16
+	JLT     split8
+	VMOVUPS (R8), Y0
+	VMOVUPS 32(R8), Y1
+	VSHUFPS $0x88, Y1, Y0, Y2
+	VSHUFPS $0xdd, Y1, Y0, Y3
+	VPERMPD $0xd8, Y2, Y2
+	VPERMPD $0xd8, Y3, Y3
+	VMOVUPS Y2, (R11)
+	VMOVUPS Y3, (R12)
+	ADDQ    $64, R8
+	ADDQ    $32, R11
+	ADDQ    $32, R12
+	SUBQ    $16, CX
+	JMP     split16
+
+split8:
+	CMPQ    CX, $8
+	JLT     split2
+	VMOVUPS (R8), X0
+	VMOVUPS 16(R8), X1
+	VSHUFPS $0x88, X1, X0, X2
+	VSHUFPS $0xdd, X1, X0, X3
+	VMOVUPS X2, (R11)
+	VMOVUPS X3, (R12)
+	ADDQ    $32, R8
+	ADDQ    $16, R11
+	ADDQ    $16, R12
+	SUBQ    $8, CX
+
+split2:
+	CMPQ   CX, $2
+	JLT    split1
+	VMOVSS (R8), X0
+	VMOVSS X0, (R11)
+	VMOVSS 4(R8), X0
+	VMOVSS X0, (R12)
+	ADDQ   $8, R8
+	ADDQ   $4, R11
+	ADDQ   $4, R12
+	SUBQ   $2, CX
+	JMP    split2
+
+split1:
+	TESTQ  CX, CX
+	JEQ    splitnext
+	VMOVSS (R8), X0
+	VMOVSS X0, (R11)
+	ADDQ   $4, R8
+
+splitnext:
+	ADDQ R10, DI
+	ADDQ R13, SI
+	DECQ R9
+	JNZ  splitrow
+
+splitdone:
+	VZEROUPPER
+	RET
+
+// func dwCopyRowsAVX2(dst, x []float32, rows, width, ld int)
+// Each row 8 elements at a time, the last 1 to 7 under the mask Y10.
+// Registers: SI x, DI the row of dst, BX the place in it, CX the columns
+// left, R8 rows left, R10 ld in bytes.
+TEXT ·dwCopyRowsAVX2(SB), NOSPLIT, $0-72
+	MOVQ    dst_base+0(FP), DI
+	MOVQ    x_base+24(FP), SI
+	MOVQ    rows+48(FP), R8
+	MOVQ    ld+64(FP), R10
+	SHLQ    $2, R10
+	MOVQ    width+56(FP), CX
+	ANDQ    $7, CX
+	SHLQ    $2, CX
+	LEAQ    tailmask<>+32(SB), DX
+	SUBQ    CX, DX
+	VMOVUPS (DX), Y10
+	TESTQ   R8, R8
+	JEQ     copydone
+
+copyrow:
+	MOVQ DI, BX
+	MOVQ width+56(FP), CX
+
+copy8:
+	CMPQ    CX, $8
+	JLT     copytail
+	VMOVUPS (SI), Y0
+	VMOVUPS Y0, (BX)
+	ADDQ    $32, SI
+	ADDQ    $32, BX
+	SUBQ    $8, CX
+	JMP     copy8
+
+copytail:
 	TESTQ      CX, CX
-	JEQ        kdone
-	LEAQ       tailmask<>+32(SB), BX
-	SHLQ       $2, CX
-	SUBQ       CX, BX
-	VMOVUPS    (BX), Y6
-	VMOVAPS    Y7, Y0
-	TESTQ      AX, AX
-	JEQ        ktailtaps
-	VMASKMOVPS (DI), Y6, Y5
-	VADDPS     Y5, Y0, Y0
+	JEQ        copynext
+	VMASKMOVPS (SI), Y10, Y0
+	VMASKMOVPS Y0, Y10, (BX)
+	LEAQ       (SI)(CX*4), SI
 
-ktailtaps:
-	MOVQ SI, R10
-	MOVQ R8, R11
-	MOVQ R9, DX
+copynext:
+	ADDQ R10, DI
+	DECQ R8
+	JNZ  copyrow
 
-ktailrow:
-	MOVQ R10, R12
-	MOVQ R13, BX
-
-ktailtap:
-	VBROADCASTSS (R11), Y4
-	VMASKMOVPS   (R12), Y6, Y5
-	VFMADD231PS  Y5, Y4, Y0
-	ADDQ         $4, R12
-	ADDQ         $4, R11
-	DECQ         BX
-	JNZ          ktailtap
-	ADDQ         R14, R10
-	DECQ         DX
-	JNZ          ktailrow
-	VMASKMOVPS   Y0, Y6, (DI)
-
-kdone:
+copydone:
 	VZEROUPPER
 	RET

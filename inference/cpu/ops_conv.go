@@ -402,6 +402,9 @@ func cvConvGemm(r *limit.Run, xd, wd []float32, packs nnPackedSet, bias []float3
 // padding, each input plane is first copied into the middle of a zeroed
 // plane padBegin + in + padEnd on a side, so that every tap of every
 // output lies inside the plane read and no inner loop tests for padding.
+// At stride 2 along rows (without dilation there), the copy also splits
+// the plane into its even and odd columns (cvSplitPadded), where the taps
+// of an output row are contiguous again (cvDepthwiseTaps).
 func cvConvDepthwise(r *limit.Run, xd, wd, bias []float32, batch, chans, mult int, g opsem.Window, out []float32, ep *epilogue) error {
 	ih, iw, oh, ow := g.In[0], g.In[1], g.Out[0], g.Out[1]
 	kh, kw := g.Kernel[0], g.Kernel[1]
@@ -412,129 +415,144 @@ func cvConvDepthwise(r *limit.Run, xd, wd, bias []float32, batch, chans, mult in
 		pih, piw = ph+ih+g.PadEnd[0], pw+iw+g.PadEnd[1]
 	}
 	outChans := chans * mult
-	// At stride 2 along rows (and without dilation there), each plane is
-	// also split into its even and odd columns, where the taps of an
-	// output row are contiguous again (cvDepthwiseStride2).
-	split := g.Stride[1] == 2 && g.Dilation[1] == 1 && kh*((kw+1)/2) <= cvMaxSplitTaps
-	if padded || split {
-		if err := cvClaimScratch(r, batch*outChans, pih, 2*piw); err != nil {
+	split := g.Stride[1] == 2 && g.Dilation[1] == 1
+	ld := piw // the width of the plane dwRows reads
+	if split {
+		ld = (piw + 1) / 2
+	}
+	// Strides 1 and 2 along rows (without dilation at 2) go to dwRows,
+	// which may read a few rows past the plane (dwOverrun): then the plane
+	// is copied even without padding, into a scratch plane with as many
+	// rows more, zero.
+	rowTaps := g.Stride[1] == 1 || split
+	overrun := 0
+	if rowTaps {
+		overrun = dwOverrun(kh, g.Dilation[0]*ld, g.Stride[0]*ld)
+	}
+	scratch := 0
+	switch {
+	case split:
+		scratch = 2*pih*ld + overrun
+	case padded || overrun > 0:
+		scratch = pih*piw + overrun
+	}
+	if scratch > 0 {
+		if err := cvClaimScratch(r, batch*outChans, 1, scratch); err != nil {
 			return err
 		}
 	}
+	var taps dwTaps
+	if rowTaps {
+		taps = cvDepthwiseTaps(g, ld, pih, split)
+	}
 	parallelFor(batch*outChans, 2*kh*kw*oh*ow, func(p0, p1 int) {
-		var plane, columns []float32
-		if padded {
+		var plane []float32
+		if scratch > 0 {
 			var done func()
-			plane, done = cvScratch(pih * piw)
+			plane, done = cvScratch(scratch)
 			defer done()
+			// The padding: every copy writes the same elements.
 			clear(plane)
 		}
-		if split {
-			var done func()
-			columns, done = cvScratch(pih * piw)
-			defer done()
-		}
 		copied := -1
+		// The input plane (image · chans + input channel), the output's
+		// place in the multiplier, and the output channel.
+		src, j, oc := p0/mult, p0%mult, p0%outChans
 		for p := p0; p < p1; p++ {
-			src := p / mult // image · chans + input channel
 			x := xd[src*ih*iw : (src+1)*ih*iw]
-			if padded {
+			if scratch > 0 {
 				if src != copied {
-					for iy := range ih {
-						copy(plane[(ph+iy)*piw+pw:], x[iy*iw:(iy+1)*iw])
+					if split {
+						cvSplitPadded(plane, x, ih, iw, pih, ld, ph, pw)
+					} else {
+						dwCopyRows(plane[ph*piw+pw:], x, ih, iw, piw)
 					}
+					copied = src
 				}
 				x = plane
 			}
-			if split && src != copied {
-				cvSplitColumns(columns, x, pih, piw)
-			}
-			copied = src
-			oc := p % outChans
 			var b float32
 			if bias != nil {
 				b = bias[oc]
 			}
 			y, w := out[p*oh*ow:(p+1)*oh*ow], wd[oc*kh*kw:(oc+1)*kh*kw]
-			if split {
-				cvDepthwiseStride2(y, columns, pih, piw, w, b, g)
+			if rowTaps {
+				dwRows(y, oh, ow, x, taps, w, b)
 			} else {
 				cvDepthwisePlane(y, x, piw, w, b, g)
 			}
 			ep.apply(y, p*oh*ow)
+			if j++; j == mult {
+				src, j = src+1, 0
+			}
+			if oc++; oc == outChans {
+				oc = 0
+			}
 		}
 	})
 	return nil
 }
 
-// cvMaxSplitTaps bounds the taps of a kernel on either side of a split
-// plane (cvDepthwiseStride2): kh·⌈kw/2⌉ of them.
-const cvMaxSplitTaps = 64
+// cvDepthwiseTaps returns g's kernel as dwTaps for a plane ld wide. With
+// split, the plane is split by cvSplitPadded into
+// rows rows of even columns, ld wide, then as many of odd ones: tap kx of
+// output column o reads column 2·o + kx, which for even kx is even column
+// o + kx/2 and for odd kx odd column o + (kx−1)/2, so every tap is
+// contiguous along the output row in one of the two.
+func cvDepthwiseTaps(g opsem.Window, ld, rows int, split bool) dwTaps {
+	kh, kw := g.Kernel[0], g.Kernel[1]
+	t := dwTaps{kh: kh, rs: g.Dilation[0] * ld, xs: g.Stride[0] * ld, weights: kh * kw}
+	buf := make([]dwTap, 0, kh*kw)
+	for kx := range kw {
+		col := kx * g.Dilation[1]
+		if split {
+			col = kx/2 + kx%2*rows*ld
+		}
+		for ky := range kh {
+			off := col + ky*t.rs
+			buf = append(buf, dwTap{off, int32(ky*kw + kx)})
+			t.hi = max(t.hi, off)
+		}
+	}
+	t.taps = buf
+	return t
+}
 
 // cvSplitColumns writes plane x (rows × width) to dst as two planes: its
 // even columns, (width+1)/2 wide, then its odd ones, width/2 wide.
 func cvSplitColumns(dst, x []float32, rows, width int) {
 	we, wo := (width+1)/2, width/2
-	even, odd := dst[:rows*we], dst[rows*we:rows*(we+wo)]
-	for r := range rows {
-		row := x[r*width : (r+1)*width]
-		ev, od := even[r*we:(r+1)*we], odd[r*wo:(r+1)*wo]
-		for j := range od {
-			ev[j], od[j] = row[2*j], row[2*j+1]
-		}
-		if we > wo {
-			ev[we-1] = row[width-1]
-		}
-	}
+	dwSplitRows(dst[:rows*we], dst[rows*we:rows*(we+wo)], x, rows, width, we, wo)
 }
 
-// cvDepthwiseStride2 is cvDepthwisePlane at stride 2 along rows, without
-// dilation there, reading the plane split by cvSplitColumns: output column
-// o reads columns 2·o + kx, which for even kx is even column o + kx/2 and
-// for odd kx odd column o + (kx−1)/2. So the kernel is two kernels of
-// contiguous taps, one over each plane, added by dwKernelRow.
-func cvDepthwiseStride2(y, columns []float32, rows, width int, w []float32, b float32, g opsem.Window) {
-	ow := g.Out[1]
-	kh, kw, sh, dh := g.Kernel[0], g.Kernel[1], g.Stride[0], g.Dilation[0]
-	we, wo := (width+1)/2, width/2
-	even, odd := columns[:rows*we], columns[rows*we:rows*(we+wo)]
-	ne, no := (kw+1)/2, kw/2
-	var wEven, wOdd [cvMaxSplitTaps]float32
-	for ky := range kh {
-		for kx, v := range w[ky*kw : (ky+1)*kw] {
-			if kx%2 == 0 {
-				wEven[ky*ne+kx/2] = v
-			} else {
-				wOdd[ky*no+kx/2] = v
-			}
-		}
-	}
-	for oy := range g.Out[0] {
-		row, r := y[oy*ow:(oy+1)*ow], oy*sh
-		dwKernelRow(row, even[r*we:], wEven[:kh*ne], kh, ne, dh*we, b, false)
-		if no > 0 {
-			dwKernelRow(row, odd[r*wo:], wOdd[:kh*no], kh, no, dh*wo, 0, true)
-		}
+// cvSplitPadded writes plane x (rows × width) into dst split as
+// cvSplitColumns splits the plane padded with ph rows above and pw
+// columns on the left, prows rows in all: prows rows of its even columns,
+// half wide, then prows rows of its odd ones, as wide. Padded column
+// pw + j is even column (pw+j)/2 or odd column (pw+j−1)/2. The padding in
+// dst is left as it is.
+func cvSplitPadded(dst, x []float32, rows, width, prows, half, ph, pw int) {
+	even, odd := dst[:prows*half], dst[prows*half:2*prows*half]
+	at := ph*half + pw/2
+	if pw%2 == 0 {
+		dwSplitRows(even[at:], odd[at:], x, rows, width, half, half)
+	} else {
+		// x's even columns are odd ones of the padded plane.
+		dwSplitRows(odd[at:], even[at+1:], x, rows, width, half, half)
 	}
 }
 
 // cvDepthwisePlane sets y (g.Out) to b plus x, a plane of rows iw wide
 // holding every tap (padding included, so the origin is at g.PadBegin),
-// convolved with the kernel w. Rows at stride 1 without dilation along
-// them go to dwKernelRow (vectorised); other 3×3 undilated kernels to
-// cvDepthwise3x3; the rest start each row at b and add one tap at a time.
+// convolved with the kernel w, at a stride along rows that dwRows does
+// not take: 3×3 undilated kernels through cvDepthwise3x3, the rest
+// starting each row at b and adding one tap at a time.
 func cvDepthwisePlane(y, x []float32, iw int, w []float32, b float32, g opsem.Window) {
 	ow := g.Out[1]
 	kh, kw, sh, sw, dh, dw := g.Kernel[0], g.Kernel[1], g.Stride[0], g.Stride[1], g.Dilation[0], g.Dilation[1]
-	if sw != 1 && kh == 3 && kw == 3 && dh == 1 && dw == 1 {
+	if kh == 3 && kw == 3 && dh == 1 && dw == 1 {
 		for oy := range g.Out[0] {
 			cvDepthwise3x3(y[oy*ow:(oy+1)*ow], x[oy*sh*iw:], iw, (*[9]float32)(w), b, sw)
-		}
-		return
-	}
-	if sw == 1 && dw == 1 {
-		for oy := range g.Out[0] {
-			dwKernelRow(y[oy*ow:(oy+1)*ow], x[oy*sh*iw:], w, kh, kw, dh*iw, b, false)
 		}
 		return
 	}
@@ -548,13 +566,6 @@ func cvDepthwisePlane(y, x []float32, iw int, w []float32, b float32, g opsem.Wi
 			xrow := x[(oy*sh+ky*dh)*iw:]
 			for kx, wv := range w[ky*kw : (ky+1)*kw] {
 				src := xrow[kx*dw : kx*dw+span]
-				if sw == 1 {
-					src = src[:len(row)]
-					for i, v := range src {
-						row[i] += wv * v
-					}
-					continue
-				}
 				for i := range row {
 					row[i] += wv * src[i*sw]
 				}
@@ -581,20 +592,152 @@ func cvDepthwise3x3(y, x []float32, iw int, w *[9]float32, b float32, s int) {
 	}
 }
 
-// dwKernelRowGo is dwKernelRow in Go.
-func dwKernelRowGo(y, x, w []float32, kh, kw, ld int, b float32, add bool) {
-	for i := range y {
-		s := b
-		if add {
-			s += y[i]
+// dwTap is one tap of a depthwise kernel: the input off elements past
+// its output's first input, times the kernel's weight w (an index into
+// its plane).
+type dwTap struct {
+	off int
+	w   int32
+}
+
+// dwTaps is a depthwise kernel as dwRows takes it: its taps column by
+// column, tap c·kh + r of kernel row r reading the input r·rs elements
+// past tap c·kh's; the inputs of output rows start xs apart. It comes
+// from cvDepthwiseTaps: the loops trust that no offset is negative or
+// above hi, and no weight index reaches weights.
+type dwTaps struct {
+	taps    []dwTap
+	kh      int // kernel rows
+	rs, xs  int
+	hi      int // the largest tap offset
+	weights int // the kernel's weights: every tap's w is below it
+}
+
+// dwLoop is the depthwise loops of one vecLevel (dwLoopsOn), each with
+// its Go twin's contract for rows, n and taps of at least one, and
+// checking no bounds: dwRows, dwSplitRows and dwCopyRows do.
+type dwLoop struct {
+	rows func(y []float32, rows, n int, x []float32, xs int, taps []dwTap, w []float32, b float32)
+	// shared, where the level has it, is rows for kernels kh high (3, 5
+	// or 7 at s = 1; 3 or 5 at s = 2) whose output rows are s input rows
+	// apart: xs = s·rs, and taps as dwTaps lists them. It reads up to 7·xs
+	// elements of x past the last input (dwOverrun).
+	shared func(y []float32, rows, n int, x []float32, rs, s, kh int, taps []dwTap, w []float32, b float32)
+	split  func(even, odd, x []float32, rows, width, lde, ldo int)
+	copy   func(dst, x []float32, rows, width, ld int)
+}
+
+// dwGoLoop is the Go twins: the depthwise loops of vecGo.
+var dwGoLoop = dwLoop{dwRowsGo, nil, dwSplitRowsGo, dwCopyRowsGo}
+
+// dw is the depthwise loops in use: dwBest's. Only tests change it, to
+// check each level.
+var dw = dwLoopsOn(dwBest)
+
+// dwShared returns the input rows s between output rows at which dw's
+// shared loop runs a kernel kh high with rows rs and output rows xs
+// elements apart, or 0 where dwRows runs dw.rows.
+func dwShared(kh, rs, xs int) int {
+	if dw.shared == nil || rs <= 0 {
+		return 0
+	}
+	switch {
+	case xs == rs && (kh == 3 || kh == 5 || kh == 7):
+		return 1
+	case xs == 2*rs && (kh == 3 || kh == 5):
+		return 2
+	}
+	return 0
+}
+
+// dwOverrun returns the elements past the last input that dwRows reads
+// for a kernel kh high with rows rs and output rows xs elements apart:
+// with dw's shared loop, the input of the up to 7 output rows that a last
+// group of eight computes and drops.
+func dwOverrun(kh, rs, xs int) int {
+	if dwShared(kh, rs, xs) == 0 {
+		return 0
+	}
+	return 7 * xs
+}
+
+// dwRows is dwRowsGo with the taps t, in dw's loops. Where dw's shared
+// loop runs t (dwShared), x runs dwOverrun elements past the last input.
+func dwRows(y []float32, rows, n int, x []float32, t dwTaps, w []float32, b float32) {
+	if rows <= 0 || n <= 0 || len(t.taps) == 0 {
+		dwRowsGo(y, rows, n, x, t.xs, t.taps, w, b)
+		return
+	}
+	y, w = y[:rows*n], w[:t.weights]
+	if s := dwShared(t.kh, t.rs, t.xs); s > 0 {
+		last := (rows-1)/8*8 + 7 // the last output row of the last group of eight
+		dw.shared(y, rows, n, x[:last*t.xs+t.hi+n], t.rs, s, t.kh, t.taps, w, b)
+		return
+	}
+	dw.rows(y, rows, n, x[:(rows-1)*t.xs+t.hi+n], t.xs, t.taps, w, b)
+}
+
+// dwSplitRows is dwSplitRowsGo in dw's loops.
+func dwSplitRows(even, odd, x []float32, rows, width, lde, ldo int) {
+	if rows <= 0 || width <= 0 {
+		return
+	}
+	even = even[:(rows-1)*lde+(width+1)/2]
+	odd = odd[:(rows-1)*ldo+width/2]
+	dw.split(even, odd, x[:rows*width], rows, width, lde, ldo)
+}
+
+// dwCopyRows is dwCopyRowsGo in dw's loops.
+func dwCopyRows(dst, x []float32, rows, width, ld int) {
+	if rows <= 0 || width <= 0 {
+		return
+	}
+	dw.copy(dst[:(rows-1)*ld+width], x[:rows*width], rows, width, ld)
+}
+
+// dwRowsGo sets y[j·n + i], for j < rows and i < n, to b + Σ_k
+// w[taps[k].w]·x[j·xs + taps[k].off + i], adding the taps in order:
+// output rows n wide whose inputs start xs apart. The vector loops add
+// each product with one rounding (a fused multiply-add); Go rounds the
+// product first, except where the compiler fuses the two (arm64; amd64
+// with GOAMD64=v3).
+func dwRowsGo(y []float32, rows, n int, x []float32, xs int, taps []dwTap, w []float32, b float32) {
+	for j := range rows {
+		yr := y[j*n : (j+1)*n]
+		for i := range yr {
+			yr[i] = b
 		}
-		for r := range kh {
-			xr := x[r*ld+i : r*ld+i+kw]
-			for t, wv := range w[r*kw : (r+1)*kw] {
-				s += wv * xr[t]
+		for _, t := range taps {
+			wv := w[t.w]
+			for i, v := range x[j*xs+t.off : j*xs+t.off+n] {
+				yr[i] += wv * v
 			}
 		}
-		y[i] = s
+	}
+}
+
+// dwSplitRowsGo writes the even and odd columns of x, rows × width, to
+// rows lde and ldo apart: even[r·lde + j] = x[r·width + 2j] for
+// j < ⌈width/2⌉, odd[r·ldo + j] = x[r·width + 2j + 1] for j < ⌊width/2⌋.
+func dwSplitRowsGo(even, odd, x []float32, rows, width, lde, ldo int) {
+	we, wo := (width+1)/2, width/2
+	for r := range rows {
+		row := x[r*width : (r+1)*width]
+		ev, od := even[r*lde:r*lde+we], odd[r*ldo:r*ldo+wo]
+		for j := range od {
+			ev[j], od[j] = row[2*j], row[2*j+1]
+		}
+		if we > wo {
+			ev[we-1] = row[width-1]
+		}
+	}
+}
+
+// dwCopyRowsGo copies the rows of x, rows × width, to rows of dst ld
+// apart: dst[r·ld + j] = x[r·width + j].
+func dwCopyRowsGo(dst, x []float32, rows, width, ld int) {
+	for r := range rows {
+		copy(dst[r*ld:r*ld+width], x[r*width:(r+1)*width])
 	}
 }
 

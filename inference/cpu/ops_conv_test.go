@@ -391,28 +391,3 @@ func BenchmarkNNConvDepthwise(b *testing.B) {
 		})
 	}
 }
-
-// TestDwKernelRow checks dwKernelRow, vectorised where the CPU allows,
-// against dwKernelRowGo on lengths up to 70 and kernels up to 5×5, with
-// and without add. Tolerance 1e-6·(taps+1): the sums differ only by fused
-// multiply-adds.
-func TestDwKernelRow(t *testing.T) {
-	r := rand.New(rand.NewPCG(19, 20))
-	for _, k := range [][2]int{{1, 1}, {3, 3}, {5, 5}, {2, 3}, {3, 1}} {
-		kh, kw := k[0], k[1]
-		for n := range 71 {
-			ld := n + kw + 2
-			x, w, y0 := nnRandom(r, kh*ld), nnRandom(r, kh*kw), nnRandom(r, n)
-			for _, add := range []bool{false, true} {
-				got, want := slices.Clone(y0), slices.Clone(y0)
-				dwKernelRow(got, x, w, kh, kw, ld, 0.25, add)
-				dwKernelRowGo(want, x, w, kh, kw, ld, 0.25, add)
-				for i := range got {
-					if d := math.Abs(float64(got[i] - want[i])); d > 1e-6*float64(kh*kw+1) {
-						t.Fatalf("%d×%d, n %d, add %v: y[%d] = %v, want %v", kh, kw, n, add, i, got[i], want[i])
-					}
-				}
-			}
-		}
-	}
-}
