@@ -145,11 +145,18 @@ func cvPackIm2col2D(x []float32, g opsem.Window, nr, kc, nc, p0, j0 int, dst []f
 			oy, ox := oy0, ox0
 			for q := 0; q < cols; {
 				run := out[q : q+min(cols-q, ow-ox)]
-				lo, hi := cvSpan(ox*sw+offX, sw, iw, len(run))
+				ix := ox*sw + offX // the run's first image column
+				var lo, hi int
+				if sw == 1 { // cvSpan, without its divisions
+					lo = min(max(-ix, 0), len(run))
+					hi = min(max(iw-ix, lo), len(run))
+				} else {
+					lo, hi = cvSpan(ix, sw, iw, len(run))
+				}
 				if iy := oy*sh + offY; iy < 0 || iy >= ih || lo >= hi {
 					clear(run) // the run is all padding
 				} else {
-					cvIm2colRun(run, plane[iy*iw:], lo, hi, (ox+lo)*sw+offX, sw)
+					cvIm2colRun(run, plane[iy*iw:], lo, hi, ix+lo*sw, sw)
 				}
 				q += len(run)
 				oy, ox = oy+1, 0

@@ -269,6 +269,23 @@ func plMaxPool2D(xd, out []float32, planes int, g opsem.Window, rows plPoolTaps)
 	sw, pw, kw := g.Stride[1], g.PadBegin[1], g.Kernel[1]
 	isp, osp := ih*iw, oh*ow
 	we, wo := (iw+1)/2, iw/2
+	// Kernel column kx reads, for outputs oLo…oHi−1, the input columns
+	// from c on (every sw-th): the same on every row, worked out once.
+	type tap struct{ oLo, oHi, c int }
+	taps := make([]tap, 0, kw)
+	for kx := range kw {
+		off := kx - pw // output ox reads column ox·sw + off
+		if iw-off <= 0 {
+			continue
+		}
+		oLo, oHi := 0, min(ow, (iw-off+sw-1)/sw)
+		if off < 0 {
+			oLo = (-off + sw - 1) / sw
+		}
+		if oLo < oHi {
+			taps = append(taps, tap{oLo, oHi, oLo*sw + off})
+		}
+	}
 	parallelFor(planes, osp*g.Kernel[0]*kw, func(lo, hi int) {
 		var columns []float32
 		if sw == 2 {
@@ -283,30 +300,16 @@ func plMaxPool2D(xd, out []float32, planes int, g opsem.Window, rows plPoolTaps)
 			}
 			for oy := range oh {
 				acc := out[pl*osp+oy*ow : pl*osp+(oy+1)*ow]
-				for i := range acc {
-					acc[i] = float32(math.Inf(-1))
-				}
+				fill(acc, float32(math.Inf(-1)))
 				for _, iy := range rows.idx[rows.start[oy]:rows.start[oy+1]] {
-					for kx := range kw {
-						off := kx - pw // output ox reads column ox·sw + off
-						if iw-off <= 0 {
-							continue
-						}
-						oLo, oHi := 0, min(ow, (iw-off+sw-1)/sw)
-						if off < 0 {
-							oLo = (-off + sw - 1) / sw
-						}
-						if oLo >= oHi {
-							continue
-						}
-						c := oLo*sw + off
+					for _, t := range taps {
 						switch {
 						case sw == 1:
-							maxInto(acc[oLo:oHi], plane[iy*iw+c:])
-						case c%2 == 0:
-							maxInto(acc[oLo:oHi], columns[iy*we+c/2:])
+							maxInto(acc[t.oLo:t.oHi], plane[iy*iw+t.c:])
+						case t.c%2 == 0:
+							maxInto(acc[t.oLo:t.oHi], columns[iy*we+t.c/2:])
 						default:
-							maxInto(acc[oLo:oHi], columns[ih*we+iy*wo+c/2:])
+							maxInto(acc[t.oLo:t.oHi], columns[ih*we+iy*wo+t.c/2:])
 						}
 					}
 				}

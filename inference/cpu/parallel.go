@@ -113,9 +113,7 @@ func (b *batch) ended() {
 // panic of any chunk. b is then ready for reuse.
 func (b *batch) wait() {
 	if b.pending.Add(-1) != 0 {
-		for start := time.Now(); b.pending.Load() > 0 && time.Since(start) < workerSpin; {
-			runtime.Gosched()
-		}
+		spin(func() bool { return b.pending.Load() == 0 })
 		<-b.done
 	}
 	if pe := b.panicked.Swap(nil); pe != nil {
@@ -206,9 +204,16 @@ func (w *worker) loop() {
 // await polls for a task for workerSpin, yielding the processor between
 // polls, and reports whether one came.
 func (w *worker) await() bool {
-	for start := time.Now(); !w.has.Load(); {
-		if time.Since(start) >= workerSpin {
-			return w.has.Load()
+	return spin(w.has.Load)
+}
+
+// spin polls done for workerSpin, yielding the processor between polls
+// (reading the clock every 16th), and reports whether done came true.
+func spin(done func() bool) bool {
+	start := time.Now()
+	for i := 1; !done(); i++ {
+		if i%16 == 0 && time.Since(start) >= workerSpin {
+			return done()
 		}
 		runtime.Gosched()
 	}

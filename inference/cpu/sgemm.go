@@ -399,9 +399,20 @@ func nnPackB(transB bool, nr, kc, nc int, b []float32, ldb, p0, j0 int, dst []fl
 			nnPackTranspose(cols, kc, 1, b[(j0+s)*ldb+p0:], ldb, panel, nr)
 			continue
 		}
+		if cols == nr {
+			copyRows(panel, b[p0*ldb+j0+s:], ldb, kc, nr)
+			continue
+		}
 		for p := range kc {
 			copy(panel[p*nr:p*nr+cols], b[(p0+p)*ldb+j0+s:])
 		}
+	}
+}
+
+// copyRowsGo is copyRows' loop.
+func copyRowsGo(dst, src []float32, ld, rows, width int) {
+	for r := range rows {
+		copy(dst[r*width:(r+1)*width], src[r*ld:])
 	}
 }
 

@@ -105,3 +105,23 @@ func arithVS(op ewArithOp, out, a []float32, s float32, swap bool) bool {
 	}
 	return true
 }
+
+// copyRowsAVX2 is copyRows' loop for widths 16 and 32, without bounds
+// checks.
+//
+//go:noescape
+func copyRowsAVX2(dst, src []float32, ld, rows, width int)
+
+// copyRows copies rows runs of width floats, ld apart in src, one after
+// another into dst: dst[r·width+j] = src[r·ld+j].
+func copyRows(dst, src []float32, ld, rows, width int) {
+	if rows == 0 || width == 0 {
+		return
+	}
+	dst, src = dst[:rows*width], src[:(rows-1)*ld+width]
+	if hasVectorMath && (width == 16 || width == 32) {
+		copyRowsAVX2(dst, src, ld, rows, width)
+		return
+	}
+	copyRowsGo(dst, src, ld, rows, width)
+}

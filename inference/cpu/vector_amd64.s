@@ -282,3 +282,48 @@ svstore:
 vsdone:
 	VZEROUPPER
 	RET
+
+// func copyRowsAVX2(dst, src []float32, ld, rows, width int)
+// Copies rows runs of width floats (16 or 32), the runs ld floats apart in
+// src, one after another into dst: a packed SGEMM panel from a row-major
+// matrix, without a memmove call per run.
+TEXT ·copyRowsAVX2(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ src_base+24(FP), SI
+	MOVQ ld+48(FP), DX
+	SHLQ $2, DX
+	MOVQ rows+56(FP), CX
+	MOVQ width+64(FP), AX
+	TESTQ CX, CX
+	JEQ  rowsdone
+	CMPQ AX, $32
+	JEQ  rows32
+
+rows16:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ    DX, SI
+	ADDQ    $64, DI
+	DECQ    CX
+	JNE     rows16
+	JMP     rowsdone
+
+rows32:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ    DX, SI
+	ADDQ    $128, DI
+	DECQ    CX
+	JNE     rows32
+
+rowsdone:
+	VZEROUPPER
+	RET

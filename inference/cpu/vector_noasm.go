@@ -19,3 +19,12 @@ func geluOut(y, x, t []float32) { geluOutGo(y, x[:len(y)], t[:len(y)]) }
 // and the Go loops run.
 func arithVV(op ewArithOp, out, a, b []float32) bool                    { return false }
 func arithVS(op ewArithOp, out, a []float32, s float32, swap bool) bool { return false }
+
+// copyRows copies rows runs of width floats, ld apart in src, one after
+// another into dst: dst[r·width+j] = src[r·ld+j].
+func copyRows(dst, src []float32, ld, rows, width int) {
+	if rows == 0 || width == 0 {
+		return
+	}
+	copyRowsGo(dst[:rows*width], src[:(rows-1)*ld+width], ld, rows, width)
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -120,6 +121,28 @@ func TestArithLoops(t *testing.T) {
 				ewArithSV(op, got, s, b)
 				ewArithSVGo(op, want, s, b)
 				same(fmt.Sprintf("op %d, %g by vector", op, s), n, got, want)
+			}
+		}
+	}
+}
+
+// TestCopyRows checks copyRows against its Go loop for the panel widths of
+// the micro-kernels (16, 32) and others, on strides wider than the runs,
+// and that nothing past the runs is written.
+func TestCopyRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, width := range []int{1, 4, 15, 16, 17, 32, 33} {
+		for _, rows := range []int{0, 1, 2, 7} {
+			ld := width + r.IntN(9)
+			src := nnRandom(r, rows*ld+width)
+			got, want := make([]float32, rows*width+3), make([]float32, rows*width+3)
+			for i := range got {
+				got[i], want[i] = -7, -7
+			}
+			copyRows(got, src, ld, rows, width)
+			copyRowsGo(want[:rows*width], src, ld, rows, width)
+			if !slices.Equal(got, want) {
+				t.Fatalf("width %d, %d rows, ld %d: got %v, want %v", width, rows, ld, got, want)
 			}
 		}
 	}
