@@ -135,22 +135,34 @@ func nnSgemmPacked(kern nnKernel, threads int, pre nnPrepacked, tail nnTail, tra
 		nnSgemmAdd(kern, pre, tail, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc)
 		return
 	}
-	// Split the longer of M and N into independent sub-products, in whole
-	// micro-tiles; each worker packs its own blocks.
-	if (m >= n || pre.b != nil) && pre.a == nil {
-		tiles := (m + kern.mr - 1) / kern.mr
+	// Split M or N into independent sub-products, in whole micro-tiles;
+	// each worker packs its own blocks. With one operand packed already,
+	// the split runs along it, so that no worker packs what another packs
+	// too, unless it has too few tiles to share among the workers (a
+	// batch of one through a Gemm, a 7×7 convolution's 49 columns); then
+	// each worker packs the other operand's block.
+	tilesM, tilesN := (m+kern.mr-1)/kern.mr, (n+kern.nr-1)/kern.nr
+	splitM := m >= n
+	switch {
+	case pre.a != nil && pre.b == nil:
+		splitM = tilesN < 2*workers && tilesM > tilesN
+	case pre.b != nil && pre.a == nil:
+		splitM = tilesM >= 2*workers || tilesM >= tilesN
+	}
+	if splitM {
+		tiles := tilesM
 		parallelSplit(tiles, min(workers, tiles), func(lo, hi int) {
 			i0, rows := lo*kern.mr, min(hi*kern.mr, m)-lo*kern.mr
 			as := a[i0*lda:]
 			if transA {
 				as = a[i0:]
 			}
-			sub := nnPrepacked{b: pre.b, i0: pre.i0 + i0, j0: pre.j0, packB: pre.packB}
+			sub := nnPrepacked{a: pre.a, b: pre.b, i0: pre.i0 + i0, j0: pre.j0, packB: pre.packB}
 			nnSgemmAdd(kern, sub, tail, transA, transB, rows, n, k, alpha, as, lda, b, ldb, c[i0*ldc:], ldc)
 		})
 		return
 	}
-	tiles := (n + kern.nr - 1) / kern.nr
+	tiles := tilesN
 	parallelSplit(tiles, min(workers, tiles), func(lo, hi int) {
 		j0, cols := lo*kern.nr, min(hi*kern.nr, n)-lo*kern.nr
 		bs := b
