@@ -26,6 +26,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,6 +50,7 @@ func main() {
 	modelList := flag.String("models", "", "models to time, comma-separated (default: all of models.json)")
 	budget := flag.Duration("time", 1500*time.Millisecond, "time per cell and runtime: runs go on until it is spent (at least 3)")
 	script := flag.String("ort-script", "scripts/ort_bench.js", "the onnxruntime-node timing script")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process (beamml's loads and runs; ORT runs in another) to this file")
 	flag.Parse()
 
 	threads, err := positiveInts(*threadList)
@@ -75,10 +77,21 @@ func main() {
 	if err != nil {
 		log.Fatalf("onnxruntime-node: %v", err)
 	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			log.Fatalf("--cpuprofile: %v", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatalf("--cpuprofile: %v", err)
+		}
+		defer f.Close()
+	}
 	var cells []cell
 	for _, spec := range models {
 		cells = append(cells, benchModel(context.Background(), *dir, spec, threads, batches, ort, *budget)...)
 	}
+	pprof.StopCPUProfile() // a no-op without --cpuprofile
 	if err := ort.close(); err != nil {
 		log.Printf("onnxruntime-node: %v", err)
 	}
