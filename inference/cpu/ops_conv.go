@@ -380,24 +380,23 @@ func cvConvGemm(r *limit.Run, xd, wd []float32, packs nnPackedSet, bias []float3
 				cvIm2col(src, cg, taps, col)
 				src = col
 			}
-			// The product adds to the bias (beta 1), or sets y (beta 0).
 			off := (img*outChans + grp*mg) * osp
 			y := out[off : off+mg*osp]
-			// The bias fill is a pass over the output before the product;
-			// the epilogue runs on each block of it as the product
-			// completes the block, while the block is in cache.
-			beta := float32(0)
+			// Each block of y starts as the bias (or zeros, beta 0) and
+			// ends through the epilogue, both while the product has the
+			// block in cache.
+			var head nnTail
 			if bias != nil {
-				beta = 1
-				if threads > 1 { // one unit: the cores split the fill
-					parallelFor(mg, osp, func(c0, c1 int) { cvFillPlanes(y[c0*osp:c1*osp], bias[grp*mg+c0:grp*mg+c1], osp) })
-				} else {
-					cvFillPlanes(y, bias[grp*mg:(grp+1)*mg], osp)
+				b := bias[grp*mg : (grp+1)*mg]
+				head = func(c []float32, ldc, i, _, rows, cols int) {
+					for r := range rows {
+						fill(c[r*ldc:r*ldc+cols], b[i+r])
+					}
 				}
 			}
 			w := wd[grp*mg*rows:]
 			pre := nnPrepacked{a: packs.of(grp, w), packB: packB}
-			nnSgemmPre(threads, pre, ep.tail(off, osp), false, false, mg, osp, rows, 1, w, rows, src, osp, beta, y, osp)
+			nnSgemmPre(threads, pre, nnBlocks{head: head, tail: ep.tail(off, osp)}, false, false, mg, osp, rows, 1, w, rows, src, osp, 0, y, osp)
 		}
 	})
 	return nil

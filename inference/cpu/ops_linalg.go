@@ -67,11 +67,11 @@ func laMatMul(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 			// B is one matrix and A's batches are contiguous: one product
 			// of (batch·m)×k by k×n.
 			pre := nnPrepacked{b: packedFor(n.Prepared, bd)}
-			nnSgemmPre(runtime.GOMAXPROCS(0), pre, ep.tail(0, n2), false, false, nb*m, n2, k, 1, ad, k, bd, n2, 0, out, n2)
+			nnSgemmPre(runtime.GOMAXPROCS(0), pre, nnBlocks{tail: ep.tail(0, n2)}, false, false, nb*m, n2, k, 1, ad, k, bd, n2, 0, out, n2)
 		} else {
 			eachUnit(nb, 2*m*n2*k, func(lo, hi, threads int) {
 				for i := lo; i < hi; i++ {
-					nnSgemmPre(threads, nnPrepacked{}, ep.tail(i*m*n2, n2), false, false, m, n2, k, 1, ad[aOff[i]*m*k:], k, bd[bOff[i]*k*n2:], n2, 0, out[i*m*n2:], n2)
+					nnSgemmPre(threads, nnPrepacked{}, nnBlocks{tail: ep.tail(i*m*n2, n2)}, false, false, m, n2, k, 1, ad[aOff[i]*m*k:], k, bd[bOff[i]*k*n2:], n2, 0, out[i*m*n2:], n2)
 				}
 			})
 		}
@@ -156,7 +156,7 @@ func laGemm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		beta = 0
 	}
 	pre := nnPrepacked{b: packedFor(n.Prepared, bd)}
-	nnSgemmPre(runtime.GOMAXPROCS(0), pre, ep.tail(0, g.N), g.TransA, g.TransB, g.M, g.N, g.K, g.Alpha, ad, as[1], bd, bs[1], beta, out, g.N)
+	nnSgemmPre(runtime.GOMAXPROCS(0), pre, nnBlocks{tail: ep.tail(0, g.N)}, g.TransA, g.TransB, g.M, g.N, g.K, g.Alpha, ad, as[1], bd, bs[1], beta, out, g.N)
 	outs, err := singleOutput([]int{g.M, g.N}, out)
 	return unfusedEpilogue(n, in, ep, outs, err)
 }

@@ -355,7 +355,7 @@ func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inferen
 		// xw = X·Wᵀ + biases, for all steps at once. GRU with
 		// linear_before_reset keeps Rbh apart: it is scaled by r.
 		preW := nnPrepacked{b: packed.w.of(d, wdir)} // W and R, packed at compile time
-		nnSgemmPre(threads, preW, nil, false, true, seq*batch, gh, inSize, 1, xd, inSize, wdir, inSize, 0, xw, gh)
+		nnSgemmPre(threads, preW, nnBlocks{}, false, true, seq*batch, gh, inSize, 1, xd, inSize, wdir, inSize, 0, xw, gh)
 		pre := nnPrepacked{b: packed.r.of(d, rdir)}
 		var rbh []float32
 		if bd != nil {
@@ -399,7 +399,7 @@ func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inferen
 			copy(gates, xw[t*batch*gh:(t+1)*batch*gh])
 			switch cell {
 			case rnRNN:
-				nnSgemmPre(threads, pre, nil, false, true, batch, hidden, hidden, 1, h, hidden, rdir, hidden, 1, gates, gh)
+				nnSgemmPre(threads, pre, nnBlocks{}, false, true, batch, hidden, hidden, 1, h, hidden, rdir, hidden, 1, gates, gh)
 				for b := range batch {
 					for j := range hidden {
 						newH[b*hidden+j] = act(f[0], gates[b*gh+j])
@@ -442,7 +442,7 @@ func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inferen
 					}
 				}
 			case rnLSTM:
-				nnSgemmPre(threads, pre, nil, false, true, batch, gh, hidden, 1, h, hidden, rdir, hidden, 1, gates, gh)
+				nnSgemmPre(threads, pre, nnBlocks{}, false, true, batch, gh, hidden, 1, h, hidden, rdir, hidden, 1, gates, gh)
 				if fast {
 					rnLSTMStep(gates, c, newC, newH, batch, hidden, inputForget)
 					break

@@ -91,40 +91,60 @@ func nnSgemmThreads(threads int, transA, transB bool, m, n, k int, alpha float32
 	nnSgemmWith(nnBestKernel, threads, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
-// nnSgemmPre is nnSgemmThreads with operands packed beforehand and a tail
-// applied to C's blocks once complete (see nnSgemmPacked; tail may be nil).
-func nnSgemmPre(threads int, pre nnPrepacked, tail nnTail, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	nnSgemmPacked(nnBestKernel, threads, pre, tail, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+// nnSgemmPre is nnSgemmThreads with operands packed beforehand and
+// functions applied to C's blocks (see nnSgemmPacked).
+func nnSgemmPre(threads int, pre nnPrepacked, blk nnBlocks, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	nnSgemmPacked(nnBestKernel, threads, pre, blk, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
-// nnTail finishes a block of C whose product is complete: it is called
-// once on each block of the rows×cols elements at row i, column j of the
-// whole product, c starting at that element with rows ldc apart, while the
-// block is still in cache (an epilogue: bias, residual, activation).
-// Blocks do not overlap and together cover C; calls for different blocks
-// may run at once on different goroutines.
+// nnTail is applied to a block of C: once on each block of the rows×cols
+// elements at row i, column j of the whole product, c starting at that
+// element with rows ldc apart, while the block is in cache. Blocks do not
+// overlap and together cover C; calls for different blocks may run at
+// once on different goroutines.
 type nnTail func(c []float32, ldc, i, j, rows, cols int)
+
+// nnBlocks are what a product does to each block of C besides adding to
+// it, either nil: head sets the block's starting value before the first
+// steps of k are added (a bias; C is then neither scaled by beta nor
+// read), tail finishes the block once its product is complete (an
+// epilogue: bias, residual, activation).
+type nnBlocks struct{ head, tail nnTail }
+
+// nnClearBlock is the head of a product with beta 0: each block is
+// cleared as the product reaches it, in cache, rather than all of C in a
+// pass before.
+func nnClearBlock(c []float32, ldc, _, _, rows, cols int) {
+	for r := range rows {
+		clear(c[r*ldc : r*ldc+cols])
+	}
+}
 
 // nnSgemmWith is nnSgemmThreads with the micro-kernel kern.
 func nnSgemmWith(kern nnKernel, threads int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	nnSgemmPacked(kern, threads, nnPrepacked{}, nil, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	nnSgemmPacked(kern, threads, nnPrepacked{}, nnBlocks{}, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
 // nnSgemmPacked is nnSgemmWith reading op(A) or op(B) from pre where it
 // holds them packed for kern (weights, packed once at compile time): the
 // product then packs only the other operand. With op(A) packed the work is
-// split by columns, so that no worker packs what another packs too. tail,
-// when not nil, is applied to each block of C once its product is complete.
-func nnSgemmPacked(kern nnKernel, threads int, pre nnPrepacked, tail nnTail, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+// split by columns, so that no worker packs what another packs too. blk's
+// head, when not nil, sets each block of C before the product adds to it,
+// in place of beta; its tail finishes each block once complete.
+func nnSgemmPacked(kern nnKernel, threads int, pre nnPrepacked, blk nnBlocks, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	pre = pre.usable(kern, alpha, m, n, k)
 	if m == 0 || n == 0 {
 		return
 	}
-	nnScale(m, n, beta, c, ldc)
+	switch {
+	case blk.head != nil:
+	case beta == 0:
+		blk.head = nnClearBlock
+	default:
+		nnScale(m, n, beta, c, ldc)
+	}
 	if k == 0 || alpha == 0 {
-		if tail != nil {
-			tail(c, ldc, pre.i0, pre.j0, m, n)
-		}
+		blk.whole(c, ldc, pre, m, n)
 		return
 	}
 	workers := 1
@@ -132,7 +152,7 @@ func nnSgemmPacked(kern nnKernel, threads int, pre nnPrepacked, tail nnTail, tra
 		workers = min(threads, flops/nnSgemmTaskFlops)
 	}
 	if workers <= 1 {
-		nnSgemmAdd(kern, pre, tail, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc)
+		nnSgemmAdd(kern, pre, blk, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc)
 		return
 	}
 	// Split M or N into independent sub-products, in whole micro-tiles;
@@ -158,7 +178,7 @@ func nnSgemmPacked(kern nnKernel, threads int, pre nnPrepacked, tail nnTail, tra
 				as = a[i0:]
 			}
 			sub := nnPrepacked{a: pre.a, b: pre.b, i0: pre.i0 + i0, j0: pre.j0, packB: pre.packB}
-			nnSgemmAdd(kern, sub, tail, transA, transB, rows, n, k, alpha, as, lda, b, ldb, c[i0*ldc:], ldc)
+			nnSgemmAdd(kern, sub, blk, transA, transB, rows, n, k, alpha, as, lda, b, ldb, c[i0*ldc:], ldc)
 		})
 		return
 	}
@@ -174,7 +194,7 @@ func nnSgemmPacked(kern nnKernel, threads int, pre nnPrepacked, tail nnTail, tra
 			bs = b[j0:]
 		}
 		sub := nnPrepacked{a: pre.a, b: pre.b, i0: pre.i0, j0: pre.j0 + j0, packB: pre.packB}
-		nnSgemmAdd(kern, sub, tail, transA, transB, m, cols, k, alpha, a, lda, bs, ldb, c[j0:], ldc)
+		nnSgemmAdd(kern, sub, blk, transA, transB, m, cols, k, alpha, a, lda, bs, ldb, c[j0:], ldc)
 	})
 }
 
@@ -205,15 +225,29 @@ var nnPackPool = sync.Pool{New: func() any {
 	return &buf
 }}
 
-// nnSgemmAdd adds alpha·op(A)·op(B) to C on the calling goroutine, then
-// applies tail (when not nil) to C's blocks; pre holds what is packed
-// already, and places the sub-product in the whole one: its rows from
-// pre.i0, its columns from pre.j0.
-func nnSgemmAdd(kern nnKernel, pre nnPrepacked, tail nnTail, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+// whole applies b's head, then its tail, to all of C: a product with
+// nothing to add, done in one block.
+func (b nnBlocks) whole(c []float32, ldc int, pre nnPrepacked, m, n int) {
+	if b.head != nil {
+		b.head(c, ldc, pre.i0, pre.j0, m, n)
+	}
+	if b.tail != nil {
+		b.tail(c, ldc, pre.i0, pre.j0, m, n)
+	}
+}
+
+// nnSgemmAdd adds alpha·op(A)·op(B) to C on the calling goroutine, blk's
+// head (when not nil) setting each block of C before, its tail finishing
+// it after; pre holds what is packed already, and places the sub-product
+// in the whole one: its rows from pre.i0, its columns from pre.j0.
+func nnSgemmAdd(kern nnKernel, pre nnPrepacked, blk nnBlocks, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
 	if m*n*k <= 16*16*16 && pre.packB == nil {
+		if blk.head != nil {
+			blk.head(c, ldc, pre.i0, pre.j0, m, n)
+		}
 		nnSgemmSmall(transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc)
-		if tail != nil {
-			tail(c, ldc, pre.i0, pre.j0, m, n)
+		if blk.tail != nil {
+			blk.tail(c, ldc, pre.i0, pre.j0, m, n)
 		}
 		return
 	}
@@ -229,7 +263,7 @@ func nnSgemmAdd(kern nnKernel, pre nnPrepacked, tail nnTail, transA, transB bool
 		nc := min(nnNC, n-j0)
 		for p0 := 0; p0 < k; p0 += nnKC {
 			kc := min(nnKC, k-p0)
-			last := tail != nil && p0+kc == k
+			first, last := blk.head != nil && p0 == 0, blk.tail != nil && p0+kc == k
 			bp := bpack
 			switch {
 			case pre.b != nil:
@@ -240,9 +274,12 @@ func nnSgemmAdd(kern nnKernel, pre nnPrepacked, tail nnTail, transA, transB bool
 				nnPackB(transB, kern.nr, kc, nc, b, ldb, p0, j0, bpack)
 			}
 			if rowWise {
+				if first {
+					blk.head(c[j0:], ldc, pre.i0, pre.j0+j0, m, nc)
+				}
 				nnRows(kern, m, nc, kc, a[p0:], lda, bp, c[j0:], ldc, edge)
 				if last {
-					tail(c[j0:], ldc, pre.i0, pre.j0+j0, m, nc)
+					blk.tail(c[j0:], ldc, pre.i0, pre.j0+j0, m, nc)
 				}
 				continue
 			}
@@ -254,9 +291,12 @@ func nnSgemmAdd(kern nnKernel, pre nnPrepacked, tail nnTail, transA, transB bool
 				} else {
 					nnPackA(transA, kern.mr, mc, kc, alpha, a, lda, i0, p0, apack)
 				}
+				if first {
+					blk.head(c[i0*ldc+j0:], ldc, pre.i0+i0, pre.j0+j0, mc, nc)
+				}
 				nnMacroKernel(kern, mc, nc, kc, ap, bp, c[i0*ldc+j0:], ldc, edge)
 				if last {
-					tail(c[i0*ldc+j0:], ldc, pre.i0+i0, pre.j0+j0, mc, nc)
+					blk.tail(c[i0*ldc+j0:], ldc, pre.i0+i0, pre.j0+j0, mc, nc)
 				}
 			}
 		}

@@ -88,6 +88,8 @@ func TestNNSgemm(t *testing.T) {
 						c0 := nnRandom(r, s.m*ldc)
 						want := append([]float32(nil), c0...)
 						nnNaiveGemm(ta, tb, s.m, s.n, s.k, p.alpha, a, lda, b, ldb, p.beta, want, ldc)
+						prod := make([]float32, s.m*ldc) // alpha·op(A)·op(B) alone
+						nnNaiveGemm(ta, tb, s.m, s.n, s.k, p.alpha, a, lda, b, ldb, 0, prod, ldc)
 						atol := 1e-5 * (1 + float64(s.k)/16) * math.Max(1, math.Abs(float64(p.alpha)))
 						// Unpacked, then with A, B and both packed
 						// beforehand, then with B packed by a function
@@ -112,18 +114,25 @@ func TestNNSgemm(t *testing.T) {
 								}
 							}
 							c := append([]float32(nil), c0...)
-							nnSgemmPacked(kern, 3, pre, nil, ta, tb, s.m, s.n, s.k, p.alpha, a, lda, b, ldb, p.beta, c, ldc)
+							nnSgemmPacked(kern, 3, pre, nnBlocks{}, ta, tb, s.m, s.n, s.k, p.alpha, a, lda, b, ldb, p.beta, c, ldc)
 							for i := range c {
 								if d := math.Abs(float64(c[i] - want[i])); d > atol+1e-4*math.Abs(float64(want[i])) {
 									t.Fatalf("%s, packed %d: element %d (row %d, col %d) = %g, want %g", name, mode, i, i/ldc, i%ldc, c[i], want[i])
 								}
+							}
+							// With a head (in three of the modes, to
+							// keep the test short): each block starts
+							// from h(i, j), set over NaN (C is not
+							// read), and beta no longer counts.
+							if mode == 0 || mode == 3 || mode == 5 {
+								nnCheckHead(t, name, mode, kern, pre, ta, tb, s.m, s.n, s.k, p.alpha, p.beta, a, lda, b, ldb, c0, prod, ldc, atol)
 							}
 							// With a tail: y = 3y − 1 on each element once,
 							// after its last step (a tail run early, or
 							// twice, gives another value).
 							ct := append([]float32(nil), c0...)
 							tail, calls := nnTestTail(t, name, ct, ldc, s.m, s.n)
-							nnSgemmPacked(kern, 3, pre, tail, ta, tb, s.m, s.n, s.k, p.alpha, a, lda, b, ldb, p.beta, ct, ldc)
+							nnSgemmPacked(kern, 3, pre, nnBlocks{tail: tail}, ta, tb, s.m, s.n, s.k, p.alpha, a, lda, b, ldb, p.beta, ct, ldc)
 							for i := range ct {
 								w, row, col := want[i], i/ldc, i%ldc
 								if row < s.m && col < s.n {
@@ -140,6 +149,35 @@ func TestNNSgemm(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// nnCheckHead runs the product with a head that sets each element (i, j)
+// of C to h(i, j) over NaN, and checks C = prod + h, prod being
+// alpha·op(A)·op(B).
+func nnCheckHead(t *testing.T, name string, mode int, kern nnKernel, pre nnPrepacked, ta, tb bool, m, n, k int, alpha, beta float32, a []float32, lda int, b []float32, ldb int, c0, prod []float32, ldc int, atol float64) {
+	t.Helper()
+	h := func(i, j int) float32 { return 0.25*float32(i%5) - 0.5*float32(j%3) }
+	wantH := append([]float32(nil), c0...)
+	ch := append([]float32(nil), c0...)
+	for i := range m {
+		for j := range n {
+			wantH[i*ldc+j] = prod[i*ldc+j] + h(i, j)
+			ch[i*ldc+j] = float32(math.NaN())
+		}
+	}
+	head := func(blk []float32, ld, i, j, rows, cols int) {
+		for r := range rows {
+			for q := range cols {
+				blk[r*ld+q] = h(i+r, j+q)
+			}
+		}
+	}
+	nnSgemmPacked(kern, 3, pre, nnBlocks{head: head}, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ch, ldc)
+	for i := range ch {
+		if d := math.Abs(float64(ch[i] - wantH[i])); !(d <= atol+1e-4*math.Abs(float64(wantH[i]))) {
+			t.Fatalf("%s, packed %d, head: element %d (row %d, col %d) = %g, want %g", name, mode, i, i/ldc, i%ldc, ch[i], wantH[i])
 		}
 	}
 }
