@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/internal/limit"
@@ -269,21 +270,17 @@ func cvConv(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	xs, ws := x.Shape(), w.Shape()
-	group, kernel, err := opsem.ConvOperands(n, xs, ws, false)
+	prep, _ := n.Prepared.(*cvPrepared)
+	geo, err := prep.geometry(n, x, w)
 	if err != nil {
 		return nil, err
 	}
-	g, err := opsem.SlidingWindow(n, xs[2:], kernel, false)
-	if err != nil {
-		return nil, err
-	}
-	batch, chans, outChans := xs[0], xs[1], ws[0]
+	group, kernel, g, shape := geo.group, geo.kernel, geo.g, geo.out
+	batch, chans, outChans := geo.xs[0], geo.xs[1], geo.ws[0]
 	bias, err := cvBias(n, in, outChans)
 	if err != nil {
 		return nil, err
 	}
-	shape := append([]int{batch, outChans}, g.Out...)
 	// Every path writes every element first: the bias (or zeros), which
 	// the product then adds to, or the depthwise sums.
 	out, err := limit.MakeOverwritten[float32](n.Run, shape...)
@@ -301,14 +298,77 @@ func cvConv(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if cvDepthwise(group, chans, outChans, kernel) {
 		err = cvConvDepthwise(n.Run, xd, wd, bias, batch, chans, outChans/chans, g, out, ep)
 	} else {
-		packs, _ := n.Prepared.(nnPackedSet)
-		err = cvConvGemm(n.Run, xd, wd, packs, bias, batch, chans, outChans, group, g, out, ep)
+		err = cvConvGemm(n.Run, xd, wd, prep.packed(), bias, batch, chans, outChans, group, g, out, ep)
 	}
 	if err != nil {
 		return nil, err
 	}
 	outs, err := singleOutput(shape, out)
 	return unfusedEpilogue(n, in, ep, outs, err)
+}
+
+// cvPrepared is what a Conv node keeps from run to run: W packed at
+// compile time (nil when it is not a constant initializer, or the
+// convolution is depthwise), and the geometry worked out for the last
+// shapes of X and W it ran on, shared by concurrent runs.
+type cvPrepared struct {
+	packs nnPackedSet
+	last  atomic.Pointer[cvGeometry]
+}
+
+// cvGeometry is a convolution's geometry for shapes xs of X and ws of W:
+// opsem.ConvOperands' group and kernel, opsem.SlidingWindow's window, and
+// the output's shape. It is not modified once made.
+type cvGeometry struct {
+	xs, ws, kernel, out []int
+	group               int
+	g                   opsem.Window
+}
+
+// packed returns the packed W, nil without a cvPrepared.
+func (p *cvPrepared) packed() nnPackedSet {
+	if p == nil {
+		return nil
+	}
+	return p.packs
+}
+
+// geometry returns the geometry of n over x and W: the one kept when their
+// shapes are those of the last run (without allocating), else worked out
+// and kept.
+func (p *cvPrepared) geometry(n opsem.Node, x, w inference.Tensor) (*cvGeometry, error) {
+	if p != nil {
+		if last := p.last.Load(); last != nil && sameShape(x, last.xs) && sameShape(w, last.ws) {
+			return last, nil
+		}
+	}
+	xs, ws := x.Shape(), w.Shape()
+	group, kernel, err := opsem.ConvOperands(n, xs, ws, false)
+	if err != nil {
+		return nil, err
+	}
+	g, err := opsem.SlidingWindow(n, xs[2:], kernel, false)
+	if err != nil {
+		return nil, err
+	}
+	geo := &cvGeometry{xs: xs, ws: ws, kernel: kernel, group: group, g: g, out: append([]int{xs[0], ws[0]}, g.Out...)}
+	if p != nil {
+		p.last.Store(geo)
+	}
+	return geo, nil
+}
+
+// sameShape reports whether t has the given shape, without copying it.
+func sameShape(t inference.Tensor, shape []int) bool {
+	if t.Rank() != len(shape) {
+		return false
+	}
+	for i, d := range shape {
+		if t.Dim(i) != d {
+			return false
+		}
+	}
+	return true
 }
 
 // cvBiasOnly fills out [batch, channels, spatial…] with the bias (0

@@ -1,11 +1,13 @@
 package cpu
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/beamml/beamml/inference"
@@ -389,5 +391,91 @@ func BenchmarkNNConvDepthwise(b *testing.B) {
 			outs := 144 * 56 * 56 / stride / stride
 			b.ReportMetric(2*9*float64(outs)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
+	}
+}
+
+// TestConvGeometryKept runs a compiled Conv whose batch changes from run
+// to run, from several goroutines at once, and checks every output
+// against the reference loop: the geometry a Conv keeps (cvPrepared) must
+// follow the shapes it is given. Once warm, a run at one shape must not
+// work the geometry out again (fewer allocations than a cold node).
+func TestConvGeometryKept(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	xs0, ws := []int{-1, 4, 9, 7}, []int{6, 4, 3, 3}
+	w, bias := nnRandom(r, opsem.Count(ws)), nnRandom(r, ws[0])
+	attrs := map[string]graph.Attr{"pads": attrInts(1, 0, 1, 2), "strides": attrInts(2, 1)}
+	g := &graph.Graph{
+		Name:    "conv",
+		Opsets:  map[string]int64{"": 13},
+		Inputs:  []graph.Value{{Name: "x", DType: inference.Float32, Shape: xs0}},
+		Outputs: []graph.Value{{Name: "y"}},
+		Initializers: map[string]inference.Tensor{
+			"w": tensorOf(t, ws, w...),
+			"b": tensorOf(t, []int{ws[0]}, bias...),
+		},
+		Nodes: []*graph.Node{{Name: "conv", OpType: "Conv", Inputs: []string{"x", "w", "b"}, Outputs: []string{"y"}, Attrs: attrs}},
+	}
+	if err := g.Sort(nil); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Backend{}.Compile(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(batch int) error {
+		xs := []int{batch, 4, 9, 7}
+		x := nnRandom(rand.New(rand.NewPCG(uint64(batch), 1)), opsem.Count(xs))
+		out, err := m.Run(context.Background(), map[string]inference.Tensor{"x": tensorOf(t, xs, x...)})
+		if err != nil {
+			return err
+		}
+		n := testNode("Conv", 13, attrs, 1)
+		geo, err := opsem.SlidingWindow(n, xs[2:], ws[2:], false)
+		if err != nil {
+			return err
+		}
+		want := cvDirectConv(xs, ws, x, w, bias, geo, 1)
+		got := dataOf[float32](out["y"])
+		if !slices.Equal(out["y"].Shape(), append([]int{batch, ws[0]}, geo.Out...)) || len(got) != len(want) {
+			return fmt.Errorf("batch %d: output %v", batch, out["y"])
+		}
+		for i := range want {
+			if !near(got[i], want[i], 1e-4, 1e-5) {
+				return fmt.Errorf("batch %d: element %d = %g, want %g", batch, i, got[i], want[i])
+			}
+		}
+		return nil
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for caller := range 4 {
+		wg.Go(func() {
+			for i := range 8 {
+				if err := check(1 + (caller+i)%3); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	x := tensorOf(t, []int{2, 4, 9, 7}, nnRandom(r, 2*4*9*7)...)
+	n := opsem.Node{Node: g.Nodes[0], Opset: 13, Prepared: &cvPrepared{}}
+	cold := testing.AllocsPerRun(20, func() {
+		n.Prepared = &cvPrepared{}
+		if _, err := cvConv(n, []inference.Tensor{x, g.Initializers["w"], g.Initializers["b"]}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	warm := testing.AllocsPerRun(20, func() {
+		if _, err := cvConv(n, []inference.Tensor{x, g.Initializers["w"], g.Initializers["b"]}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if warm >= cold-5 {
+		t.Errorf("%v allocations per Conv with its geometry kept, %v without: want at least 5 fewer", warm, cold)
 	}
 }

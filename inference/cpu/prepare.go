@@ -32,7 +32,8 @@ func (s nnPackedSet) of(i int, x []float32) *nnPacked {
 
 // prepare packs the weights of g's Conv (but the depthwise ones, which do
 // not run through SGEMM), MatMul, Gemm, RNN and LSTM nodes whose weight is
-// a constant initializer (not one a run may override).
+// a constant initializer (not one a run may override), and gives every
+// Conv a cvPrepared.
 func prepare(g *graph.Graph) map[*graph.Node]any {
 	prepared := map[*graph.Node]any{}
 	kern := nnBestKernel
@@ -58,25 +59,15 @@ func prepare(g *graph.Graph) map[*graph.Node]any {
 			}
 			continue
 		}
+		if n.OpType == "Conv" { // every Conv keeps its geometry (cvPrepared)
+			prepared[n] = &cvPrepared{packs: convPacks(g, n, kern)}
+			continue
+		}
 		w, ws, ok := constantFloats(g, n.Input(1))
 		if !ok {
 			continue
 		}
 		switch n.OpType {
-		case "Conv":
-			group := int(n.Int("group", 1))
-			if len(ws) < 3 || group < 1 || ws[0]%group != 0 || cvDepthwise(group, ws[1]*group, ws[0], ws[2:]) {
-				continue
-			}
-			mg, rows := ws[0]/group, 1
-			for _, d := range ws[1:] {
-				rows *= d
-			}
-			packs := make(nnPackedSet, group)
-			for grp := range packs {
-				packs[grp] = nnPackWholeA(kern, false, mg, rows, w[grp*mg*rows:], rows)
-			}
-			prepared[n] = packs
 		case "MatMul":
 			if len(ws) == 2 {
 				prepared[n] = nnPackWholeB(kern, false, ws[0], ws[1], w, ws[1])
@@ -94,6 +85,25 @@ func prepare(g *graph.Graph) map[*graph.Node]any {
 		}
 	}
 	return prepared
+}
+
+// convPacks packs Conv node n's W per group, when it is a constant
+// initializer and the convolution runs through SGEMM (not depthwise).
+func convPacks(g *graph.Graph, n *graph.Node, kern nnKernel) nnPackedSet {
+	w, ws, ok := constantFloats(g, n.Input(1))
+	group := int(n.Int("group", 1))
+	if !ok || len(ws) < 3 || group < 1 || ws[0]%group != 0 || cvDepthwise(group, ws[1]*group, ws[0], ws[2:]) {
+		return nil
+	}
+	mg, rows := ws[0]/group, 1
+	for _, d := range ws[1:] {
+		rows *= d
+	}
+	packs := make(nnPackedSet, group)
+	for grp := range packs {
+		packs[grp] = nnPackWholeA(kern, false, mg, rows, w[grp*mg*rows:], rows)
+	}
+	return packs
 }
 
 // constantFloats returns the float32 initializer name, when it is one a run
@@ -119,8 +129,8 @@ func preparedSize(prepared map[*graph.Node]any) int64 {
 		switch v := v.(type) {
 		case *nnPacked:
 			add(v)
-		case nnPackedSet:
-			for _, p := range v {
+		case *cvPrepared:
+			for _, p := range v.packs {
 				add(p)
 			}
 		case rnPacked:
