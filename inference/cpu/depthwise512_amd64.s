@@ -337,6 +337,12 @@ done:
 	VZEROUPPER
 	RET
 
+// TAPWEIGHT broadcasts into reg the weight of the tap whose dwTap lies
+// off−8 bytes past R8: off(R8) is its w, an index into the weights at R9.
+#define TAPWEIGHT(off, reg) \
+	MOVL         off(R8), DX; \
+	VBROADCASTSS (R9)(DX*4), reg
+
 // The input rows of dwRowsSharedAVX512's group at a tap: ROWi is row i,
 // from R13 (rows 0–8), R14 (9–17) or R15 (18), with AX, BX, R10 and R11
 // one, three, five and seven rows.
@@ -578,12 +584,9 @@ zs1k3:
 	MOVQ         (R8), DX
 	LEAQ         (SI)(DX*4), R13
 	LEAQ         (R13)(R12*1), R14
-	MOVL         8(R8), DX
-	VBROADCASTSS (R9)(DX*4), Z17
-	MOVL         24(R8), DX
-	VBROADCASTSS (R9)(DX*4), Z18
-	MOVL         40(R8), DX
-	VBROADCASTSS (R9)(DX*4), Z19
+	TAPWEIGHT(8, Z17)
+	TAPWEIGHT(24, Z18)
+	TAPWEIGHT(40, Z19)
 	S1K3(Z16, Z17, Z18, Z19, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
 	ADDQ         $48, R8
 	CMPQ         R8, TEND
@@ -594,16 +597,11 @@ zs1k5:
 	MOVQ         (R8), DX
 	LEAQ         (SI)(DX*4), R13
 	LEAQ         (R13)(R12*1), R14
-	MOVL         8(R8), DX
-	VBROADCASTSS (R9)(DX*4), Z17
-	MOVL         24(R8), DX
-	VBROADCASTSS (R9)(DX*4), Z18
-	MOVL         40(R8), DX
-	VBROADCASTSS (R9)(DX*4), Z19
-	MOVL         56(R8), DX
-	VBROADCASTSS (R9)(DX*4), Z20
-	MOVL         72(R8), DX
-	VBROADCASTSS (R9)(DX*4), Z21
+	TAPWEIGHT(8, Z17)
+	TAPWEIGHT(24, Z18)
+	TAPWEIGHT(40, Z19)
+	TAPWEIGHT(56, Z20)
+	TAPWEIGHT(72, Z21)
 	S1K5(Z16, Z17, Z18, Z19, Z20, Z21, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
 	ADDQ         $80, R8
 	CMPQ         R8, TEND
@@ -614,20 +612,13 @@ zs1k7:
 	MOVQ         (R8), DX
 	LEAQ         (SI)(DX*4), R13
 	LEAQ         (R13)(R12*1), R14
-	MOVL         8(R8), DX
-	VBROADCASTSS (R9)(DX*4), Z17
-	MOVL         24(R8), DX
-	VBROADCASTSS (R9)(DX*4), Z18
-	MOVL         40(R8), DX
-	VBROADCASTSS (R9)(DX*4), Z19
-	MOVL         56(R8), DX
-	VBROADCASTSS (R9)(DX*4), Z20
-	MOVL         72(R8), DX
-	VBROADCASTSS (R9)(DX*4), Z21
-	MOVL         88(R8), DX
-	VBROADCASTSS (R9)(DX*4), Z22
-	MOVL         104(R8), DX
-	VBROADCASTSS (R9)(DX*4), Z23
+	TAPWEIGHT(8, Z17)
+	TAPWEIGHT(24, Z18)
+	TAPWEIGHT(40, Z19)
+	TAPWEIGHT(56, Z20)
+	TAPWEIGHT(72, Z21)
+	TAPWEIGHT(88, Z22)
+	TAPWEIGHT(104, Z23)
 	S1K7(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
 	ADDQ         $112, R8
 	CMPQ         R8, TEND
@@ -638,12 +629,9 @@ zs2k3:
 	MOVQ         (R8), DX
 	LEAQ         (SI)(DX*4), R13
 	LEAQ         (R13)(R12*1), R14
-	MOVL         8(R8), DX
-	VBROADCASTSS (R9)(DX*4), Z17
-	MOVL         24(R8), DX
-	VBROADCASTSS (R9)(DX*4), Z18
-	MOVL         40(R8), DX
-	VBROADCASTSS (R9)(DX*4), Z19
+	TAPWEIGHT(8, Z17)
+	TAPWEIGHT(24, Z18)
+	TAPWEIGHT(40, Z19)
 	S2K3(Z16, Z17, Z18, Z19, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
 	ADDQ         $48, R8
 	CMPQ         R8, TEND
@@ -655,16 +643,11 @@ zs2k5:
 	LEAQ         (SI)(DX*4), R13
 	LEAQ         (R13)(R12*1), R14
 	LEAQ         (R14)(R12*1), R15
-	MOVL         8(R8), DX
-	VBROADCASTSS (R9)(DX*4), Z17
-	MOVL         24(R8), DX
-	VBROADCASTSS (R9)(DX*4), Z18
-	MOVL         40(R8), DX
-	VBROADCASTSS (R9)(DX*4), Z19
-	MOVL         56(R8), DX
-	VBROADCASTSS (R9)(DX*4), Z20
-	MOVL         72(R8), DX
-	VBROADCASTSS (R9)(DX*4), Z21
+	TAPWEIGHT(8, Z17)
+	TAPWEIGHT(24, Z18)
+	TAPWEIGHT(40, Z19)
+	TAPWEIGHT(56, Z20)
+	TAPWEIGHT(72, Z21)
 	S2K5(Z16, Z17, Z18, Z19, Z20, Z21, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
 	ADDQ         $80, R8
 	CMPQ         R8, TEND
@@ -675,12 +658,9 @@ ys1k3:
 	MOVQ         (R8), DX
 	LEAQ         (SI)(DX*4), R13
 	LEAQ         (R13)(R12*1), R14
-	MOVL         8(R8), DX
-	VBROADCASTSS (R9)(DX*4), Y17
-	MOVL         24(R8), DX
-	VBROADCASTSS (R9)(DX*4), Y18
-	MOVL         40(R8), DX
-	VBROADCASTSS (R9)(DX*4), Y19
+	TAPWEIGHT(8, Y17)
+	TAPWEIGHT(24, Y18)
+	TAPWEIGHT(40, Y19)
 	S1K3(Y16, Y17, Y18, Y19, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
 	ADDQ         $48, R8
 	CMPQ         R8, TEND
@@ -691,16 +671,11 @@ ys1k5:
 	MOVQ         (R8), DX
 	LEAQ         (SI)(DX*4), R13
 	LEAQ         (R13)(R12*1), R14
-	MOVL         8(R8), DX
-	VBROADCASTSS (R9)(DX*4), Y17
-	MOVL         24(R8), DX
-	VBROADCASTSS (R9)(DX*4), Y18
-	MOVL         40(R8), DX
-	VBROADCASTSS (R9)(DX*4), Y19
-	MOVL         56(R8), DX
-	VBROADCASTSS (R9)(DX*4), Y20
-	MOVL         72(R8), DX
-	VBROADCASTSS (R9)(DX*4), Y21
+	TAPWEIGHT(8, Y17)
+	TAPWEIGHT(24, Y18)
+	TAPWEIGHT(40, Y19)
+	TAPWEIGHT(56, Y20)
+	TAPWEIGHT(72, Y21)
 	S1K5(Y16, Y17, Y18, Y19, Y20, Y21, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
 	ADDQ         $80, R8
 	CMPQ         R8, TEND
@@ -711,20 +686,13 @@ ys1k7:
 	MOVQ         (R8), DX
 	LEAQ         (SI)(DX*4), R13
 	LEAQ         (R13)(R12*1), R14
-	MOVL         8(R8), DX
-	VBROADCASTSS (R9)(DX*4), Y17
-	MOVL         24(R8), DX
-	VBROADCASTSS (R9)(DX*4), Y18
-	MOVL         40(R8), DX
-	VBROADCASTSS (R9)(DX*4), Y19
-	MOVL         56(R8), DX
-	VBROADCASTSS (R9)(DX*4), Y20
-	MOVL         72(R8), DX
-	VBROADCASTSS (R9)(DX*4), Y21
-	MOVL         88(R8), DX
-	VBROADCASTSS (R9)(DX*4), Y22
-	MOVL         104(R8), DX
-	VBROADCASTSS (R9)(DX*4), Y23
+	TAPWEIGHT(8, Y17)
+	TAPWEIGHT(24, Y18)
+	TAPWEIGHT(40, Y19)
+	TAPWEIGHT(56, Y20)
+	TAPWEIGHT(72, Y21)
+	TAPWEIGHT(88, Y22)
+	TAPWEIGHT(104, Y23)
 	S1K7(Y16, Y17, Y18, Y19, Y20, Y21, Y22, Y23, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
 	ADDQ         $112, R8
 	CMPQ         R8, TEND
@@ -735,12 +703,9 @@ ys2k3:
 	MOVQ         (R8), DX
 	LEAQ         (SI)(DX*4), R13
 	LEAQ         (R13)(R12*1), R14
-	MOVL         8(R8), DX
-	VBROADCASTSS (R9)(DX*4), Y17
-	MOVL         24(R8), DX
-	VBROADCASTSS (R9)(DX*4), Y18
-	MOVL         40(R8), DX
-	VBROADCASTSS (R9)(DX*4), Y19
+	TAPWEIGHT(8, Y17)
+	TAPWEIGHT(24, Y18)
+	TAPWEIGHT(40, Y19)
 	S2K3(Y16, Y17, Y18, Y19, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
 	ADDQ         $48, R8
 	CMPQ         R8, TEND
@@ -752,16 +717,11 @@ ys2k5:
 	LEAQ         (SI)(DX*4), R13
 	LEAQ         (R13)(R12*1), R14
 	LEAQ         (R14)(R12*1), R15
-	MOVL         8(R8), DX
-	VBROADCASTSS (R9)(DX*4), Y17
-	MOVL         24(R8), DX
-	VBROADCASTSS (R9)(DX*4), Y18
-	MOVL         40(R8), DX
-	VBROADCASTSS (R9)(DX*4), Y19
-	MOVL         56(R8), DX
-	VBROADCASTSS (R9)(DX*4), Y20
-	MOVL         72(R8), DX
-	VBROADCASTSS (R9)(DX*4), Y21
+	TAPWEIGHT(8, Y17)
+	TAPWEIGHT(24, Y18)
+	TAPWEIGHT(40, Y19)
+	TAPWEIGHT(56, Y20)
+	TAPWEIGHT(72, Y21)
 	S2K5(Y16, Y17, Y18, Y19, Y20, Y21, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
 	ADDQ         $80, R8
 	CMPQ         R8, TEND
