@@ -50,9 +50,13 @@ func main() {
 	modelList := flag.String("models", "", "models to time, comma-separated (default: all of models.json)")
 	budget := flag.Duration("time", 1500*time.Millisecond, "time per cell and runtime: runs go on until it is spent (at least 3)")
 	script := flag.String("ort-script", "scripts/ort_bench.js", "the onnxruntime-node timing script")
+	rounds := flag.Int("rounds", 1, "times each cell is timed, ORT and beamml in turn; ms is the median over the rounds (odd values avoid averaging two)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process (beamml's loads and runs; ORT runs in another) to this file")
 	flag.Parse()
 
+	if *rounds < 1 {
+		log.Fatalf("--rounds %d: want at least 1", *rounds)
+	}
 	threads, err := positiveInts(*threadList)
 	if err != nil {
 		log.Fatalf("--threads: %v", err)
@@ -89,7 +93,7 @@ func main() {
 	}
 	var cells []cell
 	for _, spec := range models {
-		cells = append(cells, benchModel(context.Background(), *dir, spec, threads, batches, ort, *budget)...)
+		cells = append(cells, benchModel(context.Background(), *dir, spec, threads, batches, ort, *budget, *rounds)...)
 	}
 	pprof.StopCPUProfile() // a no-op without --cpuprofile
 	if err := ort.close(); err != nil {
@@ -108,19 +112,23 @@ func main() {
 	fmt.Printf("Machine: %s, %d logical CPUs, %s/%s, %s; load average (1 min) %s before, %s after.\n\n",
 		cmp.Or(cpuModel(strings.NewReader(string(cpuinfo))), "unknown CPU"), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH,
 		runtime.Version(), loadBefore, loadAverage())
-	fmt.Printf("ms: median wall time of one Run after a warm-up run (at least %d runs, more until %v). "+
+	roundsNote := ""
+	if *rounds > 1 {
+		roundsNote = fmt.Sprintf(", then the median of %d such medians, ORT and beamml timed in turn", *rounds)
+	}
+	fmt.Printf("ms: median wall time of one Run after a warm-up run (at least %d runs, more until %v)%s. "+
 		"ratio: beamml ms / ORT ms. GFLOP/s: beamml's, counting %s. "+
-		"allocs/Run and KiB/Run: Go heap allocations (runtime.MemStats Mallocs, TotalAlloc) over the timed runs, per run. "+
-		"max |Δ|: largest absolute difference between the model's first output from beamml and from ORT, at the warm-up run.\n\n", minRuns, *budget, countedOps)
+		"allocs/Run and KiB/Run: Go heap allocations (runtime.MemStats Mallocs, TotalAlloc) over the timed runs of the first round, per run. "+
+		"max |Δ|: largest absolute difference between the model's first output from beamml and from ORT, at the warm-up run.\n\n", minRuns, *budget, roundsNote, countedOps)
 	writeTable(os.Stdout, cells)
 	fmt.Println()
 	writeSummary(os.Stdout, summarize(cells, threads, batches))
 }
 
 // benchModel loads the model of spec and times it at every thread count and
-// batch size, each cell right after ORT times it; an error is kept in the
-// cells it affects.
-func benchModel(ctx context.Context, dir string, spec modelSpec, threads, batches []int, ort *ortServer, budget time.Duration) []cell {
+// batch size, each cell right after ORT times it, rounds times in turn; an
+// error is kept in the cells it affects.
+func benchModel(ctx context.Context, dir string, spec modelSpec, threads, batches []int, ort *ortServer, budget time.Duration, rounds int) []cell {
 	var cells []cell
 	for _, t := range threads {
 		for _, b := range batches {
@@ -162,6 +170,26 @@ func benchModel(ctx context.Context, dir string, spec modelSpec, threads, batche
 			log.Printf("%s batch %d, %d threads: %v", spec.Name, c.batch, c.threads, c.err)
 			continue
 		}
+		// Further rounds time both again, in turn, so that a slow spell
+		// of the machine falls on one round of each, not on one runtime.
+		var ortMs []float64
+		if c.ort.Error == "" {
+			ortMs = append(ortMs, c.ort.Ms)
+		}
+		beammlMs := []float64{c.beamml.ms}
+		for range rounds - 1 {
+			o, err := ort.time(c.cellKey)
+			if err == nil && o.Error == "" {
+				ortMs = append(ortMs, o.Ms)
+			}
+			if m, err := timeCell(ctx, spec, h.Model(), c.batch, budget); err == nil {
+				beammlMs = append(beammlMs, m.ms)
+			}
+		}
+		if len(ortMs) > 0 {
+			c.ort.Ms = median(ortMs)
+		}
+		c.beamml.ms = median(beammlMs)
 		log.Printf("%s batch %d, %d threads: %s ms (ORT %s ms), max |Δ| %s", spec.Name, c.batch, c.threads,
 			formatMs(c.beamml.ms), formatMs(c.ort.Ms), c.diff)
 	}
@@ -188,6 +216,22 @@ func benchCell(ctx context.Context, spec modelSpec, model inference.Model, batch
 		return measurement{}, "", fmt.Errorf("run: %v", err)
 	}
 	return m, diff, nil
+}
+
+// timeCell times the model at the batch size again, after one warm-up run.
+func timeCell(ctx context.Context, spec modelSpec, model inference.Model, batch int, budget time.Duration) (measurement, error) {
+	feeds, err := spec.feeds(batch)
+	if err != nil {
+		return measurement{}, err
+	}
+	run := func() error {
+		_, err := model.Run(ctx, feeds)
+		return err
+	}
+	if err := run(); err != nil {
+		return measurement{}, err
+	}
+	return measure(run, minRuns, budget)
 }
 
 // compare returns max |Δ| between beamml's output that ORT reported in o

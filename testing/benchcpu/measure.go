@@ -46,3 +46,14 @@ func measure(run func() error, minRuns int, budget time.Duration) (measurement, 
 		bytes:  float64(after.TotalAlloc-before.TotalAlloc) / n,
 	}, nil
 }
+
+// median returns the median of xs (the mean of the middle two for an even
+// count), which is not empty; xs is left as it was.
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
+}

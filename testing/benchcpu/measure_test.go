@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -28,5 +29,17 @@ func TestMeasure(t *testing.T) {
 	bad := errors.New("bad")
 	if _, err := measure(func() error { calls++; return bad }, 3, 0); !errors.Is(err, bad) || calls != 1 {
 		t.Errorf("measure = %v after %d calls, want the first call's error", err, calls)
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, c := range []struct {
+		xs   []float64
+		want float64
+	}{{[]float64{3}, 3}, {[]float64{5, 1}, 3}, {[]float64{9, 1, 4}, 4}, {[]float64{4, 8, 1, 2}, 3}} {
+		in := slices.Clone(c.xs)
+		if got := median(c.xs); got != c.want || !slices.Equal(in, c.xs) {
+			t.Errorf("median(%v) = %v, want %v, input left as it was", in, got, c.want)
+		}
 	}
 }
