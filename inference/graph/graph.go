@@ -548,6 +548,49 @@ func (g *Graph) FreeValues() map[string]bool {
 	return free
 }
 
+// FreeValuesOver is FreeValues with the free values of g's subgraphs
+// given by sub rather than worked out again: a caller that walks a tree
+// of graphs from the innermost out gets each level's in time linear in
+// that level alone.
+func (g *Graph) FreeValuesOver(sub func(*Graph) map[string]bool) map[string]bool {
+	defined := map[string]bool{}
+	for _, in := range slices.Concat(g.Inputs, g.Overridable) {
+		defined[in.Name] = true
+	}
+	for name := range g.Initializers {
+		defined[name] = true
+	}
+	for _, n := range g.Nodes {
+		for _, o := range n.Outputs {
+			defined[o] = true
+		}
+	}
+	free := map[string]bool{}
+	for _, n := range g.Nodes {
+		for _, in := range n.Inputs {
+			if in != "" && !defined[in] {
+				free[in] = true
+			}
+		}
+		for _, s := range n.Subgraphs() {
+			if s == nil {
+				continue
+			}
+			for name := range sub(s) {
+				if !defined[name] {
+					free[name] = true
+				}
+			}
+		}
+	}
+	for _, o := range g.Outputs {
+		if !defined[o.Name] {
+			free[o.Name] = true
+		}
+	}
+	return free
+}
+
 func (s *scope) free(g *Graph, free map[string]bool) {
 	defer s.restore(len(s.undo))
 	for _, in := range slices.Concat(g.Inputs, g.Overridable) {

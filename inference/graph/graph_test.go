@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"errors"
+	"maps"
 	"strconv"
 	"strings"
 	"testing"
@@ -227,5 +228,27 @@ func TestSortNodeWithHundredThousandInputs(t *testing.T) {
 	}
 	if last := g.Nodes[n]; last.Name != "concat" || g.LastUse["r0"] != n || g.LastUse["x"] != n-1 {
 		t.Errorf("last node %v, LastUse r0 %d, x %d; want concat last, reading r0 at %d, x read last at %d", last, g.LastUse["r0"], g.LastUse["x"], n, n-1)
+	}
+}
+
+// FreeValuesOver, given each subgraph's FreeValues, gives FreeValues, at
+// every level of a nested graph.
+func TestFreeValuesOver(t *testing.T) {
+	g := nested(40)
+	if err := g.Sort(nil); err != nil {
+		t.Fatal(err)
+	}
+	for level := 0; g != nil; level++ {
+		want := g.FreeValues()
+		if got := g.FreeValuesOver((*graph.Graph).FreeValues); !maps.Equal(got, want) {
+			t.Fatalf("level %d: FreeValuesOver = %v, FreeValues = %v", level, got, want)
+		}
+		var next *graph.Graph
+		for _, n := range g.Nodes {
+			if subs := n.Subgraphs(); len(subs) > 0 {
+				next = subs[0]
+			}
+		}
+		g = next
 	}
 }

@@ -62,7 +62,7 @@ func foldBatchNorm(g *graph.Graph) bool {
 	}
 	removeNodes(g, gone)
 	if len(gone) > 0 {
-		dropUnusedInitializers(g)
+		dropUnusedInitializers(g, (*graph.Graph).FreeValues)
 	}
 	return len(gone) > 0
 }

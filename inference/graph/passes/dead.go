@@ -20,20 +20,30 @@ import (
 // Initializers that nothing reads any more are dropped.
 func EliminateDeadNodes() Pass {
 	return Pass{Name: "EliminateDeadNodes", Run: func(g *graph.Graph) (bool, error) {
-		return eliminateDead(g, g.Opset()), nil
+		changed, _ := eliminateDead(g, g.Opset())
+		return changed, nil
 	}}
 }
 
-func eliminateDead(g *graph.Graph, opset int64) bool {
+// eliminateDead rewrites g and its subgraphs, innermost first, and returns
+// whether it changed any, and g's free values once rewritten: each level
+// works out its own from those of the levels below, so that a graph
+// nested n deep costs O(n), not O(n²).
+func eliminateDead(g *graph.Graph, opset int64) (bool, map[string]bool) {
 	changed := false
+	subFree := map[*graph.Graph]map[string]bool{}
 	for _, n := range g.Nodes {
 		for _, sub := range n.Subgraphs() {
-			if sub != nil && eliminateDead(sub, opset) {
-				changed = true
+			if sub == nil {
+				continue
 			}
+			c, free := eliminateDead(sub, opset)
+			changed = changed || c
+			subFree[sub] = free
 		}
 	}
-	x := newIndex(g)
+	free := func(sub *graph.Graph) map[string]bool { return subFree[sub] }
+	x := newIndexOver(g, free)
 	gone := map[*graph.Node]bool{}
 	for _, n := range g.Nodes {
 		if in, out, ok := passThrough(x, n, opset); ok && bypass(x, n, in, out) {
@@ -60,16 +70,19 @@ func eliminateDead(g *graph.Graph, opset int64) bool {
 			live[in] = true
 		}
 		for _, sub := range n.Subgraphs() {
-			for name := range sub.FreeValues() {
+			if sub == nil {
+				continue
+			}
+			for name := range free(sub) {
 				live[name] = true
 			}
 		}
 	}
 	removeNodes(g, gone)
 	if len(gone) > 0 {
-		dropUnusedInitializers(g)
+		dropUnusedInitializers(g, free)
 	}
-	return changed || len(gone) > 0
+	return changed || len(gone) > 0, g.FreeValuesOver(free)
 }
 
 // passThrough reports whether n hands its input in on as out unchanged:

@@ -1,6 +1,7 @@
 package passes_test
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/beamml/beamml/inference"
@@ -115,5 +116,68 @@ func TestEliminateDeadNodesSubgraphs(t *testing.T) {
 		if o := ops(sub); o != "Add" {
 			t.Errorf("subgraph %s: nodes %q, want the dead Neg gone", sub.Name, o)
 		}
+	}
+}
+
+// nestedIfs is an If inside an If, depth deep: each level's then-branch
+// adds x to the value the level above computed and holds the next level,
+// beside a dead Neg.
+func nestedIfs(depth int) *graph.Graph {
+	var inner *graph.Graph
+	for level := depth; level >= 0; level-- {
+		l := strconv.Itoa(level)
+		g := &graph.Graph{Name: "level" + l, Outputs: []graph.Value{{Name: "out" + l}}, Initializers: map[string]inference.Tensor{}}
+		parent := "v" + strconv.Itoa(level-1)
+		if level == 0 {
+			parent = "x"
+			g.Inputs = []graph.Value{{Name: "x", DType: inference.Float32, Shape: []int{2}}, {Name: "cond", DType: inference.Bool}}
+			g.Opsets = map[string]int64{"": 13}
+		}
+		g.Nodes = []*graph.Node{
+			{Name: "dead" + l, OpType: "Neg", Inputs: []string{parent}, Outputs: []string{"dead" + l}},
+			{Name: "add" + l, OpType: "Add", Inputs: []string{"x", parent}, Outputs: []string{"v" + l}},
+		}
+		if inner == nil {
+			g.Nodes[1].Outputs = []string{"out" + l}
+		} else {
+			g.Nodes = append(g.Nodes, &graph.Node{Name: "if" + l, OpType: "If", Inputs: []string{"cond"}, Outputs: []string{"out" + l},
+				Attrs: map[string]graph.Attr{"then_branch": {Type: graph.AttrGraph, Graph: inner}}})
+		}
+		inner = g
+	}
+	return inner
+}
+
+// EliminateDeadNodes does work in proportion to a nested graph's size:
+// twice the depth allocates at most three times as much (it was
+// quadratic: every level worked out the free values and the names of
+// every level below it). The dead Neg goes at every level.
+func TestEliminateDeadNodesNestedIsLinear(t *testing.T) {
+	allocs := func(depth int) float64 {
+		return testing.AllocsPerRun(1, func() {
+			if _, err := passes.EliminateDeadNodes().Run(nestedIfs(depth)); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	small, large := allocs(500), allocs(1000)
+	if large > 3*small {
+		t.Errorf("1000 nested levels allocate %.0f times, 500 levels %.0f: more than linear", large, small)
+	}
+	g := nestedIfs(30)
+	if _, err := passes.EliminateDeadNodes().Run(g); err != nil {
+		t.Fatal(err)
+	}
+	for level := 0; g != nil; level++ {
+		if o := ops(g); o != "Add If" && o != "Add" {
+			t.Fatalf("level %d: nodes %q, want the dead Neg gone", level, o)
+		}
+		var next *graph.Graph
+		for _, n := range g.Nodes {
+			if subs := n.Subgraphs(); len(subs) > 0 {
+				next = subs[0]
+			}
+		}
+		g = next
 	}
 }

@@ -119,7 +119,7 @@ func fuseEpilogues(g *graph.Graph, e Epilogues) bool {
 	}
 	removeNodes(g, gone)
 	if len(gone) > 0 {
-		dropUnusedInitializers(g)
+		dropUnusedInitializers(g, (*graph.Graph).FreeValues)
 	}
 	return len(gone) > 0
 }

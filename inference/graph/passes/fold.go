@@ -87,7 +87,7 @@ func foldConstants(g *graph.Graph, eval Evaluator) (int, error) {
 		return 0, nil
 	}
 	g.Nodes = kept
-	dropUnusedInitializers(g)
+	dropUnusedInitializers(g, (*graph.Graph).FreeValues)
 	return folded, nil
 }
 

@@ -23,17 +23,25 @@ type index struct {
 	// a rewrite must keep them, under their names.
 	pinned      map[string]bool
 	overridable map[string]bool
-	taken       map[string]bool // value and node names, subgraphs included
+	// taken are the value and node names in use, subgraphs included:
+	// built by the first fresh, as a deep graph's levels would otherwise
+	// each walk all the levels below.
+	taken map[string]bool
 }
 
 func newIndex(g *graph.Graph) *index {
+	return newIndexOver(g, (*graph.Graph).FreeValues)
+}
+
+// newIndexOver is newIndex with the free values of g's subgraphs given by
+// free (graph.FreeValuesOver).
+func newIndexOver(g *graph.Graph, free func(*graph.Graph) map[string]bool) *index {
 	x := &index{
 		g:           g,
 		producer:    map[string]*graph.Node{},
 		readers:     map[string][]*graph.Node{},
 		pinned:      map[string]bool{},
 		overridable: map[string]bool{},
-		taken:       map[string]bool{},
 	}
 	for _, v := range g.Overridable {
 		x.overridable[v.Name] = true
@@ -53,12 +61,14 @@ func newIndex(g *graph.Graph) *index {
 			}
 		}
 		for _, sub := range n.Subgraphs() {
-			for name := range sub.FreeValues() {
+			if sub == nil {
+				continue
+			}
+			for name := range free(sub) {
 				x.pinned[name] = true
 			}
 		}
 	}
-	x.takeNames(g)
 	return x
 }
 
@@ -92,6 +102,23 @@ func (x *index) takeNames(g *graph.Graph) {
 // fresh returns a name starting with base that nothing in the graph uses,
 // and takes it: base itself, or base_2, base_3, ….
 func (x *index) fresh(base string) string {
+	if x.taken == nil {
+		// The names in use now, and those the index was built from,
+		// which a pass may have renamed or removed since.
+		x.taken = map[string]bool{}
+		for _, m := range []map[string]bool{x.pinned, x.overridable} {
+			for name := range m {
+				x.taken[name] = true
+			}
+		}
+		for name := range x.producer {
+			x.taken[name] = true
+		}
+		for name := range x.readers {
+			x.taken[name] = true
+		}
+		x.takeNames(x.g)
+	}
 	name := base
 	for i := 2; x.taken[name]; i++ {
 		name = base + "_" + strconv.Itoa(i)
@@ -200,15 +227,19 @@ func removeNodes(g *graph.Graph, gone map[*graph.Node]bool) {
 }
 
 // dropUnusedInitializers deletes the initializers of g that no node reads,
-// directly or inside a subgraph, and that are not graph outputs.
-func dropUnusedInitializers(g *graph.Graph) {
+// directly or inside a subgraph (whose free values free gives), and that
+// are not graph outputs.
+func dropUnusedInitializers(g *graph.Graph, free func(*graph.Graph) map[string]bool) {
 	used := map[string]bool{}
 	for _, n := range g.Nodes {
 		for _, in := range n.Inputs {
 			used[in] = true
 		}
 		for _, sub := range n.Subgraphs() {
-			for name := range sub.FreeValues() {
+			if sub == nil {
+				continue
+			}
+			for name := range free(sub) {
 				used[name] = true
 			}
 		}
