@@ -89,13 +89,8 @@ func (e *epilogue) applyRows(out []float32, cols int) {
 	parallelFor(len(out)/cols, 4*cols, func(lo, hi int) { e.apply(out[lo*cols:hi*cols], lo*cols) })
 }
 
-// addIntoGo is addInto's loop.
-func addIntoGo(y, x []float32) {
-	x = x[:len(y)]
-	for i := range y {
-		y[i] += x[i]
-	}
-}
+// addInto sets y[i] += x[i] for i < len(y); x is at least as long.
+func addInto(y, x []float32) { ewArithVV(ewAdd, y, y, x[:len(y)]) }
 
 // fusedEpilogue returns the epilogue n carries for its float32 output of
 // shape out: nil when n carries none, or when its residual has another

@@ -81,12 +81,8 @@ func smSoftmaxRow(y, x []float32) {
 	scale(y, 1/expSum(y, x, m))
 }
 
-// scaleGo is scale's loop.
-func scaleGo(y []float32, r float32) {
-	for i := range y {
-		y[i] *= r
-	}
-}
+// scale sets y[i] *= r.
+func scale(y []float32, r float32) { ewArithVS(ewMul, y, y, r) }
 
 // smSoftmaxSlice normalises the size elements of x at base, base+stride, …
 // into y.

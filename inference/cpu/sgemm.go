@@ -211,9 +211,7 @@ func nnScale(m, n int, beta float32, c []float32, ldc int) {
 			clear(row)
 			continue
 		}
-		for j := range row {
-			row[j] *= beta
-		}
+		scale(row, beta)
 	}
 }
 

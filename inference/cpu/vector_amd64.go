@@ -2,38 +2,6 @@
 
 package cpu
 
-// addIntoAVX2 is addInto's vector loop (vector_amd64.s) over the first
-// len(y)/32·32 elements, without bounds checks: len(x) ≥ len(y).
-//
-//go:noescape
-func addIntoAVX2(y, x []float32)
-
-// addInto sets y[i] += x[i] for i < len(y); x is at least as long.
-func addInto(y, x []float32) {
-	x = x[:len(y)]
-	head := 0
-	if hasVectorMath {
-		head = len(y) &^ 31
-		addIntoAVX2(y, x)
-	}
-	addIntoGo(y[head:], x[head:])
-}
-
-// scaleAVX2 is scale's vector loop over the first len(y)/32·32 elements.
-//
-//go:noescape
-func scaleAVX2(y []float32, r float32)
-
-// scale sets y[i] *= r.
-func scale(y []float32, r float32) {
-	head := 0
-	if hasVectorMath {
-		head = len(y) &^ 31
-		scaleAVX2(y, r)
-	}
-	scaleGo(y[head:], r)
-}
-
 // geluInAVX2 and geluOutAVX2 are geluIn's and geluOut's vector loops over
 // the first len/8·8 elements, without bounds checks.
 //

@@ -2,66 +2,8 @@
 
 #include "textflag.h"
 
-// Plain vector loops, AVX2: addInto's and scale's (vector_amd64.go has
-// the contracts).
-
-// func addIntoAVX2(y, x []float32)
-// y[i] += x[i] for i < len(y)/32·32: four YMM chains a step. Addition
-// rounds each element alone, so the result is the Go loop's, bit for bit.
-TEXT ·addIntoAVX2(SB), NOSPLIT, $0-48
-	MOVQ y_base+0(FP), DI
-	MOVQ y_len+8(FP), CX
-	MOVQ x_base+24(FP), SI
-	SHRQ $5, CX
-	JEQ  done
-
-loop:
-	VMOVUPS (DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VADDPS  (SI), Y0, Y0
-	VADDPS  32(SI), Y1, Y1
-	VADDPS  64(SI), Y2, Y2
-	VADDPS  96(SI), Y3, Y3
-	VMOVUPS Y0, (DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	ADDQ    $128, DI
-	ADDQ    $128, SI
-	DECQ    CX
-	JNE     loop
-	VZEROUPPER
-
-done:
-	RET
-
-// func scaleAVX2(y []float32, r float32)
-// y[i] *= r for i < len(y)/32·32.
-TEXT ·scaleAVX2(SB), NOSPLIT, $0-28
-	MOVQ         y_base+0(FP), DI
-	MOVQ         y_len+8(FP), CX
-	VBROADCASTSS r+24(FP), Y4
-	SHRQ         $5, CX
-	JEQ          scaledone
-
-scaleloop:
-	VMULPS  (DI), Y4, Y0
-	VMULPS  32(DI), Y4, Y1
-	VMULPS  64(DI), Y4, Y2
-	VMULPS  96(DI), Y4, Y3
-	VMOVUPS Y0, (DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	ADDQ    $128, DI
-	DECQ    CX
-	JNE     scaleloop
-
-scaledone:
-	VZEROUPPER
-	RET
+// Plain vector loops, AVX2: GELU's argument and combination, the four
+// arithmetic operators, panel copies (vector_amd64.go has the contracts).
 
 // The constants of GELU, float32: 1/√2, √(2/π), 0.044715, 0.5 and 1.
 DATA gelucon<>+0(SB)/4, $0x3f3504f3

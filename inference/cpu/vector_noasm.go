@@ -2,12 +2,6 @@
 
 package cpu
 
-// addInto sets y[i] += x[i] for i < len(y); x is at least as long.
-func addInto(y, x []float32) { addIntoGo(y, x[:len(y)]) }
-
-// scale sets y[i] *= r.
-func scale(y []float32, r float32) { scaleGo(y, r) }
-
 // geluIn sets t[i] to the argument of GELU's erf, x[i]/√2, or with tanh of
 // its tanh, √(2/π)·(x + 0.044715·x³); x is at least as long as t.
 func geluIn(t, x []float32, tanh bool) { geluInGo(t, x[:len(t)], tanh) }

@@ -9,7 +9,7 @@ import (
 )
 
 // TestAddInto checks addInto, vectorised where the CPU allows, against
-// the Go loop bit for bit on every length up to 100 (each tail of the
+// the Go loop of Add bit for bit on every length up to 100 (each tail of the
 // 32-wide loop), with NaN and infinities among the values, and checks that
 // it writes nothing past len(y).
 func TestAddInto(t *testing.T) {
@@ -21,7 +21,7 @@ func TestAddInto(t *testing.T) {
 			y[r.IntN(n)], x[r.IntN(n)] = special[i%len(special)], special[(i+1)%len(special)]
 		}
 		want := append([]float32(nil), y...)
-		addIntoGo(want[:n], x)
+		ewArithVVGo(ewAdd, want[:n], want[:n], x)
 		got := append([]float32(nil), y...)
 		addInto(got[:n], x)
 		for i := range got {
@@ -44,7 +44,7 @@ func TestScale(t *testing.T) {
 		}
 		got, want := append([]float32(nil), x...), append([]float32(nil), x...)
 		scale(got, -0.37)
-		scaleGo(want, -0.37)
+		ewArithVSGo(ewMul, want, want, -0.37)
 		for i := range got {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 				t.Fatalf("scale, length %d: element %d = %g, want %g", n, i, got[i], want[i])
