@@ -113,14 +113,23 @@ func NewModel(g *graph.Graph) *Model {
 }
 
 // runState is what a model's run brings to runObserved beyond the graph:
-// the packed weights, and the outputs of the nodes that the feeds' shapes
+// the packed weights, the outputs of the nodes that the feeds' shapes
 // determine (graph.ShapeDetermined), either kept from an earlier run with
-// the same shapes or to be kept from this one. A nil *runState has none.
+// the same shapes or to be kept from this one, and the state that one
+// concurrent run of the model keeps from one run to the next (a frame's):
+// the nodes' memos, and the maps and slices of the executor. A nil
+// *runState has none of it.
 type runState struct {
 	prepared map[*graph.Node]any
 	static   []bool
 	kept     map[string]inference.Tensor // the static nodes' outputs, by value name
 	keep     map[string]inference.Tensor // where this run records them, or nil
+
+	memos  []opsem.Memo // one per node of the graph, or nil
+	values map[string]inference.Tensor
+	seqs   map[string][]inference.Tensor
+	in     []inference.Tensor
+	outs   []inference.Tensor // keptOutputs's
 }
 
 func (st *runState) preparedFor(n *graph.Node) any {
@@ -128,6 +137,14 @@ func (st *runState) preparedFor(n *graph.Node) any {
 		return nil
 	}
 	return st.prepared[n]
+}
+
+// memo is node i's memo, or nil.
+func (st *runState) memo(i int) *opsem.Memo {
+	if st == nil || st.memos == nil {
+		return nil
+	}
+	return &st.memos[i]
 }
 
 // isStatic reports whether node i's outputs depend only on the feeds'
@@ -138,11 +155,11 @@ func (st *runState) isStatic(i int) bool {
 
 // keptOutputs returns node n's outputs as an earlier run computed them.
 func (st *runState) keptOutputs(n *graph.Node) []inference.Tensor {
-	outs := make([]inference.Tensor, len(n.Outputs))
-	for j, name := range n.Outputs {
-		outs[j] = st.kept[name]
+	st.outs = st.outs[:0]
+	for _, name := range n.Outputs {
+		st.outs = append(st.outs, st.kept[name])
 	}
-	return outs
+	return st.outs
 }
 
 // record keeps copies of node n's outputs (the run's own may be pooled
@@ -194,8 +211,9 @@ func signature(b []byte, g *graph.Graph, feeds map[string]inference.Tensor) []by
 }
 
 // Model is a graph compiled for the CPU. Concurrent Runs are safe: each
-// takes a pool of buffers of its own (limit.Pool) from the model's, so
-// that after the first runs a run allocates only its outputs.
+// takes a frame of its own from the model's, with its pool of buffers
+// (limit.Pool) and its nodes' memos (opsem.Memo), so that after the first
+// runs a run with the shapes of the one before allocates only its outputs.
 type Model struct {
 	g        *graph.Graph
 	bytes    int64
@@ -203,34 +221,56 @@ type Model struct {
 	prepared map[*graph.Node]any // packed weights, by node (prepare)
 	static   []bool              // graph.ShapeDetermined, nil when no node is
 
-	mu    sync.Mutex
-	pools []*limit.Pool // idle pools, one per run in flight at the busiest
+	mu     sync.Mutex
+	frames []*frame // idle frames, one per run in flight at the busiest
 	// shapeOuts holds, per signature of the feeds' shapes, the outputs of
 	// the static nodes as the first run with those shapes computed them.
 	shapeOuts map[string]map[string]inference.Tensor
+}
+
+// A frame is what one concurrent run of a model reuses from the run it
+// follows: its limits, its pool of buffers and its executor state.
+type frame struct {
+	run  limit.Run
+	pool *limit.Pool // nil when the model's runs are not pooled
+	st   runState
 }
 
 // maxSignatures bounds Model.shapeOuts: a model fed ever new shapes
 // (one per sequence length) starts over when it is full.
 const maxSignatures = 16
 
-// pool takes an idle pool, or a new one.
-func (m *Model) pool() *limit.Pool {
+// frame takes an idle frame, or a new one.
+func (m *Model) frame() *frame {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if k := len(m.pools); k > 0 {
-		p := m.pools[k-1]
-		m.pools = m.pools[:k-1]
-		return p
+	if k := len(m.frames); k > 0 {
+		f := m.frames[k-1]
+		m.frames = m.frames[:k-1]
+		return f
 	}
-	return limit.NewPool()
+	f := &frame{st: runState{
+		prepared: m.prepared,
+		memos:    make([]opsem.Memo, len(m.g.Nodes)),
+		values:   map[string]inference.Tensor{},
+		seqs:     map[string][]inference.Tensor{},
+	}}
+	return f
 }
 
-// putPool ends p's run and keeps it for the next.
-func (m *Model) putPool(p *limit.Pool) {
-	p.End()
+// putFrame ends f's run and keeps it for the next.
+func (m *Model) putFrame(f *frame) {
+	if p := f.run.Pool(); p != nil {
+		p.End()
+	}
+	st := &f.st
+	clear(st.values)
+	clear(st.seqs)
+	clear(st.in)
+	clear(st.outs)
+	st.static, st.kept, st.keep = nil, nil, nil
 	m.mu.Lock()
-	m.pools = append(m.pools, p)
+	m.frames = append(m.frames, f)
 	m.mu.Unlock()
 }
 
@@ -281,13 +321,17 @@ func (m *Model) Run(ctx context.Context, feeds map[string]inference.Tensor) (map
 			}
 		}
 	}
-	r := limit.New(ctx, 0)
+	f := m.frame()
+	defer m.putFrame(f)
+	r, st := &f.run, &f.st
+	r.Start(ctx, 0)
+	r.SetPool(nil)
 	if m.pooled {
-		p := m.pool()
-		defer m.putPool(p)
-		r.SetPool(p)
+		if f.pool == nil {
+			f.pool = limit.NewPool()
+		}
+		r.SetPool(f.pool)
 	}
-	st := &runState{prepared: m.prepared}
 	var key []byte
 	if m.static != nil {
 		var buf [256]byte
@@ -333,7 +377,16 @@ func run(ctx context.Context, r *limit.Run, g *graph.Graph, feeds, outer map[str
 // while it runs. Feeds, initializers and outer values are not counted: they
 // are the caller's.
 func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, st *runState, feeds, outer map[string]inference.Tensor, observe func(string, inference.Tensor)) ([]inference.Tensor, error) {
-	values := make(map[string]inference.Tensor, len(g.Initializers)+len(feeds)+len(g.Nodes))
+	var values map[string]inference.Tensor
+	var seqs map[string][]inference.Tensor // values of the sequence operators
+	var in []inference.Tensor
+	if st != nil && st.values != nil {
+		values, seqs, in = st.values, st.seqs, st.in[:0]
+		defer func() { st.in = in }()
+	} else {
+		values = make(map[string]inference.Tensor, len(g.Initializers)+len(feeds)+len(g.Nodes))
+		seqs = map[string][]inference.Tensor{}
+	}
 	// Initializers are read in place, not copied into values each run.
 	lookup := func(name string) (inference.Tensor, bool) {
 		if t, ok := values[name]; ok {
@@ -353,13 +406,11 @@ func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, st *runState
 		}
 	}
 	opset := g.Opset()
-	seqs := map[string][]inference.Tensor{} // values of the sequence operators
-	var in []inference.Tensor
 	for i, n := range g.Nodes {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("cpu: graph %q: stopped before node %v: %w", g.Name, n, err)
 		}
-		node := opsem.Node{Node: n, Opset: opset, Run: r, Prepared: st.preparedFor(n)}
+		node := opsem.Node{Node: n, Opset: opset, Run: r, Prepared: st.preparedFor(n), Memo: st.memo(i)}
 		mark := r.InUse()
 		if k, ok := seqKernels[n.OpType]; ok {
 			err := guard(n, func() error { return runSeq(node, k, lookup, values, seqs) })

@@ -517,7 +517,7 @@ func atRotaryEmbedding(n opsem.Node, in []inference.Tensor) ([]inference.Tensor,
 		return nil, err
 	}
 	if len(xd) == 0 { // the loops would count the dimensions that are not 0
-		return singleOutput(xs, out)
+		return opsem.Single(n, xs, out)
 	}
 	for b := range batch {
 		for s := range seq {
@@ -539,5 +539,5 @@ func atRotaryEmbedding(n opsem.Node, in []inference.Tensor) ([]inference.Tensor,
 			}
 		}
 	}
-	return singleOutput(xs, out)
+	return opsem.Single(n, xs, out)
 }

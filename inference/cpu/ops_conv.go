@@ -292,7 +292,7 @@ func cvConv(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		return nil, err
 	}
 	if cvBiasOnly(xd, wd, bias, out, batch, ep) {
-		outs, err := singleOutput(shape, out)
+		outs, err := opsem.Single(n, shape, out)
 		return unfusedEpilogue(n, in, ep, outs, err)
 	}
 	if cvDepthwise(group, chans, outChans, kernel) {
@@ -303,7 +303,7 @@ func cvConv(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	outs, err := singleOutput(shape, out)
+	outs, err := opsem.Single(n, shape, out)
 	return unfusedEpilogue(n, in, ep, outs, err)
 }
 
@@ -851,7 +851,7 @@ func cvConvTranspose(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, e
 		return nil, err
 	}
 	if cvBiasOnly(xd, wd, bias, out, batch, nil) {
-		return singleOutput(shape, out)
+		return opsem.Single(n, shape, out)
 	}
 	cg := chans / group
 	isp, osp, rows := opsem.Count(g.In), opsem.Count(g.Out), mg*opsem.Count(kernel)
@@ -873,7 +873,7 @@ func cvConvTranspose(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, e
 			}
 		}
 	})
-	return singleOutput(shape, out)
+	return opsem.Single(n, shape, out)
 }
 
 // cvCol2Im implements Col2Im-18: input [N, C·∏block, L] holds, for each of

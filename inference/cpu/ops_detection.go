@@ -142,5 +142,5 @@ func dtNonMaxSuppression(n opsem.Node, in []inference.Tensor) ([]inference.Tenso
 			}
 		}
 	}
-	return singleOutput([]int{len(selected) / 3, 3}, selected)
+	return opsem.Single(n, []int{len(selected) / 3, 3}, selected)
 }

@@ -235,7 +235,7 @@ func ewUnaryKernel(attrs ewAttrs) kernel {
 				return nil, err
 			}
 			parallelFor(len(xd), ewVecCost, func(lo, hi int) { u.vec(y[lo:hi], xd[lo:hi]) })
-			return singleOutput(x.Shape(), y)
+			return opsem.Single(n, x.Shape(), y)
 		case t == inference.Float32:
 			f := u.float
 			return mapOutput(n.Run, x.Shape(), dataOf[float32](x), func(v float32) float32 { return float32(f(float64(v))) })

@@ -633,7 +633,7 @@ func imAffineGrid(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, erro
 		return nil, err
 	}
 	if len(yd) == 0 { // the coordinates below would count the dimensions that are not 0
-		return singleOutput(outShape, yd)
+		return opsem.Single(n, outShape, yd)
 	}
 	align := n.Int("align_corners", 0) != 0
 	// base[d] holds the coordinates along spatial axis d (outermost first).
@@ -673,5 +673,5 @@ func imAffineGrid(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, erro
 			}
 		}
 	}
-	return singleOutput(outShape, yd)
+	return opsem.Single(n, outShape, yd)
 }

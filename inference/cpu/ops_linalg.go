@@ -60,7 +60,7 @@ func laMatMul(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		}
 		if len(out) == 0 || k == 0 { // no products, and no offsets (opsem.MatMul)
 			ep.applyRows(out, n2)
-			outs, err := singleOutput(outShape, out)
+			outs, err := opsem.Single(n, outShape, out)
 			return unfusedEpilogue(n, in, ep, outs, err)
 		}
 		if len(s.BBatch) == 0 {
@@ -75,7 +75,7 @@ func laMatMul(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 				}
 			})
 		}
-		outs, err := singleOutput(outShape, out)
+		outs, err := opsem.Single(n, outShape, out)
 		return unfusedEpilogue(n, in, ep, outs, err)
 	case inference.Int64:
 		ad, _ := inference.Data[int64](a)
@@ -157,7 +157,7 @@ func laGemm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	}
 	pre := nnPrepacked{b: packedFor(n.Prepared, bd)}
 	nnSgemmPre(runtime.GOMAXPROCS(0), pre, nnBlocks{tail: ep.tail(0, g.N)}, g.TransA, g.TransB, g.M, g.N, g.K, g.Alpha, ad, as[1], bd, bs[1], beta, out, g.N)
-	outs, err := singleOutput([]int{g.M, g.N}, out)
+	outs, err := opsem.Single(n, []int{g.M, g.N}, out)
 	return unfusedEpilogue(n, in, ep, outs, err)
 }
 
@@ -219,7 +219,7 @@ func laDet(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		}
 		det[b] = float32(laLUDet(a, m))
 	}
-	return singleOutput(shape[:r-2], det)
+	return opsem.Single(n, shape[:r-2], det)
 }
 
 // laLUDet returns the determinant of the m×m matrix a, overwriting a.

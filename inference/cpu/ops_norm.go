@@ -190,7 +190,7 @@ func nmInstanceNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, er
 	eps := opsem.Epsilon(n)
 	x, y := d[0], make([]float32, len(d[0]))
 	if len(x) == 0 { // the loop would count the dimensions that are not 0
-		return singleOutput(in[0].Shape(), y)
+		return opsem.Single(n, in[0].Shape(), y)
 	}
 	for b := range batch * channels {
 		c := b % channels
@@ -202,7 +202,7 @@ func nmInstanceNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, er
 			y[b*spatial+i] = float32(float64(v)*a + shift)
 		}
 	}
-	return singleOutput(in[0].Shape(), y)
+	return opsem.Single(n, in[0].Shape(), y)
 }
 
 // nmTrailingOffsets returns, for each element of the normalised block, the
@@ -388,7 +388,7 @@ func nmGroupNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 		return nil, err
 	}
 	if len(x) == 0 { // the loop would count the dimensions that are not 0
-		return singleOutput(in[0].Shape(), y)
+		return opsem.Single(n, in[0].Shape(), y)
 	}
 	cpg := channels / groups
 	size := cpg * spatial
@@ -409,7 +409,7 @@ func nmGroupNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 			}
 		}
 	}
-	return singleOutput(in[0].Shape(), y)
+	return opsem.Single(n, in[0].Shape(), y)
 }
 
 // nmLRN is LRN across channels: y = x / (bias + alpha/size · Σ x²)^beta, the
@@ -431,7 +431,7 @@ func nmLRN(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	lo, hi := (size-1)/2, size/2
 	x, y := d[0], make([]float32, len(d[0]))
 	if len(x) == 0 { // the loops would count the dimensions that are not 0
-		return singleOutput(in[0].Shape(), y)
+		return opsem.Single(n, in[0].Shape(), y)
 	}
 	for b := range batch {
 		for c := range channels {
@@ -447,7 +447,7 @@ func nmLRN(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 			}
 		}
 	}
-	return singleOutput(in[0].Shape(), y)
+	return opsem.Single(n, in[0].Shape(), y)
 }
 
 // nmLpNorm is LpNormalization: y = x / ‖x‖_p along axis, with p and axis
@@ -488,7 +488,7 @@ func nmLpNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 			}
 		}
 	}
-	return singleOutput(shape, y)
+	return opsem.Single(n, shape, y)
 }
 
 // nmMVN is MeanVarianceNormalization: y = (x - μ) / (σ + 1e-9) with μ and σ²
@@ -541,5 +541,5 @@ func nmMVN(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		o := p.offs[i]
 		y[i] = float32((float64(v) - mean[o]) / den[o])
 	}
-	return singleOutput(in[0].Shape(), y)
+	return opsem.Single(n, in[0].Shape(), y)
 }

@@ -367,7 +367,7 @@ func plGlobalPool(n opsem.Node, in []inference.Tensor, reduce func(plane []float
 	for d := 2; d < len(shape); d++ {
 		shape[d] = 1
 	}
-	return singleOutput(shape, out)
+	return opsem.Single(n, shape, out)
 }
 
 // GlobalAveragePool sums each plane in partial sums (sumFloats), within
@@ -440,5 +440,5 @@ func plMaxUnpool(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 		}
 		out[at] = xd[i]
 	}
-	return singleOutput(shape, out)
+	return opsem.Single(n, shape, out)
 }

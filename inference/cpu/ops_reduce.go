@@ -81,7 +81,7 @@ func rdReduce(op rdOp) kernel {
 				return nil, err
 			}
 			rdRows(op, dataOf[float32](x), count, y)
-			return singleOutput(opsem.ReducedShape(n, shape, reduced), y)
+			return opsem.Single(n, opsem.ReducedShape(n, shape, reduced), y)
 		}
 		p, err := newReducePlan(n.Run, shape, reduced, opsem.ReducedShape(n, shape, reduced))
 		if err != nil {
@@ -408,7 +408,7 @@ func rdArg(max bool) kernel {
 		default:
 			return nil, n.Unsupported("element type %v", x.DType())
 		}
-		return singleOutput(outShape, idx)
+		return opsem.Single(n, outShape, idx)
 	}
 }
 

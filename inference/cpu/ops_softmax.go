@@ -50,7 +50,7 @@ func smSoftmax(kind smSoftmaxOp) kernel {
 			return nil, err
 		}
 		if len(d) == 0 { // the loops would count the dimensions that are not 0
-			return singleOutput(shape, y)
+			return opsem.Single(n, shape, y)
 		}
 		if kind == smSoftmaxKind && inner == 1 { // rows of contiguous elements
 			parallelFor(outer, size*ewVecCost, func(lo, hi int) {
@@ -58,7 +58,7 @@ func smSoftmax(kind smSoftmaxOp) kernel {
 					smSoftmaxRow(y[o*size:(o+1)*size], d[o*size:(o+1)*size])
 				}
 			})
-			return singleOutput(shape, y)
+			return opsem.Single(n, shape, y)
 		}
 		for o := range outer {
 			for j := range inner {
@@ -66,7 +66,7 @@ func smSoftmax(kind smSoftmaxOp) kernel {
 				smSoftmaxSlice(kind, d, y, base, size, inner)
 			}
 		}
-		return singleOutput(shape, y)
+		return opsem.Single(n, shape, y)
 	}
 }
 

@@ -34,10 +34,19 @@ type Run struct {
 // New returns the limits of a run under ctx with the given memory budget
 // in bytes (≤ 0: the context's, inference.MemoryBudget).
 func New(ctx context.Context, budget int64) *Run {
+	r := new(Run)
+	r.Start(ctx, budget)
+	return r
+}
+
+// Start makes r the limits of a new run under ctx, as New does, keeping
+// its pool: an executor reuses one Run per concurrent run.
+func (r *Run) Start(ctx context.Context, budget int64) {
 	if budget <= 0 {
 		budget = inference.MemoryBudget(ctx)
 	}
-	return &Run{done: ctx.Done(), ctx: ctx, budget: budget}
+	r.done, r.ctx, r.budget = ctx.Done(), ctx, budget
+	r.inUse.Store(0)
 }
 
 // Budget is the run's memory budget in bytes.

@@ -32,9 +32,10 @@ type Pool struct {
 	runs  int
 }
 
-// MinPooled is the least size in bytes a Pool hands out; smaller buffers
-// (shape tensors, scalars) are allocated as before.
-const MinPooled = 1 << 10
+// MinPooled is the least size in bytes a Pool hands out: every buffer that
+// holds an element, so that a steady run allocates nothing, scalars and
+// shape tensors included.
+const MinPooled = 1
 
 // keepRuns is how many runs a size stays in the free lists after the last
 // run that asked for it: a model fed alternating batch sizes keeps both,

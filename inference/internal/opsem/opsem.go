@@ -34,11 +34,15 @@ import (
 //
 // Prepared is what the backend prepared for the node when it compiled the
 // model (the CPU's packed weights), or nil; opsem does not read it.
+//
+// Memo is what the kernel keeps from one run of the node to the next
+// (Plan, Output), or nil.
 type Node struct {
 	*graph.Node
 	Opset    int64
 	Run      *limit.Run
 	Prepared any
+	Memo     *Memo
 }
 
 // Unsupported is the error for a case of n the runtime does not implement
