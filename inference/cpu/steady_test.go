@@ -55,3 +55,36 @@ func randomFloats(t *testing.T, r *rand.Rand, shape ...int) inference.Tensor {
 	}
 	return tensorOf(t, shape, d...)
 }
+
+// checkReruns runs one compiled model of build()'s graph on each of feeds
+// in turn, and a freshly compiled one on each, and requires the same
+// outputs bit for bit: a plan or output a node keeps from one run to the
+// next (opsem.Memo) must never stand in for what new shapes or values
+// compute. Give feeds that change values, then shapes, then go back.
+func checkReruns(t *testing.T, build func() *graph.Graph, feeds ...map[string]inference.Tensor) {
+	t.Helper()
+	kept, err := Backend{}.Compile(build())
+	if err != nil {
+		t.Fatalf("compile: %v", err)
+	}
+	ctx := context.Background()
+	for i, f := range feeds {
+		got, err := kept.Run(ctx, f)
+		if err != nil {
+			t.Fatalf("feeds %d: %v", i, err)
+		}
+		fresh, err := Backend{}.Compile(build())
+		if err != nil {
+			t.Fatalf("compile: %v", err)
+		}
+		want, err := fresh.Run(ctx, f)
+		if err != nil {
+			t.Fatalf("feeds %d, fresh model: %v", i, err)
+		}
+		for name, w := range want {
+			if !inference.Equal(got[name], w) {
+				t.Errorf("feeds %d: output %s is %v after earlier runs, %v from a fresh model", i, name, got[name], w)
+			}
+		}
+	}
+}
