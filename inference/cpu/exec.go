@@ -130,6 +130,7 @@ type runState struct {
 	seqs   map[string][]inference.Tensor
 	in     []inference.Tensor
 	outs   []inference.Tensor // keptOutputs's
+	res    []inference.Tensor // runObserved's, for the graph's outputs
 }
 
 func (st *runState) preparedFor(n *graph.Node) any {
@@ -268,6 +269,7 @@ func (m *Model) putFrame(f *frame) {
 	clear(st.seqs)
 	clear(st.in)
 	clear(st.outs)
+	clear(st.res)
 	st.static, st.kept, st.keep = nil, nil, nil
 	m.mu.Lock()
 	m.frames = append(m.frames, f)
@@ -495,7 +497,13 @@ func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, st *runState
 			pool.Sweep(pmark) // the kernel's scratch, and outputs nothing reads
 		}
 	}
-	res := make([]inference.Tensor, len(g.Outputs))
+	var res []inference.Tensor
+	if st != nil && st.values != nil {
+		res = slices.Grow(st.res[:0], len(g.Outputs))[:len(g.Outputs)]
+		st.res = res
+	} else {
+		res = make([]inference.Tensor, len(g.Outputs))
+	}
 	for i, o := range g.Outputs {
 		t, ok := lookup(o.Name)
 		if !ok {

@@ -34,11 +34,30 @@ func (c clamp) apply(y []float32) {
 
 // epilogue is a node's fused epilogue on a float32 output. The zero
 // epilogue, and a nil one, do nothing.
+//
+// A kernel makes its epilogue once, in its plan (opsem.Plan), and binds it
+// to each run's inputs (bind): only the bias's and the residual's data
+// change from run to run.
 type epilogue struct {
 	bias     []float32 // added to each row of len(bias) elements (Gemm, MatMul)
 	residual []float32 // as long as the output
 	clamp    clamp
 	act      func(y []float32) // the activation other than a clamp, in place
+
+	biasIn, residualIn int // the inputs bias and residual are read from, or −1
+}
+
+// bind sets e's bias and residual to the data of this run's inputs.
+func (e *epilogue) bind(in []inference.Tensor) {
+	if e == nil {
+		return
+	}
+	if e.biasIn >= 0 {
+		e.bias = dataOf[float32](in[e.biasIn])
+	}
+	if e.residualIn >= 0 {
+		e.residual = dataOf[float32](in[e.residualIn])
+	}
 }
 
 // apply applies e to y, the elements of the output from off on.
@@ -63,21 +82,29 @@ func (e *epilogue) apply(y []float32, off int) {
 	}
 }
 
-// tail returns the nnTail that applies e to the blocks of a product as
-// they complete, the product's element (i, j) being the output's element
-// base + i·ld + j; nil when e is nil.
-func (e *epilogue) tail(base, ld int) nnTail {
-	if e == nil {
+// epTail is the nnTail that applies an epilogue e to the blocks of a
+// product as they complete, the product's element (i, j) being the
+// output's element base + i·ld + j. Kernels keep theirs in their plans.
+type epTail struct {
+	e        *epilogue
+	base, ld int
+}
+
+// tail returns t as an nnTail, nil when it has no epilogue.
+func (t *epTail) tail() nnTail {
+	if t.e == nil {
 		return nil
 	}
-	return func(c []float32, ldc, i, j, rows, cols int) {
-		if ldc == ld && cols == ld { // whole rows: one run of elements
-			e.apply(c[:rows*cols], base+i*ld)
-			return
-		}
-		for r := range rows {
-			e.apply(c[r*ldc:r*ldc+cols], base+(i+r)*ld+j)
-		}
+	return t
+}
+
+func (t *epTail) finish(c []float32, ldc, i, j, rows, cols int) {
+	if ldc == t.ld && cols == t.ld { // whole rows: one run of elements
+		t.e.apply(c[:rows*cols], t.base+i*t.ld)
+		return
+	}
+	for r := range rows {
+		t.e.apply(c[r*ldc:r*ldc+cols], t.base+(i+r)*t.ld+j)
 	}
 }
 
@@ -100,20 +127,20 @@ func fusedEpilogue(n opsem.Node, in []inference.Tensor, out []int) (*epilogue, e
 	if !hasEpilogue(n) {
 		return nil, nil
 	}
-	e := &epilogue{clamp: fusedClamp(n)}
+	e := &epilogue{clamp: fusedClamp(n), biasIn: -1, residualIn: -1}
 	if i, ok := fusedInput(n, passes.FusedResidual); ok {
 		r := arg(in, i)
 		if r.DType() != inference.Float32 || !slices.Equal(r.Shape(), out) {
 			return nil, nil
 		}
-		e.residual = dataOf[float32](r)
+		e.residual, e.residualIn = dataOf[float32](r), i
 	}
 	if i, ok := fusedInput(n, passes.FusedBias); ok {
 		b := arg(in, i)
 		if b.DType() != inference.Float32 || b.Rank() != 1 || len(out) == 0 || b.Len() != out[len(out)-1] {
 			return nil, fmt.Errorf("fused bias (input %d) is %v, want float32 [%d] for output %v: %w", i, b, out[len(out)-1:], out, inference.ErrShape)
 		}
-		e.bias = dataOf[float32](b)
+		e.bias, e.biasIn = dataOf[float32](b), i
 	}
 	act, err := fusedActivation(n)
 	if err != nil {

@@ -247,12 +247,20 @@ func cvClaimScratch(r *limit.Run, units, rows, cols int) error {
 // cvScratch returns a buffer of n floats with undefined contents, and the
 // function that hands it back to cvScratchPool.
 func cvScratch(n int) ([]float32, func()) {
+	p := cvScratchBuf(n)
+	return (*p)[:n], func() { cvScratchPool.Put(p) }
+}
+
+// cvScratchBuf is cvScratch without the function, which costs an
+// allocation: the buffer, of at least n floats, goes back with
+// cvScratchPool.Put.
+func cvScratchBuf(n int) *[]float32 {
 	p, _ := cvScratchPool.Get().(*[]float32)
 	if p == nil || cap(*p) < n {
 		buf := make([]float32, n)
 		p = &buf
 	}
-	return (*p)[:n], func() { cvScratchPool.Put(p) }
+	return p
 }
 
 // Conv lowers each image and group to one SGEMM: W's rows for the group
@@ -271,12 +279,12 @@ func cvConv(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		return nil, err
 	}
 	prep, _ := n.Prepared.(*cvPrepared)
-	geo, err := prep.geometry(n, x, w)
+	p, err := opsem.Plan(n, in, func() (*cvPlan, error) { return newCvPlan(n, in, prep, x, w) })
 	if err != nil {
 		return nil, err
 	}
-	group, kernel, g, shape := geo.group, geo.kernel, geo.g, geo.out
-	batch, chans, outChans := geo.xs[0], geo.xs[1], geo.ws[0]
+	geo := p.geo
+	shape, batch, outChans := geo.out, geo.xs[0], geo.ws[0]
 	bias, err := cvBias(n, in, outChans)
 	if err != nil {
 		return nil, err
@@ -287,24 +295,52 @@ func cvConv(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	ep, err := fusedEpilogue(n, in, shape)
-	if err != nil {
-		return nil, err
-	}
+	ep := p.ep
+	ep.bind(in)
 	if cvBiasOnly(xd, wd, bias, out, batch, ep) {
 		outs, err := opsem.Single(n, shape, out)
 		return unfusedEpilogue(n, in, ep, outs, err)
 	}
-	if cvDepthwise(group, chans, outChans, kernel) {
-		err = cvConvDepthwise(n.Run, xd, wd, bias, batch, chans, outChans/chans, g, out, ep)
+	if p.dw != nil {
+		err = p.dw.run(n.Run, xd, wd, bias, out)
 	} else {
-		err = cvConvGemm(n.Run, xd, wd, prep.packed(), bias, batch, chans, outChans, group, g, out, ep)
+		err = p.gemm.run(n.Run, xd, wd, prep.packed(), bias, out)
 	}
 	if err != nil {
 		return nil, err
 	}
 	outs, err := opsem.Single(n, shape, out)
 	return unfusedEpilogue(n, in, ep, outs, err)
+}
+
+// cvPlan is what a Conv node keeps from run to run (opsem.Plan): its
+// geometry, its epilogue, and the convolution made for them, depthwise or
+// through SGEMM.
+type cvPlan struct {
+	geo  *cvGeometry
+	ep   *epilogue
+	dw   *cvDW
+	gemm *cvGemm
+}
+
+func newCvPlan(n opsem.Node, in []inference.Tensor, prep *cvPrepared, x, w inference.Tensor) (*cvPlan, error) {
+	geo, err := prep.geometry(n, x, w)
+	if err != nil {
+		return nil, err
+	}
+	p := &cvPlan{geo: geo}
+	if p.ep, err = fusedEpilogue(n, in, geo.out); err != nil {
+		return nil, err
+	}
+	batch, chans, outChans := geo.xs[0], geo.xs[1], geo.ws[0]
+	if cvDepthwise(geo.group, chans, outChans, geo.kernel) {
+		p.dw = newCvDW(batch, chans, outChans/chans, geo.g, p.ep)
+	} else {
+		if p.gemm, err = newCvGemm(n.Run, batch, chans, outChans, geo.group, geo.g, p.ep); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
 }
 
 // cvPrepared is what a Conv node keeps from run to run: W packed at
@@ -404,62 +440,135 @@ func cvDepthwise(group, chans, outChans int, kernel []int) bool {
 // W [outChans, chans/group, g.Kernel...], reading each group's block of W
 // from packs where prepare packed it.
 func cvConvGemm(r *limit.Run, xd, wd []float32, packs nnPackedSet, bias []float32, batch, chans, outChans, group int, g opsem.Window, out []float32, ep *epilogue) error {
-	cg, mg := chans/group, outChans/group
-	isp, osp, rows := opsem.Count(g.In), opsem.Count(g.Out), cg*opsem.Count(g.Kernel)
-	pointwise := rows == cg
+	c, err := newCvGemm(r, batch, chans, outChans, group, g, ep)
+	if err != nil {
+		return err
+	}
+	return c.run(r, xd, wd, packs, bias, out)
+}
+
+// cvGemm is a convolution through SGEMM, one product per image and group,
+// made once for its geometry (a cvPlan's): the loop over the products and
+// what each hands the product (its bias head, its epilogue tail, the
+// packer of its B blocks from the image) are kept, so that a run
+// allocates nothing. run sets the run's operands.
+type cvGemm struct {
+	batch, chans, outChans, group int
+	cg, mg, isp, osp, rows        int
+	g                             opsem.Window
+	pointwise, implicit           bool
+	taps                          cvTaps
+	units                         []cvUnit // one per image·group
+	body                          func(lo, hi, threads int)
+
+	xd, wd, bias, out []float32 // the run's
+	packs             nnPackedSet
+}
+
+// cvUnit is one product of a cvGemm: image img, group grp.
+type cvUnit struct {
+	c        *cvGemm
+	img, grp int
+	src      []float32 // the image's channels of the group, this run
+	head     cvRowBias // the group's bias, this run
+	tail     epTail
+}
+
+// cvRowBias is the head that starts each row i of a block (an output
+// channel) as b[i].
+type cvRowBias struct{ b []float32 }
+
+func (h *cvRowBias) finish(c []float32, ldc, i, _, rows, cols int) {
+	for r := range rows {
+		fill(c[r*ldc:r*ldc+cols], h.b[i+r])
+	}
+}
+
+// packB packs the unit's B blocks straight from its image (implicit GEMM).
+func (u *cvUnit) packB(nr, kc, nc, p0, j0 int, dst []float32) {
+	cvPackIm2col2D(u.src, u.c.g, nr, kc, nc, p0, j0, dst)
+}
+
+func newCvGemm(r *limit.Run, batch, chans, outChans, group int, g opsem.Window, ep *epilogue) (*cvGemm, error) {
+	// One unit per image and group: as many as the shapes say, which may
+	// be far more than the output's elements when its planes are empty.
+	if _, err := limit.Claim[cvUnit](r, batch, group); err != nil {
+		return nil, err
+	}
+	c := &cvGemm{batch: batch, chans: chans, outChans: outChans, group: group, g: g}
+	c.cg, c.mg = chans/group, outChans/group
+	c.isp, c.osp, c.rows = opsem.Count(g.In), opsem.Count(g.Out), c.cg*opsem.Count(g.Kernel)
+	c.pointwise = c.rows == c.cg
 	for d := range g.Kernel {
-		pointwise = pointwise && g.Stride[d] == 1 && g.PadBegin[d] == 0 && g.PadEnd[d] == 0
+		c.pointwise = c.pointwise && g.Stride[d] == 1 && g.PadBegin[d] == 0 && g.PadEnd[d] == 0
 	}
 	// Two spatial dimensions pack the product's B blocks straight from the
 	// image (cvPackIm2col2D); others materialise the im2col matrix first.
-	implicit := !pointwise && len(g.Kernel) == 2
-	taps := cvTaps{cols: g.Out, img: g.In, kernel: g.Kernel, stride: g.Stride, dilation: g.Dilation, pad: g.PadBegin}
-	if !pointwise && !implicit {
-		if err := cvClaimScratch(r, batch*group, rows, osp); err != nil {
+	c.implicit = !c.pointwise && len(g.Kernel) == 2
+	c.taps = cvTaps{cols: g.Out, img: g.In, kernel: g.Kernel, stride: g.Stride, dilation: g.Dilation, pad: g.PadBegin}
+	c.units = make([]cvUnit, batch*group)
+	for u := range c.units {
+		img, grp := u/group, u%group
+		off := (img*outChans + grp*c.mg) * c.osp
+		c.units[u] = cvUnit{c: c, img: img, grp: grp, tail: epTail{e: ep, base: off, ld: c.osp}}
+	}
+	c.body = c.products
+	return c, nil
+}
+
+// run computes the convolution of xd by wd (packed in packs where
+// prepare packed it) plus bias into out.
+func (c *cvGemm) run(r *limit.Run, xd, wd []float32, packs nnPackedSet, bias, out []float32) error {
+	if !c.pointwise && !c.implicit {
+		if err := cvClaimScratch(r, c.batch*c.group, c.rows, c.osp); err != nil {
 			return err
 		}
 	}
-	eachUnit(batch*group, 2*mg*rows*osp, func(lo, hi, threads int) {
-		var col []float32
-		if !pointwise && !implicit {
-			var done func()
-			col, done = cvScratch(rows * osp)
-			defer done()
-		}
-		for u := lo; u < hi; u++ {
-			img, grp := u/group, u%group
-			src := xd[(img*chans+grp*cg)*isp : (img*chans+(grp+1)*cg)*isp]
-			var packB nnPackerB
-			switch {
-			case pointwise:
-			case implicit:
-				packB = func(nr, kc, nc, p0, j0 int, dst []float32) {
-					cvPackIm2col2D(src, g, nr, kc, nc, p0, j0, dst)
-				}
-			default:
-				cvIm2col(src, cg, taps, col)
-				src = col
-			}
-			off := (img*outChans + grp*mg) * osp
-			y := out[off : off+mg*osp]
-			// Each block of y starts as the bias (or zeros, beta 0) and
-			// ends through the epilogue, both while the product has the
-			// block in cache.
-			var head nnTail
-			if bias != nil {
-				b := bias[grp*mg : (grp+1)*mg]
-				head = func(c []float32, ldc, i, _, rows, cols int) {
-					for r := range rows {
-						fill(c[r*ldc:r*ldc+cols], b[i+r])
-					}
-				}
-			}
-			w := wd[grp*mg*rows:]
-			pre := nnPrepacked{a: packs.of(grp, w), packB: packB}
-			nnSgemmPre(threads, pre, nnBlocks{head: head, tail: ep.tail(off, osp)}, false, false, mg, osp, rows, 1, w, rows, src, osp, 0, y, osp)
-		}
-	})
+	c.xd, c.wd, c.packs, c.bias, c.out = xd, wd, packs, bias, out
+	eachUnit(len(c.units), 2*c.mg*c.rows*c.osp, c.body)
+	c.xd, c.wd, c.packs, c.bias, c.out = nil, nil, nil, nil, nil
+	for u := range c.units {
+		c.units[u].src, c.units[u].head.b = nil, nil
+	}
 	return nil
+}
+
+// products runs the products of units lo…hi−1, each on threads.
+func (c *cvGemm) products(lo, hi, threads int) {
+	var col []float32
+	if !c.pointwise && !c.implicit {
+		buf := cvScratchBuf(c.rows * c.osp)
+		defer cvScratchPool.Put(buf)
+		col = (*buf)[:c.rows*c.osp]
+	}
+	cg, mg, isp, osp, rows := c.cg, c.mg, c.isp, c.osp, c.rows
+	for i := lo; i < hi; i++ {
+		u := &c.units[i]
+		img, grp := u.img, u.grp
+		src := c.xd[(img*c.chans+grp*cg)*isp : (img*c.chans+(grp+1)*cg)*isp]
+		var packB nnPackerB
+		switch {
+		case c.pointwise:
+		case c.implicit:
+			u.src, packB = src, u
+		default:
+			cvIm2col(src, cg, c.taps, col)
+			src = col
+		}
+		off := (img*c.outChans + grp*mg) * osp
+		y := c.out[off : off+mg*osp]
+		// Each block of y starts as the bias (or zeros, beta 0) and
+		// ends through the epilogue, both while the product has the
+		// block in cache.
+		var head nnTail
+		if c.bias != nil {
+			u.head.b = c.bias[grp*mg : (grp+1)*mg]
+			head = &u.head
+		}
+		w := c.wd[grp*mg*rows:]
+		pre := nnPrepacked{a: c.packs.of(grp, w), packB: packB}
+		nnSgemmPre(threads, pre, nnBlocks{head: head, tail: u.tail.tail()}, false, false, mg, osp, rows, 1, w, rows, src, osp, 0, y, osp)
+	}
 }
 
 // cvConvDepthwise computes a 2-D Conv with group = chans into out:
@@ -472,91 +581,129 @@ func cvConvGemm(r *limit.Run, xd, wd []float32, packs nnPackedSet, bias []float3
 // the plane into its even and odd columns (cvSplitPadded), where the taps
 // of an output row are contiguous again (cvDepthwiseTaps).
 func cvConvDepthwise(r *limit.Run, xd, wd, bias []float32, batch, chans, mult int, g opsem.Window, out []float32, ep *epilogue) error {
-	ih, iw, oh, ow := g.In[0], g.In[1], g.Out[0], g.Out[1]
-	kh, kw := g.Kernel[0], g.Kernel[1]
-	ph, pw := g.PadBegin[0], g.PadBegin[1]
-	padded := ph != 0 || pw != 0 || g.PadEnd[0] != 0 || g.PadEnd[1] != 0
-	pih, piw := ih, iw
-	if padded {
-		pih, piw = ph+ih+g.PadEnd[0], pw+iw+g.PadEnd[1]
+	return newCvDW(batch, chans, mult, g, ep).run(r, xd, wd, bias, out)
+}
+
+// cvDW is a depthwise convolution made once for its geometry (a cvPlan's):
+// the planes' sizes, the scratch plane, the taps and the loop over the
+// planes are kept, so that a run allocates nothing. run sets the run's
+// operands.
+type cvDW struct {
+	g                  opsem.Window
+	batch, chans, mult int
+	ih, iw, oh, ow     int
+	kh, kw, ph, pw     int
+	pih, piw, ld       int
+	padded, split      bool
+	rowTaps            bool
+	scratch, outChans  int
+	taps               dwTaps
+	ep                 *epilogue
+	body               func(p0, p1 int)
+	xd, wd, bias, out  []float32 // the run's
+}
+
+func newCvDW(batch, chans, mult int, g opsem.Window, ep *epilogue) *cvDW {
+	d := &cvDW{g: g, batch: batch, chans: chans, mult: mult, ep: ep}
+	d.ih, d.iw, d.oh, d.ow = g.In[0], g.In[1], g.Out[0], g.Out[1]
+	d.kh, d.kw = g.Kernel[0], g.Kernel[1]
+	d.ph, d.pw = g.PadBegin[0], g.PadBegin[1]
+	d.padded = d.ph != 0 || d.pw != 0 || g.PadEnd[0] != 0 || g.PadEnd[1] != 0
+	d.pih, d.piw = d.ih, d.iw
+	if d.padded {
+		d.pih, d.piw = d.ph+d.ih+g.PadEnd[0], d.pw+d.iw+g.PadEnd[1]
 	}
-	outChans := chans * mult
-	split := g.Stride[1] == 2 && g.Dilation[1] == 1
-	ld := piw // the width of the plane dwRows reads
-	if split {
-		ld = (piw + 1) / 2
+	d.outChans = chans * mult
+	d.split = g.Stride[1] == 2 && g.Dilation[1] == 1
+	d.ld = d.piw // the width of the plane dwRows reads
+	if d.split {
+		d.ld = (d.piw + 1) / 2
 	}
 	// Strides 1 and 2 along rows (without dilation at 2) go to dwRows,
 	// which may read a few rows past the plane (dwOverrun): then the plane
 	// is copied even without padding, into a scratch plane with as many
 	// rows more, zero.
-	rowTaps := g.Stride[1] == 1 || split
+	d.rowTaps = g.Stride[1] == 1 || d.split
 	overrun := 0
-	if rowTaps {
-		overrun = dwOverrun(kh, g.Dilation[0]*ld, g.Stride[0]*ld)
+	if d.rowTaps {
+		overrun = dwOverrun(d.kh, g.Dilation[0]*d.ld, g.Stride[0]*d.ld)
 	}
-	scratch := 0
 	switch {
-	case split:
-		scratch = 2*pih*ld + overrun
-	case padded || overrun > 0:
-		scratch = pih*piw + overrun
+	case d.split:
+		d.scratch = 2*d.pih*d.ld + overrun
+	case d.padded || overrun > 0:
+		d.scratch = d.pih*d.piw + overrun
 	}
-	if scratch > 0 {
-		if err := cvClaimScratch(r, batch*outChans, 1, scratch); err != nil {
+	if d.rowTaps {
+		d.taps = cvDepthwiseTaps(g, d.ld, d.pih, d.split)
+	}
+	d.body = d.planes
+	return d
+}
+
+// run computes the convolution of xd by wd plus bias into out.
+func (d *cvDW) run(r *limit.Run, xd, wd, bias, out []float32) error {
+	if d.scratch > 0 {
+		if err := cvClaimScratch(r, d.batch*d.outChans, 1, d.scratch); err != nil {
 			return err
 		}
 	}
-	var taps dwTaps
-	if rowTaps {
-		taps = cvDepthwiseTaps(g, ld, pih, split)
-	}
-	parallelFor(batch*outChans, 2*kh*kw*oh*ow, func(p0, p1 int) {
-		var plane []float32
-		if scratch > 0 {
-			var done func()
-			plane, done = cvScratch(scratch)
-			defer done()
-			// The padding: every copy writes the same elements.
-			clear(plane)
-		}
-		copied := -1
-		// The input plane (image · chans + input channel), the output's
-		// place in the multiplier, and the output channel.
-		src, j, oc := p0/mult, p0%mult, p0%outChans
-		for p := p0; p < p1; p++ {
-			x := xd[src*ih*iw : (src+1)*ih*iw]
-			if scratch > 0 {
-				if src != copied {
-					if split {
-						cvSplitPadded(plane, x, ih, iw, pih, ld, ph, pw)
-					} else {
-						dwCopyRows(plane[ph*piw+pw:], x, ih, iw, piw)
-					}
-					copied = src
-				}
-				x = plane
-			}
-			var b float32
-			if bias != nil {
-				b = bias[oc]
-			}
-			y, w := out[p*oh*ow:(p+1)*oh*ow], wd[oc*kh*kw:(oc+1)*kh*kw]
-			if rowTaps {
-				dwRows(y, oh, ow, x, taps, w, b)
-			} else {
-				cvDepthwisePlane(y, x, piw, w, b, g)
-			}
-			ep.apply(y, p*oh*ow)
-			if j++; j == mult {
-				src, j = src+1, 0
-			}
-			if oc++; oc == outChans {
-				oc = 0
-			}
-		}
-	})
+	d.xd, d.wd, d.bias, d.out = xd, wd, bias, out
+	parallelFor(d.batch*d.outChans, 2*d.kh*d.kw*d.oh*d.ow, d.body)
+	d.xd, d.wd, d.bias, d.out = nil, nil, nil, nil
 	return nil
+}
+
+// planes computes output planes p0…p1−1.
+func (d *cvDW) planes(p0, p1 int) {
+	ih, iw, oh, ow, kh, kw := d.ih, d.iw, d.oh, d.ow, d.kh, d.kw
+	ph, pw, pih, piw, ld := d.ph, d.pw, d.pih, d.piw, d.ld
+	mult, outChans, scratch := d.mult, d.outChans, d.scratch
+	xd, wd, bias, out, ep := d.xd, d.wd, d.bias, d.out, d.ep
+	split, rowTaps, taps, g := d.split, d.rowTaps, d.taps, d.g
+	var plane []float32
+	if scratch > 0 {
+		buf := cvScratchBuf(scratch)
+		defer cvScratchPool.Put(buf)
+		plane = (*buf)[:scratch]
+		// The padding: every copy writes the same elements.
+		clear(plane)
+	}
+	copied := -1
+	// The input plane (image · chans + input channel), the output's
+	// place in the multiplier, and the output channel.
+	src, j, oc := p0/mult, p0%mult, p0%outChans
+	for p := p0; p < p1; p++ {
+		x := xd[src*ih*iw : (src+1)*ih*iw]
+		if scratch > 0 {
+			if src != copied {
+				if split {
+					cvSplitPadded(plane, x, ih, iw, pih, ld, ph, pw)
+				} else {
+					dwCopyRows(plane[ph*piw+pw:], x, ih, iw, piw)
+				}
+				copied = src
+			}
+			x = plane
+		}
+		var b float32
+		if bias != nil {
+			b = bias[oc]
+		}
+		y, w := out[p*oh*ow:(p+1)*oh*ow], wd[oc*kh*kw:(oc+1)*kh*kw]
+		if rowTaps {
+			dwRows(y, oh, ow, x, taps, w, b)
+		} else {
+			cvDepthwisePlane(y, x, piw, w, b, g)
+		}
+		ep.apply(y, p*oh*ow)
+		if j++; j == mult {
+			src, j = src+1, 0
+		}
+		if oc++; oc == outChans {
+			oc = 0
+		}
+	}
 }
 
 // cvDepthwiseTaps returns g's kernel as dwTaps for a plane ld wide. With

@@ -36,28 +36,28 @@ func laMatMul(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if a.DType() != b.DType() {
 		return nil, fmt.Errorf("A is %v, B is %v: %w", a, b, inference.ErrType)
 	}
-	s, err := opsem.MatMul(a.Shape(), b.Shape())
+	p, err := opsem.Plan(n, in, func() (*mmPlan, error) { return newMMPlan(n, in, a, b) })
 	if err != nil {
 		return nil, err
 	}
+	s := &p.s
 	m, k, n2, outShape := s.M, s.K, s.N, s.Out
-	nb, aOff, bOff := opsem.Count(s.Batch), s.AOffsets, s.BOffsets
+	nb, aOff, bOff := p.nb, s.AOffsets, s.BOffsets
 	switch a.DType() {
 	case inference.Float32:
 		ad, _ := floats(a)
 		bd, _ := floats(b)
-		alloc := limit.Make[float32]
+		var out []float32
 		if k > 0 {
-			alloc = limit.MakeOverwritten[float32] // the products (beta 0) write every element
+			out, err = limit.MakeOverwritten[float32](n.Run, nb, m, n2) // the products (beta 0) write every element
+		} else {
+			out, err = limit.Make[float32](n.Run, nb, m, n2)
 		}
-		out, err := alloc(n.Run, nb, m, n2)
 		if err != nil {
 			return nil, err
 		}
-		ep, err := fusedEpilogue(n, in, outShape)
-		if err != nil {
-			return nil, err
-		}
+		ep := p.ep
+		ep.bind(in)
 		if len(out) == 0 || k == 0 { // no products, and no offsets (opsem.MatMul)
 			ep.applyRows(out, n2)
 			outs, err := opsem.Single(n, outShape, out)
@@ -67,39 +67,91 @@ func laMatMul(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 			// B is one matrix and A's batches are contiguous: one product
 			// of (batch·m)×k by k×n.
 			pre := nnPrepacked{b: packedFor(n.Prepared, bd)}
-			nnSgemmPre(runtime.GOMAXPROCS(0), pre, nnBlocks{tail: ep.tail(0, n2)}, false, false, nb*m, n2, k, 1, ad, k, bd, n2, 0, out, n2)
+			nnSgemmPre(runtime.GOMAXPROCS(0), pre, nnBlocks{tail: p.tails[0].tail()}, false, false, nb*m, n2, k, 1, ad, k, bd, n2, 0, out, n2)
 		} else {
-			eachUnit(nb, 2*m*n2*k, func(lo, hi, threads int) {
-				for i := lo; i < hi; i++ {
-					nnSgemmPre(threads, nnPrepacked{}, nnBlocks{tail: ep.tail(i*m*n2, n2)}, false, false, m, n2, k, 1, ad[aOff[i]*m*k:], k, bd[bOff[i]*k*n2:], n2, 0, out[i*m*n2:], n2)
-				}
-			})
+			p.ad, p.bd, p.out = ad, bd, out
+			eachUnit(nb, 2*m*n2*k, p.body)
+			p.ad, p.bd, p.out = nil, nil, nil
 		}
 		outs, err := opsem.Single(n, outShape, out)
 		return unfusedEpilogue(n, in, ep, outs, err)
 	case inference.Int64:
 		ad, _ := inference.Data[int64](a)
 		bd, _ := inference.Data[int64](b)
-		outs, err := laMatMulInts(n.Run, outShape, nb, m, n2, k, ad, bd, aOff, bOff)
+		outs, err := laMatMulInts(n, outShape, nb, m, n2, k, ad, bd, aOff, bOff)
 		return unfusedEpilogue(n, in, nil, outs, err)
 	case inference.Int32:
 		ad, _ := inference.Data[int32](a)
 		bd, _ := inference.Data[int32](b)
-		outs, err := laMatMulInts(n.Run, outShape, nb, m, n2, k, ad, bd, aOff, bOff)
+		outs, err := laMatMulInts(n, outShape, nb, m, n2, k, ad, bd, aOff, bOff)
 		return unfusedEpilogue(n, in, nil, outs, err)
 	}
 	return nil, n.Unsupported("element type %v", a.DType())
 }
 
+// mmPlan is what a MatMul node keeps from run to run (opsem.Plan): the
+// shapes, its float32 epilogue, one epTail per product, and the loop over
+// the products of a batched B, made once, reading the run's operands from
+// ad, bd and out.
+type mmPlan struct {
+	s           opsem.MatMulShape
+	nb          int
+	ep          *epilogue
+	tails       []epTail // one per product: the one product of an unbatched B, or each batch's
+	ad, bd, out []float32
+	body        func(lo, hi, threads int)
+}
+
+func newMMPlan(n opsem.Node, in []inference.Tensor, a, b inference.Tensor) (*mmPlan, error) {
+	s, err := opsem.MatMul(a.Shape(), b.Shape())
+	if err != nil {
+		return nil, err
+	}
+	p := &mmPlan{s: s, nb: opsem.Count(s.Batch)}
+	if a.DType() != inference.Float32 {
+		return p, nil
+	}
+	if p.ep, err = fusedEpilogue(n, in, s.Out); err != nil {
+		return nil, err
+	}
+	units := 1
+	if len(s.BBatch) != 0 && p.ep != nil {
+		units = p.nb
+	}
+	// One tail per product: as many as the batch says, which may be far
+	// more than the output's elements when its matrices are empty.
+	if _, err := limit.Claim[epTail](n.Run, units); err != nil {
+		return nil, err
+	}
+	p.tails = make([]epTail, units)
+	for i := range p.tails {
+		p.tails[i] = epTail{e: p.ep, base: i * s.M * s.N, ld: s.N}
+	}
+	p.body = p.products
+	return p, nil
+}
+
+// products runs the products lo…hi−1 of a batched B, each on threads.
+func (p *mmPlan) products(lo, hi, threads int) {
+	m, n, k := p.s.M, p.s.N, p.s.K
+	for i := lo; i < hi; i++ {
+		var tail nnTail
+		if p.ep != nil {
+			tail = p.tails[i].tail()
+		}
+		nnSgemmPre(threads, nnPrepacked{}, nnBlocks{tail: tail}, false, false, m, n, k, 1, p.ad[p.s.AOffsets[i]*m*k:], k, p.bd[p.s.BOffsets[i]*k*n:], n, 0, p.out[i*m*n:], n)
+	}
+}
+
 // laMatMulInts multiplies nb pairs of integer matrices, wrapping on
 // overflow as the fixed-width types do.
-func laMatMulInts[T int32 | int64](r *limit.Run, shape []int, nb, m, n, k int, a, b []T, aOff, bOff []int) ([]inference.Tensor, error) {
-	out, err := limit.Make[T](r, nb, m, n)
+func laMatMulInts[T int32 | int64](node opsem.Node, shape []int, nb, m, n, k int, a, b []T, aOff, bOff []int) ([]inference.Tensor, error) {
+	out, err := limit.Make[T](node.Run, nb, m, n)
 	if err != nil {
 		return nil, err
 	}
 	if len(out) == 0 || k == 0 { // no products, and no offsets (opsem.MatMul)
-		return singleOutput(shape, out)
+		return opsem.Single(node, shape, out)
 	}
 	for i := range nb {
 		am, bm, cm := a[aOff[i]*m*k:], b[bOff[i]*k*n:], out[i*m*n:]
@@ -114,7 +166,7 @@ func laMatMulInts[T int32 | int64](r *limit.Run, shape []int, nb, m, n, k int, a
 			}
 		}
 	}
-	return singleOutput(shape, out)
+	return opsem.Single(node, shape, out)
 }
 
 // Gemm computes Y = alpha·A'·B' + beta·C with A' = transpose(A) if transA
@@ -122,43 +174,70 @@ func laMatMulInts[T int32 | int64](r *limit.Run, shape []int, nb, m, n, k int, a
 // opsem.GemmBias says. A fused epilogue (fuse.go) is applied to Y's rows
 // after the product.
 func laGemm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	a, ad, err := requiredFloatArg(n, in, 0, "A")
+	_, ad, err := requiredFloatArg(n, in, 0, "A")
 	if err != nil {
 		return nil, err
 	}
-	b, bd, err := requiredFloatArg(n, in, 1, "B")
+	_, bd, err := requiredFloatArg(n, in, 1, "B")
 	if err != nil {
 		return nil, err
 	}
-	as, bs := a.Shape(), b.Shape()
-	g, err := opsem.Gemm(n, as, bs)
+	p, err := opsem.Plan(n, in, func() (*gemmPlan, error) { return newGemmPlan(n, in) })
 	if err != nil {
 		return nil, err
 	}
+	g := &p.g
 	beta := g.Beta
 	out, err := limit.Make[float32](n.Run, g.M, g.N)
 	if err != nil {
 		return nil, err
 	}
-	ep, err := fusedEpilogue(n, in, []int{g.M, g.N})
-	if err != nil {
-		return nil, err
-	}
+	p.ep.bind(in)
 	if len(in) > 2 && present(in[2]) {
-		c, cd, err := requiredFloatArg(n, in, 2, "C")
+		_, cd, err := requiredFloatArg(n, in, 2, "C")
 		if err != nil {
 			return nil, err
 		}
-		if err := laFillBias(n, g, c.Shape(), cd, out); err != nil {
+		if err := laFillBias(n, p.g, p.cs, cd, out); err != nil {
 			return nil, err
 		}
 	} else {
 		beta = 0
 	}
 	pre := nnPrepacked{b: packedFor(n.Prepared, bd)}
-	nnSgemmPre(runtime.GOMAXPROCS(0), pre, nnBlocks{tail: ep.tail(0, g.N)}, g.TransA, g.TransB, g.M, g.N, g.K, g.Alpha, ad, as[1], bd, bs[1], beta, out, g.N)
-	outs, err := opsem.Single(n, []int{g.M, g.N}, out)
-	return unfusedEpilogue(n, in, ep, outs, err)
+	nnSgemmPre(runtime.GOMAXPROCS(0), pre, nnBlocks{tail: p.tail.tail()}, g.TransA, g.TransB, g.M, g.N, g.K, g.Alpha, ad, p.lda, bd, p.ldb, beta, out, g.N)
+	outs, err := opsem.Single(n, p.out, out)
+	return unfusedEpilogue(n, in, p.ep, outs, err)
+}
+
+// gemmPlan is what a Gemm node keeps from run to run (opsem.Plan): its
+// shapes, C's, the leading dimensions, and its epilogue.
+type gemmPlan struct {
+	g        opsem.GemmShape
+	cs, out  []int
+	lda, ldb int
+	ep       *epilogue
+	tail     epTail
+}
+
+func newGemmPlan(n opsem.Node, in []inference.Tensor) (*gemmPlan, error) {
+	as, bs := in[0].Shape(), in[1].Shape()
+	g, err := opsem.Gemm(n, as, bs)
+	if err != nil {
+		return nil, err
+	}
+	p := &gemmPlan{g: g, out: []int{g.M, g.N}, lda: as[1], ldb: bs[1]}
+	if len(in) > 2 && present(in[2]) {
+		p.cs = in[2].Shape()
+		if _, _, err := opsem.GemmBias(n, g, p.cs); err != nil {
+			return nil, err
+		}
+	}
+	if p.ep, err = fusedEpilogue(n, in, p.out); err != nil {
+		return nil, err
+	}
+	p.tail = epTail{e: p.ep, ld: g.N}
+	return p, nil
 }
 
 // laFillBias writes Gemm's C, of shape cs, broadcast to M×N as

@@ -72,11 +72,32 @@ func parallelSplit(n, parts int, fn func(lo, hi int)) {
 func eachUnit(units, flops int, body func(lo, hi, threads int)) {
 	procs := runtime.GOMAXPROCS(0)
 	if units > 1 && (flops < nnSgemmSerialFlops || units%procs == 0 || units >= 4*procs) {
-		parallelFor(units, flops, func(lo, hi int) { body(lo, hi, 1) })
+		j := unitJobs.Get().(*unitJob)
+		j.body = body
+		parallelFor(units, flops, j.loop)
+		j.body = nil
+		unitJobs.Put(j)
 		return
 	}
 	body(0, units, procs)
 }
+
+// unitJob is eachUnit's loop over units on one thread each, pooled with
+// its loop bound once: a closure over body would be allocated on every
+// call. (A kernel that wants no allocation at all also keeps its body in
+// its plan.)
+type unitJob struct {
+	body func(lo, hi, threads int)
+	loop func(lo, hi int) // run, bound once
+}
+
+func (j *unitJob) run(lo, hi int) { j.body(lo, hi, 1) }
+
+var unitJobs = sync.Pool{New: func() any {
+	j := new(unitJob)
+	j.loop = j.run
+	return j
+}}
 
 // A batch is the chunks of one parallelSplit. pending counts the chunks
 // given to workers and not yet ended, plus one held by the caller until

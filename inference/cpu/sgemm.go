@@ -101,8 +101,18 @@ func nnSgemmPre(threads int, pre nnPrepacked, blk nnBlocks, transA, transB bool,
 // elements at row i, column j of the whole product, c starting at that
 // element with rows ldc apart, while the block is in cache. Blocks do not
 // overlap and together cover C; calls for different blocks may run at
-// once on different goroutines.
-type nnTail func(c []float32, ldc, i, j, rows, cols int)
+// once on different goroutines. It is an interface rather than a function
+// so that a kernel can hand the product a tail it keeps in its plan
+// (opsem.Plan): a closure over the run's operands would be allocated on
+// every call.
+type nnTail interface {
+	finish(c []float32, ldc, i, j, rows, cols int)
+}
+
+// nnTailFunc is a function as an nnTail.
+type nnTailFunc func(c []float32, ldc, i, j, rows, cols int)
+
+func (f nnTailFunc) finish(c []float32, ldc, i, j, rows, cols int) { f(c, ldc, i, j, rows, cols) }
 
 // nnBlocks are what a product does to each block of C besides adding to
 // it, either nil: head sets the block's starting value before the first
@@ -114,11 +124,11 @@ type nnBlocks struct{ head, tail nnTail }
 // nnClearBlock is the head of a product with beta 0: each block is
 // cleared as the product reaches it, in cache, rather than all of C in a
 // pass before.
-func nnClearBlock(c []float32, ldc, _, _, rows, cols int) {
+var nnClearBlock nnTail = nnTailFunc(func(c []float32, ldc, _, _, rows, cols int) {
 	for r := range rows {
 		clear(c[r*ldc : r*ldc+cols])
 	}
-}
+})
 
 // nnSgemmWith is nnSgemmThreads with the micro-kernel kern.
 func nnSgemmWith(kern nnKernel, threads int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
@@ -169,33 +179,65 @@ func nnSgemmPacked(kern nnKernel, threads int, pre nnPrepacked, blk nnBlocks, tr
 	case pre.b != nil && pre.a == nil:
 		splitM = tilesM >= 2*workers || tilesM >= tilesN
 	}
+	j := nnSplits.Get().(*nnSplit)
+	*j = nnSplit{kern: kern, pre: pre, blk: blk, transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, rows: j.rows, cols: j.cols}
+	tiles, run := tilesN, j.cols
 	if splitM {
-		tiles := tilesM
-		parallelSplit(tiles, min(workers, tiles), func(lo, hi int) {
-			i0, rows := lo*kern.mr, min(hi*kern.mr, m)-lo*kern.mr
-			as := a[i0*lda:]
-			if transA {
-				as = a[i0:]
-			}
-			sub := nnPrepacked{a: pre.a, b: pre.b, i0: pre.i0 + i0, j0: pre.j0, packB: pre.packB}
-			nnSgemmAdd(kern, sub, blk, transA, transB, rows, n, k, alpha, as, lda, b, ldb, c[i0*ldc:], ldc)
-		})
-		return
+		tiles, run = tilesM, j.rows
 	}
-	tiles := tilesN
-	parallelSplit(tiles, min(workers, tiles), func(lo, hi int) {
-		j0, cols := lo*kern.nr, min(hi*kern.nr, n)-lo*kern.nr
-		bs := b
-		switch {
-		case pre.packB != nil:
-		case transB:
-			bs = b[j0*ldb:]
-		default:
-			bs = b[j0:]
-		}
-		sub := nnPrepacked{a: pre.a, b: pre.b, i0: pre.i0, j0: pre.j0 + j0, packB: pre.packB}
-		nnSgemmAdd(kern, sub, blk, transA, transB, m, cols, k, alpha, a, lda, bs, ldb, c[j0:], ldc)
-	})
+	parallelSplit(tiles, min(workers, tiles), run)
+	*j = nnSplit{rows: j.rows, cols: j.cols} // drop the operands
+	nnSplits.Put(j)
+}
+
+// nnSplit is a product split among workers by rows or columns of
+// micro-tiles, each chunk an nnSgemmAdd of its own. It is pooled, with
+// its two loops bound once, so that a split allocates nothing: closures
+// over the operands would be allocated on every product.
+type nnSplit struct {
+	kern           nnKernel
+	pre            nnPrepacked
+	blk            nnBlocks
+	transA, transB bool
+	m, n, k        int
+	alpha          float32
+	a, b, c        []float32
+	lda, ldb, ldc  int
+	rows, cols     func(lo, hi int) // byRows, byCols, bound once
+}
+
+var nnSplits = sync.Pool{New: func() any {
+	j := new(nnSplit)
+	j.rows, j.cols = j.byRows, j.byCols
+	return j
+}}
+
+// byRows runs the sub-product of micro-tile rows lo…hi−1.
+func (j *nnSplit) byRows(lo, hi int) {
+	i0, rows := lo*j.kern.mr, min(hi*j.kern.mr, j.m)-lo*j.kern.mr
+	as := j.a[i0*j.lda:]
+	if j.transA {
+		as = j.a[i0:]
+	}
+	sub := j.pre
+	sub.i0 += i0
+	nnSgemmAdd(j.kern, sub, j.blk, j.transA, j.transB, rows, j.n, j.k, j.alpha, as, j.lda, j.b, j.ldb, j.c[i0*j.ldc:], j.ldc)
+}
+
+// byCols runs the sub-product of micro-tile columns lo…hi−1.
+func (j *nnSplit) byCols(lo, hi int) {
+	j0, cols := lo*j.kern.nr, min(hi*j.kern.nr, j.n)-lo*j.kern.nr
+	bs := j.b
+	switch {
+	case j.pre.packB != nil:
+	case j.transB:
+		bs = j.b[j0*j.ldb:]
+	default:
+		bs = j.b[j0:]
+	}
+	sub := j.pre
+	sub.j0 += j0
+	nnSgemmAdd(j.kern, sub, j.blk, j.transA, j.transB, j.m, cols, j.k, j.alpha, j.a, j.lda, bs, j.ldb, j.c[j0:], j.ldc)
 }
 
 func nnRoundUp(x, unit int) int { return (x + unit - 1) / unit * unit }
@@ -227,10 +269,10 @@ var nnPackPool = sync.Pool{New: func() any {
 // nothing to add, done in one block.
 func (b nnBlocks) whole(c []float32, ldc int, pre nnPrepacked, m, n int) {
 	if b.head != nil {
-		b.head(c, ldc, pre.i0, pre.j0, m, n)
+		b.head.finish(c, ldc, pre.i0, pre.j0, m, n)
 	}
 	if b.tail != nil {
-		b.tail(c, ldc, pre.i0, pre.j0, m, n)
+		b.tail.finish(c, ldc, pre.i0, pre.j0, m, n)
 	}
 }
 
@@ -241,11 +283,11 @@ func (b nnBlocks) whole(c []float32, ldc int, pre nnPrepacked, m, n int) {
 func nnSgemmAdd(kern nnKernel, pre nnPrepacked, blk nnBlocks, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
 	if m*n*k <= 16*16*16 && pre.packB == nil {
 		if blk.head != nil {
-			blk.head(c, ldc, pre.i0, pre.j0, m, n)
+			blk.head.finish(c, ldc, pre.i0, pre.j0, m, n)
 		}
 		nnSgemmSmall(transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc)
 		if blk.tail != nil {
-			blk.tail(c, ldc, pre.i0, pre.j0, m, n)
+			blk.tail.finish(c, ldc, pre.i0, pre.j0, m, n)
 		}
 		return
 	}
@@ -267,17 +309,17 @@ func nnSgemmAdd(kern nnKernel, pre nnPrepacked, blk nnBlocks, transA, transB boo
 			case pre.b != nil:
 				bp = pre.b.blocks[p0/nnKC][(pre.j0+j0)*kc:]
 			case pre.packB != nil:
-				pre.packB(kern.nr, kc, nc, p0, pre.j0+j0, bpack)
+				pre.packB.packB(kern.nr, kc, nc, p0, pre.j0+j0, bpack)
 			default:
 				nnPackB(transB, kern.nr, kc, nc, b, ldb, p0, j0, bpack)
 			}
 			if rowWise {
 				if first {
-					blk.head(c[j0:], ldc, pre.i0, pre.j0+j0, m, nc)
+					blk.head.finish(c[j0:], ldc, pre.i0, pre.j0+j0, m, nc)
 				}
 				nnRows(kern, m, nc, kc, a[p0:], lda, bp, c[j0:], ldc, edge)
 				if last {
-					blk.tail(c[j0:], ldc, pre.i0, pre.j0+j0, m, nc)
+					blk.tail.finish(c[j0:], ldc, pre.i0, pre.j0+j0, m, nc)
 				}
 				continue
 			}
@@ -290,11 +332,11 @@ func nnSgemmAdd(kern nnKernel, pre nnPrepacked, blk nnBlocks, transA, transB boo
 					nnPackA(transA, kern.mr, mc, kc, alpha, a, lda, i0, p0, apack)
 				}
 				if first {
-					blk.head(c[i0*ldc+j0:], ldc, pre.i0+i0, pre.j0+j0, mc, nc)
+					blk.head.finish(c[i0*ldc+j0:], ldc, pre.i0+i0, pre.j0+j0, mc, nc)
 				}
 				nnMacroKernel(kern, mc, nc, kc, ap, bp, c[i0*ldc+j0:], ldc, edge)
 				if last {
-					blk.tail(c[i0*ldc+j0:], ldc, pre.i0+i0, pre.j0+j0, mc, nc)
+					blk.tail.finish(c[i0*ldc+j0:], ldc, pre.i0+i0, pre.j0+j0, mc, nc)
 				}
 			}
 		}
@@ -369,8 +411,16 @@ type nnPrepacked struct {
 
 // nnPackerB packs rows p0…p0+kc−1, columns j0…j0+nc−1 of a product's
 // op(B) into dst as nnPackB does: panels of nr columns, columns past nc
-// zero.
-type nnPackerB func(nr, kc, nc, p0, j0 int, dst []float32)
+// zero. Like nnTail, an interface so that kernels hand over one kept in
+// their plan.
+type nnPackerB interface {
+	packB(nr, kc, nc, p0, j0 int, dst []float32)
+}
+
+// nnPackerFunc is a function as an nnPackerB.
+type nnPackerFunc func(nr, kc, nc, p0, j0 int, dst []float32)
+
+func (f nnPackerFunc) packB(nr, kc, nc, p0, j0 int, dst []float32) { f(nr, kc, nc, p0, j0, dst) }
 
 // usable drops a packed operand that does not fit the product: packed for
 // another kernel, of other sizes, or A (packed with alpha 1) under

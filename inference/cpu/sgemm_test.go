@@ -105,13 +105,13 @@ func TestNNSgemm(t *testing.T) {
 								pre.b = nnPackWholeB(kern, tb, s.k, s.n, b, ldb)
 							}
 							if mode >= 4 {
-								pre.packB = func(nr, kc, nc, p0, j0 int, dst []float32) {
+								pre.packB = nnPackerFunc(func(nr, kc, nc, p0, j0 int, dst []float32) {
 									if j0+nc > s.n || p0+kc > s.k {
 										t.Errorf("%s: packB of rows %d+%d, columns %d+%d", name, p0, kc, j0, nc)
 										return
 									}
 									nnPackB(tb, nr, kc, nc, b, ldb, p0, j0, dst)
-								}
+								})
 							}
 							c := append([]float32(nil), c0...)
 							nnSgemmPacked(kern, 3, pre, nnBlocks{}, ta, tb, s.m, s.n, s.k, p.alpha, a, lda, b, ldb, p.beta, c, ldc)
@@ -174,7 +174,7 @@ func nnCheckHead(t *testing.T, name string, mode int, kern nnKernel, pre nnPrepa
 			}
 		}
 	}
-	nnSgemmPacked(kern, 3, pre, nnBlocks{head: head}, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ch, ldc)
+	nnSgemmPacked(kern, 3, pre, nnBlocks{head: nnTailFunc(head)}, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ch, ldc)
 	for i := range ch {
 		if d := math.Abs(float64(ch[i] - wantH[i])); !(d <= atol+1e-4*math.Abs(float64(wantH[i]))) {
 			t.Fatalf("%s, packed %d, head: element %d (row %d, col %d) = %g, want %g", name, mode, i, i/ldc, i%ldc, ch[i], wantH[i])
@@ -188,7 +188,7 @@ func nnCheckHead(t *testing.T, name string, mode int, kern nnKernel, pre nnPrepa
 // at its element of c.
 func nnTestTail(t *testing.T, name string, c []float32, ldc, m, n int) (nnTail, []int32) {
 	calls := make([]int32, m*n)
-	return func(blk []float32, ld, i, j, rows, cols int) {
+	return nnTailFunc(func(blk []float32, ld, i, j, rows, cols int) {
 		if ld != ldc || i < 0 || j < 0 || i+rows > m || j+cols > n {
 			t.Errorf("%s: tail on rows %d+%d, columns %d+%d, ld %d of a %d×%d product, ld %d", name, i, rows, j, cols, ld, m, n, ldc)
 			return
@@ -204,7 +204,7 @@ func nnTestTail(t *testing.T, name string, c []float32, ldc, m, n int) (nnTail, 
 				calls[(i+r)*n+j+q]++
 			}
 		}
-	}, calls
+	}), calls
 }
 
 // TestNNSgemmBetaZero checks that beta = 0 overwrites C without reading

@@ -12,10 +12,10 @@ import (
 // outputAllocs is what a run may allocate for each output it returns: the
 // buffer and its pool record (limit.Pool hands it to the caller), and the
 // tensor's shape and data header (inference.New). resultAllocs is the
-// result map's.
+// result map's: the map and its first group of entries.
 const (
 	outputAllocs = 4
-	resultAllocs = 1
+	resultAllocs = 2
 )
 
 // steadyAllocs compiles g with the CPU backend, runs it on feeds until its

@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"unsafe"
@@ -184,7 +185,9 @@ func makeIn[T any](r *Run, zeroed bool, shape []int) ([]T, error) {
 func Claim[T any](r *Run, shape ...int) (int, error) {
 	for _, d := range shape {
 		if d < 0 {
-			return 0, fmt.Errorf("shape %v has a negative dimension: %w", shape, inference.ErrShape)
+			// A copy: shape itself, often the caller's variadic
+			// arguments, must not escape, or every call allocates it.
+			return 0, fmt.Errorf("shape %v has a negative dimension: %w", slices.Clone(shape), inference.ErrShape)
 		}
 	}
 	var zero T
