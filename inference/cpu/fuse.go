@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
@@ -208,8 +207,8 @@ func fusedActivation(n opsem.Node) (func(y []float32), error) {
 		return func(y []float32) { silus(y, y) }, nil
 	}
 	return func(y []float32) {
-		bufp := gateBuffers.Get().(*[]float32)
-		defer gateBuffers.Put(bufp)
+		bufp := gateBuffers.get()
+		defer gateBuffers.put(bufp)
 		buf := *bufp
 		for lo := 0; lo < len(y); lo += len(buf) {
 			ys := y[lo:min(lo+len(buf), len(y))]
@@ -225,7 +224,7 @@ func fusedActivation(n opsem.Node) (func(y []float32), error) {
 // gateBuffers holds the blocks a gating activation computes act(v) into
 // before it multiplies: a buffer on the stack would escape through vec,
 // a function value, and cost an allocation per block.
-var gateBuffers = sync.Pool{New: func() any {
+var gateBuffers = freeList[[]float32]{make: func() *[]float32 {
 	buf := make([]float32, 1024)
 	return &buf
 }}

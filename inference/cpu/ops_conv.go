@@ -5,7 +5,6 @@ import (
 	"math"
 	"runtime"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/beamml/beamml/inference"
@@ -234,7 +233,7 @@ func fill(y []float32, v float32) {
 // (im2col matrices, padded planes) as *[]float32, sized by capacity: a
 // buffer serves any call that needs no more. Contents are left over from
 // the last user; callers write every element they read.
-var cvScratchPool sync.Pool
+var cvScratchPool = freeList[[]float32]{make: func() *[]float32 { return new([]float32) }}
 
 // cvClaimScratch counts against r the scratch buffers of rows×cols floats
 // that the workers of a convolution over units take from cvScratch, one
@@ -248,17 +247,16 @@ func cvClaimScratch(r *limit.Run, units, rows, cols int) error {
 // function that hands it back to cvScratchPool.
 func cvScratch(n int) ([]float32, func()) {
 	p := cvScratchBuf(n)
-	return (*p)[:n], func() { cvScratchPool.Put(p) }
+	return (*p)[:n], func() { cvScratchPool.put(p) }
 }
 
 // cvScratchBuf is cvScratch without the function, which costs an
 // allocation: the buffer, of at least n floats, goes back with
-// cvScratchPool.Put.
+// cvScratchPool.put.
 func cvScratchBuf(n int) *[]float32 {
-	p, _ := cvScratchPool.Get().(*[]float32)
-	if p == nil || cap(*p) < n {
-		buf := make([]float32, n)
-		p = &buf
+	p := cvScratchPool.get()
+	if cap(*p) < n {
+		*p = make([]float32, n)
 	}
 	return p
 }
@@ -538,7 +536,7 @@ func (c *cvGemm) products(lo, hi, threads int) {
 	var col []float32
 	if !c.pointwise && !c.implicit {
 		buf := cvScratchBuf(c.rows * c.osp)
-		defer cvScratchPool.Put(buf)
+		defer cvScratchPool.put(buf)
 		col = (*buf)[:c.rows*c.osp]
 	}
 	cg, mg, isp, osp, rows := c.cg, c.mg, c.isp, c.osp, c.rows
@@ -664,7 +662,7 @@ func (d *cvDW) planes(p0, p1 int) {
 	var plane []float32
 	if scratch > 0 {
 		buf := cvScratchBuf(scratch)
-		defer cvScratchPool.Put(buf)
+		defer cvScratchPool.put(buf)
 		plane = (*buf)[:scratch]
 		// The padding: every copy writes the same elements.
 		clear(plane)

@@ -48,8 +48,8 @@ func parallelSplit(n, parts int, fn func(lo, hi int)) {
 		fn(0, n)
 		return
 	}
-	b := batches.Get().(*batch)
-	defer batches.Put(b)
+	b := batches.get()
+	defer batches.put(b)
 	b.pending.Store(1) // the caller's hold, dropped in wait
 	// Hand chunks 1… to idle workers while there are some, then run the
 	// first chunk and those left here.
@@ -72,11 +72,11 @@ func parallelSplit(n, parts int, fn func(lo, hi int)) {
 func eachUnit(units, flops int, body func(lo, hi, threads int)) {
 	procs := runtime.GOMAXPROCS(0)
 	if units > 1 && (flops < nnSgemmSerialFlops || units%procs == 0 || units >= 4*procs) {
-		j := unitJobs.Get().(*unitJob)
+		j := unitJobs.get()
 		j.body = body
 		parallelFor(units, flops, j.loop)
 		j.body = nil
-		unitJobs.Put(j)
+		unitJobs.put(j)
 		return
 	}
 	body(0, units, procs)
@@ -93,7 +93,7 @@ type unitJob struct {
 
 func (j *unitJob) run(lo, hi int) { j.body(lo, hi, 1) }
 
-var unitJobs = sync.Pool{New: func() any {
+var unitJobs = freeList[unitJob]{make: func() *unitJob {
 	j := new(unitJob)
 	j.loop = j.run
 	return j
@@ -110,7 +110,7 @@ type batch struct {
 	panicked atomic.Pointer[inference.PanicError]
 }
 
-var batches = sync.Pool{New: func() any { return &batch{done: make(chan struct{}, 1)} }}
+var batches = freeList[batch]{make: func() *batch { return &batch{done: make(chan struct{}, 1)} }}
 
 // run calls fn(lo, hi), recovering a panic into b.
 func (b *batch) run(fn func(lo, hi int), lo, hi int) {

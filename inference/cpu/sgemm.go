@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"runtime"
-	"sync"
 )
 
 // Single-precision matrix multiply (SGEMM), after the GotoBLAS scheme: a
@@ -179,7 +178,7 @@ func nnSgemmPacked(kern nnKernel, threads int, pre nnPrepacked, blk nnBlocks, tr
 	case pre.b != nil && pre.a == nil:
 		splitM = tilesM >= 2*workers || tilesM >= tilesN
 	}
-	j := nnSplits.Get().(*nnSplit)
+	j := nnSplits.get()
 	*j = nnSplit{kern: kern, pre: pre, blk: blk, transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, rows: j.rows, cols: j.cols}
 	tiles, run := tilesN, j.cols
 	if splitM {
@@ -187,7 +186,7 @@ func nnSgemmPacked(kern nnKernel, threads int, pre nnPrepacked, blk nnBlocks, tr
 	}
 	parallelSplit(tiles, min(workers, tiles), run)
 	*j = nnSplit{rows: j.rows, cols: j.cols} // drop the operands
-	nnSplits.Put(j)
+	nnSplits.put(j)
 }
 
 // nnSplit is a product split among workers by rows or columns of
@@ -206,7 +205,7 @@ type nnSplit struct {
 	rows, cols     func(lo, hi int) // byRows, byCols, bound once
 }
 
-var nnSplits = sync.Pool{New: func() any {
+var nnSplits = freeList[nnSplit]{make: func() *nnSplit {
 	j := new(nnSplit)
 	j.rows, j.cols = j.byRows, j.byCols
 	return j
@@ -260,7 +259,7 @@ func nnScale(m, n int, beta float32, c []float32, ldc int) {
 // nnPackPool recycles packing buffers: nnKC·nnNC floats for B, then
 // nnMC·nnKC for A, then the macro-kernel's edge tile (nnMaxTile; on the
 // stack it would escape through the micro-kernel, a function value).
-var nnPackPool = sync.Pool{New: func() any {
+var nnPackPool = freeList[[]float32]{make: func() *[]float32 {
 	buf := make([]float32, nnKC*nnNC+nnMC*nnKC+nnMaxTile)
 	return &buf
 }}
@@ -291,8 +290,8 @@ func nnSgemmAdd(kern nnKernel, pre nnPrepacked, blk nnBlocks, transA, transB boo
 		}
 		return
 	}
-	bufp := nnPackPool.Get().(*[]float32)
-	defer nnPackPool.Put(bufp)
+	bufp := nnPackPool.get()
+	defer nnPackPool.put(bufp)
 	bpack := (*bufp)[:nnKC*nnNC]
 	apack := (*bufp)[nnKC*nnNC : nnKC*nnNC+nnMC*nnKC]
 	edge := (*bufp)[nnKC*nnNC+nnMC*nnKC:]
