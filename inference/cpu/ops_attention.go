@@ -64,19 +64,178 @@ func (v atHeadView) ld() int {
 // The optional qk_matmul_output holds, by qk_matmul_output_mode, scale·Q·Kᵀ
 // (0), after softcap (1), after the bias (2) or after softmax (3). Softmax
 // sums in float64, which meets any softmax_precision.
+//
+// What the inputs' shapes decide (the dimensions, the bias's layout, the
+// output shapes, the loop over the heads) is planned once for them
+// (atPlan).
 func atAttention(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	q, qd, err := requiredFloatArg(n, in, 0, "Q")
+	_, qd, err := requiredFloatArg(n, in, 0, "Q")
 	if err != nil {
 		return nil, err
 	}
-	k, kd, err := requiredFloatArg(n, in, 1, "K")
+	_, kd, err := requiredFloatArg(n, in, 1, "K")
 	if err != nil {
 		return nil, err
 	}
-	v, vd, err := requiredFloatArg(n, in, 2, "V")
+	_, vd, err := requiredFloatArg(n, in, 2, "V")
 	if err != nil {
 		return nil, err
 	}
+	p, err := opsem.Plan(n, in, func() (*atPlan, error) { return newAtPlan(n, in) })
+	if err != nil {
+		return nil, err
+	}
+	_, pkd, _ := floatArg(n, in, 4, "past_key") // checked by the plan
+	_, pvd, _ := floatArg(n, in, 5, "past_value")
+	batch, kvHeads, total, past, kvSeq := p.batch, p.kvHeads, p.total, p.past, p.kvSeq
+	headSize, vHeadSize := p.headSize, p.vHeadSize
+
+	// present_key and present_value, [batch, kv_heads, total, size]: the
+	// past rows, then K and V. Without past rows, 4-D K and V are them
+	// already; unless the node returns them, they are read in place.
+	kView, vView := p.kView, p.vView
+	presentK, presentV := kd, vd
+	if p.past > 0 || p.rank != 4 || wantsOutput(n, 1) || wantsOutput(n, 2) {
+		var err error
+		presentK, err = limit.Make[float32](n.Run, p.kShape...)
+		if err != nil {
+			return nil, err
+		}
+		presentV, err = limit.Make[float32](n.Run, p.vShape...)
+		if err != nil {
+			return nil, err
+		}
+		if len(presentK)+len(presentV) > 0 { // else the loops would count the dimensions that are not 0
+			for b := range batch {
+				for h := range kvHeads {
+					bh := b*kvHeads + h
+					pk := presentK[bh*total*headSize : (bh+1)*total*headSize]
+					pv := presentV[bh*total*vHeadSize : (bh+1)*total*vHeadSize]
+					if past > 0 {
+						copy(pk, pkd[bh*past*headSize:(bh+1)*past*headSize])
+						copy(pv, pvd[bh*past*vHeadSize:(bh+1)*past*vHeadSize])
+					}
+					kb, kld := kView.base(b, h), kView.ld()
+					vb, vld := vView.base(b, h), vView.ld()
+					for s := range kvSeq {
+						copy(pk[(past+s)*headSize:(past+s+1)*headSize], kd[kb+s*kld:kb+s*kld+headSize])
+						copy(pv[(past+s)*vHeadSize:(past+s+1)*vHeadSize], vd[vb+s*vld:vb+s*vld+vHeadSize])
+					}
+				}
+			}
+		}
+	}
+
+	var qk []float32
+	if p.wantQK {
+		if qk, err = limit.Make[float32](n.Run, p.qkShape...); err != nil {
+			return nil, err
+		}
+	}
+	y, err := limit.Make[float32](n.Run, p.yDims...)
+	if err != nil {
+		return nil, err
+	}
+	// Without outputs to compute, the loops (and the bias) would count the
+	// dimensions that are not 0.
+	if len(y) > 0 || len(qk) > 0 {
+		bias, err := p.bias.fill(n, in, batch, p.qSeq, total, past)
+		if err != nil {
+			return nil, err
+		}
+		// Each (batch, head) pair is a unit: units run side by side, or
+		// one at a time with every core in its products (eachUnit). Each
+		// goroutine takes a block of scores of its own from spare.
+		workers := min(batch*p.qHeads, runtime.GOMAXPROCS(0))
+		p.blocksDims[0] = workers
+		blocks, err := limit.MakeOverwritten[float32](n.Run, p.blocksDims...)
+		if err != nil {
+			return nil, err
+		}
+		if cap(p.spare) < workers {
+			p.spare = make(chan []float32, workers)
+		}
+		for len(p.spare) > 0 { // the blocks of a run that a panic cut short
+			<-p.spare
+		}
+		for w := range workers {
+			p.spare <- blocks[w*p.qSeq*total : (w+1)*p.qSeq*total]
+		}
+		p.qd, p.presentK, p.presentV, p.qk, p.y, p.biasNow = qd, presentK, presentV, qk, y, bias
+		eachUnit(batch*p.qHeads, 4*p.qSeq*total*max(headSize, vHeadSize), p.body)
+		// Not to hold the buffers until the next run:
+		p.qd, p.presentK, p.presentV, p.qk, p.y, p.biasNow = nil, nil, nil, nil, nil, nil
+		if bias != nil {
+			bias.data = nil
+		}
+		for range workers {
+			<-p.spare
+		}
+	}
+
+	// An output the node leaves unnamed (present_key and present_value
+	// mostly) is no one's: its buffer was scratch, and it is returned as
+	// the zero Tensor, or not at all after the last named one.
+	res := n.Results(namedOutputs(n, 3+btoi(p.wantQK)))
+	for j, d := range [][]float32{y, presentK, presentV, qk}[:len(res)] {
+		if !wantsOutput(n, j) {
+			res[j] = inference.Tensor{}
+			continue
+		}
+		if res[j], err = opsem.Output(n, j, p.shapes[j], d); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// namedOutputs is how many of its k outputs a kernel returns: those up to
+// the last that the node names (at least one). The executor reads only
+// named outputs.
+func namedOutputs(n opsem.Node, k int) int {
+	for k > 1 && !wantsOutput(n, k-1) {
+		k--
+	}
+	return k
+}
+
+// btoi is 1 for true, 0 for false.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// atPlan is what atAttention keeps for one set of input shapes: the
+// dimensions, the attributes, the bias's layout (nil without one), the
+// outputs' shapes, and the loop over the (batch, head) units, bound once
+// (body) to read the operands of the run under way.
+type atPlan struct {
+	rank, batch, qHeads, kvHeads, qSeq, kvSeq, headSize, vHeadSize int
+	group, past, total                                             int
+	kView, vView, qView, yView                                     atHeadView
+	scale, softcap                                                 float32
+	mode                                                           int64
+	wantQK                                                         bool
+	bias                                                           *atBias
+	// Make's shapes: present_key's, present_value's, qk_matmul_output's,
+	// Y's as [batch, heads, seq, size] (its shape may be 3-D), and the
+	// score blocks' (workers first, set each run).
+	kShape, vShape, qkShape, yDims, blocksDims []int
+	shapes                                     [4][]int // the outputs'
+
+	// Each unit's goroutine takes a score block from spare. qd…biasNow
+	// are the run's operands.
+	spare                         chan []float32
+	qd, presentK, presentV, qk, y []float32
+	biasNow                       *atBias
+	body                          func(lo, hi, threads int)
+}
+
+// newAtPlan checks Attention's inputs and plans for their shapes.
+func newAtPlan(n opsem.Node, in []inference.Tensor) (*atPlan, error) {
+	q, k, v := in[0], in[1], in[2]
 	rank := q.Rank()
 	if rank != 3 && rank != 4 {
 		return nil, fmt.Errorf("input 0 (Q) is %v, want rank 3 or 4: %w", q, inference.ErrShape)
@@ -113,11 +272,11 @@ func atAttention(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 	}
 	group := qHeads / kvHeads
 
-	pastK, pkd, err := floatArg(n, in, 4, "past_key")
+	pastK, _, err := floatArg(n, in, 4, "past_key")
 	if err != nil {
 		return nil, err
 	}
-	pastV, pvd, err := floatArg(n, in, 5, "past_value")
+	pastV, _, err := floatArg(n, in, 5, "past_value")
 	if err != nil {
 		return nil, err
 	}
@@ -139,168 +298,120 @@ func atAttention(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 	}
 	total := past + kvSeq
 
-	// present_key and present_value, [batch, kv_heads, total, size]: the
-	// past rows, then K and V.
-	kView := atHeadView{rank, kvHeads, kvSeq, headSize}
-	vView := atHeadView{rank, kvHeads, kvSeq, vHeadSize}
-	presentK, err := limit.Make[float32](n.Run, batch, kvHeads, total, headSize)
-	if err != nil {
-		return nil, err
+	p := &atPlan{
+		rank: rank, batch: batch, qHeads: qHeads, kvHeads: kvHeads, qSeq: qSeq, kvSeq: kvSeq,
+		headSize: headSize, vHeadSize: vHeadSize, group: group, past: past, total: total,
+		kView: atHeadView{rank, kvHeads, kvSeq, headSize},
+		vView: atHeadView{rank, kvHeads, kvSeq, vHeadSize},
+		qView: atHeadView{rank, qHeads, qSeq, headSize},
+		yView: atHeadView{rank, qHeads, qSeq, vHeadSize},
 	}
-	presentV, err := limit.Make[float32](n.Run, batch, kvHeads, total, vHeadSize)
-	if err != nil {
-		return nil, err
-	}
-	if len(presentK)+len(presentV) > 0 { // else the loops would count the dimensions that are not 0
-		for b := range batch {
-			for h := range kvHeads {
-				bh := b*kvHeads + h
-				pk := presentK[bh*total*headSize : (bh+1)*total*headSize]
-				pv := presentV[bh*total*vHeadSize : (bh+1)*total*vHeadSize]
-				if past > 0 {
-					copy(pk, pkd[bh*past*headSize:(bh+1)*past*headSize])
-					copy(pv, pvd[bh*past*vHeadSize:(bh+1)*past*vHeadSize])
-				}
-				kb, kld := kView.base(b, h), kView.ld()
-				vb, vld := vView.base(b, h), vView.ld()
-				for s := range kvSeq {
-					copy(pk[(past+s)*headSize:(past+s+1)*headSize], kd[kb+s*kld:kb+s*kld+headSize])
-					copy(pv[(past+s)*vHeadSize:(past+s+1)*vHeadSize], vd[vb+s*vld:vb+s*vld+vHeadSize])
-				}
-			}
-		}
-	}
-
-	scale := float32(1 / math.Sqrt(float64(headSize)))
+	p.scale = float32(1 / math.Sqrt(float64(headSize)))
 	if n.Has("scale") {
-		scale = n.Float("scale", scale)
+		p.scale = n.Float("scale", p.scale)
 	}
-	softcap := n.Float("softcap", 0)
-	mode := n.Int("qk_matmul_output_mode", 0)
-	wantQK := wantsOutput(n, 3)
-	if wantQK && (mode < 0 || mode > 3) {
-		return nil, n.Unsupported("qk_matmul_output_mode %d", mode)
-	}
-	var qk []float32
-	if wantQK {
-		if qk, err = limit.Make[float32](n.Run, batch, qHeads, qSeq, total); err != nil {
-			return nil, err
-		}
+	p.softcap = n.Float("softcap", 0)
+	p.mode = n.Int("qk_matmul_output_mode", 0)
+	p.wantQK = wantsOutput(n, 3)
+	if p.wantQK && (p.mode < 0 || p.mode > 3) {
+		return nil, n.Unsupported("qk_matmul_output_mode %d", p.mode)
 	}
 
-	qView := atHeadView{rank, qHeads, qSeq, headSize}
-	yView := atHeadView{rank, qHeads, qSeq, vHeadSize}
-	y, err := limit.Make[float32](n.Run, batch, qHeads, qSeq, vHeadSize)
-	if err != nil {
-		return nil, err
-	}
-	// Without outputs to compute, the loops (and the bias) would count the
-	// dimensions that are not 0.
-	if len(y) > 0 || len(qk) > 0 {
-		bias, err := atAttentionBias(n, in, batch, qHeads, qSeq, total, past)
-		if err != nil {
-			return nil, err
-		}
-		// Each (batch, head) pair is a unit: units run side by side, or
-		// one at a time with every core in its products (eachUnit). Each
-		// goroutine takes a block of scores of its own from spare.
-		workers := min(batch*qHeads, runtime.GOMAXPROCS(0))
-		blocks, err := limit.MakeOverwritten[float32](n.Run, workers, qSeq, total)
-		if err != nil {
-			return nil, err
-		}
-		spare := make(chan []float32, workers)
-		for w := range workers {
-			spare <- blocks[w*qSeq*total : (w+1)*qSeq*total]
-		}
-		eachUnit(batch*qHeads, 4*qSeq*total*max(headSize, vHeadSize), func(lo, hi, threads int) {
-			scores := <-spare
-			defer func() { spare <- scores }()
-			for u := lo; u < hi; u++ {
-				b, h := u/qHeads, u%qHeads
-				kvh := b*kvHeads + h/group
-				kh := presentK[kvh*total*headSize : (kvh+1)*total*headSize]
-				vh := presentV[kvh*total*vHeadSize : (kvh+1)*total*vHeadSize]
-				qb := qView.base(b, h)
-				nnSgemmThreads(threads, false, true, qSeq, total, headSize, scale, qd[qb:], qView.ld(), kh, headSize, 0, scores, total)
-				for i := range qSeq {
-					row := scores[i*total : (i+1)*total]
-					var out []float32
-					if wantQK {
-						off := ((b*qHeads+h)*qSeq + i) * total
-						out = qk[off : off+total]
-					}
-					if mode == 0 {
-						copy(out, row)
-					}
-					if softcap > 0 {
-						for j, x := range row {
-							row[j] = softcap * float32(math.Tanh(float64(x/softcap)))
-						}
-					}
-					if mode == 1 {
-						copy(out, row)
-					}
-					masked := false
-					if bias != nil {
-						brow := bias.row(b, h, i)
-						masked = true
-						for j, x := range brow {
-							row[j] += x
-							if !math.IsInf(float64(x), -1) {
-								masked = false
-							}
-						}
-					}
-					if mode == 2 {
-						copy(out, row)
-					}
-					if masked {
-						clear(row)
-					} else {
-						smSoftmaxRow(row, row)
-					}
-					if mode == 3 {
-						copy(out, row)
-					}
-				}
-				yb := yView.base(b, h)
-				nnSgemmThreads(threads, false, false, qSeq, vHeadSize, total, 1, scores, total, vh, vHeadSize, 0, y[yb:], yView.ld())
-			}
-		})
-	}
-
-	yShape := []int{batch, qHeads, qSeq, vHeadSize}
+	p.kShape = []int{batch, kvHeads, total, headSize}
+	p.vShape = []int{batch, kvHeads, total, vHeadSize}
+	p.qkShape = []int{batch, qHeads, qSeq, total}
+	p.yDims = []int{batch, qHeads, qSeq, vHeadSize}
+	p.blocksDims = []int{0, qSeq, total}
+	yShape := p.yDims
 	if rank == 3 {
 		yShape = []int{batch, qSeq, qHeads * vHeadSize}
 	}
-	outs := make([]inference.Tensor, 3, 4)
-	if outs[0], err = inference.New(yShape, y); err != nil {
-		return nil, err
-	}
-	if outs[1], err = inference.New([]int{batch, kvHeads, total, headSize}, presentK); err != nil {
-		return nil, err
-	}
-	if outs[2], err = inference.New([]int{batch, kvHeads, total, vHeadSize}, presentV); err != nil {
-		return nil, err
-	}
-	if wantQK {
-		t, err := inference.New([]int{batch, qHeads, qSeq, total}, qk)
-		if err != nil {
+	p.shapes = [4][]int{yShape, p.kShape, p.vShape, p.qkShape}
+	// The bias is built only for outputs to compute (atAttention).
+	if limit.Count(p.yDims...) > 0 || p.wantQK && limit.Count(p.qkShape...) > 0 {
+		if p.bias, err = atAttentionBias(n, in, batch, qHeads, qSeq, total); err != nil {
 			return nil, err
 		}
-		outs = append(outs, t)
 	}
-	return outs, nil
+	p.body = p.heads
+	return p, nil
+}
+
+// heads computes units lo…hi-1, each a (batch, query head) pair, with
+// SGEMMs of threads threads.
+func (p *atPlan) heads(lo, hi, threads int) {
+	qHeads, kvHeads, qSeq, total, headSize, vHeadSize := p.qHeads, p.kvHeads, p.qSeq, p.total, p.headSize, p.vHeadSize
+	group, scale, softcap, mode, wantQK := p.group, p.scale, p.softcap, p.mode, p.wantQK
+	qView, yView := p.qView, p.yView
+	presentK, presentV, qd, qk, y, bias := p.presentK, p.presentV, p.qd, p.qk, p.y, p.biasNow
+	scores := <-p.spare
+	defer func() { p.spare <- scores }()
+	for u := lo; u < hi; u++ {
+		b, h := u/qHeads, u%qHeads
+		kvh := b*kvHeads + h/group
+		kh := presentK[kvh*total*headSize : (kvh+1)*total*headSize]
+		vh := presentV[kvh*total*vHeadSize : (kvh+1)*total*vHeadSize]
+		qb := qView.base(b, h)
+		nnSgemmThreads(threads, false, true, qSeq, total, headSize, scale, qd[qb:], qView.ld(), kh, headSize, 0, scores, total)
+		for i := range qSeq {
+			row := scores[i*total : (i+1)*total]
+			var out []float32
+			if wantQK {
+				off := ((b*qHeads+h)*qSeq + i) * total
+				out = qk[off : off+total]
+			}
+			if mode == 0 {
+				copy(out, row)
+			}
+			if softcap > 0 {
+				for j, x := range row {
+					row[j] = softcap * float32(math.Tanh(float64(x/softcap)))
+				}
+			}
+			if mode == 1 {
+				copy(out, row)
+			}
+			masked := false
+			if bias != nil {
+				brow := bias.row(b, h, i)
+				masked = true
+				for j, x := range brow {
+					row[j] += x
+					if !math.IsInf(float64(x), -1) {
+						masked = false
+					}
+				}
+			}
+			if mode == 2 {
+				copy(out, row)
+			}
+			if masked {
+				clear(row)
+			} else {
+				smSoftmaxRow(row, row)
+			}
+			if mode == 3 {
+				copy(out, row)
+			}
+		}
+		yb := yView.base(b, h)
+		nnSgemmThreads(threads, false, false, qSeq, vHeadSize, total, 1, scores, total, vh, vHeadSize, 0, y[yb:], yView.ld())
+	}
 }
 
 // atBias is an attention bias materialised per (batch, head): rows of
 // [q_seq, total] values, shared by the heads (and batches) it broadcasts
-// over.
+// over. The layout and the mask's are planned once for the inputs'
+// shapes (atAttentionBias); fill builds data each run.
 type atBias struct {
 	heads, qSeq, total int
 	perBatch, perHead  bool
 	data               []float32
+
+	causal   bool
+	maskLen  int    // the mask's last dimension; 0 without a mask
+	maskDims [3]int // the mask's batch, head and query extents, each 1 or full
+	dims     []int  // data's: [batches, heads, q_seq, total]
 }
 
 func (s *atBias) row(b, h, i int) []float32 {
@@ -318,43 +429,39 @@ func (s *atBias) row(b, h, i int) []float32 {
 	return s.data[off : off+s.total]
 }
 
-// atAttentionBias builds Attention's additive bias from attn_mask (input 3),
+// atAttentionBias plans Attention's additive bias from attn_mask (input 3),
 // is_causal and nonpad_kv_seqlen (input 6), or returns nil when there is
 // none.
-func atAttentionBias(n opsem.Node, in []inference.Tensor, batch, heads, qSeq, total, past int) (*atBias, error) {
+func atAttentionBias(n opsem.Node, in []inference.Tensor, batch, heads, qSeq, total int) (*atBias, error) {
 	mask := arg(in, 3)
 	causal := n.Int("is_causal", 0) != 0
-	var nonpad []int64
+	nonpad := false
 	if t := arg(in, 6); present(t) {
-		var err error
-		if nonpad, err = opsem.Int64s(t); err != nil {
+		if _, err := opsem.Int64s(t); err != nil {
 			return nil, fmt.Errorf("input 6 (nonpad_kv_seqlen): %w", err)
 		}
-		if len(nonpad) != batch {
+		if t.Len() != batch {
 			return nil, fmt.Errorf("input 6 (nonpad_kv_seqlen) is %v, want %d values: %w", t, batch, inference.ErrShape)
 		}
+		nonpad = true
 	}
-	if !present(mask) && !causal && nonpad == nil {
+	if !present(mask) && !causal && !nonpad {
 		return nil, nil
 	}
-	s := &atBias{heads: heads, qSeq: qSeq, total: total, perBatch: nonpad != nil}
+	s := &atBias{heads: heads, qSeq: qSeq, total: total, perBatch: nonpad, causal: causal}
 
 	// The mask, aligned at the right to [batch, heads, q_seq, total]; its
 	// last dimension may be shorter than total (the rest is masked).
-	var maskF []float32
-	var maskB []bool
-	maskLen := 0
-	var maskDims [3]int // the mask's batch, head and query extents, each 1 or full
 	if present(mask) {
 		ms := mask.Shape()
 		if len(ms) < 1 || len(ms) > 4 {
 			return nil, fmt.Errorf("input 3 (attn_mask) is %v, want rank 1 to 4: %w", mask, inference.ErrShape)
 		}
-		maskLen = ms[len(ms)-1]
-		if maskLen > total {
+		s.maskLen = ms[len(ms)-1]
+		if s.maskLen > total {
 			return nil, fmt.Errorf("input 3 (attn_mask) is %v, longer than the %d keys: %w", mask, total, inference.ErrShape)
 		}
-		full := [4]int{batch, heads, qSeq, maskLen}
+		full := [4]int{batch, heads, qSeq, s.maskLen}
 		padded := []int{1, 1, 1, 1}
 		copy(padded[4-len(ms):], ms)
 		for d := range 3 {
@@ -365,14 +472,11 @@ func atAttentionBias(n opsem.Node, in []inference.Tensor, batch, heads, qSeq, to
 		s.perBatch = s.perBatch || padded[0] != 1
 		s.perHead = padded[1] != 1
 		switch mask.DType() {
-		case inference.Float32:
-			maskF, _ = floats(mask)
-		case inference.Bool:
-			maskB, _ = inference.Data[bool](mask)
+		case inference.Float32, inference.Bool:
 		default:
 			return nil, n.Unsupported("attn_mask of element type %v", mask.DType())
 		}
-		maskDims = [3]int{padded[0], padded[1], padded[2]}
+		s.maskDims = [3]int{padded[0], padded[1], padded[2]}
 	}
 
 	batches, hs := 1, 1
@@ -382,9 +486,40 @@ func atAttentionBias(n opsem.Node, in []inference.Tensor, batch, heads, qSeq, to
 	if s.perHead {
 		hs = heads
 	}
+	s.dims = []int{batches, hs, qSeq, total}
+	return s, nil
+}
+
+// fill builds s's data for this run's mask and nonpad_kv_seqlen (inputs 3
+// and 6, checked by atAttentionBias); past is past_key's length. A nil s
+// (no bias) gives nil.
+func (s *atBias) fill(n opsem.Node, in []inference.Tensor, batch, qSeq, total, past int) (*atBias, error) {
+	if s == nil {
+		return nil, nil
+	}
+	mask := arg(in, 3)
+	var nonpad []int64
+	if t := arg(in, 6); present(t) {
+		var err error
+		if nonpad, err = opsem.Int64s(t); err != nil {
+			return nil, fmt.Errorf("input 6 (nonpad_kv_seqlen): %w", err)
+		}
+	}
+	var maskF []float32
+	var maskB []bool
+	maskLen, maskDims := s.maskLen, s.maskDims
+	if present(mask) {
+		switch mask.DType() {
+		case inference.Float32:
+			maskF, _ = floats(mask)
+		case inference.Bool:
+			maskB, _ = inference.Data[bool](mask)
+		}
+	}
+	batches, hs := s.dims[0], s.dims[1]
 	negInf := float32(math.Inf(-1))
 	var err error
-	if s.data, err = limit.Make[float32](n.Run, batches, hs, qSeq, total); err != nil {
+	if s.data, err = limit.Make[float32](n.Run, s.dims...); err != nil {
 		return nil, err
 	}
 	for b := range batches {
@@ -416,7 +551,7 @@ func atAttentionBias(n opsem.Node, in []inference.Tensor, batch, heads, qSeq, to
 						}
 					}
 				}
-				if causal {
+				if s.causal {
 					for j := max(0, i+offset+1); j < total; j++ {
 						row[j] += negInf
 					}

@@ -25,21 +25,24 @@ func init() {
 
 // nmFloatInputs returns the data of inputs 0, 1, … named names (nil for
 // one left out after the first, the data input, which every normalization
-// requires), failing with Unsupported for an element type other than
+// requires; at most nmMaxInputs), failing with Unsupported for an element type other than
 // float32.
-func nmFloatInputs(n opsem.Node, in []inference.Tensor, names ...string) ([][]float32, error) {
+func nmFloatInputs(n opsem.Node, in []inference.Tensor, names ...string) (out [nmMaxInputs][]float32, err error) {
 	if _, err := requiredArg(in, 0, names[0]); err != nil {
-		return nil, err
+		return out, err
 	}
-	out := make([][]float32, len(names))
 	for i, name := range names {
-		var err error
 		if _, out[i], err = floatArg(n, in, i, name); err != nil {
-			return nil, err
+			return out, err
 		}
 	}
 	return out, nil
 }
+
+// nmMaxInputs is the most inputs a normalization has (BatchNormalization's
+// X, scale, B, mean and var): nmFloatInputs returns their data in an
+// array, not a slice it would allocate each run.
+const nmMaxInputs = 5
 
 // nmMeanVar returns the mean and the population variance of x, in two
 // passes for accuracy.
@@ -245,6 +248,9 @@ func nmRMSNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) 
 	return nmBlockNorm(n, in, true)
 }
 
+// nmBlockNorm is LayerNormalization and, with rms, RMSNormalization. What
+// the input's shape and the scale's and B's decide is planned once for
+// them (nmBlockPlan).
 func nmBlockNorm(n opsem.Node, in []inference.Tensor, rms bool) ([]inference.Tensor, error) {
 	if len(in) < 2 || !present(in[1]) {
 		return nil, fmt.Errorf("%d inputs, want X and scale: %w", len(in), inference.ErrBadModel)
@@ -261,97 +267,141 @@ func nmBlockNorm(n opsem.Node, in []inference.Tensor, rms bool) ([]inference.Ten
 		return nil, err
 	}
 	x, scale, bias := d[0], d[1], d[2]
+	p, err := opsem.Plan(n, in, func() (*nmBlockPlan, error) { return newNmBlockPlan(n, in, rms) })
+	if err != nil {
+		return nil, err
+	}
+	means, err := limit.Make[float32](n.Run, p.lead...)
+	if err != nil {
+		return nil, err
+	}
+	invs, err := limit.Make[float32](n.Run, p.lead...)
+	if err != nil {
+		return nil, err
+	}
+	y, err := limit.MakeOverwritten[float32](n.Run, p.count...)
+	if err != nil {
+		return nil, err
+	}
+	// Scale and B as long as the block index it directly.
+	p.direct = p.rows > 0 && len(scale) == p.size && isIota(p.scaleAt) && (bias == nil || len(bias) == p.size && isIota(p.biasAt))
+	p.x, p.scale, p.bias, p.y, p.means, p.invs = x, scale, bias, y, means, invs
+	parallelFor(p.rows, 8*p.size, p.body)
+	p.x, p.scale, p.bias, p.y, p.means, p.invs = nil, nil, nil, nil, nil, nil // not to hold the buffers until the next run
+	k := 1
+	if outputs > 1 {
+		k += min(2, outputs-1)
+	}
+	// An output the node leaves unnamed (Mean and InvStdDev mostly) is no
+	// one's: its buffer was scratch, and it is returned as the zero Tensor,
+	// or not at all after the last named one (namedOutputs).
+	k = namedOutputs(n, k)
+	res := n.Results(k)
+	for j, s := range [][]float32{y, means, invs}[:k] {
+		if !wantsOutput(n, j) {
+			res[j] = inference.Tensor{}
+			continue
+		}
+		shape := p.shape
+		if j > 0 {
+			shape = p.statShape
+		}
+		if res[j], err = opsem.Output(n, j, shape, s); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// nmBlockPlan is what nmBlockNorm keeps for one shape of X, scale and B:
+// the shapes of the output and of the statistics, the rows of size
+// elements that are normalised on their own, the element of scale and of
+// B for each element of a row (nmTrailingOffsets), and the loop over the
+// rows, bound once (body) to read the operands of the run under way.
+type nmBlockPlan struct {
+	rms              bool
+	eps              float64
+	shape, statShape []int
+	lead             []int // shape before the normalised axes: one statistic each
+	count            []int // [the elements of X], Make's shape for y
+	rows, size       int
+	scaleAt, biasAt  []int
+
+	direct                         bool
+	x, scale, bias, y, means, invs []float32
+	body                           func(lo, hi int)
+}
+
+func newNmBlockPlan(n opsem.Node, in []inference.Tensor, rms bool) (*nmBlockPlan, error) {
 	shape := in[0].Shape()
 	axis, err := opsem.BlockNormAxis(n, shape)
 	if err != nil {
 		return nil, err
 	}
 	block := shape[axis:]
-	means, err := limit.Make[float32](n.Run, shape[:axis]...)
-	if err != nil {
+	p := &nmBlockPlan{rms: rms, eps: opsem.Epsilon(n), shape: shape, lead: shape[:axis:axis], count: []int{in[0].Len()}}
+	p.statShape = append([]int{}, shape[:axis]...)
+	for range block {
+		p.statShape = append(p.statShape, 1)
+	}
+	// Checked by the Make of the statistics, before the tables.
+	if c := limit.Count(p.lead...); c >= 0 {
+		p.rows = c
+	}
+	if p.rows > 0 {
+		p.size = in[0].Len() / p.rows
+	}
+	if p.scaleAt, err = nmTrailingOffsets(in[1], "scale", block, p.rows); err != nil {
 		return nil, err
 	}
-	invs, err := limit.Make[float32](n.Run, shape[:axis]...)
-	if err != nil {
+	if p.biasAt, err = nmTrailingOffsets(arg(in, 2), "B", block, p.rows); err != nil {
 		return nil, err
 	}
-	rows, size := len(means), 0
-	if rows > 0 {
-		size = len(x) / rows
-	}
-	scaleAt, err := nmTrailingOffsets(in[1], "scale", block, rows)
-	if err != nil {
-		return nil, err
-	}
-	biasAt, err := nmTrailingOffsets(arg(in, 2), "B", block, rows)
-	if err != nil {
-		return nil, err
-	}
-	eps := opsem.Epsilon(n)
-	y, err := limit.MakeOverwritten[float32](n.Run, len(x))
-	if err != nil {
-		return nil, err
-	}
-	// Scale and B as long as the block index it directly.
-	direct := rows > 0 && len(scale) == size && isIota(scaleAt) && (bias == nil || len(bias) == size && isIota(biasAt))
-	parallelFor(rows, 8*size, func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			row := x[r*size : (r+1)*size]
-			var mean, inv float64
-			if rms {
-				var sq float64
-				for _, v := range row {
-					sq += float64(v) * float64(v)
-				}
-				inv = 1 / math.Sqrt(sq/float64(size)+eps)
-			} else {
-				var variance float64
-				mean, variance = nmMeanVar(row)
-				inv = 1 / math.Sqrt(variance+eps)
+	p.body = p.normRows
+	return p, nil
+}
+
+// normRows normalises rows lo…hi-1 of x into y, setting their statistics.
+func (p *nmBlockPlan) normRows(lo, hi int) {
+	x, y, scale, bias, means, invs := p.x, p.y, p.scale, p.bias, p.means, p.invs
+	size, rms, eps, direct, scaleAt, biasAt := p.size, p.rms, p.eps, p.direct, p.scaleAt, p.biasAt
+	for r := lo; r < hi; r++ {
+		row := x[r*size : (r+1)*size]
+		var mean, inv float64
+		if rms {
+			var sq float64
+			for _, v := range row {
+				sq += float64(v) * float64(v)
 			}
-			means[r], invs[r] = float32(mean), float32(inv)
-			out := y[r*size : (r+1)*size]
-			switch {
-			case direct && bias != nil: // the common case, without the tables
-				sc, b := scale[:size], bias[:size]
-				for i, v := range row {
-					out[i] = float32((float64(v)-mean)*inv*float64(sc[i]) + float64(b[i]))
+			inv = 1 / math.Sqrt(sq/float64(size)+eps)
+		} else {
+			var variance float64
+			mean, variance = nmMeanVar(row)
+			inv = 1 / math.Sqrt(variance+eps)
+		}
+		means[r], invs[r] = float32(mean), float32(inv)
+		out := y[r*size : (r+1)*size]
+		switch {
+		case direct && bias != nil: // the common case, without the tables
+			sc, b := scale[:size], bias[:size]
+			for i, v := range row {
+				out[i] = float32((float64(v)-mean)*inv*float64(sc[i]) + float64(b[i]))
+			}
+		case direct:
+			sc := scale[:size]
+			for i, v := range row {
+				out[i] = float32((float64(v) - mean) * inv * float64(sc[i]))
+			}
+		default:
+			for i, v := range row {
+				z := (float64(v) - mean) * inv * float64(scale[scaleAt[i]])
+				if bias != nil {
+					z += float64(bias[biasAt[i]])
 				}
-			case direct:
-				sc := scale[:size]
-				for i, v := range row {
-					out[i] = float32((float64(v) - mean) * inv * float64(sc[i]))
-				}
-			default:
-				for i, v := range row {
-					z := (float64(v) - mean) * inv * float64(scale[scaleAt[i]])
-					if bias != nil {
-						z += float64(bias[biasAt[i]])
-					}
-					out[i] = float32(z)
-				}
+				out[i] = float32(z)
 			}
 		}
-	})
-	out, err := inference.New(shape, y)
-	if err != nil {
-		return nil, err
 	}
-	res := []inference.Tensor{out}
-	if outputs > 1 {
-		statShape := append([]int{}, shape[:axis]...)
-		for range block {
-			statShape = append(statShape, 1)
-		}
-		for _, s := range [][]float32{means, invs}[:min(2, outputs-1)] {
-			t, err := inference.New(statShape, s)
-			if err != nil {
-				return nil, err
-			}
-			res = append(res, t)
-		}
-	}
-	return res, nil
 }
 
 // nmGroupNorm is GroupNormalization: the channels are split into

@@ -39,13 +39,21 @@ func smSoftmax(kind smSoftmaxOp) kernel {
 		if x.DType() != inference.Float32 {
 			return nil, n.Unsupported("element type %v", x.DType())
 		}
-		shape := x.Shape()
-		outer, size, inner, err := opsem.SoftmaxRows(n, shape)
+		p, err := opsem.Plan(n, in, func() (*smPlan, error) {
+			p := &smPlan{shape: x.Shape(), count: []int{x.Len()}}
+			var err error
+			if p.outer, p.size, p.inner, err = opsem.SoftmaxRows(n, p.shape); err != nil {
+				return nil, err
+			}
+			p.rows = p.softmaxRows
+			return p, nil
+		})
 		if err != nil {
 			return nil, err
 		}
+		outer, size, inner, shape := p.outer, p.size, p.inner, p.shape
 		d, _ := floats(x)
-		y, err := limit.Make[float32](n.Run, len(d))
+		y, err := limit.Make[float32](n.Run, p.count...)
 		if err != nil {
 			return nil, err
 		}
@@ -53,11 +61,9 @@ func smSoftmax(kind smSoftmaxOp) kernel {
 			return opsem.Single(n, shape, y)
 		}
 		if kind == smSoftmaxKind && inner == 1 { // rows of contiguous elements
-			parallelFor(outer, size*ewVecCost, func(lo, hi int) {
-				for o := lo; o < hi; o++ {
-					smSoftmaxRow(y[o*size:(o+1)*size], d[o*size:(o+1)*size])
-				}
-			})
+			p.x, p.y = d, y
+			parallelFor(outer, size*ewVecCost, p.rows)
+			p.x, p.y = nil, nil // not to hold the buffers until the next run
 			return opsem.Single(n, shape, y)
 		}
 		for o := range outer {
@@ -67,6 +73,25 @@ func smSoftmax(kind smSoftmaxOp) kernel {
 			}
 		}
 		return opsem.Single(n, shape, y)
+	}
+}
+
+// smPlan is what a softmax node keeps for one input shape: the shape, its
+// rows (opsem.SoftmaxRows), and the parallel loop over contiguous rows,
+// bound once (rows) to read the operands of the run under way, x and y.
+type smPlan struct {
+	shape              []int
+	count              []int // [the input's elements], Make's shape for y
+	outer, size, inner int
+	x, y               []float32
+	rows               func(lo, hi int)
+}
+
+// softmaxRows sets rows lo…hi-1 of y to the softmax of those of x.
+func (p *smPlan) softmaxRows(lo, hi int) {
+	size, y, d := p.size, p.y, p.x
+	for o := lo; o < hi; o++ {
+		smSoftmaxRow(y[o*size:(o+1)*size], d[o*size:(o+1)*size])
 	}
 }
 

@@ -32,79 +32,149 @@ func tpSpaceToDepth(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, er
 }
 
 // tpRearrange runs an operator whose output is a permutation of its input,
-// as rule gives it.
+// as rule gives it. The permutation and the walk that carries it out are
+// planned once for the input's type and shape (opsem.Plan).
 func tpRearrange(n opsem.Node, in []inference.Tensor, rule func(opsem.Node, []int) (opsem.Permutation, error)) ([]inference.Tensor, error) {
 	in, err := inputs(in, 1, 1)
 	if err != nil {
 		return nil, err
 	}
 	x := in[0]
-	p, err := rule(n, x.Shape())
+	p, err := opsem.Plan(n, in, func() (*tpPlan, error) {
+		p, err := rule(n, x.Shape())
+		if err != nil {
+			return nil, err
+		}
+		w, err := newTpPermuter(x, p.View, p.Perm)
+		if err != nil {
+			return nil, err
+		}
+		return &tpPlan{out: p.Out, permuter: w}, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	y, err := tpPermute(n.Run, x, p.View, p.Perm)
-	if err != nil {
-		return nil, err
+	if p.permuter == nil { // no elements: the permuted shape may be too large for tables
+		y, err := inference.Zeros(x.DType(), p.out)
+		return []inference.Tensor{y}, err
 	}
-	y, err = viewAs(y, p.Out)
-	return []inference.Tensor{y}, err
+	return p.permuter.permute(n, x, p.out)
+}
+
+// tpPlan is what tpRearrange keeps for one input type and shape: the
+// output's shape and the permutation's walk (nil for an input without
+// elements).
+type tpPlan struct {
+	out      []int
+	permuter tpPermuter
+}
+
+// A tpPermuter copies an input of one element type and shape into its
+// permutation.
+type tpPermuter interface {
+	// permute returns x permuted, as n's one output of the given shape
+	// (the permuted shape's element count), in a buffer of n.Run.
+	permute(n opsem.Node, x inference.Tensor, out []int) ([]inference.Tensor, error)
+	// shape is the permuted shape.
+	shape() []int
 }
 
 // tpPermute returns x, read with the given shape (same element count),
 // with its axes permuted: output axis j is input axis perm[j].
 func tpPermute(r *limit.Run, x inference.Tensor, shape []int, perm []int) (inference.Tensor, error) {
-	out := make([]int, len(perm))
-	for j, p := range perm {
-		out[j] = shape[p]
+	w, err := newTpPermuter(x, shape, perm)
+	if err != nil {
+		return inference.Tensor{}, err
 	}
-	if x.Len() == 0 { // its other dimensions may be too large for tables
+	if w == nil { // its other dimensions may be too large for tables
+		out := make([]int, len(perm))
+		for j, p := range perm {
+			out[j] = shape[p]
+		}
 		return inference.Zeros(x.DType(), out)
+	}
+	y, err := w.permute(opsem.Node{Run: r}, x, w.shape())
+	if err != nil {
+		return inference.Tensor{}, err
+	}
+	return y[0], nil
+}
+
+// newTpPermuter plans permuting x, read with shape, by perm (tpPermute's
+// arguments); it is nil when x has no elements.
+func newTpPermuter(x inference.Tensor, shape, perm []int) (tpPermuter, error) {
+	if x.Len() == 0 {
+		return nil, nil
 	}
 	switch x.DType() {
 	case inference.Float32:
-		return tpPermuteOf[float32](r, x, shape, perm, out)
+		return newTpWalk[float32](shape, perm), nil
 	case inference.Int64:
-		return tpPermuteOf[int64](r, x, shape, perm, out)
+		return newTpWalk[int64](shape, perm), nil
 	case inference.Int32:
-		return tpPermuteOf[int32](r, x, shape, perm, out)
+		return newTpWalk[int32](shape, perm), nil
 	case inference.Bool:
-		return tpPermuteOf[bool](r, x, shape, perm, out)
+		return newTpWalk[bool](shape, perm), nil
 	case inference.Uint8:
-		return tpPermuteOf[uint8](r, x, shape, perm, out)
+		return newTpWalk[uint8](shape, perm), nil
 	}
-	return inference.Tensor{}, fmt.Errorf("%v: %w", x, inference.ErrType)
+	return nil, fmt.Errorf("%v: %w", x, inference.ErrType)
 }
 
-// tpPermuteOf copies x, read with shape, into the permuted shape out. The
-// output's axes of size 1 are dropped and neighbours that stay neighbours
-// in the input merged; the innermost run is copied whole when it is
+// tpWalk copies its input into the permuted shape out. The output's axes
+// of size 1 are dropped and neighbours that stay neighbours in the input
+// merged (stridedWalker); the innermost run is copied whole when it is
 // contiguous in the input (the heads of attention, [B,S,H,D] to
-// [B,H,S,D]), else element by element at its stride.
-func tpPermuteOf[T inference.Element](r *limit.Run, x inference.Tensor, shape, perm, out []int) (inference.Tensor, error) {
-	src, _ := inference.Data[T](x)
-	y, err := limit.MakeOverwritten[T](r, out...)
-	if err != nil {
-		return inference.Tensor{}, err
+// [B,H,S,D]), else element by element at its stride. src and y are the
+// operands of the permute under way, which run (bound to body once) reads.
+type tpWalk[T inference.Element] struct {
+	out         []int
+	walker      *stridedWalker
+	inner, step int
+	src, y      []T
+	body        func(o int, at []int)
+}
+
+func newTpWalk[T inference.Element](shape, perm []int) *tpWalk[T] {
+	out := make([]int, len(perm))
+	for j, p := range perm {
+		out[j] = shape[p]
 	}
 	st := opsem.Strides(shape)
 	steps := make([]int, len(perm))
 	for j, p := range perm {
 		steps[j] = st[p]
 	}
-	dims, strides := mergeDims(out, [][]int{steps})
-	inner, step := innerRun(dims, strides, 0)
-	stridedWalk(len(y), dims, strides, func(o int, at []int) {
-		if step == 1 {
-			copy(y[o:o+inner], src[at[0]:at[0]+inner])
-			return
-		}
-		row := y[o : o+inner]
-		for i := range row {
-			row[i] = src[at[0]+i*step]
-		}
-	})
-	return inference.New(out, y)
+	w := &tpWalk[T]{out: out, walker: newStridedWalker(out, [][]int{steps})}
+	w.inner, w.step = innerRun(w.walker.dims, w.walker.strides, 0)
+	w.body = w.run
+	return w
+}
+
+func (w *tpWalk[T]) shape() []int { return w.out }
+
+func (w *tpWalk[T]) permute(n opsem.Node, x inference.Tensor, out []int) ([]inference.Tensor, error) {
+	y, err := limit.MakeOverwritten[T](n.Run, w.out...)
+	if err != nil {
+		return nil, err
+	}
+	w.src, w.y = dataOf[T](x), y
+	w.walker.walk(len(y), w.body)
+	w.src, w.y = nil, nil // not to hold the buffers until the next run
+	return opsem.Single(n, out, y)
+}
+
+// run copies the run of output elements at o from src at at[0].
+func (w *tpWalk[T]) run(o int, at []int) {
+	inner, step, src, y := w.inner, w.step, w.src, w.y
+	if step == 1 {
+		copy(y[o:o+inner], src[at[0]:at[0]+inner])
+		return
+	}
+	row := y[o : o+inner]
+	for i := range row {
+		row[i] = src[at[0]+i*step]
+	}
 }
 
 func tpReverseSequence(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {

@@ -1,7 +1,7 @@
 package cpu
 
 // Strided walks: the loop shared by broadcasting (broadcastPlan.runs) and
-// Transpose (tpPermuteOf), which read one or more operands along an
+// Transpose (tpWalk), which read one or more operands along an
 // output's dimensions at a step per dimension (0 where an operand
 // broadcasts), the output's last dimension run by run.
 
@@ -45,7 +45,31 @@ func mergeDims(shape []int, strides [][]int) (dims []int, merged [][]int) {
 // element it reads there. An odometer over the outer dimensions keeps the
 // offsets; f must not keep at.
 func stridedWalk(n int, dims []int, strides [][]int, f func(o int, at []int)) {
-	at := make([]int, len(strides))
+	w := stridedWalker{dims: dims, strides: strides, at: make([]int, len(strides)), idx: make([]int, max(0, len(dims)-1))}
+	w.walk(n, f)
+}
+
+// A stridedWalker is a stridedWalk over dims and strides (mergeDims's)
+// that a kernel's plan keeps, with the odometer and the offsets it needs,
+// so that walking again allocates nothing.
+type stridedWalker struct {
+	dims    []int
+	strides [][]int
+	at, idx []int // len(strides), len(dims)-1
+}
+
+// newStridedWalker plans the walk of an output of the given shape whose
+// operand k steps strides[k][d] along dimension d (mergeDims's arguments).
+func newStridedWalker(shape []int, strides [][]int) *stridedWalker {
+	dims, merged := mergeDims(shape, strides)
+	return &stridedWalker{dims: dims, strides: merged, at: make([]int, len(strides)), idx: make([]int, max(0, len(dims)-1))}
+}
+
+// walk is stridedWalk(n, w.dims, w.strides, f).
+func (w *stridedWalker) walk(n int, f func(o int, at []int)) {
+	dims, strides, at, idx := w.dims, w.strides, w.at, w.idx
+	clear(at) // a walk cut short by a panic leaves them where it stopped
+	clear(idx)
 	if len(dims) == 0 {
 		if n > 0 {
 			f(0, at)
@@ -54,7 +78,6 @@ func stridedWalk(n int, dims []int, strides [][]int, f func(o int, at []int)) {
 	}
 	k := len(dims) - 1
 	inner := dims[k]
-	idx := make([]int, k)
 	for o := 0; o < n; o += inner {
 		f(o, at)
 		for d := k - 1; d >= 0; d-- {
