@@ -1,0 +1,145 @@
+package cpu
+
+import (
+	"context"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/graph"
+)
+
+// Pooling, reductions and the recurrent cells allocate nothing in a run
+// with the shapes of the run before (their plans, outputs and loop bodies
+// kept in the node's opsem.Memo), and what they keep never stands in for
+// what new values or shapes compute.
+
+// steadyNode is a graph of one node of op (opset 17 unless attrs' node
+// says otherwise) reading graph inputs ins (and initializers inits), with
+// the outputs outs, the graph's outputs those named.
+func steadyNode(t *testing.T, op string, opset int64, attrs map[string]graph.Attr, ins []string, inits map[string]inference.Tensor, outs ...string) *graph.Graph {
+	t.Helper()
+	if inits == nil {
+		inits = map[string]inference.Tensor{}
+	}
+	g := &graph.Graph{Name: op, Opsets: map[string]int64{"": opset}, Initializers: inits,
+		Nodes: []*graph.Node{{Name: "n", OpType: op, Inputs: ins, Outputs: outs, Attrs: attrs}}}
+	for _, name := range ins {
+		if _, ok := inits[name]; !ok && name != "" {
+			g.Inputs = append(g.Inputs, graph.Value{Name: name})
+		}
+	}
+	for _, name := range outs {
+		if name != "" {
+			g.Outputs = append(g.Outputs, graph.Value{Name: name})
+		}
+	}
+	return sorted(t, g)
+}
+
+// steadyAllocsAt is steadyAllocs at GOMAXPROCS procs: testing.AllocsPerRun
+// measures at GOMAXPROCS 1, where no loop runs on the pool's workers.
+func steadyAllocsAt(t *testing.T, procs int, g *graph.Graph, feeds map[string]inference.Tensor) float64 {
+	t.Helper()
+	if procs == 1 {
+		return steadyAllocs(t, g, feeds)
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+	m, err := Backend{}.Compile(g)
+	if err != nil {
+		t.Fatalf("compile %s: %v", g.Name, err)
+	}
+	ctx := context.Background()
+	run := func() {
+		if _, err := m.Run(ctx, feeds); err != nil {
+			t.Fatalf("run %s: %v", g.Name, err)
+		}
+	}
+	for range 3 {
+		run()
+	}
+	const runs = 20
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		run()
+	}
+	runtime.ReadMemStats(&after)
+	allocs := float64((after.Mallocs - before.Mallocs) / runs)
+	return allocs - float64(resultAllocs+outputAllocs*len(g.Outputs))
+}
+
+// executorAllocs is what the executor allocates in a steady run of a
+// graph with k outputs beyond what steadyAllocs expects of it
+// (resultAllocs): steadyAllocsAt of a graph with no nodes, passing k
+// inputs through, whose outputs cost nothing. It is 0 once the executor
+// allocates only its result map; the counts here are the kernel's own.
+func executorAllocs(t *testing.T, procs, k int) float64 {
+	t.Helper()
+	g := &graph.Graph{Name: "passthrough", Opsets: map[string]int64{"": 17}, Initializers: map[string]inference.Tensor{}}
+	feeds := map[string]inference.Tensor{}
+	for i := range k {
+		name := string(rune('a' + i))
+		g.Inputs = append(g.Inputs, graph.Value{Name: name})
+		g.Outputs = append(g.Outputs, graph.Value{Name: name})
+		feeds[name] = tensorOf(t, []int{1}, float32(i))
+	}
+	return steadyAllocsAt(t, procs, sorted(t, g), feeds) + float64(outputAllocs*k)
+}
+
+type steadyCase struct {
+	name  string
+	build func() *graph.Graph
+	feeds []map[string]inference.Tensor // the first for the allocation count, all for checkReruns
+}
+
+func steadyPoolCases(t *testing.T) []steadyCase {
+	r := rand.New(rand.NewPCG(3, 4))
+	x := func(shape ...int) map[string]inference.Tensor {
+		return map[string]inference.Tensor{"x": randomFloats(t, r, shape...)}
+	}
+	// Images large enough for the loops to split at GOMAXPROCS 2, then
+	// new values, a new batch and image size, and back.
+	images := func(big ...int) []map[string]inference.Tensor {
+		return []map[string]inference.Tensor{x(big...), x(big...), x(1, 3, 9, 11), x(2, 3, 9, 11), x(big...)}
+	}
+	pool := func(op string, attrs map[string]graph.Attr, outs ...string) func() *graph.Graph {
+		return func() *graph.Graph {
+			a := map[string]graph.Attr{"kernel_shape": attrInts(3, 3), "strides": attrInts(2, 2)}
+			for k, v := range attrs {
+				a[k] = v
+			}
+			return steadyNode(t, op, 17, a, []string{"x"}, nil, outs...)
+		}
+	}
+	return []steadyCase{
+		{"MaxPool", pool("MaxPool", nil, "y"), images(2, 16, 64, 64)},
+		{"MaxPool pads ceil", pool("MaxPool", map[string]graph.Attr{"pads": attrInts(1, 0, 1, 1), "ceil_mode": attrInt(1)}, "y"), images(2, 16, 63, 64)},
+		{"MaxPool stride 1", pool("MaxPool", map[string]graph.Attr{"strides": attrInts(1, 1)}, "y"), images(2, 16, 64, 64)},
+		{"MaxPool indices", pool("MaxPool", map[string]graph.Attr{"pads": attrInts(1, 1, 1, 1)}, "y", "i"), images(2, 16, 64, 64)},
+		{"AveragePool", pool("AveragePool", map[string]graph.Attr{"pads": attrInts(1, 1, 1, 1), "count_include_pad": attrInt(1)}, "y"), images(2, 16, 64, 64)},
+		{"AveragePool ceil", pool("AveragePool", map[string]graph.Attr{"ceil_mode": attrInt(1)}, "y"), images(2, 16, 63, 63)},
+		{"LpPool", pool("LpPool", nil, "y"), images(2, 16, 64, 64)},
+		{"GlobalAveragePool", func() *graph.Graph { return steadyNode(t, "GlobalAveragePool", 17, nil, []string{"x"}, nil, "y") }, images(2, 32, 64, 64)},
+		{"GlobalMaxPool", func() *graph.Graph { return steadyNode(t, "GlobalMaxPool", 17, nil, []string{"x"}, nil, "y") }, images(2, 32, 64, 64)},
+	}
+}
+
+func TestSteadyPoolReduceRNN(t *testing.T) {
+	cases := steadyPoolCases(t)
+	for _, procs := range []int{1, 2} {
+		for _, c := range cases {
+			g := c.build()
+			if got := steadyAllocsAt(t, procs, g, c.feeds[0]) - executorAllocs(t, procs, len(g.Outputs)); got != 0 {
+				t.Errorf("%s at GOMAXPROCS %d: %v allocations a run beyond the outputs, want 0", c.name, procs, got)
+			}
+		}
+	}
+}
+
+func TestSteadyPoolReduceRNNReruns(t *testing.T) {
+	for _, c := range steadyPoolCases(t) {
+		t.Run(c.name, func(t *testing.T) { checkReruns(t, c.build, c.feeds...) })
+	}
+}
