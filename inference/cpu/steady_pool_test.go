@@ -156,6 +156,45 @@ func steadyPoolCases(t *testing.T) []steadyCase {
 		}
 		return feeds
 	}
+	// Recurrent cells over x [seq, batch, 4] (hidden 6, W, R and B
+	// initializers), fed changing values, then a longer sequence, a larger
+	// batch, and back.
+	recurrent := func(op string, attrs map[string]graph.Attr, extra map[string]inference.Tensor, outs ...string) func() *graph.Graph {
+		return func() *graph.Graph {
+			r := rand.New(rand.NewPCG(13, 14))
+			dirs, gates := 1, map[string]int{"RNN": 1, "GRU": 3, "LSTM": 4}[op]
+			a := map[string]graph.Attr{"hidden_size": attrInt(6)}
+			for k, v := range attrs {
+				a[k] = v
+			}
+			if a["direction"].String == "bidirectional" {
+				dirs = 2
+			}
+			inits := map[string]inference.Tensor{
+				"w": tensorOf(t, []int{dirs, gates * 6, 4}, nnRandom(r, dirs*gates*6*4)...),
+				"r": tensorOf(t, []int{dirs, gates * 6, 6}, nnRandom(r, dirs*gates*6*6)...),
+				"b": tensorOf(t, []int{dirs, 2 * gates * 6}, nnRandom(r, dirs*2*gates*6)...),
+			}
+			// X, W, R, B, sequence_lens, initial_h, initial_c.
+			ins := []string{"x", "w", "r", "b"}
+			for _, name := range []string{"lens", "h0", "c0"} {
+				if v, ok := extra[name]; ok {
+					inits[name] = v
+					ins = append(ins, name)
+				} else {
+					ins = append(ins, "")
+				}
+			}
+			for len(ins) > 4 && ins[len(ins)-1] == "" {
+				ins = ins[:len(ins)-1]
+			}
+			return steadyNode(t, op, 17, a, ins, inits, outs...)
+		}
+	}
+	sequences := func(seq, batch int) []map[string]inference.Tensor {
+		return []map[string]inference.Tensor{x(seq, batch, 4), x(seq, batch, 4), x(seq+3, batch, 4), x(seq+3, batch+2, 4), x(seq, batch, 4)}
+	}
+	bi := map[string]graph.Attr{"direction": attrString("bidirectional")}
 	keep0 := map[string]graph.Attr{"keepdims": attrInt(0)}
 	return []steadyCase{
 		{"ReduceMean axes input", reduce("ReduceMean", 18, nil, axes), rows(8, 8, 4096)},
@@ -169,6 +208,18 @@ func steadyPoolCases(t *testing.T) []steadyCase {
 		{"ReduceSum middle axis", reduce("ReduceSum", 17, nil, map[string]inference.Tensor{"axes": tensorOf(t, []int{1}, int64(1))}), rows(8, 64, 512)},
 		{"ReduceLogSumExp middle axis", reduce("ReduceLogSumExp", 18, keep0, map[string]inference.Tensor{"axes": tensorOf(t, []int{1}, int64(1))}), rows(8, 64, 512)},
 		{"ReduceMax first axes", reduce("ReduceMax", 13, map[string]graph.Attr{"axes": attrInts(0, 1)}, nil), rows(8, 64, 512)},
+		{"LSTM bidirectional", recurrent("LSTM", bi, nil, "y", "h", "c"), sequences(5, 3)},
+		{"LSTM", recurrent("LSTM", nil, nil, "y"), sequences(5, 3)},
+		{"LSTM skipping Y_h", recurrent("LSTM", bi, nil, "y", "", "c"), sequences(5, 3)},
+		{"LSTM reverse clip", recurrent("LSTM", map[string]graph.Attr{"direction": attrString("reverse"), "clip": attrFloat(0.5)}, nil, "y", "h"), sequences(5, 3)},
+		{"LSTM initial states", recurrent("LSTM", bi, map[string]inference.Tensor{
+			"h0": randomFloats(t, r, 2, 3, 6), "c0": randomFloats(t, r, 2, 3, 6)}, "y", "h", "c"), sequences(5, 3)[:2]},
+		{"LSTM sequence_lens", recurrent("LSTM", bi, map[string]inference.Tensor{
+			"lens": tensorOf(t, []int{3}, int32(5), 2, 0)}, "y", "h", "c"), sequences(5, 3)[:3]},
+		{"LSTM layout 1", recurrent("LSTM", map[string]graph.Attr{"direction": attrString("bidirectional"), "layout": attrInt(1)}, nil, "y", "h", "c"), sequences(3, 5)},
+		{"GRU bidirectional", recurrent("GRU", bi, nil, "y", "h"), sequences(5, 3)},
+		{"GRU linear_before_reset", recurrent("GRU", map[string]graph.Attr{"linear_before_reset": attrInt(1)}, nil, "y", "h"), sequences(5, 3)},
+		{"RNN", recurrent("RNN", bi, nil, "y", "h"), sequences(5, 3)},
 		{"MaxPool", pool("MaxPool", nil, "y"), images(2, 16, 64, 64)},
 		{"MaxPool pads ceil", pool("MaxPool", map[string]graph.Attr{"pads": attrInts(1, 0, 1, 1), "ceil_mode": attrInt(1)}, "y"), images(2, 16, 63, 64)},
 		{"MaxPool stride 1", pool("MaxPool", map[string]graph.Attr{"strides": attrInts(1, 1)}, "y"), images(2, 16, 64, 64)},
