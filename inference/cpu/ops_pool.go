@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/internal/limit"
@@ -41,10 +42,13 @@ type plPoolTaps struct {
 	inPad []int
 }
 
-// plPoolTapsOf lists dimension d's taps, allocated under r: at most
-// min(Kernel[d], In[d]) per output position, found without visiting the
-// taps in the padding (the kernel can be far larger than the input).
-func plPoolTapsOf(r *limit.Run, g opsem.Window, d int) (plPoolTaps, error) {
+// plPoolTapsOf lists dimension d's taps: at most min(Kernel[d], In[d]) per
+// output position, found without visiting the taps in the padding (the
+// kernel can be far larger than the input). The tables are a plan's, kept
+// from run to run: their sizes are claimed under r (sizes, for
+// plPoolPlan.claimTaps to claim again on later runs), and the memory is
+// Go's, not the run's pool.
+func plPoolTapsOf(r *limit.Run, g opsem.Window, d int, sizes *[]int) (plPoolTaps, error) {
 	out, kernel, dil := g.Out[d], g.Kernel[d], g.Dilation[d]
 	// Tap k of window o reads index first(o) + k·dil: it lies in the input
 	// for k in [lo, hi), and in the padded extent for k < padHi.
@@ -53,12 +57,19 @@ func plPoolTapsOf(r *limit.Run, g opsem.Window, d int) (plPoolTaps, error) {
 		upTo := func(end int) int { return min(kernel, max(0, (end-first(o)+dil-1)/dil)) }
 		return upTo(0), upTo(g.In[d]), upTo(g.In[d] + g.PadEnd[d])
 	}
+	table := func(size int) ([]int, error) {
+		if _, err := limit.Claim[int](r, size); err != nil {
+			return nil, err
+		}
+		*sizes = append(*sizes, size)
+		return make([]int, size), nil
+	}
 	var t plPoolTaps
 	var err error
-	if t.start, err = limit.Make[int](r, out+1); err != nil {
+	if t.start, err = table(out + 1); err != nil {
 		return t, err
 	}
-	if t.inPad, err = limit.Make[int](r, out); err != nil {
+	if t.inPad, err = table(out); err != nil {
 		return t, err
 	}
 	for o := range out {
@@ -66,7 +77,7 @@ func plPoolTapsOf(r *limit.Run, g opsem.Window, d int) (plPoolTaps, error) {
 		t.start[o+1] = t.start[o] + max(0, hi-lo)
 		t.inPad[o] = padHi
 	}
-	if t.idx, err = limit.Make[int](r, t.start[out]); err != nil {
+	if t.idx, err = table(t.start[out]); err != nil {
 		return t, err
 	}
 	for o := range out {
@@ -81,6 +92,140 @@ func plPoolTapsOf(r *limit.Run, g opsem.Window, d int) (plPoolTaps, error) {
 // plPoolChunk bounds the window offsets plPool gathers at a time.
 const plPoolChunk = 1 << 14
 
+// plPoolPlan is what plPool keeps from one run of its node to the next
+// (opsem.Plan): the geometry of X's shape, the output shape, the taps, the
+// loop bodies bound once (a closure made per run would allocate), and
+// scratch for the chunks of those loops. The operands of the run in
+// progress (x, out, indices) are set by each run before its loop.
+type plPoolPlan struct {
+	kind                              plPoolKind
+	g                                 opsem.Window
+	shape                             []int // [N, C, out…]
+	r                                 int   // spatial dimensions
+	includePad, colMajor, wantIndices bool
+	p                                 float64 // LpPool's
+	planes, isp, osp                  int
+	rowStrides, idxStrides            []int
+	window, chunk                     int          // most taps of a window inside the input; output positions per chunk
+	fast                              bool         // maxPool2D runs it
+	taps                              []plPoolTaps // nil until the run that first needs them
+	tapSizes                          []int        // the tables' sizes, claimed by every run
+	colTaps                           []plColTap   // maxPool2D's column taps
+	body                              func(lo, hi int)
+	scratch                           plScratches[plPoolScratch]
+
+	// The operands of the run in progress.
+	xd, out []float32
+	indices []int64
+}
+
+// plPoolScratch is one chunk's scratch in plPool's loop: the window
+// offsets it gathers, and maxPool2D's split columns.
+type plPoolScratch struct {
+	offs, idxOffs, cur, curIdx, next, nextIdx, starts, padCounts, pos []int
+	columns                                                           []float32
+}
+
+// plScratches hands each chunk of a plan's parallel loop scratch of its
+// own, and takes it back for the next chunk or run: the chunks that run at
+// once never outnumber the goroutines, so after the first runs none is
+// made.
+type plScratches[T any] struct {
+	mu   sync.Mutex
+	free []*T
+}
+
+func (s *plScratches[T]) get() *T {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.free) == 0 {
+		return new(T)
+	}
+	t := s.free[len(s.free)-1]
+	s.free = s.free[:len(s.free)-1]
+	return t
+}
+
+func (s *plScratches[T]) put(t *T) {
+	s.mu.Lock()
+	s.free = append(s.free, t)
+	s.mu.Unlock()
+}
+
+// newPlPoolPlan plans plPool over x: everything that depends on X's shape
+// and the node's attributes but the taps, which plPool makes once the
+// output is allocated.
+func newPlPoolPlan(n opsem.Node, x inference.Tensor, kind plPoolKind) (*plPoolPlan, error) {
+	xs := x.Shape()
+	g, err := opsem.PoolWindow(n, xs)
+	if err != nil {
+		return nil, err
+	}
+	p := &plPoolPlan{kind: kind, g: g, r: len(xs) - 2}
+	p.includePad, p.colMajor = opsem.PoolOptions(n)
+	if kind == plLpKind {
+		if p.p, err = opsem.PoolP(n); err != nil {
+			return nil, err
+		}
+	}
+	p.wantIndices = kind == plMaxKind && wantsOutput(n, 1)
+	p.shape = append([]int{xs[0], xs[1]}, g.Out...)
+	// Counted from the output: without output elements the spatial
+	// dimensions may not count within int, nor the positions fit a table.
+	if limit.Count(p.shape...) > 0 {
+		p.planes = xs[0] * xs[1]
+		p.isp, p.osp = x.Len()/p.planes, limit.Count(g.Out...)
+	}
+	r := p.r
+	p.rowStrides = opsem.Strides(g.In)
+	p.idxStrides = p.rowStrides
+	if p.colMajor {
+		p.idxStrides = make([]int, r)
+		acc := 1
+		for d := range r {
+			p.idxStrides[d] = acc
+			acc *= g.In[d]
+		}
+	}
+	p.fast = kind == plMaxKind && !p.wantIndices && r == 2 && g.Dilation[0] == 1 && g.Dilation[1] == 1 && g.Stride[1] <= 2 && p.osp > 0
+	if p.fast {
+		p.colTaps = plColTaps(g)
+		p.body = p.maxPool2D
+		return p, nil
+	}
+	p.window = 1
+	for d := range r {
+		p.window *= min(g.Kernel[d], g.In[d])
+	}
+	p.chunk = max(1, plPoolChunk/max(1, p.window))
+	p.body = p.windows
+	return p, nil
+}
+
+// claimTaps makes the taps of every spatial dimension on the plan's first
+// run with output elements, and on later runs claims their sizes again, as
+// a run that made them would.
+func (p *plPoolPlan) claimTaps(run *limit.Run) error {
+	if p.taps == nil {
+		taps := make([]plPoolTaps, p.r)
+		var sizes []int
+		for d := range p.r {
+			var err error
+			if taps[d], err = plPoolTapsOf(run, p.g, d, &sizes); err != nil {
+				return err
+			}
+		}
+		p.taps, p.tapSizes = taps, sizes
+		return nil
+	}
+	for i := range p.tapSizes {
+		if _, err := limit.Claim[int](run, p.tapSizes[i:i+1]...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // plPool runs MaxPool, AveragePool and LpPool over x [N, C, spatial...].
 // For each output position it gathers the window's offsets into the input
 // plane (and, for MaxPool's Indices, the same elements' offsets in the
@@ -90,189 +235,169 @@ func plPool(n opsem.Node, in []inference.Tensor, kind plPoolKind) ([]inference.T
 	if err != nil {
 		return nil, err
 	}
-	xs := x.Shape()
-	g, err := opsem.PoolWindow(n, xs)
+	p, err := opsem.Plan(n, in, func() (*plPoolPlan, error) { return newPlPoolPlan(n, x, kind) })
 	if err != nil {
 		return nil, err
 	}
-	r := len(xs) - 2
-	includePad, colMajor := opsem.PoolOptions(n)
-	var p float64
-	if kind == plLpKind {
-		if p, err = opsem.PoolP(n); err != nil {
-			return nil, err
-		}
-	}
-	wantIndices := kind == plMaxKind && wantsOutput(n, 1)
-	shape := append([]int{xs[0], xs[1]}, g.Out...)
-	out, err := limit.MakeOverwritten[float32](n.Run, shape...) // every window writes its element
+	out, err := limit.MakeOverwritten[float32](n.Run, p.shape...) // every window writes its element
 	if err != nil {
 		return nil, err
 	}
 	var indices []int64
-	if wantIndices {
-		if indices, err = limit.Make[int64](n.Run, shape...); err != nil {
+	if p.wantIndices {
+		if indices, err = limit.Make[int64](n.Run, p.shape...); err != nil {
 			return nil, err
 		}
 	}
-	// Counted from the output: without output elements the spatial
-	// dimensions may not count within int, nor the positions fit a table.
-	planes, isp, osp := 0, 0, 0
-	taps := make([]plPoolTaps, r)
 	if len(out) > 0 {
-		planes = xs[0] * xs[1]
-		isp, osp = len(xd)/planes, len(out)/planes
-		for d := range r {
-			if taps[d], err = plPoolTapsOf(n.Run, g, d); err != nil {
-				return nil, err
-			}
+		if err := p.claimTaps(n.Run); err != nil {
+			return nil, err
 		}
 	}
-	rowStrides := opsem.Strides(g.In)
-	idxStrides := rowStrides
-	if colMajor {
-		idxStrides = make([]int, r)
-		acc := 1
-		for d := range r {
-			idxStrides[d] = acc
-			acc *= g.In[d]
-		}
+	p.xd, p.out, p.indices = xd, out, indices
+	switch {
+	case p.fast:
+		parallelFor(p.planes, p.osp*p.g.Kernel[0]*p.g.Kernel[1], p.body)
+	default:
+		parallelFor(p.planes, p.osp*p.window, p.body)
 	}
-	if kind == plMaxKind && !wantIndices && r == 2 && g.Dilation[0] == 1 && g.Dilation[1] == 1 && g.Stride[1] <= 2 && len(out) > 0 {
-		plMaxPool2D(xd, out, planes, g, taps[0])
-		y, err := inference.New(shape, out)
-		return []inference.Tensor{y}, err
-	}
-	window := 1 // the most taps of a window inside the input
-	for d := range r {
-		window *= min(g.Kernel[d], g.In[d])
-	}
-	// Output positions go in chunks: the chunk's window offsets are gathered
-	// once, then every plane of the worker reduces over them.
-	chunk := max(1, plPoolChunk/max(1, window))
-	parallelFor(planes, osp*window, func(lo, hi int) {
-		var offs, idxOffs, cur, curIdx, next, nextIdx []int
-		starts := make([]int, 0, chunk+1)
-		padCounts := make([]int, 0, chunk)
-		pos := make([]int, r)
-		for o0 := 0; o0 < osp; o0 += chunk {
-			o1 := min(osp, o0+chunk)
-			offs, idxOffs = offs[:0], idxOffs[:0]
-			starts, padCounts = starts[:0], padCounts[:0]
-			for range o1 - o0 {
-				// The window's offsets, in row-major order: the product
-				// over dimensions of each dimension's taps.
-				cur, curIdx = append(cur[:0], 0), append(curIdx[:0], 0)
-				padCount := 1
-				for d := range r {
-					td := taps[d].idx[taps[d].start[pos[d]]:taps[d].start[pos[d]+1]]
-					padCount *= taps[d].inPad[pos[d]]
-					next, nextIdx = next[:0], nextIdx[:0]
-					for j := range cur {
-						for _, i := range td {
-							next = append(next, cur[j]+i*rowStrides[d])
-							nextIdx = append(nextIdx, curIdx[j]+i*idxStrides[d])
-						}
-					}
-					cur, next = next, cur
-					curIdx, nextIdx = nextIdx, curIdx
-				}
-				starts = append(starts, len(offs))
-				padCounts = append(padCounts, padCount)
-				offs = append(offs, cur...)
-				if wantIndices {
-					idxOffs = append(idxOffs, curIdx...)
-				}
-				for d := r - 1; d >= 0; d-- {
-					if pos[d]++; pos[d] < g.Out[d] {
-						break
-					}
-					pos[d] = 0
-				}
-			}
-			starts = append(starts, len(offs))
-			for pl := lo; pl < hi; pl++ {
-				plane := xd[pl*isp : (pl+1)*isp]
-				y := out[pl*osp+o0 : pl*osp+o1]
-				switch {
-				case kind == plMaxKind && !wantIndices:
-					for o := range y {
-						best := float32(math.Inf(-1))
-						for _, off := range offs[starts[o]:starts[o+1]] {
-							if v := plane[off]; v > best {
-								best = v
-							}
-						}
-						y[o] = best
-					}
-				case kind == plMaxKind:
-					for o := range y {
-						best, at := float32(math.Inf(-1)), -1
-						for j, off := range offs[starts[o]:starts[o+1]] {
-							if v := plane[off]; v > best || at < 0 {
-								best, at = v, j
-							}
-						}
-						y[o] = best
-						if at >= 0 {
-							indices[pl*osp+o0+o] = int64(pl*isp + idxOffs[starts[o]+at])
-						}
-					}
-				case kind == plAvgKind:
-					for o := range y {
-						win := offs[starts[o]:starts[o+1]]
-						var s float32
-						for _, off := range win {
-							s += plane[off]
-						}
-						count := len(win)
-						if includePad {
-							count = padCounts[o]
-						}
-						y[o] = s / float32(count)
-					}
-				default:
-					for o := range y {
-						var s float64
-						for _, off := range offs[starts[o]:starts[o+1]] {
-							s += math.Pow(math.Abs(float64(plane[off])), p)
-						}
-						y[o] = float32(math.Pow(s, 1/p))
-					}
-				}
-			}
-		}
-	})
-	y, err := inference.New(shape, out)
+	p.xd, p.out, p.indices = nil, nil, nil // the plan outlives them
+	y, err := opsem.Output(n, 0, p.shape, out)
 	if err != nil {
 		return nil, err
 	}
-	if !wantIndices {
-		return []inference.Tensor{y}, nil
+	if !p.wantIndices {
+		res := n.Results(1)
+		res[0] = y // without a Memo, Results is a new slice
+		return res, nil
 	}
-	idx, err := inference.New(shape, indices)
+	idx, err := opsem.Output(n, 1, p.shape, indices)
 	if err != nil {
 		return nil, err
 	}
-	return []inference.Tensor{y, idx}, nil
+	res := n.Results(2)
+	res[0], res[1] = y, idx
+	return res, nil
 }
 
-// plMaxPool2D is MaxPool over 2-D planes, without indices or dilation and
-// with a column stride of 1 or 2, an output row at a time: for each input
-// row its windows read (rows) and each column tap, one contiguous pass of
-// maxInto over the outputs whose tap lies inside the row. At stride 2 the
-// plane is split into even and odd columns first (cvSplitColumns), where
-// a tap's columns are contiguous again. Taps in the padding are skipped,
-// as the general path skips them.
-func plMaxPool2D(xd, out []float32, planes int, g opsem.Window, rows plPoolTaps) {
-	ih, iw, oh, ow := g.In[0], g.In[1], g.Out[0], g.Out[1]
+// windows is plPool's loop over the planes lo…hi−1. Output positions go in
+// chunks: the chunk's window offsets are gathered once, then every plane
+// reduces over them.
+func (p *plPoolPlan) windows(lo, hi int) {
+	sc := p.scratch.get()
+	defer p.scratch.put(sc)
+	r, g, taps, kind, wantIndices := p.r, p.g, p.taps, p.kind, p.wantIndices
+	xd, out, indices, isp, osp, chunk := p.xd, p.out, p.indices, p.isp, p.osp, p.chunk
+	// The scratch slices grow by append as the loop first needs them, and
+	// go back to sc for the next chunk or run.
+	offs, idxOffs, cur, curIdx, next, nextIdx := sc.offs, sc.idxOffs, sc.cur, sc.curIdx, sc.next, sc.nextIdx
+	starts, padCounts, pos := sc.starts[:0], sc.padCounts[:0], sc.pos
+	if cap(pos) < r {
+		pos = make([]int, r)
+	}
+	pos = pos[:r]
+	clear(pos)
+	for o0 := 0; o0 < osp; o0 += chunk {
+		o1 := min(osp, o0+chunk)
+		offs, idxOffs = offs[:0], idxOffs[:0]
+		starts, padCounts = starts[:0], padCounts[:0]
+		for range o1 - o0 {
+			// The window's offsets, in row-major order: the product
+			// over dimensions of each dimension's taps.
+			cur, curIdx = append(cur[:0], 0), append(curIdx[:0], 0)
+			padCount := 1
+			for d := range r {
+				td := taps[d].idx[taps[d].start[pos[d]]:taps[d].start[pos[d]+1]]
+				padCount *= taps[d].inPad[pos[d]]
+				next, nextIdx = next[:0], nextIdx[:0]
+				for j := range cur {
+					for _, i := range td {
+						next = append(next, cur[j]+i*p.rowStrides[d])
+						nextIdx = append(nextIdx, curIdx[j]+i*p.idxStrides[d])
+					}
+				}
+				cur, next = next, cur
+				curIdx, nextIdx = nextIdx, curIdx
+			}
+			starts = append(starts, len(offs))
+			padCounts = append(padCounts, padCount)
+			offs = append(offs, cur...)
+			if wantIndices {
+				idxOffs = append(idxOffs, curIdx...)
+			}
+			for d := r - 1; d >= 0; d-- {
+				if pos[d]++; pos[d] < g.Out[d] {
+					break
+				}
+				pos[d] = 0
+			}
+		}
+		starts = append(starts, len(offs))
+		for pl := lo; pl < hi; pl++ {
+			plane := xd[pl*isp : (pl+1)*isp]
+			y := out[pl*osp+o0 : pl*osp+o1]
+			switch {
+			case kind == plMaxKind && !wantIndices:
+				for o := range y {
+					best := float32(math.Inf(-1))
+					for _, off := range offs[starts[o]:starts[o+1]] {
+						if v := plane[off]; v > best {
+							best = v
+						}
+					}
+					y[o] = best
+				}
+			case kind == plMaxKind:
+				for o := range y {
+					best, at := float32(math.Inf(-1)), -1
+					for j, off := range offs[starts[o]:starts[o+1]] {
+						if v := plane[off]; v > best || at < 0 {
+							best, at = v, j
+						}
+					}
+					y[o] = best
+					if at >= 0 {
+						indices[pl*osp+o0+o] = int64(pl*isp + idxOffs[starts[o]+at])
+					}
+				}
+			case kind == plAvgKind:
+				for o := range y {
+					win := offs[starts[o]:starts[o+1]]
+					var s float32
+					for _, off := range win {
+						s += plane[off]
+					}
+					count := len(win)
+					if p.includePad {
+						count = padCounts[o]
+					}
+					y[o] = s / float32(count)
+				}
+			default:
+				for o := range y {
+					var s float64
+					for _, off := range offs[starts[o]:starts[o+1]] {
+						s += math.Pow(math.Abs(float64(plane[off])), p.p)
+					}
+					y[o] = float32(math.Pow(s, 1/p.p))
+				}
+			}
+		}
+	}
+	sc.offs, sc.idxOffs, sc.cur, sc.curIdx, sc.next, sc.nextIdx = offs, idxOffs, cur, curIdx, next, nextIdx
+	sc.starts, sc.padCounts, sc.pos = starts, padCounts, pos
+}
+
+// A plColTap is a kernel column of maxPool2D: for outputs oLo…oHi−1 it
+// reads the input columns from c on (every stride-th).
+type plColTap struct{ oLo, oHi, c int }
+
+// plColTaps returns maxPool2D's column taps of g, the same on every row:
+// those that read no input column are left out.
+func plColTaps(g opsem.Window) []plColTap {
+	iw, ow := g.In[1], g.Out[1]
 	sw, pw, kw := g.Stride[1], g.PadBegin[1], g.Kernel[1]
-	isp, osp := ih*iw, oh*ow
-	we, wo := (iw+1)/2, iw/2
-	// Kernel column kx reads, for outputs oLo…oHi−1, the input columns
-	// from c on (every sw-th): the same on every row, worked out once.
-	type tap struct{ oLo, oHi, c int }
-	taps := make([]tap, 0, kw)
+	taps := make([]plColTap, 0, kw)
 	for kx := range kw {
 		off := kx - pw // output ox reads column ox·sw + off
 		if iw-off <= 0 {
@@ -283,39 +408,56 @@ func plMaxPool2D(xd, out []float32, planes int, g opsem.Window, rows plPoolTaps)
 			oLo = (-off + sw - 1) / sw
 		}
 		if oLo < oHi {
-			taps = append(taps, tap{oLo, oHi, oLo*sw + off})
+			taps = append(taps, plColTap{oLo, oHi, oLo*sw + off})
 		}
 	}
-	parallelFor(planes, osp*g.Kernel[0]*kw, func(lo, hi int) {
-		var columns []float32
-		if sw == 2 {
-			var done func()
-			columns, done = cvScratch(isp)
-			defer done()
+	return taps
+}
+
+// maxPool2D is MaxPool over the 2-D planes lo…hi−1, without indices or
+// dilation and with a column stride of 1 or 2, an output row at a time:
+// for each input row its windows read (the row taps) and each column tap
+// (plColTaps), one contiguous pass of maxInto over the outputs whose tap
+// lies inside the row. At stride 2 the plane is split into even and odd
+// columns first (cvSplitColumns), where a tap's columns are contiguous
+// again. Taps in the padding are skipped, as the general path skips them.
+func (p *plPoolPlan) maxPool2D(lo, hi int) {
+	g, rows, taps, xd, out := p.g, p.taps[0], p.colTaps, p.xd, p.out
+	ih, iw, oh, ow := g.In[0], g.In[1], g.Out[0], g.Out[1]
+	sw := g.Stride[1]
+	isp, osp := ih*iw, oh*ow
+	we, wo := (iw+1)/2, iw/2
+	var columns []float32
+	if sw == 2 {
+		sc := p.scratch.get()
+		defer p.scratch.put(sc)
+		if cap(sc.columns) < isp {
+			sc.columns = make([]float32, isp)
 		}
-		for pl := lo; pl < hi; pl++ {
-			plane := xd[pl*isp : (pl+1)*isp]
-			if sw == 2 {
-				cvSplitColumns(columns, plane, ih, iw)
-			}
-			for oy := range oh {
-				acc := out[pl*osp+oy*ow : pl*osp+(oy+1)*ow]
-				fill(acc, float32(math.Inf(-1)))
-				for _, iy := range rows.idx[rows.start[oy]:rows.start[oy+1]] {
-					for _, t := range taps {
-						switch {
-						case sw == 1:
-							maxInto(acc[t.oLo:t.oHi], plane[iy*iw+t.c:])
-						case t.c%2 == 0:
-							maxInto(acc[t.oLo:t.oHi], columns[iy*we+t.c/2:])
-						default:
-							maxInto(acc[t.oLo:t.oHi], columns[ih*we+iy*wo+t.c/2:])
-						}
+		columns = sc.columns[:isp]
+	}
+	for pl := lo; pl < hi; pl++ {
+		plane := xd[pl*isp : (pl+1)*isp]
+		if sw == 2 {
+			cvSplitColumns(columns, plane, ih, iw)
+		}
+		for oy := range oh {
+			acc := out[pl*osp+oy*ow : pl*osp+(oy+1)*ow]
+			fill(acc, float32(math.Inf(-1)))
+			for _, iy := range rows.idx[rows.start[oy]:rows.start[oy+1]] {
+				for _, t := range taps {
+					switch {
+					case sw == 1:
+						maxInto(acc[t.oLo:t.oHi], plane[iy*iw+t.c:])
+					case t.c%2 == 0:
+						maxInto(acc[t.oLo:t.oHi], columns[iy*we+t.c/2:])
+					default:
+						maxInto(acc[t.oLo:t.oHi], columns[ih*we+iy*wo+t.c/2:])
 					}
 				}
 			}
 		}
-	})
+	}
 }
 
 // MaxPool accepts dilations and ceil_mode at every opset: one opset-6
@@ -338,36 +480,61 @@ func plLpPool(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	return plPool(n, in, plLpKind)
 }
 
+// plGlobalPlan is what plGlobalPool keeps from one run of its node to the
+// next (opsem.Plan): the output shape and its planes, and the loop body
+// bound once, with the operands of the run in progress.
+type plGlobalPlan struct {
+	planes, size int   // planes of size elements each
+	dims, shape  []int // [N, C] and [N, C, 1…]
+	body         func(lo, hi int)
+
+	// The operands of the run in progress.
+	xd, out []float32
+	reduce  func(plane []float32) float32
+}
+
+// planesOf is plGlobalPool's loop over the planes lo…hi−1.
+func (p *plGlobalPlan) planesOf(lo, hi int) {
+	xd, out, size, reduce := p.xd, p.out, p.size, p.reduce
+	for pl := lo; pl < hi; pl++ {
+		out[pl] = reduce(xd[pl*size : (pl+1)*size])
+	}
+}
+
 // plGlobalPool reduces each plane of x [N, C, spatial...] to one value.
 func plGlobalPool(n opsem.Node, in []inference.Tensor, reduce func(plane []float32) float32) ([]inference.Tensor, error) {
 	x, xd, err := requiredFloatArg(n, in, 0, "X")
 	if err != nil {
 		return nil, err
 	}
-	xs := x.Shape()
-	if len(xs) < 2 {
-		return nil, fmt.Errorf("X is %v, want rank ≥ 2: %w", x, inference.ErrShape)
-	}
-	out, err := limit.Make[float32](n.Run, xs[0], xs[1])
+	p, err := opsem.Plan(n, in, func() (*plGlobalPlan, error) {
+		xs := x.Shape()
+		if len(xs) < 2 {
+			return nil, fmt.Errorf("X is %v, want rank ≥ 2: %w", x, inference.ErrShape)
+		}
+		p := &plGlobalPlan{dims: xs[:2:2], shape: slices.Clone(xs)}
+		for d := 2; d < len(p.shape); d++ {
+			p.shape[d] = 1
+		}
+		// Each plane holds size elements; without planes the spatial
+		// dimensions may not count within int.
+		if p.planes = limit.Count(p.dims...); p.planes > 0 {
+			p.size = x.Len() / p.planes
+		}
+		p.body = p.planesOf
+		return p, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	// Each plane holds size elements; without planes the spatial
-	// dimensions may not count within int.
-	planes, size := len(out), 0
-	if planes > 0 {
-		size = len(xd) / planes
+	out, err := limit.Make[float32](n.Run, p.dims...)
+	if err != nil {
+		return nil, err
 	}
-	parallelFor(planes, size, func(lo, hi int) {
-		for pl := lo; pl < hi; pl++ {
-			out[pl] = reduce(xd[pl*size : (pl+1)*size])
-		}
-	})
-	shape := slices.Clone(xs)
-	for d := 2; d < len(shape); d++ {
-		shape[d] = 1
-	}
-	return opsem.Single(n, shape, out)
+	p.xd, p.out, p.reduce = xd, out, reduce
+	parallelFor(p.planes, p.size, p.body)
+	p.xd, p.out, p.reduce = nil, nil, nil // the plan outlives them
+	return opsem.Single(n, p.shape, out)
 }
 
 // GlobalAveragePool sums each plane in partial sums (sumFloats), within

@@ -61,59 +61,137 @@ func rdAxesOf(n opsem.Node, in []inference.Tensor, rank int) (reduced []bool, no
 	return opsem.ReduceAxes(n, rank, axes)
 }
 
+// rdPlan is what a Reduce node keeps from one run to the next
+// (opsem.Plan): the reduced axes of its input's shape and the output
+// shape, and either the rows of the trailing-axes path with rowsOf bound
+// once, or the general path's reducePlan and accumulators. The operands
+// of the run in progress (x, y) are set by each run before its loop.
+type rdPlan struct {
+	op       rdOp
+	noop     bool
+	res      [1]inference.Tensor // the noop's result, the input
+	shape    []int               // the input's
+	reduced  []bool
+	out      []int // the output shape
+	trailing bool  // rdRows' case: rows of count elements
+	count    int
+	rowsDims []int // [rows]
+	body     func(lo, hi int)
+	rp       *reducePlan // the general path's, made by its first run
+	outDims  []int       // [output elements], the general path's
+	acc, mx  []float64   // rdReduceFloats' accumulators
+
+	// The operands of the run in progress.
+	x, y []float32
+}
+
+// newRdPlan plans reducing x, in[0], as n asks.
+func newRdPlan(n opsem.Node, in []inference.Tensor, x inference.Tensor, op rdOp) (*rdPlan, error) {
+	shape := x.Shape()
+	reduced, noop, err := rdAxesOf(n, in, len(shape))
+	if err != nil {
+		return nil, fmt.Errorf("input %v: %w", x, err)
+	}
+	p := &rdPlan{op: op, noop: noop, shape: shape, reduced: reduced}
+	if noop {
+		return p, nil
+	}
+	p.out = opsem.ReducedShape(n, shape, reduced)
+	if rows, count, ok := rdTrailing(shape, reduced); ok && x.DType() == inference.Float32 && rdRowOp(op) {
+		p.trailing, p.count, p.rowsDims = true, count, []int{rows}
+		p.body = p.rowsOf
+	}
+	return p, nil
+}
+
+// reducePlan returns the general path's reducePlan, made on the first run
+// that needs it (it claims its offset table under r, and what the
+// reduction allocates per output element) and kept; later runs claim the
+// same again.
+func (p *rdPlan) reducePlan(r *limit.Run) (*reducePlan, error) {
+	if p.rp == nil {
+		rp, err := newReducePlan(r, p.shape, p.reduced, p.out)
+		if err != nil {
+			return nil, err
+		}
+		p.rp, p.outDims = rp, []int{opsem.Count(rp.keep)}
+		return rp, nil
+	}
+	if _, err := limit.Claim[int](r, p.rp.in...); err != nil {
+		return nil, err
+	}
+	if _, err := limit.Claim[[3]float64](r, p.rp.keep...); err != nil {
+		return nil, err
+	}
+	return p.rp, nil
+}
+
 func rdReduce(op rdOp) kernel {
 	return func(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		x, err := requiredArg(in, 0, "data")
 		if err != nil {
 			return nil, err
 		}
-		shape := x.Shape()
-		reduced, noop, err := rdAxesOf(n, in, len(shape))
-		if err != nil {
-			return nil, fmt.Errorf("input %v: %w", x, err)
+		if t := arg(in, 1); opsem.ReduceAxesInput(n) && present(t) && t.Len() > opsem.MemoValues {
+			n.Memo = nil // too many axes to key a plan: this run's own
 		}
-		if noop {
-			return []inference.Tensor{x}, nil
-		}
-		if rows, count, ok := rdTrailing(shape, reduced); ok && x.DType() == inference.Float32 && rdRowOp(op) {
-			y, err := limit.Make[float32](n.Run, rows)
-			if err != nil {
-				return nil, err
-			}
-			rdRows(op, dataOf[float32](x), count, y)
-			return opsem.Single(n, opsem.ReducedShape(n, shape, reduced), y)
-		}
-		p, err := newReducePlan(n.Run, shape, reduced, opsem.ReducedShape(n, shape, reduced))
+		p, err := opsem.Plan(n, in, func() (*rdPlan, error) { return newRdPlan(n, in, x, op) })
 		if err != nil {
 			return nil, err
 		}
-		var out inference.Tensor
+		if p.noop {
+			p.res[0] = x
+			return p.res[:], nil
+		}
+		if p.trailing {
+			y, err := limit.Make[float32](n.Run, p.rowsDims...)
+			if err != nil {
+				return nil, err
+			}
+			p.x, p.y = dataOf[float32](x), y
+			parallelFor(len(y), p.count, p.body)
+			p.x, p.y = nil, nil // the plan outlives them
+			return opsem.Single(n, p.out, y)
+		}
+		rp, err := p.reducePlan(n.Run)
+		if err != nil {
+			return nil, err
+		}
 		switch x.DType() {
 		case inference.Float32:
 			d, _ := floats(x)
-			out, err = inference.New(p.out, rdReduceFloats(op, p, d))
+			y, err := limit.MakeOverwritten[float32](n.Run, p.outDims...) // rdReduceFloats writes every element
+			if err != nil {
+				return nil, err
+			}
+			if len(p.acc) != len(y) {
+				p.acc, p.mx = make([]float64, len(y)), make([]float64, len(y))
+			}
+			rdReduceFloatsInto(op, rp, d, y, p.acc, p.mx)
+			return opsem.Single(n, p.out, y)
 		case inference.Int64:
-			out, err = rdReduceIntTensor[int64](n, op, p, x)
+			return rdReduceIntTensor[int64](n, op, p, x)
 		case inference.Int32:
-			out, err = rdReduceIntTensor[int32](n, op, p, x)
+			return rdReduceIntTensor[int32](n, op, p, x)
 		case inference.Uint8:
 			if op != rdMax && op != rdMin {
 				return nil, n.Unsupported("element type %v", x.DType())
 			}
-			out, err = rdReduceIntTensor[uint8](n, op, p, x)
+			return rdReduceIntTensor[uint8](n, op, p, x)
 		case inference.Bool:
 			if (op != rdMax && op != rdMin) || n.Opset < 20 {
 				return nil, n.Unsupported("element type %v", x.DType())
 			}
 			d, _ := inference.Data[bool](x)
-			out, err = inference.New(p.out, rdReduceBools(op, p, d))
+			y, err := limit.Make[bool](n.Run, p.outDims...)
+			if err != nil {
+				return nil, err
+			}
+			rdReduceBools(op, rp, d, y)
+			return opsem.Single(n, p.out, y)
 		default:
 			return nil, n.Unsupported("element type %v", x.DType())
 		}
-		if err != nil {
-			return nil, err
-		}
-		return []inference.Tensor{out}, nil
 	}
 }
 
@@ -144,39 +222,45 @@ func rdRowOp(op rdOp) bool {
 // rdReduceFloats does (the sums in float64, in the same order), without
 // its offset table.
 func rdRows(op rdOp, x []float32, count int, y []float32) {
-	parallelFor(len(y), count, func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			row := x[r*count : (r+1)*count]
-			switch op {
-			case rdMax, rdMin:
-				m := row[0]
-				for _, v := range row[1:] {
-					if m != m {
-						break
-					}
-					if v != v || (op == rdMax && v > m) || (op == rdMin && v < m) {
-						m = v
-					}
+	parallelFor(len(y), count, func(lo, hi int) { rdRowRange(op, x, count, y, lo, hi) })
+}
+
+// rowsOf is rdRows' loop over rows lo…hi−1 for the plan's operands.
+func (p *rdPlan) rowsOf(lo, hi int) { rdRowRange(p.op, p.x, p.count, p.y, lo, hi) }
+
+// rdRowRange is rdRows over rows lo…hi−1.
+func rdRowRange(op rdOp, x []float32, count int, y []float32, lo, hi int) {
+	for r := lo; r < hi; r++ {
+		row := x[r*count : (r+1)*count]
+		switch op {
+		case rdMax, rdMin:
+			m := row[0]
+			for _, v := range row[1:] {
+				if m != m {
+					break
 				}
-				y[r] = m
-			case rdSumSquare:
-				var a float64
-				for _, v := range row {
-					a += float64(v) * float64(v)
+				if v != v || (op == rdMax && v > m) || (op == rdMin && v < m) {
+					m = v
 				}
-				y[r] = float32(a)
-			default:
-				var a float64
-				for _, v := range row {
-					a += float64(v)
-				}
-				if op == rdMean {
-					a /= float64(count)
-				}
-				y[r] = float32(a)
 			}
+			y[r] = m
+		case rdSumSquare:
+			var a float64
+			for _, v := range row {
+				a += float64(v) * float64(v)
+			}
+			y[r] = float32(a)
+		default:
+			var a float64
+			for _, v := range row {
+				a += float64(v)
+			}
+			if op == rdMean {
+				a /= float64(count)
+			}
+			y[r] = float32(a)
 		}
-	})
+	}
 }
 
 // rdReduceFloats reduces in float64, except Max and Min, which are exact in
@@ -186,6 +270,13 @@ func rdRows(op rdOp, x []float32, count int, y []float32) {
 func rdReduceFloats(op rdOp, p *reducePlan, x []float32) []float32 {
 	n := opsem.Count(p.keep)
 	out := make([]float32, n)
+	rdReduceFloatsInto(op, p, x, out, make([]float64, n), make([]float64, n))
+	return out
+}
+
+// rdReduceFloatsInto is rdReduceFloats writing every element of out (the
+// output, opsem.Count(p.keep) long); acc and mx, as long, are its scratch.
+func rdReduceFloatsInto(op rdOp, p *reducePlan, x, out []float32, acc, mx []float64) {
 	switch op {
 	case rdMax, rdMin:
 		init := float32(math.Inf(-1))
@@ -202,9 +293,8 @@ func rdReduceFloats(op rdOp, p *reducePlan, x []float32) []float32 {
 				out[o] = v
 			}
 		}
-		return out
+		return
 	case rdLogSumExp:
-		mx := make([]float64, n)
 		for i := range mx {
 			mx[i] = math.Inf(-1)
 		}
@@ -213,7 +303,7 @@ func rdReduceFloats(op rdOp, p *reducePlan, x []float32) []float32 {
 				mx[o] = float64(v)
 			}
 		}
-		acc := make([]float64, n)
+		clear(acc)
 		for i, v := range x {
 			o := p.offs[i]
 			acc[o] += math.Exp(float64(v) - mx[o])
@@ -226,9 +316,9 @@ func rdReduceFloats(op rdOp, p *reducePlan, x []float32) []float32 {
 			}
 			out[i] = float32(math.Log(acc[i]) + mx[i])
 		}
-		return out
+		return
 	}
-	acc := make([]float64, n)
+	clear(acc)
 	switch op {
 	case rdProd:
 		for i := range acc {
@@ -261,7 +351,6 @@ func rdReduceFloats(op rdOp, p *reducePlan, x []float32) []float32 {
 		}
 		out[i] = float32(a)
 	}
-	return out
 }
 
 type rdInteger interface{ int64 | int32 | uint8 }
@@ -283,15 +372,16 @@ func rdLimits[T rdInteger]() (lo, hi T) {
 // rdReduceIntTensor reduces integers exactly in int64, wrapping on overflow
 // as the element type does. Mean truncates toward zero and L2 truncates the
 // square root, as the ONNX reference does when it casts back.
-func rdReduceIntTensor[T rdInteger](n opsem.Node, op rdOp, p *reducePlan, t inference.Tensor) (inference.Tensor, error) {
+func rdReduceIntTensor[T rdInteger](n opsem.Node, op rdOp, plan *rdPlan, t inference.Tensor) ([]inference.Tensor, error) {
 	x, err := inference.Data[T](t)
 	if err != nil {
-		return inference.Tensor{}, err
+		return nil, err
 	}
+	p := plan.rp
 	size := opsem.Count(p.keep)
-	out, err := limit.Make[T](n.Run, size)
+	out, err := limit.Make[T](n.Run, plan.outDims...)
 	if err != nil {
-		return inference.Tensor{}, err
+		return nil, err
 	}
 	switch op {
 	case rdMax, rdMin:
@@ -309,17 +399,17 @@ func rdReduceIntTensor[T rdInteger](n opsem.Node, op rdOp, p *reducePlan, t infe
 				out[o] = v
 			}
 		}
-		return inference.New(p.out, out)
+		return opsem.Single(n, p.out, out)
 	case rdLogSum, rdLogSumExp:
-		return inference.Tensor{}, n.Unsupported("element type %v", t.DType())
+		return nil, n.Unsupported("element type %v", t.DType())
 	case rdMean:
 		if p.count == 0 && size > 0 {
-			return inference.Tensor{}, fmt.Errorf("mean of an empty set of %v (input %v): %w", t.DType(), t, inference.ErrShape)
+			return nil, fmt.Errorf("mean of an empty set of %v (input %v): %w", t.DType(), t, inference.ErrShape)
 		}
 	}
-	acc, err := limit.Make[int64](n.Run, size)
+	acc, err := limit.Make[int64](n.Run, plan.outDims...)
 	if err != nil {
-		return inference.Tensor{}, err
+		return nil, err
 	}
 	if op == rdProd {
 		for i := range acc {
@@ -351,13 +441,12 @@ func rdReduceIntTensor[T rdInteger](n opsem.Node, op rdOp, p *reducePlan, t infe
 		}
 		out[i] = T(a)
 	}
-	return inference.New(p.out, out)
+	return opsem.Single(n, p.out, out)
 }
 
-// rdReduceBools reduces booleans: Max is any (false when empty), Min is all
-// (true when empty).
-func rdReduceBools(op rdOp, p *reducePlan, x []bool) []bool {
-	out := make([]bool, opsem.Count(p.keep))
+// rdReduceBools reduces booleans into out, zeroed: Max is any (false when
+// empty), Min is all (true when empty).
+func rdReduceBools(op rdOp, p *reducePlan, x, out []bool) {
 	if op == rdMin {
 		for i := range out {
 			out[i] = true
@@ -371,7 +460,6 @@ func rdReduceBools(op rdOp, p *reducePlan, x []bool) []bool {
 			out[o] = out[o] && v
 		}
 	}
-	return out
 }
 
 // rdArg returns the ArgMax (max true) or ArgMin kernel: the index along axis

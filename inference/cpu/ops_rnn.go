@@ -163,6 +163,167 @@ func rnRecurrent(cell rnCell) kernel {
 	}
 }
 
+// rnPlan is what a recurrent node keeps from one run to the next
+// (opsem.Plan): its inputs' checked geometry, activations and options, the
+// outputs' shapes, the dimensions of its buffers (kept, as limit.Make's
+// variadic shape would otherwise be allocated every call), and the body
+// that runs the two directions side by side, bound once. The operands of
+// the run in progress are set by each run before its directions run.
+type rnPlan struct {
+	cell                                 rnCell
+	dirs                                 int
+	reverse                              bool
+	layout                               int64
+	seq, batch, inSize, hidden, gh       int
+	acts                                 [][]rnActivation
+	clip                                 float64
+	linearBeforeReset, inputForget, fast bool
+	yShape, stateShape                   []int // the outputs'
+	xDims, lensDims, stateDims, yDims    []int
+	xwDims, gatesDims, stepDims, sumDims []int
+	sides                                func(lo, hi int)
+
+	// The operands of the run in progress.
+	run                                   *limit.Run
+	xd, wd, rd, bd, pd, hState, cState, y []float32
+	lens                                  []int
+	packed                                rnPacked
+	threads, sets                         int
+	bufs                                  [2]rnDirBuffers
+	errs                                  [2]error
+}
+
+// rnDirBuffers are one direction's buffers: X·Wᵀ for all steps, a step's
+// gates, and its new states and scratch.
+type rnDirBuffers struct{ xw, gates, newH, newC, tmp []float32 }
+
+// newRnPlan checks a recurrent node's inputs (in, with X, R and the data
+// of the optional ones given) and attributes, and plans its runs.
+func newRnPlan(n opsem.Node, in []inference.Tensor, cell rnCell, x, w, r inference.Tensor, bd, h0d, c0d, pd []float32) (*rnPlan, error) {
+	p := &rnPlan{cell: cell, dirs: 1}
+	switch d := n.Str("direction", "forward"); d {
+	case "forward", "reverse":
+	case "bidirectional":
+		p.dirs = 2
+	default:
+		return nil, fmt.Errorf("direction %q, want forward, reverse or bidirectional: %w", d, inference.ErrBadModel)
+	}
+	dirs := p.dirs
+	p.reverse = n.Str("direction", "forward") == "reverse"
+	p.layout = n.Int("layout", 0)
+	if p.layout != 0 && p.layout != 1 {
+		return nil, n.Unsupported("layout %d", p.layout)
+	}
+	if x.Rank() != 3 {
+		return nil, fmt.Errorf("input 0 (X) is %v, want rank 3: %w", x, inference.ErrShape)
+	}
+	xs := x.Shape()
+	seq, batch, inSize := xs[0], xs[1], xs[2]
+	if p.layout == 1 {
+		seq, batch = xs[1], xs[0]
+	}
+	if r.Rank() != 3 {
+		return nil, fmt.Errorf("input 2 (R) is %v, want rank 3: %w", r, inference.ErrShape)
+	}
+	hidden := r.Shape()[2]
+	if hs := n.Int("hidden_size", int64(hidden)); hs != int64(hidden) {
+		return nil, fmt.Errorf("hidden_size %d, but R is %v: %w", hs, r, inference.ErrShape)
+	}
+	g := cell.gates()
+	if err := wantShape(w, 1, "W", dirs, g*hidden, inSize); err != nil {
+		return nil, err
+	}
+	if err := wantShape(r, 2, "R", dirs, g*hidden, hidden); err != nil {
+		return nil, err
+	}
+	if bd != nil {
+		if err := wantShape(arg(in, 3), 3, "B", dirs, 2*g*hidden); err != nil {
+			return nil, err
+		}
+	}
+	p.stateShape = []int{dirs, batch, hidden}
+	if p.layout == 1 {
+		p.stateShape = []int{batch, dirs, hidden}
+	}
+	if h0d != nil {
+		if err := wantShape(arg(in, 5), 5, "initial_h", p.stateShape...); err != nil {
+			return nil, err
+		}
+	}
+	if c0d != nil {
+		if err := wantShape(arg(in, 6), 6, "initial_c", p.stateShape...); err != nil {
+			return nil, err
+		}
+	}
+	if pd != nil {
+		if err := wantShape(arg(in, 7), 7, "P", dirs, 3*hidden); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	if p.acts, err = rnActivations(n, cell, dirs); err != nil {
+		return nil, err
+	}
+	p.clip = float64(n.Float("clip", 0))
+	p.linearBeforeReset = n.Int("linear_before_reset", 0) != 0
+	p.inputForget = n.Int("input_forget", 0) != 0
+	p.fast = cell == rnLSTM && p.clip == 0 && pd == nil && rnDefaultActivations(n, cell)
+	p.seq, p.batch, p.inSize, p.hidden, p.gh = seq, batch, inSize, hidden, g*hidden
+	p.yShape = []int{seq, dirs, batch, hidden}
+	if p.layout == 1 {
+		p.yShape = []int{batch, seq, dirs, hidden}
+	}
+	p.xDims, p.lensDims = []int{x.Len()}, []int{batch}
+	p.stateDims, p.yDims = []int{dirs, batch, hidden}, []int{seq, dirs, batch, hidden}
+	p.xwDims, p.gatesDims = []int{seq, batch, p.gh}, []int{batch, p.gh}
+	p.stepDims, p.sumDims = []int{3, batch, hidden}, []int{p.gh}
+	p.sides = p.runSides
+	return p, nil
+}
+
+// runSides runs directions lo…hi−1, each on a core of its own.
+func (p *rnPlan) runSides(lo, hi int) {
+	for d := lo; d < hi; d++ {
+		p.errs[d] = p.direction(d)
+	}
+}
+
+// rnSeqLens reads sequence_lens t into lens (batch values within [0, seq]),
+// int32 and int64 without converting them into a new slice.
+func rnSeqLens(t inference.Tensor, lens []int, seq int) error {
+	var v []int64
+	switch t.DType() {
+	case inference.Int32:
+		if t.Len() == len(lens) {
+			for b, l := range dataOf[int32](t) {
+				if l < 0 || int64(l) > int64(seq) {
+					return fmt.Errorf("input 4 (sequence_lens) holds %d, outside [0, %d]: %w", l, seq, inference.ErrShape)
+				}
+				lens[b] = int(l)
+			}
+			return nil
+		}
+	case inference.Int64:
+		v = dataOf[int64](t)
+	}
+	if v == nil {
+		var err error
+		if v, err = opsem.Int64s(t); err != nil {
+			return fmt.Errorf("input 4 (sequence_lens): %w", err)
+		}
+	}
+	if len(v) != len(lens) {
+		return fmt.Errorf("input 4 (sequence_lens) is %v, want %d values: %w", t, len(lens), inference.ErrShape)
+	}
+	for b, l := range v {
+		if l < 0 || l > int64(seq) {
+			return fmt.Errorf("input 4 (sequence_lens) holds %d, outside [0, %d]: %w", l, seq, inference.ErrShape)
+		}
+		lens[b] = int(l)
+	}
+	return nil
+}
+
 func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inference.Tensor, error) {
 	x, xd, err := requiredFloatArg(n, in, 0, "X")
 	if err != nil {
@@ -193,67 +354,12 @@ func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inferen
 			return nil, err
 		}
 	}
-
-	dirs := 1
-	switch d := n.Str("direction", "forward"); d {
-	case "forward", "reverse":
-	case "bidirectional":
-		dirs = 2
-	default:
-		return nil, fmt.Errorf("direction %q, want forward, reverse or bidirectional: %w", d, inference.ErrBadModel)
-	}
-	reverse := n.Str("direction", "forward") == "reverse"
-	layout := n.Int("layout", 0)
-	if layout != 0 && layout != 1 {
-		return nil, n.Unsupported("layout %d", layout)
-	}
-	if x.Rank() != 3 {
-		return nil, fmt.Errorf("input 0 (X) is %v, want rank 3: %w", x, inference.ErrShape)
-	}
-	xs := x.Shape()
-	seq, batch, inSize := xs[0], xs[1], xs[2]
-	if layout == 1 {
-		seq, batch = xs[1], xs[0]
-	}
-	if r.Rank() != 3 {
-		return nil, fmt.Errorf("input 2 (R) is %v, want rank 3: %w", r, inference.ErrShape)
-	}
-	hidden := r.Shape()[2]
-	if hs := n.Int("hidden_size", int64(hidden)); hs != int64(hidden) {
-		return nil, fmt.Errorf("hidden_size %d, but R is %v: %w", hs, r, inference.ErrShape)
-	}
-	g := cell.gates()
-	if err := wantShape(w, 1, "W", dirs, g*hidden, inSize); err != nil {
+	p, err := opsem.Plan(n, in, func() (*rnPlan, error) { return newRnPlan(n, in, cell, x, w, r, bd, h0d, c0d, pd) })
+	if err != nil {
 		return nil, err
 	}
-	if err := wantShape(r, 2, "R", dirs, g*hidden, hidden); err != nil {
-		return nil, err
-	}
-	if bd != nil {
-		if err := wantShape(arg(in, 3), 3, "B", dirs, 2*g*hidden); err != nil {
-			return nil, err
-		}
-	}
-	stateShape := []int{dirs, batch, hidden}
-	if layout == 1 {
-		stateShape = []int{batch, dirs, hidden}
-	}
-	if h0d != nil {
-		if err := wantShape(arg(in, 5), 5, "initial_h", stateShape...); err != nil {
-			return nil, err
-		}
-	}
-	if c0d != nil {
-		if err := wantShape(arg(in, 6), 6, "initial_c", stateShape...); err != nil {
-			return nil, err
-		}
-	}
-	if pd != nil {
-		if err := wantShape(arg(in, 7), 7, "P", dirs, 3*hidden); err != nil {
-			return nil, err
-		}
-	}
-	lens, err := limit.Make[int](n.Run, batch)
+	dirs, seq, batch, inSize, hidden, layout := p.dirs, p.seq, p.batch, p.inSize, p.hidden, p.layout
+	lens, err := limit.Make[int](n.Run, p.lensDims...)
 	if err != nil {
 		return nil, err
 	}
@@ -261,52 +367,45 @@ func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inferen
 		lens[b] = seq
 	}
 	if t := arg(in, 4); present(t) {
-		v, err := opsem.Int64s(t)
-		if err != nil {
-			return nil, fmt.Errorf("input 4 (sequence_lens): %w", err)
-		}
-		if len(v) != batch {
-			return nil, fmt.Errorf("input 4 (sequence_lens) is %v, want %d values: %w", t, batch, inference.ErrShape)
-		}
-		for b, l := range v {
-			if l < 0 || l > int64(seq) {
-				return nil, fmt.Errorf("input 4 (sequence_lens) holds %d, outside [0, %d]: %w", l, seq, inference.ErrShape)
-			}
-			lens[b] = int(l)
+		if err := rnSeqLens(t, lens, seq); err != nil {
+			return nil, err
 		}
 	}
-	acts, err := rnActivations(n, cell, dirs)
-	if err != nil {
-		return nil, err
-	}
-	clip := float64(n.Float("clip", 0))
-	linearBeforeReset := n.Int("linear_before_reset", 0) != 0
-	inputForget := n.Int("input_forget", 0) != 0
 
 	// X as [seq·batch, input].
 	if layout == 1 {
-		xd = rnSwap01(xd, batch, seq, inSize)
-	}
-	// The states as [dirs, batch, hidden]: two of them.
-	if _, err := limit.Claim[float32](n.Run, 2, dirs, batch, hidden); err != nil {
-		return nil, err
-	}
-	state := func(d []float32) []float32 {
-		if d == nil {
-			return make([]float32, dirs*batch*hidden)
+		swapped, err := limit.MakeOverwritten[float32](n.Run, p.xDims...)
+		if err != nil {
+			return nil, err
 		}
-		if layout == 1 {
-			return rnSwap01(d, batch, dirs, hidden)
-		}
-		return append([]float32(nil), d...)
+		xd = rnSwap01Into(swapped, xd, batch, seq, inSize)
 	}
-	hState, cState := state(h0d), state(c0d)
-
-	y, err := limit.Make[float32](n.Run, seq, dirs, batch, hidden)
+	// The states as [dirs, batch, hidden]: initial_h and initial_c, or
+	// zeros.
+	state := func(d []float32) ([]float32, error) {
+		s, err := limit.Make[float32](n.Run, p.stateDims...)
+		switch {
+		case err != nil || d == nil:
+		case layout == 1:
+			rnSwap01Into(s, d, batch, dirs, hidden)
+		default:
+			copy(s, d)
+		}
+		return s, err
+	}
+	hState, err := state(h0d)
 	if err != nil {
 		return nil, err
 	}
-	gh := g * hidden
+	cState, err := state(c0d)
+	if err != nil {
+		return nil, err
+	}
+
+	y, err := limit.Make[float32](n.Run, p.yDims...)
+	if err != nil {
+		return nil, err
+	}
 	bh := batch * hidden
 	// Without a state (batch or hidden is 0) the outputs are empty and no
 	// direction runs: its loops would only count the steps.
@@ -322,207 +421,244 @@ func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inferen
 	if sideBySide {
 		threads = 1
 	}
-	type dirBuffers struct{ xw, gates, newH, newC, tmp []float32 }
 	sets := min(running, 1)
 	if sideBySide {
 		sets = 2
 	}
-	bufs := make([]dirBuffers, sets)
-	for i := range bufs {
-		xw, err := limit.Make[float32](n.Run, seq, batch, gh)
+	for i := range sets {
+		xw, err := limit.Make[float32](n.Run, p.xwDims...)
 		if err != nil {
 			return nil, err
 		}
-		gates, err := limit.Make[float32](n.Run, batch, gh)
+		gates, err := limit.Make[float32](n.Run, p.gatesDims...)
 		if err != nil {
 			return nil, err
 		}
-		step, err := limit.Make[float32](n.Run, 3, batch, hidden)
+		step, err := limit.Make[float32](n.Run, p.stepDims...)
 		if err != nil {
 			return nil, err
 		}
-		bufs[i] = dirBuffers{xw, gates, step[:bh:bh], step[bh : 2*bh : 2*bh], step[2*bh:]}
+		p.bufs[i] = rnDirBuffers{xw, gates, step[:bh:bh], step[bh : 2*bh : 2*bh], step[2*bh:]}
 	}
 	packed, _ := n.Prepared.(rnPacked)
-	fast := cell == rnLSTM && clip == 0 && pd == nil && rnDefaultActivations(n, cell)
-	direction := func(d int) error {
-		buf := bufs[min(d, len(bufs)-1)]
-		xw, gatesBuf, newH, newC, tmp := buf.xw, buf.gates, buf.newH, buf.newC, buf.tmp
-		wdir := wd[d*gh*inSize : (d+1)*gh*inSize]
-		rdir := rd[d*gh*hidden : (d+1)*gh*hidden]
-		h, c := hState[d*batch*hidden:(d+1)*batch*hidden], cState[d*batch*hidden:(d+1)*batch*hidden]
-		f := acts[d]
-		// xw = X·Wᵀ + biases, for all steps at once. GRU with
-		// linear_before_reset keeps Rbh apart: it is scaled by r.
-		preW := nnPrepacked{b: packed.w.of(d, wdir)} // W and R, packed at compile time
-		nnSgemmPre(threads, preW, nnBlocks{}, false, true, seq*batch, gh, inSize, 1, xd, inSize, wdir, inSize, 0, xw, gh)
-		pre := nnPrepacked{b: packed.r.of(d, rdir)}
-		var rbh []float32
-		if bd != nil {
-			bdir := bd[d*2*gh : (d+1)*2*gh]
-			wb, rb := bdir[:gh], bdir[gh:]
-			sum, err := limit.Make[float32](n.Run, gh)
-			if err != nil {
-				return err
-			}
-			for j := range sum {
-				sum[j] = wb[j] + rb[j]
-			}
-			if cell == rnGRU && linearBeforeReset {
-				rbh = rb[2*hidden:]
-				copy(sum[2*hidden:], wb[2*hidden:])
-			}
-			for row := range seq * batch {
-				dst := xw[row*gh : (row+1)*gh]
-				for j, v := range sum {
-					dst[j] += v
-				}
-			}
-		}
-		var peep []float32
-		if pd != nil {
-			peep = pd[d*3*hidden : (d+1)*3*hidden]
-		}
-		act := func(fn rnActivation, x float32) float32 {
-			v := float64(x)
-			if clip > 0 {
-				v = max(-clip, min(clip, v))
-			}
-			return float32(fn(v))
-		}
-		for step := range seq {
-			t := step
-			if reverse || d == 1 {
-				t = seq - 1 - step
-			}
-			gates := gatesBuf
-			copy(gates, xw[t*batch*gh:(t+1)*batch*gh])
-			switch cell {
-			case rnRNN:
-				nnSgemmPre(threads, pre, nnBlocks{}, false, true, batch, hidden, hidden, 1, h, hidden, rdir, hidden, 1, gates, gh)
-				for b := range batch {
-					for j := range hidden {
-						newH[b*hidden+j] = act(f[0], gates[b*gh+j])
-					}
-				}
-			case rnGRU:
-				nnSgemmThreads(threads, false, true, batch, 2*hidden, hidden, 1, h, hidden, rdir, hidden, 1, gates, gh)
-				rh := rdir[2*hidden*hidden:]
-				for b := range batch {
-					for j := range 2 * hidden {
-						gates[b*gh+j] = act(f[0], gates[b*gh+j])
-					}
-				}
-				if linearBeforeReset {
-					// tmp = H·Rhᵀ + Rbh, then the h gate adds r⊙tmp.
-					nnSgemmThreads(threads, false, true, batch, hidden, hidden, 1, h, hidden, rh, hidden, 0, tmp, hidden)
-					for b := range batch {
-						for j := range hidden {
-							v := tmp[b*hidden+j]
-							if rbh != nil {
-								v += rbh[j]
-							}
-							gates[b*gh+2*hidden+j] += gates[b*gh+hidden+j] * v
-						}
-					}
-				} else {
-					// tmp = r⊙H, then the h gate adds tmp·Rhᵀ.
-					for b := range batch {
-						for j := range hidden {
-							tmp[b*hidden+j] = gates[b*gh+hidden+j] * h[b*hidden+j]
-						}
-					}
-					nnSgemmThreads(threads, false, true, batch, hidden, hidden, 1, tmp, hidden, rh, hidden, 1, gates[2*hidden:], gh)
-				}
-				for b := range batch {
-					for j := range hidden {
-						z := gates[b*gh+j]
-						hh := act(f[1], gates[b*gh+2*hidden+j])
-						newH[b*hidden+j] = (1-z)*hh + z*h[b*hidden+j]
-					}
-				}
-			case rnLSTM:
-				nnSgemmPre(threads, pre, nnBlocks{}, false, true, batch, gh, hidden, 1, h, hidden, rdir, hidden, 1, gates, gh)
-				if fast {
-					rnLSTMStep(gates, c, newC, newH, batch, hidden, inputForget)
-					break
-				}
-				for b := range batch {
-					gr := gates[b*gh : (b+1)*gh]
-					for j := range hidden {
-						cPrev := c[b*hidden+j]
-						pi, po, pf := gr[j], gr[hidden+j], gr[2*hidden+j]
-						if peep != nil {
-							pi += peep[j] * cPrev
-							pf += peep[2*hidden+j] * cPrev
-						}
-						ig := act(f[0], pi)
-						var fg float32
-						if inputForget {
-							fg = 1 - ig
-						} else {
-							fg = act(f[0], pf)
-						}
-						cg := act(f[1], gr[3*hidden+j])
-						cNew := fg*cPrev + ig*cg
-						if peep != nil {
-							po += peep[hidden+j] * cNew
-						}
-						og := act(f[0], po)
-						newC[b*hidden+j] = cNew
-						newH[b*hidden+j] = og * float32(f[2](float64(cNew)))
-					}
-				}
-			}
-			for b := range batch {
-				if t >= lens[b] {
-					continue
-				}
-				copy(h[b*hidden:(b+1)*hidden], newH[b*hidden:(b+1)*hidden])
-				if cell == rnLSTM {
-					copy(c[b*hidden:(b+1)*hidden], newC[b*hidden:(b+1)*hidden])
-				}
-				off := ((t*dirs+d)*batch + b) * hidden
-				copy(y[off:off+hidden], newH[b*hidden:(b+1)*hidden])
-			}
-		}
-		return nil
-	}
-	errs := make([]error, running)
+	p.run, p.xd, p.wd, p.rd, p.bd, p.pd = n.Run, xd, wd, rd, bd, pd
+	p.hState, p.cState, p.y, p.lens = hState, cState, y, lens
+	p.packed, p.threads, p.sets = packed, threads, sets
+	p.errs = [2]error{}
 	if sideBySide {
-		parallelSplit(2, 2, func(lo, hi int) {
-			for d := lo; d < hi; d++ {
-				errs[d] = direction(d)
-			}
-		})
+		parallelSplit(2, 2, p.sides)
 	} else {
 		for d := range running {
-			errs[d] = direction(d)
+			p.errs[d] = p.direction(d)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	err = errors.Join(p.errs[:running]...)
+	// The plan outlives the run's operands.
+	p.run, p.xd, p.wd, p.rd, p.bd, p.pd = nil, nil, nil, nil, nil, nil
+	p.hState, p.cState, p.y, p.lens = nil, nil, nil, nil
+	p.packed, p.bufs, p.errs = rnPacked{}, [2]rnDirBuffers{}, [2]error{}
+	if err != nil {
 		return nil, err
 	}
 
-	yShape := []int{seq, dirs, batch, hidden}
 	if layout == 1 {
-		// [seq, dirs, batch, hidden] → [batch, seq, dirs, hidden].
-		y = rnSwap01(y, seq*dirs, batch, hidden)
-		yShape = []int{batch, seq, dirs, hidden}
-		hState = rnSwap01(hState, dirs, batch, hidden)
-		cState = rnSwap01(cState, dirs, batch, hidden)
+		// [seq, dirs, batch, hidden] → [batch, seq, dirs, hidden], and the
+		// states [dirs, batch, hidden] → [batch, dirs, hidden].
+		swap := func(x []float32, a, b int, dims []int) ([]float32, error) {
+			out, err := limit.MakeOverwritten[float32](n.Run, dims...)
+			if err != nil {
+				return nil, err
+			}
+			return rnSwap01Into(out, x, a, b, hidden), nil
+		}
+		if y, err = swap(y, seq*dirs, batch, p.yDims); err != nil {
+			return nil, err
+		}
+		if hState, err = swap(hState, dirs, batch, p.stateDims); err != nil {
+			return nil, err
+		}
+		if cell == rnLSTM {
+			if cState, err = swap(cState, dirs, batch, p.stateDims); err != nil {
+				return nil, err
+			}
+		}
 	}
-	datas, shapes := [][]float32{y, hState}, [][]int{yShape, stateShape}
+	// Outputs past the last the node names are left out, and so is the
+	// tensor of one it skips (without a Memo every one is returned): the
+	// pool hands the states' equal buffers back in either order, and a
+	// tensor over the other buffer would be a new one.
+	outs := 2
 	if cell == rnLSTM {
-		datas, shapes = append(datas, cState), append(shapes, stateShape)
+		outs = 3
 	}
-	outs := make([]inference.Tensor, len(datas))
-	for i := range outs {
-		if outs[i], err = inference.New(shapes[i], datas[i]); err != nil {
+	k := outs
+	if n.Memo != nil {
+		for k > 1 && !wantsOutput(n, k-1) {
+			k--
+		}
+	}
+	datas, shapes := [3][]float32{y, hState, cState}, [3][]int{p.yShape, p.stateShape, p.stateShape}
+	var ts [3]inference.Tensor
+	for j := range k {
+		if j > 0 && n.Memo != nil && !wantsOutput(n, j) {
+			continue
+		}
+		if ts[j], err = opsem.Output(n, j, shapes[j], datas[j]); err != nil {
 			return nil, err
 		}
 	}
-	return outs, nil
+	res := n.Results(k)
+	copy(res, ts[:k])
+	return res, nil
+}
+
+// direction runs direction d (0 forward, or reverse when the node says so;
+// 1 reverse) over every step, with the run's operands in p.
+func (p *rnPlan) direction(d int) error {
+	cell, seq, batch, inSize, hidden, gh, dirs := p.cell, p.seq, p.batch, p.inSize, p.hidden, p.gh, p.dirs
+	xd, wd, rd, bd, pd, y, lens := p.xd, p.wd, p.rd, p.bd, p.pd, p.y, p.lens
+	clip, linearBeforeReset, inputForget, fast, threads := p.clip, p.linearBeforeReset, p.inputForget, p.fast, p.threads
+	buf := p.bufs[min(d, p.sets-1)]
+	xw, gatesBuf, newH, newC, tmp := buf.xw, buf.gates, buf.newH, buf.newC, buf.tmp
+	wdir := wd[d*gh*inSize : (d+1)*gh*inSize]
+	rdir := rd[d*gh*hidden : (d+1)*gh*hidden]
+	h, c := p.hState[d*batch*hidden:(d+1)*batch*hidden], p.cState[d*batch*hidden:(d+1)*batch*hidden]
+	f := p.acts[d]
+	// xw = X·Wᵀ + biases, for all steps at once. GRU with
+	// linear_before_reset keeps Rbh apart: it is scaled by r.
+	preW := nnPrepacked{b: p.packed.w.of(d, wdir)} // W and R, packed at compile time
+	nnSgemmPre(threads, preW, nnBlocks{}, false, true, seq*batch, gh, inSize, 1, xd, inSize, wdir, inSize, 0, xw, gh)
+	pre := nnPrepacked{b: p.packed.r.of(d, rdir)}
+	var rbh []float32
+	if bd != nil {
+		bdir := bd[d*2*gh : (d+1)*2*gh]
+		wb, rb := bdir[:gh], bdir[gh:]
+		sum, err := limit.Make[float32](p.run, p.sumDims...)
+		if err != nil {
+			return err
+		}
+		for j := range sum {
+			sum[j] = wb[j] + rb[j]
+		}
+		if cell == rnGRU && linearBeforeReset {
+			rbh = rb[2*hidden:]
+			copy(sum[2*hidden:], wb[2*hidden:])
+		}
+		for row := range seq * batch {
+			dst := xw[row*gh : (row+1)*gh]
+			for j, v := range sum {
+				dst[j] += v
+			}
+		}
+	}
+	var peep []float32
+	if pd != nil {
+		peep = pd[d*3*hidden : (d+1)*3*hidden]
+	}
+	act := func(fn rnActivation, x float32) float32 {
+		v := float64(x)
+		if clip > 0 {
+			v = max(-clip, min(clip, v))
+		}
+		return float32(fn(v))
+	}
+	for step := range seq {
+		t := step
+		if p.reverse || d == 1 {
+			t = seq - 1 - step
+		}
+		gates := gatesBuf
+		copy(gates, xw[t*batch*gh:(t+1)*batch*gh])
+		switch cell {
+		case rnRNN:
+			nnSgemmPre(threads, pre, nnBlocks{}, false, true, batch, hidden, hidden, 1, h, hidden, rdir, hidden, 1, gates, gh)
+			for b := range batch {
+				for j := range hidden {
+					newH[b*hidden+j] = act(f[0], gates[b*gh+j])
+				}
+			}
+		case rnGRU:
+			nnSgemmThreads(threads, false, true, batch, 2*hidden, hidden, 1, h, hidden, rdir, hidden, 1, gates, gh)
+			rh := rdir[2*hidden*hidden:]
+			for b := range batch {
+				for j := range 2 * hidden {
+					gates[b*gh+j] = act(f[0], gates[b*gh+j])
+				}
+			}
+			if linearBeforeReset {
+				// tmp = H·Rhᵀ + Rbh, then the h gate adds r⊙tmp.
+				nnSgemmThreads(threads, false, true, batch, hidden, hidden, 1, h, hidden, rh, hidden, 0, tmp, hidden)
+				for b := range batch {
+					for j := range hidden {
+						v := tmp[b*hidden+j]
+						if rbh != nil {
+							v += rbh[j]
+						}
+						gates[b*gh+2*hidden+j] += gates[b*gh+hidden+j] * v
+					}
+				}
+			} else {
+				// tmp = r⊙H, then the h gate adds tmp·Rhᵀ.
+				for b := range batch {
+					for j := range hidden {
+						tmp[b*hidden+j] = gates[b*gh+hidden+j] * h[b*hidden+j]
+					}
+				}
+				nnSgemmThreads(threads, false, true, batch, hidden, hidden, 1, tmp, hidden, rh, hidden, 1, gates[2*hidden:], gh)
+			}
+			for b := range batch {
+				for j := range hidden {
+					z := gates[b*gh+j]
+					hh := act(f[1], gates[b*gh+2*hidden+j])
+					newH[b*hidden+j] = (1-z)*hh + z*h[b*hidden+j]
+				}
+			}
+		case rnLSTM:
+			nnSgemmPre(threads, pre, nnBlocks{}, false, true, batch, gh, hidden, 1, h, hidden, rdir, hidden, 1, gates, gh)
+			if fast {
+				rnLSTMStep(gates, c, newC, newH, batch, hidden, inputForget)
+				break
+			}
+			for b := range batch {
+				gr := gates[b*gh : (b+1)*gh]
+				for j := range hidden {
+					cPrev := c[b*hidden+j]
+					pi, po, pf := gr[j], gr[hidden+j], gr[2*hidden+j]
+					if peep != nil {
+						pi += peep[j] * cPrev
+						pf += peep[2*hidden+j] * cPrev
+					}
+					ig := act(f[0], pi)
+					var fg float32
+					if inputForget {
+						fg = 1 - ig
+					} else {
+						fg = act(f[0], pf)
+					}
+					cg := act(f[1], gr[3*hidden+j])
+					cNew := fg*cPrev + ig*cg
+					if peep != nil {
+						po += peep[hidden+j] * cNew
+					}
+					og := act(f[0], po)
+					newC[b*hidden+j] = cNew
+					newH[b*hidden+j] = og * float32(f[2](float64(cNew)))
+				}
+			}
+		}
+		for b := range batch {
+			if t >= lens[b] {
+				continue
+			}
+			copy(h[b*hidden:(b+1)*hidden], newH[b*hidden:(b+1)*hidden])
+			if cell == rnLSTM {
+				copy(c[b*hidden:(b+1)*hidden], newC[b*hidden:(b+1)*hidden])
+			}
+			off := ((t*dirs+d)*batch + b) * hidden
+			copy(y[off:off+hidden], newH[b*hidden:(b+1)*hidden])
+		}
+	}
+	return nil
 }
 
 // rnDefaultActivations reports whether n uses its cell's default
@@ -569,7 +705,12 @@ func rnLSTMStep(gates, c, newC, newH []float32, batch, hidden int, inputForget b
 
 // rnSwap01 returns x [a, b, inner] transposed to [b, a, inner].
 func rnSwap01(x []float32, a, b, inner int) []float32 {
-	out := make([]float32, len(x))
+	return rnSwap01Into(make([]float32, len(x)), x, a, b, inner)
+}
+
+// rnSwap01Into writes x [a, b, inner] transposed to [b, a, inner] to out,
+// as long, and returns it.
+func rnSwap01Into(out, x []float32, a, b, inner int) []float32 {
 	if len(x) == 0 { // the loops would count a and b
 		return out
 	}
