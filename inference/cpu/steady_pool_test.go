@@ -1,10 +1,7 @@
 package cpu
 
 import (
-	"context"
 	"math/rand/v2"
-	"runtime"
-	"runtime/debug"
 	"testing"
 
 	"github.com/beamml/beamml/inference"
@@ -37,68 +34,6 @@ func steadyNode(t *testing.T, op string, opset int64, attrs map[string]graph.Att
 		}
 	}
 	return sorted(t, g)
-}
-
-// steadyAllocsAt is steadyAllocs at GOMAXPROCS procs: testing.AllocsPerRun
-// measures at GOMAXPROCS 1, where no loop runs on the pool's workers. The
-// collector is off while it counts: a collection empties the sync.Pool of
-// parallelSplit's batches, which then allocates again, whatever the
-// kernels do.
-func steadyAllocsAt(t *testing.T, procs int, g *graph.Graph, feeds map[string]inference.Tensor) float64 {
-	t.Helper()
-	if procs == 1 {
-		return steadyAllocs(t, g, feeds)
-	}
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	m, err := Backend{}.Compile(g)
-	if err != nil {
-		t.Fatalf("compile %s: %v", g.Name, err)
-	}
-	ctx := context.Background()
-	run := func() {
-		if _, err := m.Run(ctx, feeds); err != nil {
-			t.Fatalf("run %s: %v", g.Name, err)
-		}
-	}
-	for range 3 {
-		run()
-	}
-	// The fewest of a few counts: the pool's workers now and then allocate
-	// for themselves (parallel.go), which a kernel that allocates every
-	// run does not hide.
-	const runs = 20
-	var allocs uint64
-	for i := range 3 {
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		for range runs {
-			run()
-		}
-		runtime.ReadMemStats(&after)
-		if n := (after.Mallocs - before.Mallocs) / runs; i == 0 || n < allocs {
-			allocs = n
-		}
-	}
-	return float64(allocs) - float64(resultAllocs+outputAllocs*len(g.Outputs))
-}
-
-// executorAllocs is what the executor allocates in a steady run of a
-// graph with k outputs beyond what steadyAllocs expects of it
-// (resultAllocs): steadyAllocsAt of a graph with no nodes, passing k
-// inputs through, whose outputs cost nothing. It is 0 once the executor
-// allocates only its result map; the counts here are the kernel's own.
-func executorAllocs(t *testing.T, procs, k int) float64 {
-	t.Helper()
-	g := &graph.Graph{Name: "passthrough", Opsets: map[string]int64{"": 17}, Initializers: map[string]inference.Tensor{}}
-	feeds := map[string]inference.Tensor{}
-	for i := range k {
-		name := string(rune('a' + i))
-		g.Inputs = append(g.Inputs, graph.Value{Name: name})
-		g.Outputs = append(g.Outputs, graph.Value{Name: name})
-		feeds[name] = tensorOf(t, []int{1}, float32(i))
-	}
-	return steadyAllocsAt(t, procs, sorted(t, g), feeds) + float64(outputAllocs*k)
 }
 
 type steadyCase struct {
@@ -237,7 +172,7 @@ func TestSteadyPoolReduceRNN(t *testing.T) {
 	for _, procs := range []int{1, 2} {
 		for _, c := range cases {
 			g := c.build()
-			if got := steadyAllocsAt(t, procs, g, c.feeds[0]) - executorAllocs(t, procs, len(g.Outputs)); got != 0 {
+			if got := steadyAllocsAt(t, procs, g, c.feeds[0]); got != 0 {
 				t.Errorf("%s at GOMAXPROCS %d: %v allocations a run beyond the outputs, want 0", c.name, procs, got)
 			}
 		}

@@ -3,7 +3,6 @@ package cpu
 import (
 	"math/rand/v2"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"testing"
 
@@ -150,7 +149,7 @@ func TestSteadyTransformer(t *testing.T) {
 		t.Run("norm", func(t *testing.T) {
 			g := tfmNormGraph(t)
 			feeds := map[string]inference.Tensor{"x": randomFloats(t, r, 2, 64, 8)}
-			if a := steadyAllocs(t, g, feeds) - executorAllocs(t, len(g.Outputs)); a != 0 && !raceDetector() {
+			if a := steadyAllocs(t, g, feeds); a != 0 {
 				t.Errorf("%v allocations a run beyond the outputs, want 0", a)
 			}
 		})
@@ -165,47 +164,12 @@ func TestSteadyTransformer(t *testing.T) {
 				}
 				g := tfmAttentionGraph(t, mask)
 				feeds := tfmAttentionFeeds(t, r, mask, 2, 40, 48)
-				if a := steadyAllocs(t, g, feeds) - executorAllocs(t, len(g.Outputs)); a != eachUnitAllocs && !raceDetector() {
-					t.Errorf("%v allocations a run beyond the outputs, want %d", a, eachUnitAllocs)
+				if a := steadyAllocs(t, g, feeds); a != 0 {
+					t.Errorf("%v allocations a run beyond the outputs, want 0", a)
 				}
 			})
 		}
 	})
-}
-
-// raceDetector reports whether the test runs under the race detector,
-// whose sync.Pool drops what it is given at random: allocations are not
-// counted then (the runs still are, for the detector).
-func raceDetector() bool {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "-race" {
-				return s.Value == "true"
-			}
-		}
-	}
-	return false
-}
-
-// eachUnitAllocs is what eachUnit (parallel.go) allocates when it splits
-// the units among goroutines: the closure that runs body with threads = 1,
-// which escapes to the workers. Attention's loop over its heads runs
-// through it.
-const eachUnitAllocs = 1
-
-// executorAllocs is what steadyAllocs counts for a graph of k outputs
-// that no kernel computes (each returns a graph input): what the executor
-// allocates for a run beyond outputAllocs and resultAllocs.
-func executorAllocs(t *testing.T, k int) float64 {
-	g := &graph.Graph{Name: "none", Opsets: map[string]int64{"": 17}}
-	feeds := map[string]inference.Tensor{}
-	for i := range k {
-		name := "x" + strconv.Itoa(i)
-		g.Inputs = append(g.Inputs, graph.Value{Name: name, DType: inference.Float32, Shape: []int{1}})
-		g.Outputs = append(g.Outputs, graph.Value{Name: name})
-		feeds[name] = tensorOf(t, []int{1}, float32(i))
-	}
-	return steadyAllocs(t, sorted(t, g), feeds) + float64(outputAllocs*k)
 }
 
 // hasOp reports whether g has a node of op.
