@@ -118,8 +118,9 @@ func main() {
 	}
 	fmt.Printf("ms: median wall time of one Run after a warm-up run (at least %d runs, more until %v)%s. "+
 		"ratio: beamml ms / ORT ms. GFLOP/s: beamml's, counting %s. "+
-		"allocs/Run and KiB/Run: Go heap allocations (runtime.MemStats Mallocs, TotalAlloc) over the timed runs of the first round, per run. "+
-		"max |Δ|: largest absolute difference between the model's first output from beamml and from ORT, at the warm-up run.\n\n", minRuns, *budget, roundsNote, countedOps)
+		"allocs/Run and KiB/Run: Go heap allocations (runtime.MemStats Mallocs, TotalAlloc) over the timed runs of the first round, per run; "+
+		"beyond outputs: allocs/Run less %d for the result map and %d per output tensor (its buffer, the pool's record of it, its shape and header). "+
+		"max |Δ|: largest absolute difference between the model's first output from beamml and from ORT, at the warm-up run.\n\n", minRuns, *budget, roundsNote, countedOps, resultAllocs, outputAllocs)
 	writeTable(os.Stdout, cells)
 	fmt.Println()
 	writeSummary(os.Stdout, summarize(cells, threads, batches))
@@ -166,6 +167,7 @@ func benchModel(ctx context.Context, dir string, spec modelSpec, threads, batche
 		c.flops = flopsAt[c.batch]
 		runtime.GOMAXPROCS(c.threads)
 		c.beamml, c.diff, c.err = benchCell(ctx, spec, h.Model(), c.batch, c.ort, budget)
+		c.outputs = len(h.Model().Outputs())
 		if c.err != nil {
 			log.Printf("%s batch %d, %d threads: %v", spec.Name, c.batch, c.threads, c.err)
 			continue

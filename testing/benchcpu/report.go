@@ -13,6 +13,7 @@ import (
 type cell struct {
 	cellKey
 	beamml measurement
+	outputs int // the model's outputs, which each Run allocates anew
 	err    error   // why beamml has no time (load or run failed)
 	ort    ortCell // ORT's time; Ms is 0 when ORT failed (Error says why)
 	flops  int64   // of one beamml Run; 0 when not counted
@@ -27,8 +28,23 @@ func (c cell) ratio() (float64, bool) {
 	return c.beamml.ms / c.ort.Ms, true
 }
 
-const tableHeader = "| model | batch | threads | beamml ms | ORT ms | ratio | GFLOP/s | allocs/Run | KiB/Run | max \\|Δ\\| |\n" +
-	"| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+const tableHeader = "| model | batch | threads | beamml ms | ORT ms | ratio | GFLOP/s | allocs/Run | beyond outputs | KiB/Run | max \\|Δ\\| |\n" +
+	"| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+
+// Run's own allocations for what it returns (inference/cpu's executor):
+// the result map, and per output tensor its buffer, the pool's record of
+// it, and the tensor's shape and data header. The "beyond outputs" column
+// is allocs/Run less these: 0 when a Run allocates nothing else.
+const (
+	resultAllocs = 2
+	outputAllocs = 4
+)
+
+// beyondOutputs is c's allocations per Run less what its outputs account
+// for.
+func (c cell) beyondOutputs() float64 {
+	return c.beamml.allocs - float64(resultAllocs+outputAllocs*c.outputs)
+}
 
 // writeTable writes the cells as a markdown table, in the order given.
 func writeTable(w io.Writer, cells []cell) {
@@ -39,7 +55,7 @@ func writeTable(w io.Writer, cells []cell) {
 			ortMs = formatMs(c.ort.Ms)
 		}
 		if c.err != nil {
-			fmt.Fprintf(w, "| %s | %d | %d | error: %s | %s | | | | | |\n", c.model, c.batch, c.threads, markdown(c.err.Error()), ortMs)
+			fmt.Fprintf(w, "| %s | %d | %d | error: %s | %s | | | | | | |\n", c.model, c.batch, c.threads, markdown(c.err.Error()), ortMs)
 			continue
 		}
 		ratio := "n/a"
@@ -50,8 +66,8 @@ func writeTable(w io.Writer, cells []cell) {
 		if c.flops > 0 {
 			gflops = fmt.Sprintf("%.1f", float64(c.flops)/c.beamml.ms/1e6)
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | %s | %.0f | %.0f | %s |\n", c.model, c.batch, c.threads,
-			formatMs(c.beamml.ms), ortMs, ratio, gflops, c.beamml.allocs, c.beamml.bytes/1024, markdown(c.diff))
+		fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | %s | %.0f | %.0f | %.0f | %s |\n", c.model, c.batch, c.threads,
+			formatMs(c.beamml.ms), ortMs, ratio, gflops, c.beamml.allocs, c.beyondOutputs(), c.beamml.bytes/1024, markdown(c.diff))
 	}
 }
 
