@@ -12,12 +12,12 @@ import (
 // count.
 type cell struct {
 	cellKey
-	beamml measurement
-	outputs int // the model's outputs, which each Run allocates anew
-	err    error   // why beamml has no time (load or run failed)
-	ort    ortCell // ORT's time; Ms is 0 when ORT failed (Error says why)
-	flops  int64   // of one beamml Run; 0 when not counted
-	diff   string  // max |Δ| of beamml's output against ORT's, or why it is missing
+	beamml  measurement
+	outputs int     // the model's outputs, which each Run allocates anew
+	err     error   // why beamml has no time (load or run failed)
+	ort     ortCell // ORT's time; Ms is 0 when ORT failed (Error says why)
+	flops   int64   // of one beamml Run; 0 when not counted
+	diff    string  // max |Δ| of beamml's output against ORT's, or why it is missing
 }
 
 // ratio is beamml's time over ORT's, when both ran.
