@@ -7,15 +7,34 @@ import (
 
 // Sentinel errors. Every error the runtime returns for one of these causes
 // wraps the matching value, so callers can test it with errors.Is and still
-// read the model, node, input and shape in the message.
+// read the model, node, input and shape in the message. Each cause has one
+// sentinel: an index out of range is not a shape mismatch, an input the
+// model does not take is not a missing one.
 var (
+	// ErrIndexOutOfRange: an index in the data lies outside the axis it
+	// indexes (Gather, GatherElements, GatherND, ScatterND, an embedding
+	// lookup on token ids past the vocabulary): the element is wrong, not
+	// the model.
+	ErrIndexOutOfRange = errors.New("inference: index out of range")
+	// ErrUnexpectedInput: an example carries a tensor under a name the model
+	// has no input for.
+	ErrUnexpectedInput = errors.New("inference: unexpected input")
+	// ErrMissingInput: the model has an input that the example or the
+	// feeds do not give.
+	ErrMissingInput = errors.New("inference: missing input")
+	// ErrMissingOutput: an output asked for by name is not among what the
+	// model returned, or a model with several outputs was asked for its
+	// one output.
+	ErrMissingOutput = errors.New("inference: missing output")
 	// ErrUnsupportedOp: the model uses an operator, attribute or element type
 	// that the chosen backend does not implement.
 	ErrUnsupportedOp = errors.New("inference: unsupported operator")
-	// ErrShape: a tensor's shape does not match what the model or operation
-	// wants, or a tensor's data length disagrees with its shape.
+	// ErrShape: a tensor's shape (rank, dimensions) does not match what the
+	// model or operation wants, or a tensor's data length disagrees with
+	// its shape.
 	ErrShape = errors.New("inference: shape mismatch")
-	// ErrType: a tensor's element type is not the one wanted.
+	// ErrType: a tensor's element type is not the one wanted (float32 token
+	// ids for a model that takes int64).
 	ErrType = errors.New("inference: element type mismatch")
 	// ErrNoDevice: the requested device is not registered in this binary or
 	// does not answer on this machine.

@@ -47,13 +47,13 @@ func Conform(inputs []TensorInfo, ex Example) (Example, error) {
 	}
 	for name := range ex {
 		if !slices.ContainsFunc(inputs, func(i TensorInfo) bool { return i.Name == name }) {
-			return nil, fmt.Errorf("inference: example has tensor %q, model inputs are %v: %w", name, inputNames(inputs), ErrShape)
+			return nil, fmt.Errorf("inference: example has tensor %q, model inputs are %v: %w", name, inputNames(inputs), ErrUnexpectedInput)
 		}
 	}
 	for _, in := range inputs {
 		t, ok := ex[in.Name]
 		if !ok {
-			return nil, fmt.Errorf("inference: example %v lacks model input %q: %w", ex, in.Name, ErrShape)
+			return nil, fmt.Errorf("inference: example %v lacks model input %q: %w", ex, in.Name, ErrMissingInput)
 		}
 		if t.dtype != in.DType {
 			return nil, fmt.Errorf("inference: input %q: element type %v, want %v: %w", in.Name, t.dtype, in.DType, ErrType)

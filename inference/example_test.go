@@ -63,14 +63,14 @@ func TestConformSingleInputTakesEmptyName(t *testing.T) {
 
 func TestConformEmptyNameNeedsSingleInput(t *testing.T) {
 	_, err := inference.Conform(imageInputs, inference.Example{"": sample(t, inference.Uint8, []int{2, 3}, 0)})
-	checkErr(t, err, inference.ErrShape, `""`, "image", "mask")
+	checkErr(t, err, inference.ErrUnexpectedInput, `""`, "image", "mask")
 
 	inputs := []inference.TensorInfo{{Name: "x", DType: inference.Float32, Shape: []int{inference.Dynamic}}}
 	_, err = inference.Conform(inputs, inference.Example{
 		"":  sample(t, inference.Float32, nil, 0),
 		"x": sample(t, inference.Float32, nil, 1),
 	})
-	checkErr(t, err, inference.ErrShape, `""`)
+	checkErr(t, err, inference.ErrUnexpectedInput, `""`)
 }
 
 func TestConformAcceptsDynamicDimensions(t *testing.T) {
@@ -111,14 +111,14 @@ func TestConformRejects(t *testing.T) {
 			name:   "extra tensor",
 			inputs: imageInputs,
 			ex:     inference.Example{"image": image, "mask": mask, "labels": mask},
-			target: inference.ErrShape,
+			target: inference.ErrUnexpectedInput,
 			parts:  []string{`"labels"`, "image", "mask"},
 		},
 		{
 			name:   "missing input",
 			inputs: imageInputs,
 			ex:     inference.Example{"image": image},
-			target: inference.ErrShape,
+			target: inference.ErrMissingInput,
 			parts:  []string{`"mask"`},
 		},
 		{

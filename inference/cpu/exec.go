@@ -315,7 +315,7 @@ func (m *Model) Run(ctx context.Context, feeds map[string]inference.Tensor) (map
 			case !ok && k == 1:
 				continue // an overridable initializer keeps its value
 			case !ok:
-				return nil, fmt.Errorf("cpu: graph input %q is not fed: %w", in.Name, inference.ErrShape)
+				return nil, fmt.Errorf("cpu: graph input %q is not fed: %w", in.Name, inference.ErrMissingInput)
 			case in.DType != 0 && t.DType() != in.DType:
 				return nil, fmt.Errorf("cpu: graph input %q is %v, want %v: %w", in.Name, t, in.DType, inference.ErrType)
 			case in.Shape != nil && t.Rank() != len(in.Shape):

@@ -236,7 +236,7 @@ func (m *Model) checkFeeds(feeds map[string]inference.Tensor) error {
 	for _, in := range m.g.Inputs {
 		t, ok := feeds[in.Name]
 		if !ok {
-			return fmt.Errorf("cuda: graph input %q is not fed: %w", in.Name, inference.ErrShape)
+			return fmt.Errorf("cuda: graph input %q is not fed: %w", in.Name, inference.ErrMissingInput)
 		}
 		if in.DType != 0 && t.DType() != in.DType {
 			return fmt.Errorf("cuda: graph input %q is %v, want %v: %w", in.Name, t, in.DType, inference.ErrType)
