@@ -20,7 +20,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log"
 	"math"
 	"os"
 	"path/filepath"
@@ -42,6 +41,7 @@ import (
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/onnx"
 	"github.com/beamml/beamml/internal/digits"
+	"github.com/beamml/beamml/internal/jobs"
 )
 
 var (
@@ -108,10 +108,20 @@ func logits(r runinference.PredictionResult) []float32 {
 	return l
 }
 
+// predicted is the digit whose logit is largest (inference.ArgMax), -1
+// without logits.
+func predicted(r runinference.PredictionResult) int {
+	label, err := inference.ArgMax(r.Outputs["logits"])
+	if err != nil || len(label) != 1 {
+		return -1
+	}
+	return label[0]
+}
+
 // formatPrediction writes "id,predicted,label,torch_prediction".
 func formatPrediction(key string, r runinference.PredictionResult) string {
 	f := strings.Split(key, ",")
-	return fmt.Sprintf("%s,%d,%s,%s", f[0], digits.Argmax(logits(r)), f[1], f[2])
+	return fmt.Sprintf("%s,%d,%s,%s", f[0], predicted(r), f[1], f[2])
 }
 
 // score counts correct predictions and agreement with PyTorch.
@@ -123,7 +133,7 @@ type score struct {
 func scoreOne(key string, r runinference.PredictionResult) score {
 	f := strings.Split(key, ",")
 	ours := logits(r)
-	pred := strconv.Itoa(digits.Argmax(ours))
+	pred := strconv.Itoa(predicted(r))
 	s := score{Total: 1}
 	if pred == f[1] {
 		s.Correct = 1
@@ -171,15 +181,18 @@ func main() {
 	beam.Init()
 	if !*debug {
 		// Prism logs every job step at INFO; the demo prints one line.
+		// SetupLogging routes the log package through the same handler at
+		// "warn", so a log.Fatal would exit without a word: failures go
+		// through jobs.Exit, which writes to stderr itself.
 		beamlog.SetupLogging("warn", "text")
 	}
 	if err := os.MkdirAll(*output, 0o755); err != nil {
-		log.Fatalf("classify: %v", err)
+		jobs.Exit("classify", "output folder", err)
 	}
 	for _, name := range []string{"predictions.csv", "failures.txt", "summary.txt"} {
 		// A run writes only the files it has lines for: clear the last run's.
 		if err := os.Remove(filepath.Join(*output, name)); err != nil && !os.IsNotExist(err) {
-			log.Fatalf("classify: %v", err)
+			jobs.Exit("classify", "output folder", err)
 		}
 	}
 	p, s := beam.NewPipelineWithRoot()
@@ -190,11 +203,11 @@ func main() {
 	}
 	pr, err := beam.Run(context.Background(), runner, p)
 	if err != nil {
-		log.Fatalf("classify: pipeline failed: %v", err)
+		jobs.Exit("classify", "pipeline failed", err)
 	}
 	summary, err := os.ReadFile(filepath.Join(*output, "summary.txt"))
 	if err != nil {
-		log.Fatalf("classify: no summary: every record failed; see %s", filepath.Join(*output, "failures.txt"))
+		jobs.Exit("classify", "no summary", fmt.Errorf("every record failed; see %s", filepath.Join(*output, "failures.txt")))
 	}
 	fmt.Printf("%s\n%s; predictions in %s\n", strings.TrimSpace(string(summary)), metricsLine(pr),
 		filepath.Join(*output, "predictions.csv"))

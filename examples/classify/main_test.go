@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,7 +12,43 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 )
 
-func TestMain(m *testing.M) { ptest.Main(m) }
+// TestMain runs the command itself when TestMissingModel starts this test
+// binary again with classifyMain set, and the tests otherwise.
+func TestMain(m *testing.M) {
+	if os.Getenv("CLASSIFY_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	ptest.Main(m)
+}
+
+// Run with a model that is not there, the command exits non-zero and says
+// why on stderr, in one line that names the file: not silently (the
+// logging setup once swallowed log.Fatal) and not buried in the runner's
+// execution plan.
+func TestMissingModel(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(t.TempDir(), "no-such-model.onnx")
+	cmd := exec.Command(exe, "--model", missing, "--input", "testdata/digits.csv", "--output", t.TempDir())
+	cmd.Env = append(os.Environ(), "CLASSIFY_MAIN=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+		t.Fatalf("classify with a missing model: %v, want a non-zero exit; stderr:\n%s", err, stderr.String())
+	}
+	var last string
+	for _, l := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		last = l
+	}
+	if !strings.HasPrefix(last, "classify: pipeline failed: ") || !strings.Contains(last, missing) || !strings.Contains(last, "no such file") {
+		t.Errorf("last line on stderr %q, want classify's one-line cause naming %s", last, missing)
+	}
+}
 
 // The demo pipeline classifies every held-out digit with the ONNX model,
 // and each prediction equals PyTorch's own for that row, with every logit

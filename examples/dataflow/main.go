@@ -47,6 +47,7 @@ import (
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/onnx"
 	"github.com/beamml/beamml/internal/digits"
+	"github.com/beamml/beamml/internal/jobs"
 )
 
 var (
@@ -139,12 +140,15 @@ func main() {
 	}
 	beam.Init()
 	if runner == "prism" || runner == "direct" {
-		beamlog.SetupLogging("warn", "text") // the local runners log every step at INFO
+		// The local runners log every step at INFO. SetupLogging routes the
+		// log package through the same handler at "warn": a failure goes
+		// through jobs.Exit, which writes to stderr itself.
+		beamlog.SetupLogging("warn", "text")
 	}
 	p, s := beam.NewPipelineWithRoot()
 	Build(s, *model, *input, *output)
 	if _, err := beam.Run(context.Background(), runner, p); err != nil {
-		log.Fatalf("dataflow: pipeline failed: %v", err)
+		jobs.Exit("dataflow", "pipeline failed", err)
 	}
 	if !strings.Contains(flag.Lookup("dry_run").Value.String(), "true") {
 		fmt.Printf("predictions in %s\n", *output)
