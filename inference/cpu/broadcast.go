@@ -31,19 +31,42 @@ type broadcastOperand struct {
 }
 
 // broadcastPlan maps the output of a broadcasting operator to its operands.
-// Its output, and the offset tables of operands broadcast in general, are
-// allocated under the run's limits.
+// It depends only on the operands' shapes (and the node's attributes), so
+// a kernel keeps it from run to run (opsem.Plan), together with what it
+// works out on first use: the walk of runs, and the strides and odometer
+// of offsets. Its output, and the offset tables of operands broadcast in
+// general, are allocated under run, which the kernel sets to the node's
+// each run.
 type broadcastPlan struct {
 	shape []int
 	n     int
 	ops   []broadcastOperand
 	run   *limit.Run
+
+	walk    *broadcastWalk // runs's, for the operands it last walked
+	strides [][]int        // offsets's: operand k's opsem.BroadcastStrides, once asked for
+	idx     []int          // offsets's odometer
+	offs    [][]int        // offsetsOf's result
+	fn      any            // planFunc's
+}
+
+// planFunc returns the elementwise function of the operator op that p
+// keeps, made by mk(op) on p's first run: a closure that a generic
+// function returns holds its dictionary, and would be allocated every
+// run.
+func planFunc[F any](p *broadcastPlan, mk func(op string) F, op string) F {
+	if f, ok := p.fn.(F); ok {
+		return f
+	}
+	f := mk(op)
+	p.fn = f
+	return f
 }
 
 // newBroadcastPlan plans an output of shape out over operands that
 // broadcast to it.
-func newBroadcastPlan(r *limit.Run, out []int, shapes ...[]int) broadcastPlan {
-	p := broadcastPlan{shape: out, n: opsem.Count(out), ops: make([]broadcastOperand, len(shapes)), run: r}
+func newBroadcastPlan(r *limit.Run, out []int, shapes ...[]int) *broadcastPlan {
+	p := &broadcastPlan{shape: out, n: opsem.Count(out), ops: make([]broadcastOperand, len(shapes)), run: r}
 	for i, s := range shapes {
 		o := broadcastOperand{shape: s, size: opsem.Count(s), mode: broadcastGeneral}
 		trimmed := s
@@ -64,17 +87,35 @@ func newBroadcastPlan(r *limit.Run, out []int, shapes ...[]int) broadcastPlan {
 }
 
 // offsets returns, for each output element, the offset of operand k's
-// element: a table as large as the output.
-func (p broadcastPlan) offsets(k int) ([]int, error) {
-	if _, err := limit.Claim[int](p.run, p.shape...); err != nil {
+// element (opsem.BroadcastOffsets): a table as large as the output, taken
+// from the run's pool, so that it is the kernel's scratch. The strides it
+// is computed from are kept in the plan.
+func (p *broadcastPlan) offsets(k int) ([]int, error) {
+	offs, err := limit.MakeOverwritten[int](p.run, p.shape...) // StridedOffsets writes every entry
+	if err != nil {
 		return nil, err
 	}
-	return opsem.BroadcastOffsets(p.ops[k].shape, p.shape), nil
+	if p.strides == nil {
+		p.strides, p.idx = make([][]int, len(p.ops)), make([]int, len(p.shape))
+	}
+	if p.strides[k] == nil {
+		st, err := opsem.BroadcastStrides(p.ops[k].shape, p.shape)
+		if err != nil {
+			panic("cpu: broadcast offsets: " + err.Error()) // the plan's operands broadcast to its shape
+		}
+		p.strides[k] = st
+	}
+	opsem.StridedOffsets(offs, p.strides[k], p.shape, p.idx)
+	return offs, nil
 }
 
-// offsetsOf returns the offsets of the operands ks.
-func (p broadcastPlan) offsetsOf(ks ...int) ([][]int, error) {
-	offs := make([][]int, len(ks))
+// offsetsOf returns the offsets of the operands ks, in a slice the next
+// call reuses.
+func (p *broadcastPlan) offsetsOf(ks ...int) ([][]int, error) {
+	if len(p.offs) < len(ks) {
+		p.offs = make([][]int, len(ks))
+	}
+	offs := p.offs[:len(ks)]
 	for i, k := range ks {
 		var err error
 		if offs[i], err = p.offsets(k); err != nil {
@@ -84,6 +125,16 @@ func (p broadcastPlan) offsetsOf(ks ...int) ([][]int, error) {
 	return offs, nil
 }
 
+// A broadcastWalk is how runs walks the output for operands a and b: a
+// stridedWalker over the output's dimensions, merged (mergeDims), the
+// length of a run and the operands' steps along it, kept in the plan so
+// that a walk allocates nothing.
+type broadcastWalk struct {
+	a, b          int
+	walker        *stridedWalker
+	inner, sa, sb int
+}
+
 // runs calls f for each run of the output along which operands a and b
 // both step by 0 or 1 elements: the n output elements from o read operand
 // a from ia with step sa, and b from ib with step sb. Dimensions of 1 are
@@ -91,7 +142,17 @@ func (p broadcastPlan) offsetsOf(ks ...int) ([][]int, error) {
 // [N,C,H,W]·[N,C,1,1] is N·C runs of H·W (a with step 1, b with step 0),
 // and [B,H,S,S]+[B,1,1,S] is B·H·S runs of S. No offset tables are
 // built.
-func (p broadcastPlan) runs(a, b int, f func(o, ia, ib, n, sa, sb int)) {
+func (p *broadcastPlan) runs(a, b int, f func(o, ia, ib, n, sa, sb int)) {
+	w := p.walk
+	if w == nil || w.a != a || w.b != b {
+		w = p.newWalk(a, b)
+		p.walk = w
+	}
+	w.walker.walk(p.n, func(o int, at []int) { f(o, at[0], at[1], w.inner, w.sa, w.sb) })
+}
+
+// newWalk plans runs's walk for operands a and b.
+func (p *broadcastPlan) newWalk(a, b int) *broadcastWalk {
 	rank := len(p.shape)
 	steps := [][]int{make([]int, rank), make([]int, rank)}
 	for k, op := range []int{a, b} {
@@ -104,14 +165,14 @@ func (p broadcastPlan) runs(a, b int, f func(o, ia, ib, n, sa, sb int)) {
 			}
 		}
 	}
-	dims, strides := mergeDims(p.shape, steps)
-	inner, sa := innerRun(dims, strides, 0)
-	_, sb := innerRun(dims, strides, 1)
-	stridedWalk(p.n, dims, strides, func(o int, at []int) { f(o, at[0], at[1], inner, sa, sb) })
+	w := &broadcastWalk{a: a, b: b, walker: newStridedWalker(p.shape, steps)}
+	w.inner, w.sa = innerRun(w.walker.dims, w.walker.strides, 0)
+	_, w.sb = innerRun(w.walker.dims, w.walker.strides, 1)
+	return w
 }
 
 // planBroadcast plans numpy (multidirectional) broadcasting of ts.
-func planBroadcast(r *limit.Run, ts ...inference.Tensor) (broadcastPlan, error) {
+func planBroadcast(r *limit.Run, ts ...inference.Tensor) (*broadcastPlan, error) {
 	shapes := make([][]int, len(ts))
 	for i, t := range ts {
 		shapes[i] = t.Shape()
@@ -120,40 +181,52 @@ func planBroadcast(r *limit.Run, ts ...inference.Tensor) (broadcastPlan, error) 
 }
 
 // planShapes plans numpy broadcasting of operands of the given shapes.
-func planShapes(r *limit.Run, shapes ...[]int) (broadcastPlan, error) {
+func planShapes(r *limit.Run, shapes ...[]int) (*broadcastPlan, error) {
 	out, err := opsem.BroadcastShape(shapes...)
 	if err != nil {
-		return broadcastPlan{}, err
+		return nil, err
 	}
 	return newBroadcastPlan(r, out, shapes...), nil
 }
 
 // binaryInputs checks the two required inputs of a binary operator,
-// which share one element type, and plans their broadcasting.
-func binaryInputs(n opsem.Node, in []inference.Tensor) (broadcastPlan, error) {
+// which share one element type, and returns the plan of their broadcasting
+// (keptBinary).
+func binaryInputs(n opsem.Node, in []inference.Tensor) (*broadcastPlan, error) {
 	if err := needInputs(in, 2); err != nil {
-		return broadcastPlan{}, err
+		return nil, err
 	}
 	if err := sameType(in[:2]); err != nil {
-		return broadcastPlan{}, err
+		return nil, err
 	}
-	return binaryPlan(n, in[0], in[1])
+	return keptBinary(n, in)
+}
+
+// keptBinary returns binaryPlan of the node's first two inputs, kept from
+// run to run in its memo (opsem.Plan), with its run set to the node's.
+func keptBinary(n opsem.Node, in []inference.Tensor) (*broadcastPlan, error) {
+	p, err := opsem.Plan(n, in, func() (*broadcastPlan, error) { return binaryPlan(n, in[0], in[1]) })
+	if err != nil {
+		return nil, err
+	}
+	p.run = n.Run
+	return p, nil
 }
 
 // binaryPlan plans a binary operator: B takes the shape
 // opsem.LegacyBroadcast gives it (its own from opset 7; aligned with A by
 // the broadcast and axis attributes before), then the two broadcast.
-func binaryPlan(n opsem.Node, a, b inference.Tensor) (broadcastPlan, error) {
+func binaryPlan(n opsem.Node, a, b inference.Tensor) (*broadcastPlan, error) {
 	bs, err := opsem.LegacyBroadcast(n, a.Shape(), b.Shape())
 	if err != nil {
-		return broadcastPlan{}, err
+		return nil, err
 	}
 	return planShapes(n.Run, a.Shape(), bs)
 }
 
 // zip applies f to the broadcast pairs of a and b, and returns the result
 // as the node's one output.
-func zip[A, B, U inference.Element](p broadcastPlan, a []A, b []B, f func(A, B) U) ([]inference.Tensor, error) {
+func zip[A, B, U inference.Element](n opsem.Node, p *broadcastPlan, a []A, b []B, f func(A, B) U) ([]inference.Tensor, error) {
 	out, err := limit.Make[U](p.run, p.shape...)
 	if err != nil {
 		return nil, err
@@ -199,5 +272,5 @@ func zip[A, B, U inference.Element](p broadcastPlan, a []A, b []B, f func(A, B) 
 			}
 		})
 	}
-	return singleOutput(p.shape, out)
+	return opsem.Single(n, p.shape, out)
 }

@@ -217,34 +217,58 @@ var ewUnaryOps = map[string]ewAttrs{
 	},
 }
 
+// ewUnaryPlan is what a unary operator's node keeps from run to run: the
+// operator its attributes make, the output's shape, and the float32 vec
+// loop's body, bound once, which reads its slices from the plan (a closure
+// made each run would be allocated: parallelFor hands it to other
+// goroutines).
+type ewUnaryPlan struct {
+	u     ewUnary
+	shape []int
+	y, x  []float32 // this run's, set around the vec loop
+	body  func(lo, hi int)
+}
+
+func (p *ewUnaryPlan) chunk(lo, hi int) { p.u.vec(p.y[lo:hi], p.x[lo:hi]) }
+
 func ewUnaryKernel(attrs ewAttrs) kernel {
 	return func(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		if err := needInputs(in, 1); err != nil {
 			return nil, err
 		}
-		u, err := attrs(n)
-		if err != nil {
-			return nil, err
-		}
-		x := in[0]
-		switch t := x.DType(); {
-		case t == inference.Float32 && u.vec != nil:
-			xd := dataOf[float32](x)
-			y, err := limit.MakeOverwritten[float32](n.Run, len(xd))
+		p, err := opsem.Plan(n, in, func() (*ewUnaryPlan, error) {
+			u, err := attrs(n)
 			if err != nil {
 				return nil, err
 			}
-			parallelFor(len(xd), ewVecCost, func(lo, hi int) { u.vec(y[lo:hi], xd[lo:hi]) })
-			return opsem.Single(n, x.Shape(), y)
+			p := &ewUnaryPlan{u: u, shape: in[0].Shape()}
+			p.body = p.chunk
+			return p, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		u, x := p.u, in[0]
+		switch t := x.DType(); {
+		case t == inference.Float32 && u.vec != nil:
+			xd := dataOf[float32](x)
+			y, err := limit.MakeOverwritten[float32](n.Run, p.shape...) // len(xd) elements
+			if err != nil {
+				return nil, err
+			}
+			p.y, p.x = y, xd
+			parallelFor(len(xd), ewVecCost, p.body)
+			p.y, p.x = nil, nil
+			return opsem.Single(n, p.shape, y)
 		case t == inference.Float32:
 			f := u.float
-			return mapOutput(n.Run, x.Shape(), dataOf[float32](x), func(v float32) float32 { return float32(f(float64(v))) })
+			return mapOutput(n, p.shape, dataOf[float32](x), func(v float32) float32 { return float32(f(float64(v))) })
 		case u.integer != nil && t == inference.Int64:
-			return mapOutput(n.Run, x.Shape(), dataOf[int64](x), u.integer)
+			return mapOutput(n, p.shape, dataOf[int64](x), u.integer)
 		case u.integer != nil && t == inference.Int32:
-			return mapOutput(n.Run, x.Shape(), dataOf[int32](x), func(v int32) int32 { return int32(u.integer(int64(v))) })
+			return mapOutput(n, p.shape, dataOf[int32](x), func(v int32) int32 { return int32(u.integer(int64(v))) })
 		case u.integer != nil && u.unsigned && t == inference.Uint8:
-			return mapOutput(n.Run, x.Shape(), dataOf[uint8](x), func(v uint8) uint8 { return uint8(u.integer(int64(v))) })
+			return mapOutput(n, p.shape, dataOf[uint8](x), func(v uint8) uint8 { return uint8(u.integer(int64(v))) })
 		}
 		if u.integer != nil {
 			return nil, wantType(0, x, "a number")
@@ -266,19 +290,25 @@ func ewPRelu(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		return nil, err
 	}
 	x, slope := in[0], in[1]
-	xs := x.Shape()
-	ss, err := opsem.PReluSlope(n, xs, slope.Shape())
+	p, err := opsem.Plan(n, in, func() (*broadcastPlan, error) {
+		xs := x.Shape()
+		ss, err := opsem.PReluSlope(n, xs, slope.Shape())
+		if err != nil {
+			return nil, err
+		}
+		return newBroadcastPlan(n.Run, xs, xs, ss), nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	p := newBroadcastPlan(n.Run, xs, xs, ss)
+	p.run = n.Run
 	switch x.DType() {
 	case inference.Float32:
-		return zip(p, dataOf[float32](x), dataOf[float32](slope), ewPReluOf[float32])
+		return zip(n, p, dataOf[float32](x), dataOf[float32](slope), ewPReluOf[float32])
 	case inference.Int64:
-		return zip(p, dataOf[int64](x), dataOf[int64](slope), ewPReluOf[int64])
+		return zip(n, p, dataOf[int64](x), dataOf[int64](slope), ewPReluOf[int64])
 	case inference.Int32:
-		return zip(p, dataOf[int32](x), dataOf[int32](slope), ewPReluOf[int32])
+		return zip(n, p, dataOf[int32](x), dataOf[int32](slope), ewPReluOf[int32])
 	}
 	return nil, wantType(0, x, "float32, int64 or int32")
 }
@@ -304,46 +334,83 @@ var ewArithOps = map[string]ewArithOp{"Add": ewAdd, "Sub": ewSub, "Mul": ewMul, 
 // ewArithKernel runs Add, Sub, Mul and Div. Integer division truncates
 // toward zero; an integer zero divisor is an error.
 func ewArithKernel(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	p, err := binaryInputs(n, in)
-	if err != nil {
+	if err := needInputs(in, 2); err != nil {
 		return nil, err
 	}
-	a, b := in[0], in[1]
+	if err := sameType(in[:2]); err != nil {
+		return nil, err
+	}
+	a := in[0]
 	op := ewArithOps[n.OpType]
 	switch a.DType() {
 	case inference.Float32:
-		return ewArith(op, p, dataOf[float32](a), dataOf[float32](b))
+		return ewArithOf[float32](n, in, op, false)
 	case inference.Int64:
-		return ewArithInt(op, p, dataOf[int64](a), dataOf[int64](b))
+		return ewArithOf[int64](n, in, op, true)
 	case inference.Int32:
-		return ewArithInt(op, p, dataOf[int32](a), dataOf[int32](b))
+		return ewArithOf[int32](n, in, op, true)
 	case inference.Uint8:
-		return ewArithInt(op, p, dataOf[uint8](a), dataOf[uint8](b))
+		return ewArithOf[uint8](n, in, op, true)
 	}
 	return nil, wantType(0, a, "a number")
 }
 
-func ewArithInt[T int64 | int32 | uint8](op ewArithOp, p broadcastPlan, a, b []T) ([]inference.Tensor, error) {
-	if op == ewDiv && p.n > 0 && slices.Contains(b, 0) {
+// ewArithPlan is what an Add, Sub, Mul or Div node keeps from run to run:
+// the broadcasting of its inputs, and the bodies of its parallel loops,
+// bound once, which read this run's slices from the plan (a closure made
+// each run would be allocated: parallelFor hands it to other goroutines).
+type ewArithPlan[T number] struct {
+	*broadcastPlan
+	op         ewArithOp
+	out, a, b  []T // this run's, set around the loops
+	vv, vs, sv func(lo, hi int)
+}
+
+func (p *ewArithPlan[T]) chunkVV(lo, hi int) { ewArithVV(p.op, p.out[lo:hi], p.a[lo:hi], p.b[lo:hi]) }
+func (p *ewArithPlan[T]) chunkVS(lo, hi int) { ewArithVS(p.op, p.out[lo:hi], p.a[lo:hi], p.b[0]) }
+func (p *ewArithPlan[T]) chunkSV(lo, hi int) { ewArithSV(p.op, p.out[lo:hi], p.a[0], p.b[lo:hi]) }
+
+// ewArithOf runs op on the node's inputs, of element type T, through the
+// plan it keeps; integer (an integer T) makes a zero divisor an error.
+func ewArithOf[T number](n opsem.Node, in []inference.Tensor, op ewArithOp, integer bool) ([]inference.Tensor, error) {
+	p, err := opsem.Plan(n, in, func() (*ewArithPlan[T], error) {
+		bp, err := binaryPlan(n, in[0], in[1])
+		if err != nil {
+			return nil, err
+		}
+		p := &ewArithPlan[T]{broadcastPlan: bp, op: op}
+		p.vv, p.vs, p.sv = p.chunkVV, p.chunkVS, p.chunkSV
+		return p, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.run = n.Run
+	a, b := dataOf[T](in[0]), dataOf[T](in[1])
+	if integer && op == ewDiv && p.n > 0 && slices.Contains(b, 0) {
 		return nil, fmt.Errorf("integer division by zero: input 1 holds 0")
 	}
-	return ewArith(op, p, a, b)
+	return ewArith(n, p, a, b)
 }
 
 // ewArith computes a op b with tight loops for equal shapes, a scalar
 // operand, and an operand repeated along the leading dimensions.
-func ewArith[T number](op ewArithOp, p broadcastPlan, a, b []T) ([]inference.Tensor, error) {
+func ewArith[T number](n opsem.Node, p *ewArithPlan[T], a, b []T) ([]inference.Tensor, error) {
+	op := p.op
 	out, err := limit.MakeOverwritten[T](p.run, p.shape...) // every branch writes every element
 	if err != nil {
 		return nil, err
 	}
 	switch ma, mb := p.ops[0].mode, p.ops[1].mode; {
 	case ma == broadcastSame && mb == broadcastSame:
-		parallelFor(len(out), 1, func(lo, hi int) { ewArithVV(op, out[lo:hi], a[lo:hi], b[lo:hi]) })
+		p.out, p.a, p.b = out, a, b
+		parallelFor(len(out), 1, p.vv)
 	case ma == broadcastSame && mb == broadcastScalar:
-		parallelFor(len(out), 1, func(lo, hi int) { ewArithVS(op, out[lo:hi], a[lo:hi], b[0]) })
+		p.out, p.a, p.b = out, a, b
+		parallelFor(len(out), 1, p.vs)
 	case ma == broadcastScalar && mb == broadcastSame:
-		parallelFor(len(out), 1, func(lo, hi int) { ewArithSV(op, out[lo:hi], a[0], b[lo:hi]) })
+		p.out, p.a, p.b = out, a, b
+		parallelFor(len(out), 1, p.sv)
 	case ma == broadcastSame && mb == broadcastTile:
 		for s := 0; s < len(out); s += len(b) {
 			ewArithVV(op, out[s:s+len(b)], a[s:s+len(b)], b)
@@ -370,7 +437,8 @@ func ewArith[T number](op ewArithOp, p broadcastPlan, a, b []T) ([]inference.Ten
 			}
 		})
 	}
-	return singleOutput(p.shape, out)
+	p.out, p.a, p.b = nil, nil, nil
+	return opsem.Single(n, p.shape, out)
 }
 
 func ewArithVV[T number](op ewArithOp, out, a, b []T) {
@@ -469,20 +537,20 @@ func ewPow(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		return nil, err
 	}
 	x, y := in[0], in[1]
-	p, err := binaryPlan(n, x, y)
+	p, err := keptBinary(n, in)
 	if err != nil {
 		return nil, err
 	}
 	switch x.DType() {
 	case inference.Float32:
 		if e, ok := ewSmallExponent(y); ok && p.ops[0].mode == broadcastSame {
-			return ewPowSmall(n.Run, x, e)
+			return ewPowSmall(n, p.shape, x, e)
 		}
-		return ewPowBase(p, dataOf[float32](x), y)
+		return ewPowBase(n, p, dataOf[float32](x), y)
 	case inference.Int64:
-		return ewPowBase(p, dataOf[int64](x), y)
+		return ewPowBase(n, p, dataOf[int64](x), y)
 	case inference.Int32:
-		return ewPowBase(p, dataOf[int32](x), y)
+		return ewPowBase(n, p, dataOf[int32](x), y)
 	}
 	return nil, wantType(0, x, "float32, int64 or int32")
 }
@@ -509,32 +577,34 @@ func ewSmallExponent(y inference.Tensor) (int, bool) {
 }
 
 // ewPowSmall is x^e for e of 2 or 3 in float64, rounded once, as
-// math.Pow(x, e) gives it.
-func ewPowSmall(r *limit.Run, x inference.Tensor, e int) ([]inference.Tensor, error) {
+// math.Pow(x, e) gives it; shape is x's.
+func ewPowSmall(n opsem.Node, shape []int, x inference.Tensor, e int) ([]inference.Tensor, error) {
 	if e == 2 {
-		return mapOutput(r, x.Shape(), dataOf[float32](x), func(v float32) float32 { return v * v })
+		return mapOutput(n, shape, dataOf[float32](x), func(v float32) float32 { return v * v })
 	}
-	return mapOutput(r, x.Shape(), dataOf[float32](x), func(v float32) float32 {
+	return mapOutput(n, shape, dataOf[float32](x), func(v float32) float32 {
 		w := float64(v)
 		return float32(w * w * w)
 	})
 }
 
-func ewPowBase[B float32 | int64 | int32](p broadcastPlan, x []B, y inference.Tensor) ([]inference.Tensor, error) {
+func ewPowBase[B float32 | int64 | int32](n opsem.Node, p *broadcastPlan, x []B, y inference.Tensor) ([]inference.Tensor, error) {
 	switch y.DType() {
 	case inference.Float32:
-		return zip(p, x, dataOf[float32](y), ewPowFunc[B, float32]())
+		return zip(n, p, x, dataOf[float32](y), planFunc(p, ewPowFunc[B, float32], ""))
 	case inference.Int64:
-		return zip(p, x, dataOf[int64](y), ewPowFunc[B, int64]())
+		return zip(n, p, x, dataOf[int64](y), planFunc(p, ewPowFunc[B, int64], ""))
 	case inference.Int32:
-		return zip(p, x, dataOf[int32](y), ewPowFunc[B, int32]())
+		return zip(n, p, x, dataOf[int32](y), planFunc(p, ewPowFunc[B, int32], ""))
 	case inference.Uint8:
-		return zip(p, x, dataOf[uint8](y), ewPowFunc[B, uint8]())
+		return zip(n, p, x, dataOf[uint8](y), planFunc(p, ewPowFunc[B, uint8], ""))
 	}
 	return nil, wantType(1, y, "a number")
 }
 
-func ewPowFunc[B float32 | int64 | int32, E number]() func(x B, y E) B {
+// ewPowFunc is Pow's elementwise function for base B and exponent E (it
+// takes planFunc's operator, and ignores it).
+func ewPowFunc[B float32 | int64 | int32, E number](string) func(x B, y E) B {
 	var zb B
 	var ze E
 	_, floatBase := any(zb).(float32)
@@ -583,7 +653,7 @@ func ewMod(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	fmod := opsem.ModFmod(n)
 	switch a.DType() {
 	case inference.Float32:
-		return zip(p, dataOf[float32](a), dataOf[float32](b), func(x, y float32) float32 {
+		return zip(n, p, dataOf[float32](a), dataOf[float32](b), func(x, y float32) float32 {
 			r := math.Mod(float64(x), float64(y))
 			if !fmod && r != 0 && (r < 0) != (y < 0) {
 				r += float64(y)
@@ -591,20 +661,20 @@ func ewMod(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 			return float32(r)
 		})
 	case inference.Int64:
-		return ewModInt(p, dataOf[int64](a), dataOf[int64](b), fmod)
+		return ewModInt(n, p, dataOf[int64](a), dataOf[int64](b), fmod)
 	case inference.Int32:
-		return ewModInt(p, dataOf[int32](a), dataOf[int32](b), fmod)
+		return ewModInt(n, p, dataOf[int32](a), dataOf[int32](b), fmod)
 	case inference.Uint8:
-		return ewModInt(p, dataOf[uint8](a), dataOf[uint8](b), fmod)
+		return ewModInt(n, p, dataOf[uint8](a), dataOf[uint8](b), fmod)
 	}
 	return nil, wantType(0, a, "a number")
 }
 
-func ewModInt[T int64 | int32 | uint8](p broadcastPlan, a, b []T, fmod bool) ([]inference.Tensor, error) {
+func ewModInt[T int64 | int32 | uint8](n opsem.Node, p *broadcastPlan, a, b []T, fmod bool) ([]inference.Tensor, error) {
 	if p.n > 0 && slices.Contains(b, 0) {
 		return nil, fmt.Errorf("integer modulo by zero: input 1 holds 0")
 	}
-	return zip(p, a, b, func(x, y T) T {
+	return zip(n, p, a, b, func(x, y T) T {
 		r := x % y
 		if !fmod && r != 0 && (r < 0) != (y < 0) {
 			r += y
@@ -632,7 +702,7 @@ func ewBitShift(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error)
 	default:
 		return nil, fmt.Errorf("direction %q, want LEFT or RIGHT: %w", d, inference.ErrBadModel)
 	}
-	return zip(p, dataOf[uint8](a), dataOf[uint8](b), f)
+	return zip(n, p, dataOf[uint8](a), dataOf[uint8](b), f)
 }
 
 // Where, Clip, and the variadic operators.
@@ -649,27 +719,28 @@ func ewWhere(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err := sameType(in[1:3]); err != nil {
 		return nil, fmt.Errorf("input 2 is %v, input 1 is %v: %w", y, x, inference.ErrType)
 	}
-	p, err := planBroadcast(n.Run, cond, x, y)
+	p, err := opsem.Plan(n, in, func() (*broadcastPlan, error) { return planBroadcast(n.Run, cond, x, y) })
 	if err != nil {
 		return nil, err
 	}
+	p.run = n.Run
 	c := dataOf[bool](cond)
 	switch x.DType() {
 	case inference.Float32:
-		return ewSelect(p, c, dataOf[float32](x), dataOf[float32](y))
+		return ewSelect(n, p, c, dataOf[float32](x), dataOf[float32](y))
 	case inference.Int64:
-		return ewSelect(p, c, dataOf[int64](x), dataOf[int64](y))
+		return ewSelect(n, p, c, dataOf[int64](x), dataOf[int64](y))
 	case inference.Int32:
-		return ewSelect(p, c, dataOf[int32](x), dataOf[int32](y))
+		return ewSelect(n, p, c, dataOf[int32](x), dataOf[int32](y))
 	case inference.Bool:
-		return ewSelect(p, c, dataOf[bool](x), dataOf[bool](y))
+		return ewSelect(n, p, c, dataOf[bool](x), dataOf[bool](y))
 	case inference.Uint8:
-		return ewSelect(p, c, dataOf[uint8](x), dataOf[uint8](y))
+		return ewSelect(n, p, c, dataOf[uint8](x), dataOf[uint8](y))
 	}
 	return nil, wantType(1, x, "a tensor")
 }
 
-func ewSelect[T inference.Element](p broadcastPlan, c []bool, x, y []T) ([]inference.Tensor, error) {
+func ewSelect[T inference.Element](n opsem.Node, p *broadcastPlan, c []bool, x, y []T) ([]inference.Tensor, error) {
 	out, err := limit.Make[T](p.run, p.shape...)
 	if err != nil {
 		return nil, err
@@ -682,7 +753,7 @@ func ewSelect[T inference.Element](p broadcastPlan, c []bool, x, y []T) ([]infer
 				out[i] = y[i]
 			}
 		}
-		return singleOutput(p.shape, out)
+		return opsem.Single(n, p.shape, out)
 	}
 	offs, err := p.offsetsOf(0, 1, 2)
 	if err != nil {
@@ -696,7 +767,7 @@ func ewSelect[T inference.Element](p broadcastPlan, c []bool, x, y []T) ([]infer
 			out[i] = y[oy[i]]
 		}
 	}
-	return singleOutput(p.shape, out)
+	return opsem.Single(n, p.shape, out)
 }
 
 // Clip limits x to [min, max]; where min > max every element becomes max.
@@ -712,25 +783,25 @@ func ewClip(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 			return nil, wantType(0, x, "float32")
 		}
 		lo, hi := opsem.ClipBounds(n)
-		return ewClipData(n.Run, x.Shape(), dataOf[float32](x), lo, hi)
+		return ewClipData(n, keptShape(n, in, 0), dataOf[float32](x), lo, hi)
 	}
 	if err := sameType(in[:min(len(in), 3)]); err != nil {
 		return nil, err
 	}
 	switch x.DType() {
 	case inference.Float32:
-		return ewClipInputs(n.Run, in, float32(math.Inf(-1)), float32(math.Inf(1)))
+		return ewClipInputs(n, in, float32(math.Inf(-1)), float32(math.Inf(1)))
 	case inference.Int64:
-		return ewClipInputs[int64](n.Run, in, math.MinInt64, math.MaxInt64)
+		return ewClipInputs[int64](n, in, math.MinInt64, math.MaxInt64)
 	case inference.Int32:
-		return ewClipInputs[int32](n.Run, in, math.MinInt32, math.MaxInt32)
+		return ewClipInputs[int32](n, in, math.MinInt32, math.MaxInt32)
 	case inference.Uint8:
-		return ewClipInputs[uint8](n.Run, in, 0, math.MaxUint8)
+		return ewClipInputs[uint8](n, in, 0, math.MaxUint8)
 	}
 	return nil, wantType(0, x, "a number")
 }
 
-func ewClipInputs[T number](r *limit.Run, in []inference.Tensor, lo, hi T) ([]inference.Tensor, error) {
+func ewClipInputs[T number](n opsem.Node, in []inference.Tensor, lo, hi T) ([]inference.Tensor, error) {
 	for i := 1; i < min(len(in), 3); i++ {
 		if !present(in[i]) {
 			continue
@@ -744,12 +815,13 @@ func ewClipInputs[T number](r *limit.Run, in []inference.Tensor, lo, hi T) ([]in
 			hi = dataOf[T](in[i])[0]
 		}
 	}
-	return ewClipData(r, in[0].Shape(), dataOf[T](in[0]), lo, hi)
+	return ewClipData(n, keptShape(n, in, 0), dataOf[T](in[0]), lo, hi)
 }
 
-// ewClipData keeps NaN, and gives hi everywhere when lo > hi.
-func ewClipData[T number](r *limit.Run, shape []int, x []T, lo, hi T) ([]inference.Tensor, error) {
-	return mapOutput(r, shape, x, func(v T) T {
+// ewClipData keeps NaN, and gives hi everywhere when lo > hi; shape is
+// x's.
+func ewClipData[T number](n opsem.Node, shape []int, x []T, lo, hi T) ([]inference.Tensor, error) {
+	return mapOutput(n, shape, x, func(v T) T {
 		if v < lo {
 			v = lo
 		}
@@ -773,18 +845,24 @@ func ewVariadic(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error)
 	if err := needInputs(in, len(in)); err != nil {
 		return nil, err
 	}
-	shapes := make([][]int, len(in))
-	for i, t := range in {
-		shapes[i] = t.Shape()
-	}
-	out, err := opsem.VariadicShape(n, shapes)
+	p, err := opsem.Plan(n, in, func() (*broadcastPlan, error) {
+		shapes := make([][]int, len(in))
+		for i, t := range in {
+			shapes[i] = t.Shape()
+		}
+		out, err := opsem.VariadicShape(n, shapes)
+		if err != nil {
+			return nil, err
+		}
+		return newBroadcastPlan(n.Run, out, shapes...), nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	p := newBroadcastPlan(n.Run, out, shapes...)
+	p.run = n.Run
 	switch in[0].DType() {
 	case inference.Float32:
-		res, err := ewFold(p, in, ewFolder[float32](n.OpType))
+		res, err := ewFold(n, p, in, planFunc(p, ewFolder[float32], n.OpType))
 		if err == nil && n.OpType == "Mean" {
 			out, k := dataOf[float32](res[0]), float32(len(in))
 			for i := range out {
@@ -794,15 +872,15 @@ func ewVariadic(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error)
 		return res, err
 	case inference.Int64:
 		if n.OpType != "Mean" {
-			return ewFold(p, in, ewFolder[int64](n.OpType))
+			return ewFold(n, p, in, planFunc(p, ewFolder[int64], n.OpType))
 		}
 	case inference.Int32:
 		if n.OpType != "Mean" {
-			return ewFold(p, in, ewFolder[int32](n.OpType))
+			return ewFold(n, p, in, planFunc(p, ewFolder[int32], n.OpType))
 		}
 	case inference.Uint8:
 		if n.OpType != "Mean" {
-			return ewFold(p, in, ewFolder[uint8](n.OpType))
+			return ewFold(n, p, in, planFunc(p, ewFolder[uint8], n.OpType))
 		}
 	}
 	if n.OpType == "Mean" {
@@ -832,7 +910,7 @@ func ewFolder[T number](op string) func(acc, x T) T {
 }
 
 // ewFold broadcasts input 0 to the output, then folds each further input in.
-func ewFold[T number](p broadcastPlan, in []inference.Tensor, f func(acc, x T) T) ([]inference.Tensor, error) {
+func ewFold[T number](n opsem.Node, p *broadcastPlan, in []inference.Tensor, f func(acc, x T) T) ([]inference.Tensor, error) {
 	out, err := limit.Make[T](p.run, p.shape...)
 	if err != nil {
 		return nil, err
@@ -877,7 +955,7 @@ func ewFold[T number](p broadcastPlan, in []inference.Tensor, f func(acc, x T) T
 			}
 		}
 	}
-	return singleOutput(p.shape, out)
+	return opsem.Single(n, p.shape, out)
 }
 
 // Cast and CastLike.
@@ -906,69 +984,61 @@ func ewCast(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if !ok {
 		return nil, n.Unsupported("cast to ONNX type %d", code)
 	}
-	t, err := ewConvert(n.Run, in[0], to)
-	if err != nil {
-		return nil, err
-	}
-	return []inference.Tensor{t}, nil
+	return ewConvert(n, in, to)
 }
 
 func ewCastLike(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err := needInputs(in, 2); err != nil {
 		return nil, err
 	}
-	t, err := ewConvert(n.Run, in[0], in[1].DType())
-	if err != nil {
-		return nil, err
-	}
-	return []inference.Tensor{t}, nil
+	return ewConvert(n, in, in[1].DType())
 }
 
-// ewConvert casts x to the element type to: float to integer truncates
-// toward zero, integers narrow by wrapping, nonzero is true and true is 1.
-func ewConvert(r *limit.Run, x inference.Tensor, to inference.DType) (inference.Tensor, error) {
+// ewConvert casts the node's input 0 to the element type to, as its one
+// output: float to integer truncates toward zero, integers narrow by
+// wrapping, nonzero is true and true is 1.
+func ewConvert(n opsem.Node, in []inference.Tensor, to inference.DType) ([]inference.Tensor, error) {
+	x := in[0]
+	shape := keptShape(n, in, 0)
 	if x.DType() == to {
-		return x, nil
+		return viewOutput(n, x, shape)
 	}
 	switch x.DType() {
 	case inference.Float32:
-		return ewConvertFrom(r, x.Shape(), dataOf[float32](x), to)
+		return ewConvertFrom(n, shape, dataOf[float32](x), to)
 	case inference.Int64:
-		return ewConvertFrom(r, x.Shape(), dataOf[int64](x), to)
+		return ewConvertFrom(n, shape, dataOf[int64](x), to)
 	case inference.Int32:
-		return ewConvertFrom(r, x.Shape(), dataOf[int32](x), to)
+		return ewConvertFrom(n, shape, dataOf[int32](x), to)
 	case inference.Uint8:
-		return ewConvertFrom(r, x.Shape(), dataOf[uint8](x), to)
+		return ewConvertFrom(n, shape, dataOf[uint8](x), to)
 	case inference.Bool:
-		if to == inference.Bool {
-			return mapElems(r, x.Shape(), dataOf[bool](x), func(v bool) bool { return v })
-		}
-		u, err := mapElems(r, x.Shape(), dataOf[bool](x), func(v bool) uint8 {
+		u, err := mapData(n.Run, shape, dataOf[bool](x), func(v bool) uint8 { // scratch
 			if v {
 				return 1
 			}
 			return 0
 		})
 		if err != nil {
-			return inference.Tensor{}, err
+			return nil, err
 		}
-		return ewConvertFrom(r, x.Shape(), dataOf[uint8](u), to)
+		return ewConvertFrom(n, shape, u, to)
 	}
-	return inference.Tensor{}, fmt.Errorf("input 0 is %v: %w", x, inference.ErrType)
+	return nil, fmt.Errorf("input 0 is %v: %w", x, inference.ErrType)
 }
 
-func ewConvertFrom[S number](r *limit.Run, shape []int, x []S, to inference.DType) (inference.Tensor, error) {
+func ewConvertFrom[S number](n opsem.Node, shape []int, x []S, to inference.DType) ([]inference.Tensor, error) {
 	switch to {
 	case inference.Float32:
-		return mapElems(r, shape, x, func(v S) float32 { return float32(v) })
+		return mapOutput(n, shape, x, func(v S) float32 { return float32(v) })
 	case inference.Int64:
-		return mapElems(r, shape, x, func(v S) int64 { return int64(v) })
+		return mapOutput(n, shape, x, func(v S) int64 { return int64(v) })
 	case inference.Int32:
-		return mapElems(r, shape, x, func(v S) int32 { return int32(int64(v)) })
+		return mapOutput(n, shape, x, func(v S) int32 { return int32(int64(v)) })
 	case inference.Uint8:
-		return mapElems(r, shape, x, func(v S) uint8 { return uint8(int64(v)) })
+		return mapOutput(n, shape, x, func(v S) uint8 { return uint8(int64(v)) })
 	case inference.Bool:
-		return mapElems(r, shape, x, func(v S) bool { return v != 0 })
+		return mapOutput(n, shape, x, func(v S) bool { return v != 0 })
 	}
-	return inference.Tensor{}, fmt.Errorf("cast to %v: %w", to, inference.ErrType)
+	return nil, fmt.Errorf("cast to %v: %w", to, inference.ErrType)
 }

@@ -24,44 +24,83 @@ func init() {
 	register("Compress", gaCompress)
 }
 
+// gaGatherPlan is what a Gather node keeps from run to run: the data's
+// shape, the axis and its stride, the output's shape, and the tables of
+// the take (made on first use), the axis's replaced each run by the one
+// the indices give, whose values the plan does not depend on.
+type gaGatherPlan struct {
+	shape, out   []int
+	axis, stride int
+	picks        []int // the indices' element count, as limit.Make's shape
+	take         *tableTake
+}
+
 func gaGather(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	in, err := inputs(in, 2, 2)
-	if err != nil {
+	if err := needInputs(in, 2); err != nil {
 		return nil, err
 	}
 	x, ind := in[0], in[1]
-	shape := x.Shape()
-	axis, out, err := opsem.GatherShape(n, shape, ind.Shape())
+	p, err := opsem.Plan(n, in, func() (*gaGatherPlan, error) {
+		shape := x.Shape()
+		axis, out, err := opsem.GatherShape(n, shape, ind.Shape())
+		if err != nil {
+			return nil, err
+		}
+		return &gaGatherPlan{shape: shape, out: out, axis: axis, stride: opsem.Strides(shape)[axis], picks: []int{ind.Len()}}, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	idx, err := opsem.Int64s(ind)
-	if err != nil {
-		return nil, fmt.Errorf("indices: %w", err)
-	}
-	st := opsem.Strides(shape)
-	picked := make([]int, len(idx))
-	for i, v := range idx {
-		k, err := opsem.Index(v, shape[axis])
-		if err != nil {
-			return nil, fmt.Errorf("data %v, axis %d: %w", x, axis, err)
+	var picked []int
+	switch ind.DType() {
+	case inference.Int64:
+		picked, err = gaPick(n.Run, p, x, dataOf[int64](ind))
+	case inference.Int32:
+		picked, err = gaPick(n.Run, p, x, dataOf[int32](ind))
+	default:
+		idx, ierr := opsem.Int64s(ind)
+		if ierr != nil {
+			return nil, fmt.Errorf("indices: %w", ierr)
 		}
-		picked[i] = k * st[axis]
+		picked, err = gaPick(n.Run, p, x, idx)
 	}
-	if y, empty, err := emptyResult(n.Run, x, out); empty {
+	if err != nil {
+		return nil, err
+	}
+	if y, empty, err := emptyResult(n.Run, x, p.out); empty {
 		return []inference.Tensor{y}, err
 	}
-	tabs, err := tables(n.Run, shape)
+	if p.take == nil {
+		tabs, err := keptTables(n.Run, p.shape)
+		if err != nil {
+			return nil, err
+		}
+		shape := slices.Clone(p.shape)
+		shape[p.axis] = len(picked)
+		p.take = newTableTake(tabs, shape)
+	}
+	p.take.tabs[p.axis] = picked
+	outs, err := p.take.output(n, x, p.out)
+	p.take.tabs[p.axis] = nil
+	return outs, err
+}
+
+// gaPick returns, in a buffer from the run's pool, the offset along p's
+// axis of each of the indices idx into data x.
+func gaPick[I int64 | int32](r *limit.Run, p *gaGatherPlan, x inference.Tensor, idx []I) ([]int, error) {
+	picked, err := limit.MakeOverwritten[int](r, p.picks...) // len(idx) elements
 	if err != nil {
 		return nil, err
 	}
-	tabs[axis] = picked
-	y, err := takeTables(n.Run, x, tabs, inference.Tensor{})
-	if err != nil {
-		return nil, err
+	dim := p.shape[p.axis]
+	for i, v := range idx {
+		k, err := opsem.Index(int64(v), dim)
+		if err != nil {
+			return nil, fmt.Errorf("data %v, axis %d: %w", x, p.axis, err)
+		}
+		picked[i] = k * p.stride
 	}
-	y, err = viewAs(y, out)
-	return []inference.Tensor{y}, err
+	return picked, nil
 }
 
 // gaElementOffsets returns opsem.ElementOffsets of the indices ind into
@@ -314,26 +353,26 @@ func gaTensorScatter(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, e
 	}
 	switch past.DType() {
 	case inference.Float32:
-		return gaScatterSeq[float32](n.Run, past, update, axis, positions)
+		return gaScatterSeq[float32](n, past, update, axis, positions)
 	case inference.Int64:
-		return gaScatterSeq[int64](n.Run, past, update, axis, positions)
+		return gaScatterSeq[int64](n, past, update, axis, positions)
 	case inference.Int32:
-		return gaScatterSeq[int32](n.Run, past, update, axis, positions)
+		return gaScatterSeq[int32](n, past, update, axis, positions)
 	case inference.Bool:
-		return gaScatterSeq[bool](n.Run, past, update, axis, positions)
+		return gaScatterSeq[bool](n, past, update, axis, positions)
 	case inference.Uint8:
-		return gaScatterSeq[uint8](n.Run, past, update, axis, positions)
+		return gaScatterSeq[uint8](n, past, update, axis, positions)
 	}
 	return nil, n.Unsupported("element type %v", past.DType())
 }
 
 // gaScatterSeq copies past and writes update into it along axis at the
 // positions gaTensorScatter computed.
-func gaScatterSeq[T inference.Element](r *limit.Run, past, update inference.Tensor, axis int, positions []int) ([]inference.Tensor, error) {
+func gaScatterSeq[T inference.Element](n opsem.Node, past, update inference.Tensor, axis int, positions []int) ([]inference.Tensor, error) {
 	shape := past.Shape()
 	src, _ := inference.Data[T](past)
 	upd, _ := inference.Data[T](update)
-	out, err := cloneOf(r, src)
+	out, err := cloneOf(n.Run, src)
 	if err != nil {
 		return nil, err
 	}
@@ -350,7 +389,7 @@ func gaScatterSeq[T inference.Element](r *limit.Run, past, update inference.Tens
 			copy(out[(o*length+p)*inner:(o*length+p+1)*inner], upd[(o*seq+s)*inner:(o*seq+s+1)*inner])
 		}
 	}
-	return singleOutput(shape, out)
+	return opsem.Single(n, shape, out)
 }
 
 func gaCompress(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {

@@ -32,16 +32,16 @@ func lgCompare(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) 
 	a, b := in[0], in[1]
 	switch a.DType() {
 	case inference.Float32:
-		return zip(p, dataOf[float32](a), dataOf[float32](b), lgComparison[float32](n.OpType))
+		return zip(n, p, dataOf[float32](a), dataOf[float32](b), planFunc(p, lgComparison[float32], n.OpType))
 	case inference.Int64:
-		return zip(p, dataOf[int64](a), dataOf[int64](b), lgComparison[int64](n.OpType))
+		return zip(n, p, dataOf[int64](a), dataOf[int64](b), planFunc(p, lgComparison[int64], n.OpType))
 	case inference.Int32:
-		return zip(p, dataOf[int32](a), dataOf[int32](b), lgComparison[int32](n.OpType))
+		return zip(n, p, dataOf[int32](a), dataOf[int32](b), planFunc(p, lgComparison[int32], n.OpType))
 	case inference.Uint8:
-		return zip(p, dataOf[uint8](a), dataOf[uint8](b), lgComparison[uint8](n.OpType))
+		return zip(n, p, dataOf[uint8](a), dataOf[uint8](b), planFunc(p, lgComparison[uint8], n.OpType))
 	case inference.Bool:
 		if n.OpType == "Equal" {
-			return zip(p, dataOf[bool](a), dataOf[bool](b), func(x, y bool) bool { return x == y })
+			return zip(n, p, dataOf[bool](a), dataOf[bool](b), func(x, y bool) bool { return x == y })
 		}
 	}
 	return nil, wantType(0, a, "a number")
@@ -71,7 +71,7 @@ func lgLogical(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) 
 			return nil, wantType(i, t, "bool")
 		}
 	}
-	p, err := binaryPlan(n, a, b)
+	p, err := keptBinary(n, in)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +82,7 @@ func lgLogical(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) 
 	case "Or":
 		f = func(x, y bool) bool { return x || y }
 	}
-	return zip(p, dataOf[bool](a), dataOf[bool](b), f)
+	return zip(n, p, dataOf[bool](a), dataOf[bool](b), f)
 }
 
 func lgNot(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
@@ -92,7 +92,7 @@ func lgNot(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if in[0].DType() != inference.Bool {
 		return nil, wantType(0, in[0], "bool")
 	}
-	return mapOutput(n.Run, in[0].Shape(), dataOf[bool](in[0]), func(v bool) bool { return !v })
+	return mapOutput(n, keptShape(n, in, 0), dataOf[bool](in[0]), func(v bool) bool { return !v })
 }
 
 func lgIsNaN(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
@@ -102,7 +102,7 @@ func lgIsNaN(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if in[0].DType() != inference.Float32 {
 		return nil, wantType(0, in[0], "float32")
 	}
-	return mapOutput(n.Run, in[0].Shape(), dataOf[float32](in[0]), func(v float32) bool { return v != v })
+	return mapOutput(n, keptShape(n, in, 0), dataOf[float32](in[0]), func(v float32) bool { return v != v })
 }
 
 func lgIsInf(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
@@ -113,7 +113,7 @@ func lgIsInf(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		return nil, wantType(0, in[0], "float32")
 	}
 	neg, pos := opsem.IsInfDetect(n)
-	return mapOutput(n.Run, in[0].Shape(), dataOf[float32](in[0]), func(v float32) bool {
+	return mapOutput(n, keptShape(n, in, 0), dataOf[float32](in[0]), func(v float32) bool {
 		return (pos && math.IsInf(float64(v), 1)) || (neg && math.IsInf(float64(v), -1))
 	})
 }

@@ -23,49 +23,79 @@ func init() {
 	register("CenterCropPad", slCenterCropPad)
 }
 
+// slSlicePlan is what a Slice node keeps from run to run: the input's
+// shape, what it keeps of each axis and the output's shape, all of which
+// its starts, ends, axes and steps key (their values, while they are
+// small: valuesKeyed), and the tables of the take, made on first use.
+type slSlicePlan struct {
+	shape, out []int
+	kept       []opsem.SliceAxis
+	take       *tableTake
+}
+
 func slSlice(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	required := 3 // data, starts, ends
 	if n.Opset < 10 {
 		required = 1 // Slice-1 takes the rest as attributes
 	}
-	in, err := inputs(in, 5, required)
-	if err != nil {
+	if err := needInputs(in, required); err != nil {
 		return nil, err
-	}
-	var operands [4][]int64 // starts, ends, axes, steps
-	for i := range operands {
-		if !present(in[i+1]) {
-			continue
-		}
-		if operands[i], err = opsem.Int64s(in[i+1]); err != nil {
-			return nil, fmt.Errorf("input %d: %w", i+1, err)
-		}
 	}
 	x := in[0]
-	shape := x.Shape()
-	kept, _, err := opsem.Slice(n, shape, operands[0], operands[1], operands[2], operands[3])
-	if err != nil {
-		return nil, err
-	}
-	out := slices.Clone(shape)
-	for _, k := range kept {
-		out[k.Axis] = k.Count
-	}
-	if y, empty, err := emptyResult(n.Run, x, out); empty {
-		return []inference.Tensor{y}, err
-	}
-	tabs, err := tables(n.Run, shape)
-	if err != nil {
-		return nil, err
-	}
-	st := opsem.Strides(shape)
-	for _, k := range kept {
-		if tabs[k.Axis], err = axisTable(n.Run, k.Count, func(j int) int { return (k.First + j*k.Step) * st[k.Axis] }); err != nil {
+	n = valuesKeyed(n, in, 1, 2, 3, 4)
+	p, err := opsem.Plan(n, in, func() (*slSlicePlan, error) {
+		var operands [4][]int64 // starts, ends, axes, steps
+		for i := range operands {
+			t := arg(in, i+1)
+			if !present(t) {
+				continue
+			}
+			var err error
+			if operands[i], err = opsem.Int64s(t); err != nil {
+				return nil, fmt.Errorf("input %d: %w", i+1, err)
+			}
+		}
+		shape := x.Shape()
+		kept, _, err := opsem.Slice(n, shape, operands[0], operands[1], operands[2], operands[3])
+		if err != nil {
 			return nil, err
 		}
+		out := slices.Clone(shape)
+		for _, k := range kept {
+			out[k.Axis] = k.Count
+		}
+		return &slSlicePlan{shape: shape, out: out, kept: kept}, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	y, err := takeTables(n.Run, x, tabs, inference.Tensor{})
-	return []inference.Tensor{y}, err
+	if y, empty, err := emptyResult(n.Run, x, p.out); empty {
+		return []inference.Tensor{y}, err
+	}
+	if p.take == nil {
+		tabs, err := keptTables(n.Run, p.shape)
+		if err != nil {
+			return nil, err
+		}
+		st := opsem.Strides(p.shape)
+		for _, k := range p.kept {
+			if tabs[k.Axis], err = keptAxisTable(n.Run, k.Count, func(j int) int { return (k.First + j*k.Step) * st[k.Axis] }); err != nil {
+				return nil, err
+			}
+		}
+		p.take = newTableTake(tabs, p.out)
+	}
+	return p.take.output(n, x, p.out)
+}
+
+// slConcatPlan is what a Concat node keeps from run to run: the output's
+// shape, the input blocks it joins (slConcatOf), and the inputs' data,
+// set each run, in a [][]T of the element type.
+type slConcatPlan struct {
+	shape        []int
+	outer, inner int
+	blocks       []int // input i's block: its size along the axis × inner
+	srcs         any   // [][]T, this run's data of the inputs
 }
 
 func slConcat(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
@@ -73,106 +103,140 @@ func slConcat(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		return nil, fmt.Errorf("no inputs: %w", inference.ErrBadModel)
 	}
 	first := in[0]
-	axis, err := opsem.ConcatAxis(n, first.Rank())
-	if err != nil {
-		return nil, fmt.Errorf("input 0 %v: %w", first, err)
-	}
-	shapes := make([][]int, len(in))
-	for i, t := range in {
-		if !present(t) {
-			return nil, fmt.Errorf("input %d is missing: %w", i, inference.ErrBadModel)
+	p, err := opsem.Plan(n, in, func() (*slConcatPlan, error) {
+		axis, err := opsem.ConcatAxis(n, first.Rank())
+		if err != nil {
+			return nil, fmt.Errorf("input 0 %v: %w", first, err)
 		}
-		if t.DType() != first.DType() {
-			return nil, fmt.Errorf("input %d is %v, input 0 is %v: %w", i, t, first, inference.ErrType)
+		shapes := make([][]int, len(in))
+		for i, t := range in {
+			if !present(t) {
+				return nil, fmt.Errorf("input %d is missing: %w", i, inference.ErrBadModel)
+			}
+			if t.DType() != first.DType() {
+				return nil, fmt.Errorf("input %d is %v, input 0 is %v: %w", i, t, first, inference.ErrType)
+			}
+			shapes[i] = t.Shape()
 		}
-		shapes[i] = t.Shape()
-	}
-	shape, err := opsem.ConcatShape(shapes, axis)
+		shape, err := opsem.ConcatShape(shapes, axis)
+		if err != nil {
+			return nil, err
+		}
+		p := &slConcatPlan{shape: shape, blocks: make([]int, len(in))}
+		if opsem.Count(shape) > 0 { // else the other dimensions may not count within int
+			p.outer, _, p.inner = opsem.SplitAxis(shape, axis)
+			for i, s := range shapes {
+				p.blocks[i] = s[axis] * p.inner
+			}
+		}
+		return p, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	var y inference.Tensor
 	switch first.DType() {
 	case inference.Float32:
-		y, err = slConcatOf[float32](n.Run, in, shape, axis)
+		return slConcatOf[float32](n, p, in)
 	case inference.Int64:
-		y, err = slConcatOf[int64](n.Run, in, shape, axis)
+		return slConcatOf[int64](n, p, in)
 	case inference.Int32:
-		y, err = slConcatOf[int32](n.Run, in, shape, axis)
+		return slConcatOf[int32](n, p, in)
 	case inference.Bool:
-		y, err = slConcatOf[bool](n.Run, in, shape, axis)
+		return slConcatOf[bool](n, p, in)
 	case inference.Uint8:
-		y, err = slConcatOf[uint8](n.Run, in, shape, axis)
-	default:
-		err = fmt.Errorf("%v: %w", first, inference.ErrType)
+		return slConcatOf[uint8](n, p, in)
 	}
-	return []inference.Tensor{y}, err
+	return nil, fmt.Errorf("%v: %w", first, inference.ErrType)
 }
 
-// slConcatOf joins tensors that agree off axis into shape: for each index
-// over the axes before axis, it copies each input's block in turn.
-func slConcatOf[T inference.Element](r *limit.Run, in []inference.Tensor, shape []int, axis int) (inference.Tensor, error) {
-	buf, err := limit.Make[T](r, shape...)
+// slConcatOf joins tensors that agree off the axis into p's shape: for
+// each index over the axes before the axis, it copies each input's block
+// in turn.
+func slConcatOf[T inference.Element](n opsem.Node, p *slConcatPlan, in []inference.Tensor) ([]inference.Tensor, error) {
+	buf, err := limit.Make[T](n.Run, p.shape...)
 	if err != nil {
-		return inference.Tensor{}, err
+		return nil, err
 	}
 	if len(buf) == 0 { // no elements: the other dimensions may not count within int
-		return inference.New(shape, buf)
+		return opsem.Single(n, p.shape, buf)
 	}
-	outer, _, inner := opsem.SplitAxis(shape, axis)
 	out := buf[:0]
-	srcs := make([][]T, len(in))
+	srcs, _ := p.srcs.([][]T)
+	if len(srcs) != len(in) {
+		srcs = make([][]T, len(in))
+		p.srcs = srcs
+	}
 	for i, t := range in {
 		d, err := inference.Data[T](t)
 		if err != nil {
-			return inference.Tensor{}, err
+			return nil, err
 		}
 		srcs[i] = d
 	}
-	for o := range outer {
-		for i, t := range in {
-			block := t.Shape()[axis] * inner
+	for o := range p.outer {
+		for i := range in {
+			block := p.blocks[i]
 			out = append(out, srcs[i][o*block:(o+1)*block]...)
 		}
 	}
-	return inference.New(shape, out)
+	clear(srcs)
+	return opsem.Single(n, p.shape, out)
+}
+
+// slSplitPlan is what a Split node keeps from run to run: for each
+// output, the take of its part (the tables along the axis cut to it) and
+// its shape; the values of the split operand key it while it is small
+// (valuesKeyed).
+type slSplitPlan struct {
+	parts []*tableTake
 }
 
 func slSplit(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	in, err := inputs(in, 2, 1)
-	if err != nil {
+	if err := needInputs(in, 1); err != nil {
 		return nil, err
 	}
 	x := in[0]
-	shape := x.Shape()
-	var split []int64
-	if present(in[1]) {
-		if split, err = opsem.Int64s(in[1]); err != nil {
-			return nil, fmt.Errorf("split: %w", err)
+	n = valuesKeyed(n, in, 1)
+	p, err := opsem.Plan(n, in, func() (*slSplitPlan, error) {
+		shape := x.Shape()
+		var split []int64
+		if t := arg(in, 1); present(t) {
+			var err error
+			if split, err = opsem.Int64s(t); err != nil {
+				return nil, fmt.Errorf("split: %w", err)
+			}
+			split = given(split)
 		}
-		split = given(split)
-	}
-	axis, parts, err := opsem.SplitParts(n, shape, split)
-	if err != nil {
-		return nil, err
-	}
-	st := opsem.Strides(shape)
-	outs := make([]inference.Tensor, len(parts))
-	start := 0
-	for k, s := range parts {
-		tabs, err := tables(n.Run, shape)
+		axis, parts, err := opsem.SplitParts(n, shape, split)
 		if err != nil {
 			return nil, err
 		}
-		if tabs[axis], err = axisTable(n.Run, s, func(i int) int { return (start + i) * st[axis] }); err != nil {
-			return nil, err
+		st := opsem.Strides(shape)
+		p := &slSplitPlan{parts: make([]*tableTake, len(parts))}
+		start := 0
+		for k, s := range parts {
+			tabs, err := keptTables(n.Run, shape)
+			if err != nil {
+				return nil, err
+			}
+			if tabs[axis], err = keptAxisTable(n.Run, s, func(i int) int { return (start + i) * st[axis] }); err != nil {
+				return nil, err
+			}
+			p.parts[k] = newTableTake(tabs, tableShape(tabs))
+			start += s
 		}
-		if outs[k], err = takeTables(n.Run, x, tabs, inference.Tensor{}); err != nil {
-			return nil, err
-		}
-		start += s
+		return p, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return outs, nil
+	res := n.Results(len(p.parts))
+	for k, part := range p.parts {
+		if res[k], err = part.outputAt(n, k, x, part.shape); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }
 
 func slPad(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
@@ -304,25 +368,44 @@ func slTile(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	return []inference.Tensor{y}, err
 }
 
+// slExpandPlan is what an Expand node keeps from run to run: the output's
+// shape, which the values of its shape operand key while it is small
+// (valuesKeyed), and the strides and odometer of the offsets.
+type slExpandPlan struct {
+	out, strides, idx []int
+}
+
 func slExpand(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	in, err := inputs(in, 2, 2)
-	if err != nil {
+	if err := needInputs(in, 2); err != nil {
 		return nil, err
 	}
 	x := in[0]
-	target, err := opsem.Int64s(in[1])
-	if err != nil {
-		return nil, fmt.Errorf("shape: %w", err)
-	}
-	out, err := opsem.ExpandShape(x.Shape(), target)
+	n = valuesKeyed(n, in, 1)
+	p, err := opsem.Plan(n, in, func() (*slExpandPlan, error) {
+		target, err := opsem.Int64s(in[1])
+		if err != nil {
+			return nil, fmt.Errorf("shape: %w", err)
+		}
+		shape := x.Shape()
+		out, err := opsem.ExpandShape(shape, target)
+		if err != nil {
+			return nil, err
+		}
+		st, err := opsem.BroadcastStrides(shape, out)
+		if err != nil {
+			return nil, err
+		}
+		return &slExpandPlan{out: out, strides: st, idx: make([]int, len(out))}, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	if _, err := limit.Claim[int](n.Run, out...); err != nil { // the offsets
+	offs, err := limit.MakeOverwritten[int](n.Run, p.out...) // StridedOffsets writes every entry
+	if err != nil {
 		return nil, err
 	}
-	y, err := take(n.Run, x, out, opsem.BroadcastOffsets(x.Shape(), out), inference.Tensor{})
-	return []inference.Tensor{y}, err
+	opsem.StridedOffsets(offs, p.strides, p.out, p.idx) // opsem.BroadcastOffsets
+	return takeOutput(n, x, p.out, offs)
 }
 
 func slCenterCropPad(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {

@@ -24,52 +24,64 @@ func init() {
 	register("Size", vwSize)
 }
 
+// The view kernels keep their output's shape from run to run (opsem.Plan),
+// and return their input's data under it (viewOutput): a run with the
+// shapes of the one before allocates nothing. Inputs that are left out at
+// the end are read with arg rather than padded (inputs), which would
+// allocate.
+
 func vwReshape(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	var spec []int64 // nil before Reshape-5, which takes the attribute
-	var err error
+	required := 2
 	if n.Opset < 5 {
-		if in, err = inputs(in, 1, 1); err != nil {
-			return nil, err
-		}
-	} else {
-		if in, err = inputs(in, 2, 2); err != nil {
-			return nil, err
-		}
-		if spec, err = opsem.Int64s(in[1]); err != nil {
-			return nil, fmt.Errorf("shape: %w", err)
-		}
+		required = 1 // Reshape-1 takes the attribute shape
+	}
+	if err := needInputs(in, required); err != nil {
+		return nil, err
 	}
 	x := in[0]
-	shape, err := opsem.Reshape(n, x.Shape(), spec)
+	n = valuesKeyed(n, in, 1)
+	shape, err := opsem.Plan(n, in, func() ([]int, error) {
+		var spec []int64 // nil before Reshape-5, which takes the attribute
+		if n.Opset >= 5 {
+			var err error
+			if spec, err = opsem.Int64s(in[1]); err != nil {
+				return nil, fmt.Errorf("shape: %w", err)
+			}
+		}
+		return opsem.Reshape(n, x.Shape(), spec)
+	})
 	if err != nil {
 		return nil, err
 	}
-	y, err := viewAs(x, shape)
-	return []inference.Tensor{y}, err
+	return viewOutput(n, x, shape)
 }
 
 func vwFlatten(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	in, err := inputs(in, 1, 1)
-	if err != nil {
+	if err := needInputs(in, 1); err != nil {
 		return nil, err
 	}
 	x := in[0]
-	shape := x.Shape()
-	// axis lies in [-rank, rank]; axis = rank gives [N, 1].
-	axis := n.Int("axis", 1)
-	if axis < 0 {
-		axis += int64(len(shape))
-	}
-	if axis < 0 || axis > int64(len(shape)) {
-		return nil, fmt.Errorf("axis %d out of range for %v: %w", n.Int("axis", 1), x, inference.ErrShape)
-	}
-	// The trailing block of a shape with no elements may not count within int.
-	cols, err := inference.NumElements(shape[axis:])
+	out, err := opsem.Plan(n, in, func() ([]int, error) {
+		shape := x.Shape()
+		// axis lies in [-rank, rank]; axis = rank gives [N, 1].
+		axis := n.Int("axis", 1)
+		if axis < 0 {
+			axis += int64(len(shape))
+		}
+		if axis < 0 || axis > int64(len(shape)) {
+			return nil, fmt.Errorf("axis %d out of range for %v: %w", n.Int("axis", 1), x, inference.ErrShape)
+		}
+		// The trailing block of a shape with no elements may not count within int.
+		cols, err := inference.NumElements(shape[axis:])
+		if err != nil {
+			return nil, fmt.Errorf("%v flattened at axis %d: %w", x, axis, err)
+		}
+		return []int{opsem.Count(shape[:axis]), cols}, nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("%v flattened at axis %d: %w", x, axis, err)
+		return nil, err
 	}
-	y, err := viewAs(x, []int{opsem.Count(shape[:axis]), cols})
-	return []inference.Tensor{y}, err
+	return viewOutput(n, x, out)
 }
 
 // vwAxesOperand returns the axes a Squeeze/Unsqueeze-like node names: the
@@ -93,10 +105,20 @@ func vwAxesOperand(n opsem.Node, in []inference.Tensor, since int64) (axes []int
 }
 
 func vwSqueeze(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	in, err := inputs(in, 2, 1)
+	if err := needInputs(in, 1); err != nil {
+		return nil, err
+	}
+	x := in[0]
+	n = valuesKeyed(n, in, 1)
+	out, err := opsem.Plan(n, in, func() ([]int, error) { return vwSqueezed(n, in) })
 	if err != nil {
 		return nil, err
 	}
+	return viewOutput(n, x, out)
+}
+
+// vwSqueezed is Squeeze's output shape.
+func vwSqueezed(n opsem.Node, in []inference.Tensor) ([]int, error) {
 	x := in[0]
 	shape := x.Shape()
 	axes, given, err := vwAxesOperand(n, in, 13)
@@ -127,15 +149,24 @@ func vwSqueeze(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) 
 			out = append(out, d)
 		}
 	}
-	y, err := viewAs(x, out)
-	return []inference.Tensor{y}, err
+	return out, nil
 }
 
 func vwUnsqueeze(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	in, err := inputs(in, 2, 1)
+	if err := needInputs(in, 1); err != nil {
+		return nil, err
+	}
+	x := in[0]
+	n = valuesKeyed(n, in, 1)
+	out, err := opsem.Plan(n, in, func() ([]int, error) { return vwUnsqueezed(n, in) })
 	if err != nil {
 		return nil, err
 	}
+	return viewOutput(n, x, out)
+}
+
+// vwUnsqueezed is Unsqueeze's output shape.
+func vwUnsqueezed(n opsem.Node, in []inference.Tensor) ([]int, error) {
 	x := in[0]
 	axes, given, err := vwAxesOperand(n, in, 13)
 	if err != nil {
@@ -161,16 +192,14 @@ func vwUnsqueeze(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 			k++
 		}
 	}
-	y, err := viewAs(x, out)
-	return []inference.Tensor{y}, err
+	return out, nil
 }
 
 func vwIdentity(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	in, err := inputs(in, 1, 1)
-	if err != nil {
+	if err := needInputs(in, 1); err != nil {
 		return nil, err
 	}
-	return []inference.Tensor{in[0]}, nil
+	return viewOutput(n, in[0], keptShape(n, in, 0))
 }
 
 // vwDropout is the inference form: the output is the input and the mask
@@ -217,26 +246,46 @@ func vwDropout(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) 
 	return append(outs, mask), err
 }
 
-func vwShape(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	in, err := inputs(in, 1, 1)
+// vwValues is what Shape and Size keep from run to run: their output's
+// shape and elements, which depend on their input's shape only.
+type vwValues struct {
+	shape  []int
+	values []int64
+}
+
+// output returns p's elements, in a buffer from the run's pool, as the
+// node's one output.
+func (p *vwValues) output(n opsem.Node) ([]inference.Tensor, error) {
+	out, err := limit.MakeOverwritten[int64](n.Run, p.shape...) // len(p.values) elements
 	if err != nil {
 		return nil, err
 	}
-	shape := in[0].Shape()
-	start, end := opsem.ShapeRange(n, len(shape))
-	out := []int64{}
-	for i := start; i < end; i++ {
-		out = append(out, int64(shape[i]))
+	copy(out, p.values)
+	return opsem.Single(n, p.shape, out)
+}
+
+func vwShape(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
+	if err := needInputs(in, 1); err != nil {
+		return nil, err
 	}
-	y, err := inference.New([]int{len(out)}, out)
-	return []inference.Tensor{y}, err
+	p, _ := opsem.Plan(n, in, func() (*vwValues, error) {
+		shape := in[0].Shape()
+		start, end := opsem.ShapeRange(n, len(shape))
+		out := []int64{}
+		for i := start; i < end; i++ {
+			out = append(out, int64(shape[i]))
+		}
+		return &vwValues{shape: []int{len(out)}, values: out}, nil
+	})
+	return p.output(n)
 }
 
 func vwSize(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	in, err := inputs(in, 1, 1)
-	if err != nil {
+	if err := needInputs(in, 1); err != nil {
 		return nil, err
 	}
-	y, err := inference.New([]int{}, []int64{int64(in[0].Len())})
-	return []inference.Tensor{y}, err
+	p, _ := opsem.Plan(n, in, func() (*vwValues, error) {
+		return &vwValues{shape: []int{}, values: []int64{int64(in[0].Len())}}, nil
+	})
+	return p.output(n)
 }

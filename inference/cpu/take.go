@@ -39,6 +39,33 @@ func axisTable(r *limit.Run, n int, f func(i int) int) ([]int, error) {
 	return t, err
 }
 
+// keptTables is tables for a plan that keeps them from run to run
+// (tableTake): counted under r's budget, but not taken from its pool,
+// which hands its buffers out again once the node has run.
+func keptTables(r *limit.Run, shape []int) ([][]int, error) {
+	st := opsem.Strides(shape)
+	tabs := make([][]int, len(shape))
+	for j, d := range shape {
+		var err error
+		if tabs[j], err = keptAxisTable(r, d, func(i int) int { return i * st[j] }); err != nil {
+			return nil, err
+		}
+	}
+	return tabs, nil
+}
+
+// keptAxisTable is axisTable for a plan's table, as keptTables makes them.
+func keptAxisTable(r *limit.Run, n int, f func(i int) int) ([]int, error) {
+	if _, err := limit.Claim[int](r, n); err != nil {
+		return nil, err
+	}
+	t := make([]int, n)
+	for i := range t {
+		t[i] = f(i)
+	}
+	return t, nil
+}
+
 // tableShape is the shape that tables index: len(tabs[j]) along axis j.
 func tableShape(tabs [][]int) []int {
 	s := make([]int, len(tabs))
@@ -107,9 +134,16 @@ func takeRunsOf[T inference.Element](r *limit.Run, src inference.Tensor, tabs []
 	if err != nil {
 		return inference.Tensor{}, err
 	}
+	takeRuns(out, s, tabs, make([]int, len(tabs)-1))
+	return inference.New(shape, out)
+}
+
+// takeRuns copies into out the runs of s that tables tableRuns accepts
+// take, with idx (an entry per table but the last) as its odometer.
+func takeRuns[T inference.Element](out, s []T, tabs [][]int, idx []int) {
+	clear(idx)
 	rank := len(tabs)
 	first, width := tabs[rank-1][0], len(tabs[rank-1])
-	idx := make([]int, rank-1)
 	for pos := 0; pos < len(out); pos += width {
 		base := first
 		for j, i := range idx {
@@ -123,7 +157,6 @@ func takeRunsOf[T inference.Element](r *limit.Run, src inference.Tensor, tabs []
 			idx[j] = 0
 		}
 	}
-	return inference.New(shape, out)
 }
 
 // tableOffsets returns, for each element (i_0, …, i_k) of the shape the
@@ -131,13 +164,21 @@ func takeRunsOf[T inference.Element](r *limit.Run, src inference.Tensor, tabs []
 // negative (an element taken from the fill value).
 func tableOffsets(r *limit.Run, tabs [][]int) ([]int, error) {
 	offs, err := limit.Make[int](r, tableShape(tabs)...)
-	n := len(offs)
-	if err != nil || n == 0 || len(tabs) == 0 {
+	if err != nil || len(offs) == 0 || len(tabs) == 0 {
 		return offs, err
 	}
+	fillTableOffsets(offs, tabs, make([]int, len(tabs)-1))
+	return offs, nil
+}
+
+// fillTableOffsets is tableOffsets into offs, which has an entry for each
+// element the tables span (at least one, and at least one table), with
+// idx (an entry per table but the last) as its odometer.
+func fillTableOffsets(offs []int, tabs [][]int, idx []int) {
+	clear(idx)
+	n := len(offs)
 	rank := len(tabs)
 	last := tabs[rank-1]
-	idx := make([]int, rank-1)
 	for pos := 0; pos < n; {
 		base := 0
 		for j, i := range idx {
@@ -163,7 +204,82 @@ func tableOffsets(r *limit.Run, tabs [][]int) ([]int, error) {
 			idx[j] = 0
 		}
 	}
-	return offs, nil
+}
+
+// A tableTake is takeTables for a kernel that keeps its tables from run
+// to run in its plan (keptTables): the tables, the shape they span, and
+// the odometer, so that a run takes its output, and its offsets when the
+// tables are not runs, from the run's pool and allocates nothing. A kernel
+// may replace a table each run (Gather's indices) with one of the same
+// length.
+type tableTake struct {
+	tabs  [][]int
+	shape []int
+	idx   []int
+}
+
+// newTableTake returns the take of tabs, which span shape.
+func newTableTake(tabs [][]int, shape []int) *tableTake {
+	return &tableTake{tabs: tabs, shape: shape, idx: make([]int, max(len(tabs)-1, 0))}
+}
+
+// output returns takeTables(r, src, t.tabs, no fill) as the node's one
+// output, of shape (the tables' shape, or one of as many elements: a
+// shape the plan keeps).
+func (t *tableTake) output(n opsem.Node, src inference.Tensor, shape []int) ([]inference.Tensor, error) {
+	y, err := t.outputAt(n, 0, src, shape)
+	if err != nil {
+		return nil, err
+	}
+	res := n.Results(1)
+	res[0] = y
+	return res, nil
+}
+
+// outputAt is output as the node's output j (opsem.Output).
+func (t *tableTake) outputAt(n opsem.Node, j int, src inference.Tensor, shape []int) (inference.Tensor, error) {
+	switch src.DType() {
+	case inference.Float32:
+		return tableTakeOf[float32](n, j, t, src, shape)
+	case inference.Int64:
+		return tableTakeOf[int64](n, j, t, src, shape)
+	case inference.Int32:
+		return tableTakeOf[int32](n, j, t, src, shape)
+	case inference.Bool:
+		return tableTakeOf[bool](n, j, t, src, shape)
+	case inference.Uint8:
+		return tableTakeOf[uint8](n, j, t, src, shape)
+	}
+	return inference.Tensor{}, fmt.Errorf("%v: %w", src, inference.ErrType)
+}
+
+func tableTakeOf[T inference.Element](n opsem.Node, j int, t *tableTake, src inference.Tensor, shape []int) (inference.Tensor, error) {
+	s, err := inference.Data[T](src)
+	if err != nil {
+		return inference.Tensor{}, err
+	}
+	if tableRuns(t.tabs) {
+		out, err := limit.MakeOverwritten[T](n.Run, t.shape...) // the runs cover it
+		if err != nil {
+			return inference.Tensor{}, err
+		}
+		takeRuns(out, s, t.tabs, t.idx)
+		return opsem.Output(n, j, shape, out)
+	}
+	offs, err := limit.Make[int](n.Run, t.shape...)
+	if err != nil {
+		return inference.Tensor{}, err
+	}
+	if len(offs) > 0 && len(t.tabs) > 0 {
+		fillTableOffsets(offs, t.tabs, t.idx)
+	}
+	out, err := limit.Make[T](n.Run, t.shape...) // len(offs) elements
+	if err != nil {
+		return inference.Tensor{}, err
+	}
+	var zero T
+	takeInto(out, s, offs, zero)
+	return opsem.Output(n, j, shape, out)
 }
 
 // eachIndex calls f with the coordinates of every element of shape in
@@ -223,6 +339,12 @@ func takeOf[T inference.Element](r *limit.Run, src inference.Tensor, shape, offs
 	if err != nil {
 		return inference.Tensor{}, err
 	}
+	takeInto(out, s, offs, f)
+	return inference.New(shape, out)
+}
+
+// takeInto sets out[i] to s[offs[i]], or to f where offs[i] < 0.
+func takeInto[T inference.Element](out, s []T, offs []int, f T) {
 	for i, o := range offs {
 		if o < 0 {
 			out[i] = f
@@ -230,7 +352,38 @@ func takeOf[T inference.Element](r *limit.Run, src inference.Tensor, shape, offs
 			out[i] = s[o]
 		}
 	}
-	return inference.New(shape, out)
+}
+
+// takeOutput is take without a fill, as the node's one output, of shape
+// (a shape the node's plan keeps).
+func takeOutput(n opsem.Node, src inference.Tensor, shape, offs []int) ([]inference.Tensor, error) {
+	switch src.DType() {
+	case inference.Float32:
+		return takeOutputOf[float32](n, src, shape, offs)
+	case inference.Int64:
+		return takeOutputOf[int64](n, src, shape, offs)
+	case inference.Int32:
+		return takeOutputOf[int32](n, src, shape, offs)
+	case inference.Bool:
+		return takeOutputOf[bool](n, src, shape, offs)
+	case inference.Uint8:
+		return takeOutputOf[uint8](n, src, shape, offs)
+	}
+	return nil, fmt.Errorf("%v: %w", src, inference.ErrType)
+}
+
+func takeOutputOf[T inference.Element](n opsem.Node, src inference.Tensor, shape, offs []int) ([]inference.Tensor, error) {
+	s, err := inference.Data[T](src)
+	if err != nil {
+		return nil, err
+	}
+	out, err := limit.Make[T](n.Run, shape...) // len(offs) elements
+	if err != nil {
+		return nil, err
+	}
+	var zero T
+	takeInto(out, s, offs, zero)
+	return opsem.Single(n, shape, out)
 }
 
 // viewAs returns x with a new shape of the same element count, sharing
@@ -261,6 +414,37 @@ func viewAsOf[T inference.Element](x inference.Tensor, shape []int) (inference.T
 		return inference.Tensor{}, fmt.Errorf("%v cannot take shape %v: %w", x, shape, err)
 	}
 	return t, nil
+}
+
+// viewOutput is viewAs as the node's one output (opsem.Single), which is
+// the tensor it returned last run when x's data is the same buffer and
+// shape the same: give it a shape the node's plan keeps.
+func viewOutput(n opsem.Node, x inference.Tensor, shape []int) ([]inference.Tensor, error) {
+	switch x.DType() {
+	case inference.Float32:
+		return viewOutputOf[float32](n, x, shape)
+	case inference.Int64:
+		return viewOutputOf[int64](n, x, shape)
+	case inference.Int32:
+		return viewOutputOf[int32](n, x, shape)
+	case inference.Bool:
+		return viewOutputOf[bool](n, x, shape)
+	case inference.Uint8:
+		return viewOutputOf[uint8](n, x, shape)
+	}
+	return nil, fmt.Errorf("%v: %w", x, inference.ErrType)
+}
+
+func viewOutputOf[T inference.Element](n opsem.Node, x inference.Tensor, shape []int) ([]inference.Tensor, error) {
+	d, err := inference.Data[T](x)
+	if err != nil {
+		return nil, err
+	}
+	outs, err := opsem.Single(n, shape, d)
+	if err != nil {
+		return nil, fmt.Errorf("%v cannot take shape %v: %w", x, shape, err)
+	}
+	return outs, nil
 }
 
 // emptyResult returns, when x or the output of the given shape has no

@@ -167,26 +167,50 @@ func wantType(i int, t inference.Tensor, want string) error {
 	return fmt.Errorf("input %d is %v, want %s: %w", i, t, want, inference.ErrType)
 }
 
-// mapElems applies f to every element of x, a tensor of the given shape,
-// and returns the result as a tensor of that shape.
-func mapElems[T, U inference.Element](r *limit.Run, shape []int, x []T, f func(T) U) (inference.Tensor, error) {
-	out, err := limit.MakeOverwritten[U](r, len(x))
+// mapData applies f to every element of x, of the given shape, into a
+// buffer from the run's pool. A shape the caller keeps, rather than
+// len(x), sizes it: the slice that a variadic call builds of its
+// arguments would be allocated.
+func mapData[T, U inference.Element](r *limit.Run, shape []int, x []T, f func(T) U) ([]U, error) {
+	out, err := limit.MakeOverwritten[U](r, shape...)
 	if err != nil {
-		return inference.Tensor{}, err
+		return nil, err
 	}
 	for i, v := range x {
 		out[i] = f(v)
 	}
-	return inference.New(shape, out)
+	return out, nil
 }
 
-// mapOutput is mapElems as the node's one output.
-func mapOutput[T, U inference.Element](r *limit.Run, shape []int, x []T, f func(T) U) ([]inference.Tensor, error) {
-	t, err := mapElems(r, shape, x, f)
+// mapOutput applies f to every element of x, a tensor of the given shape,
+// and returns the result as the node's one output, of that shape
+// (opsem.Single: give it a shape the node's plan keeps).
+func mapOutput[T, U inference.Element](n opsem.Node, shape []int, x []T, f func(T) U) ([]inference.Tensor, error) {
+	out, err := mapData(n.Run, shape, x, f)
 	if err != nil {
 		return nil, err
 	}
-	return []inference.Tensor{t}, nil
+	return opsem.Single(n, shape, out)
+}
+
+// keptShape returns the shape of the node's input i, kept from run to run
+// in its memo (opsem.Plan): the plan of a kernel whose output has its
+// input's shape and that keeps nothing else.
+func keptShape(n opsem.Node, in []inference.Tensor, i int) []int {
+	s, _ := opsem.Plan(n, in, func() ([]int, error) { return in[i].Shape(), nil })
+	return s
+}
+
+// valuesKeyed returns n, without its memo when one of the inputs idx holds
+// more than opsem.MemoValues elements: a plan that depends on the values
+// of those inputs (a shape, starts, axes) is kept only while they key it.
+func valuesKeyed(n opsem.Node, in []inference.Tensor, idx ...int) opsem.Node {
+	for _, i := range idx {
+		if i < len(in) && in[i].Len() > opsem.MemoValues {
+			n.Memo = nil
+		}
+	}
+	return n
 }
 
 func sigmoid(x float64) float64 {

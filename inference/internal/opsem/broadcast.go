@@ -81,8 +81,19 @@ func BroadcastOffsets(in, out []int) []int {
 	if err != nil {
 		panic("opsem: BroadcastOffsets: " + err.Error())
 	}
+	StridedOffsets(offs, st, out, make([]int, len(out)))
+	return offs
+}
+
+// StridedOffsets fills offs, which has an entry for each element of a
+// tensor of shape out, with the offsets a walk over out in row-major order
+// reaches stepping by st along each dimension: BroadcastOffsets with the
+// strides of BroadcastStrides. idx, with an entry per dimension of out, is
+// its odometer, so that a caller that keeps st and idx (a kernel's plan)
+// fills a table without allocating.
+func StridedOffsets(offs, st, out, idx []int) {
 	rank := len(out)
-	idx := make([]int, rank)
+	clear(idx)
 	off := 0
 	for i := range offs {
 		offs[i] = off
@@ -96,7 +107,6 @@ func BroadcastOffsets(in, out []int) []int {
 			idx[d] = 0
 		}
 	}
-	return offs
 }
 
 // LegacyBroadcast returns the shape b takes in a binary operator of
