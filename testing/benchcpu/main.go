@@ -116,11 +116,11 @@ func main() {
 	if *rounds > 1 {
 		roundsNote = fmt.Sprintf(", then the median of %d such medians, ORT and beamml timed in turn", *rounds)
 	}
-	fmt.Printf("ms: median wall time of one Run after a warm-up run (at least %d runs, more until %v)%s. "+
+	fmt.Printf("ms: median wall time of one Run after %d warm-up runs (at least %d runs, more until %v)%s. "+
 		"ratio: beamml ms / ORT ms. GFLOP/s: beamml's, counting %s. "+
 		"allocs/Run and KiB/Run: Go heap allocations (runtime.MemStats Mallocs, TotalAlloc) over the timed runs of the first round, per run; "+
 		"beyond outputs: allocs/Run less %d for the result map and %d per output tensor (its buffer, the pool's record of it, its shape and header). "+
-		"max |Δ|: largest absolute difference between the model's first output from beamml and from ORT, at the warm-up run.\n\n", minRuns, *budget, roundsNote, countedOps, resultAllocs, outputAllocs)
+		"max |Δ|: largest absolute difference between the model's first output from beamml and from ORT, at the first warm-up run.\n\n", warmups, minRuns, *budget, roundsNote, countedOps, resultAllocs, outputAllocs)
 	writeTable(os.Stdout, cells)
 	fmt.Println()
 	writeSummary(os.Stdout, summarize(cells, threads, batches))
@@ -210,17 +210,29 @@ func benchCell(ctx context.Context, spec modelSpec, model inference.Model, batch
 		return measurement{}, "", fmt.Errorf("run: %v", err)
 	}
 	diff := compare(out, ort)
-	m, err := measure(func() error {
+	run := func() error {
 		_, err := model.Run(ctx, feeds)
 		return err
-	}, minRuns, budget)
+	}
+	for range warmups - 1 {
+		if err := run(); err != nil {
+			return measurement{}, "", fmt.Errorf("run: %v", err)
+		}
+	}
+	m, err := measure(run, minRuns, budget)
 	if err != nil {
 		return measurement{}, "", fmt.Errorf("run: %v", err)
 	}
 	return m, diff, nil
 }
 
-// timeCell times the model at the batch size again, after one warm-up run.
+// warmups is the runs before the timed ones: the first plans every node
+// and computes the values the input shapes determine, the second takes
+// its buffers in the order later runs will (limit.Pool learns it from the
+// run before), so that the timed runs are the steady state.
+const warmups = 3
+
+// timeCell times the model at the batch size again, after warmups runs.
 func timeCell(ctx context.Context, spec modelSpec, model inference.Model, batch int, budget time.Duration) (measurement, error) {
 	feeds, err := spec.feeds(batch)
 	if err != nil {
@@ -230,8 +242,10 @@ func timeCell(ctx context.Context, spec modelSpec, model inference.Model, batch 
 		_, err := model.Run(ctx, feeds)
 		return err
 	}
-	if err := run(); err != nil {
-		return measurement{}, err
+	for range warmups {
+		if err := run(); err != nil {
+			return measurement{}, err
+		}
 	}
 	return measure(run, minRuns, budget)
 }
