@@ -414,7 +414,7 @@ func gaCompress(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error)
 				continue
 			}
 			if i >= dim {
-				return nil, fmt.Errorf("condition %v selects index %d of a dimension of %d: %w", in[1], i, dim, inference.ErrShape)
+				return nil, fmt.Errorf("condition %v selects index %d of a dimension of %d: %w", in[1], i, dim, inference.ErrIndexOutOfRange)
 			}
 			keep = append(keep, i*stride)
 		}

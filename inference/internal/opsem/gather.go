@@ -11,7 +11,7 @@ import (
 // [0, dim); one outside is an error of the model's input.
 func Index(i int64, dim int) (int, error) {
 	if i < -int64(dim) || i >= int64(dim) {
-		return 0, fmt.Errorf("index %d out of range for dimension %d: %w", i, dim, inference.ErrShape)
+		return 0, fmt.Errorf("index %d out of range for dimension %d: %w", i, dim, inference.ErrIndexOutOfRange)
 	}
 	if i < 0 {
 		i += int64(dim)

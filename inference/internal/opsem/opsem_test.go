@@ -227,8 +227,8 @@ func TestNDOffsets(t *testing.T) {
 	if err != nil || !slices.Equal(a.Offsets, []int{2, 4}) || !slices.Equal(a.Slice, []int{2}) || !slices.Equal(a.Lead, []int{2}) {
 		t.Errorf("NDOffsets = %+v, %v", a, err)
 	}
-	if _, err := NDOffsets([]int{2, 2}, []int{1, 1}, []int64{2}, 0); !errors.Is(err, inference.ErrShape) {
-		t.Errorf("index 2 of a dimension of 2: %v, want ErrShape", err)
+	if _, err := NDOffsets([]int{2, 2}, []int{1, 1}, []int64{2}, 0); !errors.Is(err, inference.ErrIndexOutOfRange) {
+		t.Errorf("index 2 of a dimension of 2: %v, want ErrIndexOutOfRange", err)
 	}
 }
 
