@@ -91,8 +91,11 @@ type Support struct {
 // scheme with a registered opener, as for Model) and describes it. It
 // decodes and checks the model as loading does, so a file that would not
 // load for being malformed fails here with the same error (wrapping
-// inference.ErrBadModel); an operator that no backend implements does not
-// fail it, and shows in Backends.
+// inference.ErrBadModel), as does one importing an ai.onnx opset newer
+// than graph.MaxOpset; an input or weight of an element type the runtime
+// lacks (float16, string) fails it with inference.ErrUnsupportedOp. An
+// operator that no backend implements does not fail it, and shows in
+// Backends.
 func Describe(ctx context.Context, uri string) (Description, error) {
 	data, dir, err := read(ctx, uri)
 	if err != nil {

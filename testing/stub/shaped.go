@@ -16,7 +16,10 @@ const optPorts = "ports"
 
 // A Port is one input or one output of a Shaped model: its name, element
 // type and shape. Make it with Input or Output.
-type Port struct {
+type Port struct{ p port }
+
+// port is a Port as a Spec carries it.
+type port struct {
 	Name   string `json:"name"`
 	DType  string `json:"dtype"` // inference.DType.String(): "int64"
 	Shape  []int  `json:"shape"`
@@ -27,7 +30,7 @@ type Port struct {
 // dimension; any dimension may be inference.Dynamic (-1), which takes any
 // size.
 func Input(name string, dtype inference.DType, shape ...int) Port {
-	return Port{Name: name, DType: dtype.String(), Shape: shape}
+	return Port{port{Name: name, DType: dtype.String(), Shape: slices.Clone(shape)}}
 }
 
 // Output declares an output of a Shaped model. shape[0] is the batch
@@ -36,7 +39,7 @@ func Input(name string, dtype inference.DType, shape ...int) Port {
 // the same axis of the first input in that run, so that an output
 // [-1, -1, 9] follows input_ids [-1, -1] at any sequence length.
 func Output(name string, dtype inference.DType, shape ...int) Port {
-	return Port{Name: name, DType: dtype.String(), Shape: shape, Output: true}
+	return Port{port{Name: name, DType: dtype.String(), Shape: slices.Clone(shape), Output: true}}
 }
 
 // Shaped returns the Spec of a model with the inputs and outputs given, in
@@ -65,15 +68,19 @@ func Output(name string, dtype inference.DType, shape ...int) Port {
 // type, a rank below 1, a dimension below -1, or a Dynamic output
 // dimension on an axis the first input does not have.
 func Shaped(ports ...Port) inference.Spec {
-	if err := checkPorts(ports); err != nil {
+	decl := make([]port, len(ports))
+	for i, p := range ports {
+		decl[i] = p.p
+	}
+	if err := checkPorts(decl); err != nil {
 		panic(fmt.Sprintf("stub: Shaped: %v", err))
 	}
-	data, err := json.Marshal(ports)
-	if err != nil { // Ports hold strings and ints only
+	data, err := json.Marshal(decl)
+	if err != nil { // ports hold strings and ints only
 		panic(fmt.Sprintf("stub: Shaped: %v", err))
 	}
 	uri := "stub://shaped"
-	for _, p := range ports {
+	for _, p := range decl {
 		uri += "/" + p.Name
 	}
 	return inference.Spec{URI: uri, Format: Format, Options: map[string]string{optKind: "shaped", optPorts: string(data)}}
@@ -89,7 +96,7 @@ func init() {
 }
 
 // checkPorts finds what makes ports impossible as a model's signature.
-func checkPorts(ports []Port) error {
+func checkPorts(ports []port) error {
 	var ins, outs []inference.TensorInfo
 	seen := map[string]bool{}
 	for _, p := range ports {
@@ -138,7 +145,7 @@ func checkPorts(ports []Port) error {
 
 // parsePorts reads a Shaped Spec's signature into m.
 func (m *Model) parsePorts(v string) error {
-	var ports []Port
+	var ports []port
 	if err := json.Unmarshal([]byte(v), &ports); err != nil {
 		return fmt.Errorf("stub: option %s=%q: %v: %w", optPorts, v, err, inference.ErrBadModel)
 	}
