@@ -1,7 +1,7 @@
 // Package stub provides deterministic CPU models for pipeline tests on the
 // direct runner and prism, registered as format "stub". They need no model
-// file: a Spec made by Echo or Affine carries the whole model in its options,
-// so it travels to workers like any other Spec.
+// file: a Spec made by Echo, Affine or Shaped carries the whole model in
+// its options, so it travels to workers like any other Spec.
 //
 // It is for pipeline authors' tests: a stub stands in for a real model so
 // that a pipeline's own logic (parsing, keys, failures, sinks) is tested
