@@ -12,9 +12,10 @@
 // produces, a value defined twice, an impossible declared shape, an opset
 // the runtime does not implement.
 //
-// Who it is for: pipeline authors name their model with Model; Decode is
-// for tools and backend writers who want a file's graph (inference/graph)
-// without loading it onto a device.
+// Who it is for: pipeline authors name their model with Model, and read
+// its inputs, outputs and what each backend can run of it with Describe
+// (or cmd/beamml-inspect); Decode is for tools and backend writers who
+// want a file's graph (inference/graph) without loading it onto a device.
 package onnx
 
 import (
@@ -44,10 +45,24 @@ import (
 // initializer is also listed as an input; those are weights, left out of
 // Inputs and not overridable (as ONNX Runtime reads them).
 func Decode(data []byte, dir string) (*graph.Graph, error) {
+	m, err := unmarshal(data)
+	if err != nil {
+		return nil, err
+	}
+	return decodeModel(m, dir)
+}
+
+// unmarshal parses a serialized ModelProto, which decodeModel turns into a
+// Graph; Describe reads what the Graph drops (dimension names) from it.
+func unmarshal(data []byte) (*onnxpb.ModelProto, error) {
 	var m onnxpb.ModelProto
 	if err := proto.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("onnx: not a model file: %v: %w", err, inference.ErrBadModel)
 	}
+	return &m, nil
+}
+
+func decodeModel(m *onnxpb.ModelProto, dir string) (*graph.Graph, error) {
 	if m.Graph == nil {
 		return nil, fmt.Errorf("onnx: model has no graph: %w", inference.ErrBadModel)
 	}

@@ -26,13 +26,9 @@ func Model(uri string) inference.Spec {
 // Load reads, decodes and compiles the model of spec for backend: the
 // Loader registered for Format.
 func load(ctx context.Context, spec inference.Spec, backend inference.Backend) (inference.Model, error) {
-	data, err := inference.ReadURI(ctx, spec.URI)
+	data, dir, err := read(ctx, spec.URI)
 	if err != nil {
-		return nil, fmt.Errorf("onnx: read %s: %v: %w", spec.URI, err, inference.ErrBadModel)
-	}
-	dir := ""
-	if path, local := inference.LocalPath(spec.URI); local {
-		dir = filepath.Dir(path)
+		return nil, err
 	}
 	g, err := Decode(data, dir)
 	if err != nil {
@@ -43,4 +39,18 @@ func load(ctx context.Context, spec inference.Spec, backend inference.Backend) (
 		return nil, fmt.Errorf("onnx: backend %q does not run ONNX graphs: %w", backend.Device(), inference.ErrNoDevice)
 	}
 	return c.Compile(g)
+}
+
+// read reads the model file at uri and returns it with the folder its
+// external data is read from: the model's own for a local file, none ("")
+// for a remote one.
+func read(ctx context.Context, uri string) (data []byte, dir string, err error) {
+	data, err = inference.ReadURI(ctx, uri)
+	if err != nil {
+		return nil, "", fmt.Errorf("onnx: read %s: %v: %w", uri, err, inference.ErrBadModel)
+	}
+	if path, local := inference.LocalPath(uri); local {
+		dir = filepath.Dir(path)
+	}
+	return data, dir, nil
 }

@@ -20,7 +20,7 @@ const Format = "stub"
 // Option keys of stub Specs; faults.go adds "<fault>_on" and
 // "<fault>_rate" for each Fault.
 const (
-	optKind      = "kind"       // "echo" or "affine"
+	optKind      = "kind"       // "echo", "affine" or "shaped"
 	optWidth     = "width"      // echo: the row length
 	optWeights   = "weights"    // affine: rows of W separated by ';', values by ','
 	optBias      = "bias"       // affine: values separated by ','
@@ -116,7 +116,10 @@ func with(s inference.Spec, k, v string) inference.Spec {
 // Model is a loaded stub model. Its methods are safe for concurrent use.
 type Model struct {
 	in, out   int
-	w, b      []float32   // w is [out, in] row-major; nil for echo
+	w, b      []float32              // w is [out, in] row-major; nil for echo
+	inputs    []inference.TensorInfo // a Shaped model's; nil for echo and affine
+	outputs   []inference.TensorInfo
+	triggers  []trigger   // in the order they were added
 	faults    []faultRule // in the order of faults
 	memoryUse int64       // bytes per unit of |x[0]|; 0: none
 	delay     time.Duration
@@ -208,8 +211,15 @@ func load(ctx context.Context, spec inference.Spec, backend inference.Backend) (
 		if err := m.parseAffine(o[optWeights], o[optBias]); err != nil {
 			return nil, err
 		}
+	case "shaped":
+		if err := m.parsePorts(o[optPorts]); err != nil {
+			return nil, err
+		}
 	default:
-		return nil, fmt.Errorf("stub: unknown kind %q, want echo or affine: %w", kind, inference.ErrBadModel)
+		return nil, fmt.Errorf("stub: unknown kind %q, want echo, affine or shaped: %w", kind, inference.ErrBadModel)
+	}
+	if err := m.parseTriggers(o); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -242,14 +252,30 @@ func (m *Model) parseAffine(weights, bias string) error {
 	return nil
 }
 
-// Inputs is x: float32 [?, in].
+// Inputs is x: float32 [?, in] for Echo and Affine, the declared inputs
+// for Shaped.
 func (m *Model) Inputs() []inference.TensorInfo {
+	if m.inputs != nil {
+		return cloneInfos(m.inputs)
+	}
 	return []inference.TensorInfo{{Name: "x", DType: inference.Float32, Shape: []int{inference.Dynamic, m.in}}}
 }
 
-// Outputs is y: float32 [?, out].
+// Outputs is y: float32 [?, out] for Echo and Affine, the declared
+// outputs for Shaped.
 func (m *Model) Outputs() []inference.TensorInfo {
+	if m.outputs != nil {
+		return cloneInfos(m.outputs)
+	}
 	return []inference.TensorInfo{{Name: "y", DType: inference.Float32, Shape: []int{inference.Dynamic, m.out}}}
+}
+
+func cloneInfos(infos []inference.TensorInfo) []inference.TensorInfo {
+	out := slices.Clone(infos)
+	for i := range out {
+		out[i].Shape = slices.Clone(out[i].Shape)
+	}
+	return out
 }
 
 // ByteSize is the size of the weights and bias.
@@ -263,7 +289,10 @@ func (m *Model) Close() error {
 	return nil
 }
 
-// Run computes y for a batch x.
+// Run computes y for a batch x, or a Shaped model's outputs by its rule.
+// Before computing it does, in order: the delay, the faults of the rows'
+// first values, the triggers of FailIfAny and FailIfOutside, and the
+// memory check.
 func (m *Model) Run(ctx context.Context, inputs map[string]inference.Tensor) (map[string]inference.Tensor, error) {
 	n := m.inFlight.Add(1)
 	defer m.inFlight.Add(-1)
@@ -276,6 +305,16 @@ func (m *Model) Run(ctx context.Context, inputs map[string]inference.Tensor) (ma
 	m.runs.Add(1)
 	if m.closed.Load() {
 		return nil, fmt.Errorf("stub: Run on a closed model")
+	}
+	if m.inputs != nil {
+		rows, firsts, err := m.checkFeeds(inputs)
+		if err != nil {
+			return nil, err
+		}
+		if err := m.prepare(ctx, inputs, rows, firsts); err != nil {
+			return nil, err
+		}
+		return m.computeShaped(inputs, rows)
 	}
 	x, ok := inputs["x"]
 	if !ok || len(inputs) != 1 {
@@ -290,29 +329,13 @@ func (m *Model) Run(ctx context.Context, inputs map[string]inference.Tensor) (ma
 		return nil, fmt.Errorf("stub: input \"x\": %w", err)
 	}
 	rows := shape[0]
-	m.rows.Add(int64(rows))
 	firsts := make([]float32, rows)
 	if m.in > 0 {
 		for r := range firsts {
 			firsts[r] = xs[r*m.in]
 		}
 	}
-	if m.record {
-		m.mu.Lock()
-		m.batches = append(m.batches, firsts)
-		m.mu.Unlock()
-	}
-	if m.delay > 0 {
-		select {
-		case <-time.After(m.delay):
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
-		}
-	}
-	if err := m.fault(ctx, firsts); err != nil {
-		return nil, err
-	}
-	if err := m.checkMemory(ctx, firsts); err != nil {
+	if err := m.prepare(ctx, inputs, rows, firsts); err != nil {
 		return nil, err
 	}
 	ys := make([]float32, rows*m.out)
@@ -335,6 +358,32 @@ func (m *Model) Run(ctx context.Context, inputs map[string]inference.Tensor) (ma
 		return nil, err
 	}
 	return map[string]inference.Tensor{"y": y}, nil
+}
+
+// prepare does what every kind of stub does to a checked batch before it
+// computes: it records the rows' first values, sleeps the delay, does the
+// faults and the triggers, and checks the memory the batch needs.
+func (m *Model) prepare(ctx context.Context, feeds map[string]inference.Tensor, rows int, firsts []float32) error {
+	m.rows.Add(int64(rows))
+	if m.record {
+		m.mu.Lock()
+		m.batches = append(m.batches, firsts)
+		m.mu.Unlock()
+	}
+	if m.delay > 0 {
+		select {
+		case <-time.After(m.delay):
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	if err := m.fault(ctx, firsts); err != nil {
+		return err
+	}
+	if err := m.trigger(feeds, rows); err != nil {
+		return err
+	}
+	return m.checkMemory(ctx, firsts)
 }
 
 func durationOption(o map[string]string, key string) (time.Duration, error) {

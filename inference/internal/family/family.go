@@ -6,7 +6,9 @@
 // and lower_<family>.go in inference/cuda; the family is read off that
 // file's name.
 //
-// The records are written by init functions only and read by tests.
+// The records are written by init functions only, and read by tests and
+// by onnx.Describe, which reports the operators a linked backend has
+// kernels for.
 package family
 
 import (
