@@ -1,7 +1,9 @@
 package runinference_test
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -17,6 +19,7 @@ func init() {
 	register.Function1x0(printFailure)
 	register.Function2x0(printKeyed)
 	register.Function1x2(keyByID)
+	register.Function1x0(printLabel)
 }
 
 func printResult(r runinference.PredictionResult) {
@@ -132,4 +135,56 @@ func ExampleRunInferenceKeyed() {
 	// Unordered output:
 	// a -> [3 5]
 	// b -> [7 9]
+}
+
+func printLabel(r runinference.PredictionResult) {
+	// "" is the one output of a one-output model, whatever its name.
+	scores, err := runinference.OutputData[float32](r, "")
+	if err != nil {
+		panic(err) // a real DoFn returns the error
+	}
+	x, _ := inference.Data[float32](r.Example["x"])
+	fmt.Println(x, "-> label", slices.Index(scores, slices.Max(scores)))
+}
+
+// OutputData reads a result's output as a Go slice of its element type,
+// here the one output of the model, without naming it; a DoFn after
+// RunInference turns it into what the pipeline writes.
+func ExampleOutputData() {
+	p, s := beam.NewPipelineWithRoot()
+	examples := examplesOf([]float32{0.1, 0.9}, []float32{0.7, 0.2})
+
+	// The echo model returns its input as its one output, "y": scores
+	// over two labels.
+	results := runinference.RunInference(s, stub.Echo(2), beam.CreateList(s, examples))
+	beam.ParDo0(s, printLabel, results)
+
+	if err := ptest.Run(p); err != nil {
+		panic(err)
+	}
+	// Unordered output:
+	// [0.1 0.9] -> label 1
+	// [0.7 0.2] -> label 0
+}
+
+// Output gives the one output of a one-output model. Asked of a result
+// with several outputs, it fails with an error wrapping
+// inference.ErrMissingOutput that names them: read those by name.
+func ExamplePredictionResult_Output() {
+	scores, _ := inference.New([]int{2}, []float32{0.25, 0.75})
+	labels, _ := inference.New([]int{1}, []int64{1})
+
+	one := runinference.PredictionResult{Outputs: map[string]inference.Tensor{"probabilities": scores}}
+	out, err := one.Output()
+	fmt.Println(out, err)
+
+	two := runinference.PredictionResult{Outputs: map[string]inference.Tensor{"probabilities": scores, "label": labels}}
+	_, err = two.Output()
+	fmt.Println(errors.Is(err, inference.ErrMissingOutput), err)
+	label, err := runinference.OutputData[int64](two, "label")
+	fmt.Println(label, err)
+	// Output:
+	// float32[2] <nil>
+	// true runinference: the result has 2 outputs [label probabilities], want exactly one for Output; name the one wanted: inference: missing output
+	// [1] <nil>
 }

@@ -3,7 +3,9 @@ package runinference
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
@@ -17,6 +19,54 @@ type PredictionResult struct {
 	Example inference.Example
 	Outputs map[string]inference.Tensor
 	ModelID inference.ModelID
+}
+
+// Output returns the one output of a model with exactly one output, so
+// that a pipeline need not know the name the model's exporter gave it
+// ("output_0", "logits"). It fails with an error wrapping
+// inference.ErrMissingOutput, naming the outputs, when the result holds
+// none or several: name the one wanted in Outputs or OutputData.
+func (r PredictionResult) Output() (inference.Tensor, error) {
+	if len(r.Outputs) == 1 {
+		for _, t := range r.Outputs {
+			return t, nil
+		}
+	}
+	return inference.Tensor{}, fmt.Errorf("runinference: %s has %d outputs %v, want exactly one for Output; name the one wanted: %w",
+		r.what(), len(r.Outputs), slices.Sorted(maps.Keys(r.Outputs)), inference.ErrMissingOutput)
+}
+
+// OutputData returns the elements of output name of r as a []T, without
+// copying; name "" means the one output of a one-output model, as Output.
+// It fails with an error wrapping inference.ErrMissingOutput when r has no
+// such output, or inference.ErrType when T is not the output's element
+// type; each names the output and what r holds.
+func OutputData[T inference.Element](r PredictionResult, name string) ([]T, error) {
+	if name == "" && len(r.Outputs) == 1 {
+		name = slices.Collect(maps.Keys(r.Outputs))[0]
+	}
+	t, ok := r.Outputs[name]
+	switch {
+	case !ok && name == "":
+		_, err := r.Output()
+		return nil, err
+	case !ok:
+		return nil, fmt.Errorf("runinference: %s has no output %q, its outputs are %v: %w",
+			r.what(), name, slices.Sorted(maps.Keys(r.Outputs)), inference.ErrMissingOutput)
+	}
+	d, err := inference.Data[T](t)
+	if err != nil {
+		return nil, fmt.Errorf("runinference: output %q of %s: %w", name, r.what(), err)
+	}
+	return d, nil
+}
+
+// what names the result in errors: by its model where it has one.
+func (r PredictionResult) what() string {
+	if r.ModelID.URI == "" {
+		return "the result"
+	}
+	return "the result of model " + r.ModelID.URI
 }
 
 // Stage says where an element failed.
