@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -30,7 +31,7 @@ func printResult(r runinference.PredictionResult) {
 
 func printFailure(f runinference.Failure) {
 	x, _ := inference.Data[float32](f.Example["x"])
-	fmt.Println(x, "failed at stage", f.Stage)
+	fmt.Println(x, "failed at stage", f.Stage, "with kind", f.Kind)
 }
 
 // examplesOf makes one example per row: the model's input "x" without the
@@ -94,7 +95,7 @@ func ExampleRunInferenceWithFailures() {
 	// Unordered output:
 	// [1 2] -> [3 5]
 	// [5 6] -> [11 13]
-	// [-1 0] failed at stage inference
+	// [-1 0] failed at stage inference with kind other
 }
 
 // record is an input row with the id that identifies it downstream.
@@ -187,4 +188,30 @@ func ExamplePredictionResult_Output() {
 	// float32[2] <nil>
 	// true runinference: the result has 2 outputs [label probabilities], want exactly one for Output; name the one wanted: inference: missing output
 	// [1] <nil>
+}
+
+// A systematic mistake, such as int64 examples for a model that takes
+// float32, fails every element. With MaxFailureRate the job fails, with a
+// summary of the failures by kind, instead of passing with every element
+// in the failures output.
+func ExampleMaxFailureRate() {
+	p, s := beam.NewPipelineWithRoot()
+	var examples []inference.Example
+	for i := range 20 {
+		x, _ := inference.New([]int{2}, []int64{int64(i), 0})
+		examples = append(examples, inference.Example{"x": x})
+	}
+	runinference.RunInferenceWithFailures(s, stub.Echo(2), beam.CreateList(s, examples),
+		runinference.MaxFailureRate(0.05, 10))
+
+	err := ptest.Run(p)
+	// The runner's error holds the bundle's plan; the summary is a line of
+	// its own.
+	for _, line := range strings.Split(err.Error(), "\n") {
+		if strings.HasPrefix(line, "RunInference:") {
+			fmt.Println(line)
+		}
+	}
+	// Output:
+	// RunInference: 10 of 10 elements failed, a fraction of 1 over MaxFailureRate(0.05, 10), model stub:stub://echo/2 on auto; by kind: element_type: 10 (first: inference: input "x": element type int64, want float32: inference: element type mismatch)
 }

@@ -69,41 +69,6 @@ func (r PredictionResult) what() string {
 	return "the result of model " + r.ModelID.URI
 }
 
-// Stage says where an element failed.
-type Stage string
-
-const (
-	// StageLoad: the model could not be loaded for a transient reason (an
-	// unreachable store). A model that can never load (malformed,
-	// unsupported, no such device) fails the pipeline instead.
-	StageLoad Stage = "load"
-	// StageBatch: the element does not fit the model's inputs (a missing
-	// or extra input, a wrong element type or shape), or could not be
-	// stacked into a batch.
-	StageBatch Stage = "batch"
-	// StageInference: the model failed on a batch holding only this
-	// element: it returned an error, panicked, passed its InferenceTimeout
-	// or went over its memory budget.
-	StageInference Stage = "inference"
-	// StageOutput: the model's outputs could not be split back into one
-	// result per element.
-	StageOutput Stage = "output"
-)
-
-// Failure is an element RunInferenceWithFailures could not predict: the
-// example, the error, the stage it failed at, and the model instance (zero
-// when the model failed to load). The keyed variants emit KV<K, Failure>.
-type Failure struct {
-	Example inference.Example
-	Err     string
-	Stage   Stage
-	ModelID inference.ModelID
-}
-
-func (f Failure) String() string {
-	return fmt.Sprintf("%v failed at stage %s: %s", f.Example, f.Stage, f.Err)
-}
-
 // The element types carry tensors, whose data Beam's default (JSON) coder
 // would inflate several times over; they get compact binary coders instead.
 func init() {
@@ -157,24 +122,33 @@ func decodePrediction(b []byte) (PredictionResult, error) {
 	return PredictionResult{Example: ex, Outputs: outs, ModelID: inference.ModelID{URI: s[0], Instance: s[1]}}, nil
 }
 
+// encodeFailure writes the example, then Err, Stage, the model id and
+// Kind. Kind comes last so that an encoding from before it (four strings)
+// still decodes, as a Failure in flight across a pipeline update may be.
 func encodeFailure(f Failure) ([]byte, error) {
 	b, err := inference.AppendTensors(nil, f.Example)
 	if err != nil {
 		return nil, err
 	}
-	return appendStrings(b, f.Err, string(f.Stage), f.ModelID.URI, f.ModelID.Instance), nil
+	return appendStrings(b, f.Err, string(f.Stage), f.ModelID.URI, f.ModelID.Instance, string(f.Kind)), nil
 }
 
+// decodeFailure reads what encodeFailure writes, or the encoding without
+// Kind, whose Failures get KindOther: the kind of their cause is lost.
 func decodeFailure(b []byte) (Failure, error) {
 	ex, n, err := inference.DecodeTensors(b)
 	if err != nil {
 		return Failure{}, err
 	}
-	s, err := readStrings(b[n:], 4)
+	s, err := readStrings(b[n:], 5)
 	if err != nil {
-		return Failure{}, fmt.Errorf("runinference: decode Failure: %w", err)
+		old, oldErr := readStrings(b[n:], 4)
+		if oldErr != nil {
+			return Failure{}, fmt.Errorf("runinference: decode Failure: %w", err)
+		}
+		s = append(old, string(KindOther))
 	}
-	return Failure{Example: ex, Err: s[0], Stage: Stage(s[1]), ModelID: inference.ModelID{URI: s[2], Instance: s[3]}}, nil
+	return Failure{Example: ex, Err: s[0], Stage: Stage(s[1]), ModelID: inference.ModelID{URI: s[2], Instance: s[3]}, Kind: FailureKind(s[4])}, nil
 }
 
 func appendStrings(b []byte, ss ...string) []byte {
