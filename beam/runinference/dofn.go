@@ -5,9 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -104,6 +101,9 @@ type batcher struct {
 	maxBatch   int
 	groups     map[groupKey]*group
 	order      []groupKey // groups in the order they were opened, for deterministic flushes
+
+	instanceTally tally // the outcomes of every bundle of this instance, for MaxFailureRate
+	bundleTally   tally // the outcomes of this bundle, for its warning
 }
 
 // element is one input with what RunInference needs to emit its output.
@@ -200,6 +200,7 @@ func (b *batcher) startBundle(ctx context.Context) error {
 	if b.groups == nil {
 		b.groups = map[groupKey]*group{}
 	}
+	b.bundleTally = tally{}
 	return nil
 }
 
@@ -246,6 +247,7 @@ func (b *batcher) finishBundle(ctx context.Context, out sink) error {
 			return err
 		}
 	}
+	b.warnIfFailuresDominate(ctx)
 	return nil
 }
 
@@ -283,7 +285,8 @@ func (b *batcher) run(ctx context.Context, elems []element, out sink) error {
 	for i := range elems {
 		out.result(&elems[i], PredictionResult{Example: elems[i].example, Outputs: rows[i], ModelID: id})
 	}
-	return nil
+	b.count(len(elems), nil)
+	return b.checkFailureRate()
 }
 
 // predict stacks, runs and unstacks one batch, and says which stage failed.
@@ -431,52 +434,52 @@ func (b *batcher) fail(e *element, stage Stage, cause error, id inference.ModelI
 		cause = errors.New("unknown error")
 	}
 	if b.Failures {
-		out.failure(e, Failure{Example: e.example, Err: cause.Error(), Stage: stage, ModelID: id})
-		return nil
+		f := Failure{Example: e.example, Kind: kindOf(cause), Err: cause.Error(), Stage: stage, ModelID: id}
+		out.failure(e, f)
+		b.count(1, &f)
+		return b.checkFailureRate()
 	}
-	key := ""
+	err := &elementError{element: formatExample(e.example), stage: stage, kind: kindOf(cause), cause: cause,
+		model: b.Spec, ts: e.ts, window: e.window}
 	if e.keyed {
-		key = fmt.Sprintf(" with key %v", e.key)
+		err.key = formatKey(e.key)
 	}
-	return fmt.Errorf("RunInference: model %v: element %s%s at %v in window %v failed at stage %s: %w",
-		b.Spec, describe(e.example), key, e.ts, e.window, stage, cause)
+	return err
 }
 
-// describe prints an example with its first values, enough to find the
-// element in the input: "{x: float32[4]} values x=[1 2 3 4]".
-func describe(ex inference.Example) string {
-	const maxValues = 8
-	var sb strings.Builder
-	sb.WriteString(ex.String())
-	sb.WriteString(" values")
-	for _, name := range slices.Sorted(maps.Keys(ex)) {
-		t := ex[name]
-		fmt.Fprintf(&sb, " %s=", name)
-		var vals string
-		switch t.DType() {
-		case inference.Float32:
-			vals = head[float32](t, maxValues)
-		case inference.Int64:
-			vals = head[int64](t, maxValues)
-		case inference.Int32:
-			vals = head[int32](t, maxValues)
-		case inference.Bool:
-			vals = head[bool](t, maxValues)
-		case inference.Uint8:
-			vals = head[uint8](t, maxValues)
-		}
-		sb.WriteString(vals)
+// formatKey prints an element's key for an error, quoted when it is a
+// string (so that an empty key shows), and cut at 100 bytes.
+func formatKey(k any) string {
+	if s, ok := k.(string); ok {
+		return truncate(fmt.Sprintf("%q", s), 100)
 	}
-	return sb.String()
+	return truncate(fmt.Sprint(k), 100)
 }
 
-func head[T inference.Element](t inference.Tensor, n int) string {
-	d, err := inference.Data[T](t)
-	if err != nil {
-		return "?"
-	}
-	if len(d) <= n {
-		return fmt.Sprint(d)
-	}
-	return strings.TrimSuffix(fmt.Sprint(d[:n]), "]") + " …]"
+// elementError is the error that fails a bundle for one element when there
+// is no failures output. Beam prints it last, after the bundle's execution
+// plan, and log viewers often show a message's first line alone, so its
+// first line holds what a reader needs: the element with its first values,
+// its key, the stage, the kind and the cause. The model, event time and
+// window follow on a second line.
+type elementError struct {
+	element string // formatExample's
+	key     string // formatKey's; "" when unkeyed
+	stage   Stage
+	kind    FailureKind
+	cause   error
+	model   inference.Spec
+	ts      beam.EventTime
+	window  beam.Window
 }
+
+func (e *elementError) Error() string {
+	var key string
+	if e.key != "" {
+		key = " with key " + e.key
+	}
+	return fmt.Sprintf("RunInference: element %s%s failed at stage %s (%s): %v\n\tmodel %v, event time %v, window %v",
+		e.element, key, e.stage, e.kind, e.cause, e.model, e.ts, e.window)
+}
+
+func (e *elementError) Unwrap() error { return e.cause }

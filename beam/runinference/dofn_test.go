@@ -3,6 +3,8 @@ package runinference
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -120,8 +122,10 @@ func TestConcurrentBundlesShareOneModel(t *testing.T) {
 }
 
 // A failing element without the failures output fails the bundle with an
-// error naming it; the good elements of its bundle are emitted before the
-// error only as Beam then discards the bundle's output and retries it.
+// error whose first line names it (with its first values), the stage, the
+// kind and the cause, and whose second line names the model, the event
+// time and the window; the good elements of its bundle are emitted before
+// the error only as Beam then discards the bundle's output and retries it.
 func TestBundleErrorNamesElement(t *testing.T) {
 	spec := stub.Tag(stub.WithFailures(stub.Echo(2), -1), t.Name())
 	r := &bundleRunner{
@@ -135,9 +139,15 @@ func TestBundleErrorNamesElement(t *testing.T) {
 	}
 	defer r.fn.Teardown()
 	err := r.bundle(ctx, []inference.Example{example(1, 1), example(-1, 42), example(2, 2)})
-	want := fmt.Sprintf("RunInference: model %v: element {x: float32[2]} values x=[-1 42]", spec)
-	if err == nil || len(err.Error()) < len(want) || err.Error()[:len(want)] != want {
-		t.Errorf("bundle error = %v, want it to start with %q", err, want)
+	if err == nil {
+		t.Fatal("bundle with a failing element succeeded, want an error")
+	}
+	want := []string{
+		"RunInference: element {x: float32[2] [-1 42]} failed at stage inference (other): stub: row 0 of 1 has x[0] = -1, marked to fail",
+		fmt.Sprintf("\tmodel %v, event time %v, window [*]", spec, r.elemsTS),
+	}
+	if got := strings.Split(err.Error(), "\n"); !slices.Equal(got, want) {
+		t.Errorf("bundle error lines\n%q\nwant\n%q", got, want)
 	}
 }
 

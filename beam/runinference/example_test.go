@@ -1,7 +1,10 @@
 package runinference_test
 
 import (
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -17,6 +20,7 @@ func init() {
 	register.Function1x0(printFailure)
 	register.Function2x0(printKeyed)
 	register.Function1x2(keyByID)
+	register.Function1x0(printLabel)
 }
 
 func printResult(r runinference.PredictionResult) {
@@ -27,7 +31,7 @@ func printResult(r runinference.PredictionResult) {
 
 func printFailure(f runinference.Failure) {
 	x, _ := inference.Data[float32](f.Example["x"])
-	fmt.Println(x, "failed at stage", f.Stage)
+	fmt.Println(x, "failed at stage", f.Stage, "with kind", f.Kind)
 }
 
 // examplesOf makes one example per row: the model's input "x" without the
@@ -91,7 +95,7 @@ func ExampleRunInferenceWithFailures() {
 	// Unordered output:
 	// [1 2] -> [3 5]
 	// [5 6] -> [11 13]
-	// [-1 0] failed at stage inference
+	// [-1 0] failed at stage inference with kind other
 }
 
 // record is an input row with the id that identifies it downstream.
@@ -132,4 +136,82 @@ func ExampleRunInferenceKeyed() {
 	// Unordered output:
 	// a -> [3 5]
 	// b -> [7 9]
+}
+
+func printLabel(r runinference.PredictionResult) {
+	// "" is the one output of a one-output model, whatever its name.
+	scores, err := runinference.OutputData[float32](r, "")
+	if err != nil {
+		panic(err) // a real DoFn returns the error
+	}
+	x, _ := inference.Data[float32](r.Example["x"])
+	fmt.Println(x, "-> label", slices.Index(scores, slices.Max(scores)))
+}
+
+// OutputData reads a result's output as a Go slice of its element type,
+// here the one output of the model, without naming it; a DoFn after
+// RunInference turns it into what the pipeline writes.
+func ExampleOutputData() {
+	p, s := beam.NewPipelineWithRoot()
+	examples := examplesOf([]float32{0.1, 0.9}, []float32{0.7, 0.2})
+
+	// The echo model returns its input as its one output, "y": scores
+	// over two labels.
+	results := runinference.RunInference(s, stub.Echo(2), beam.CreateList(s, examples))
+	beam.ParDo0(s, printLabel, results)
+
+	if err := ptest.Run(p); err != nil {
+		panic(err)
+	}
+	// Unordered output:
+	// [0.1 0.9] -> label 1
+	// [0.7 0.2] -> label 0
+}
+
+// Output gives the one output of a one-output model. Asked of a result
+// with several outputs, it fails with an error wrapping
+// inference.ErrMissingOutput that names them: read those by name.
+func ExamplePredictionResult_Output() {
+	scores, _ := inference.New([]int{2}, []float32{0.25, 0.75})
+	labels, _ := inference.New([]int{1}, []int64{1})
+
+	one := runinference.PredictionResult{Outputs: map[string]inference.Tensor{"probabilities": scores}}
+	out, err := one.Output()
+	fmt.Println(out, err)
+
+	two := runinference.PredictionResult{Outputs: map[string]inference.Tensor{"probabilities": scores, "label": labels}}
+	_, err = two.Output()
+	fmt.Println(errors.Is(err, inference.ErrMissingOutput), err)
+	label, err := runinference.OutputData[int64](two, "label")
+	fmt.Println(label, err)
+	// Output:
+	// float32[2] <nil>
+	// true runinference: the result has 2 outputs [label probabilities], want exactly one for Output; name the one wanted: inference: missing output
+	// [1] <nil>
+}
+
+// A systematic mistake, such as int64 examples for a model that takes
+// float32, fails every element. With MaxFailureRate the job fails, with a
+// summary of the failures by kind, instead of passing with every element
+// in the failures output.
+func ExampleMaxFailureRate() {
+	p, s := beam.NewPipelineWithRoot()
+	var examples []inference.Example
+	for i := range 20 {
+		x, _ := inference.New([]int{2}, []int64{int64(i), 0})
+		examples = append(examples, inference.Example{"x": x})
+	}
+	runinference.RunInferenceWithFailures(s, stub.Echo(2), beam.CreateList(s, examples),
+		runinference.MaxFailureRate(0.05, 10))
+
+	err := ptest.Run(p)
+	// The runner's error holds the bundle's plan; the summary is a line of
+	// its own.
+	for _, line := range strings.Split(err.Error(), "\n") {
+		if strings.HasPrefix(line, "RunInference:") {
+			fmt.Println(line)
+		}
+	}
+	// Output:
+	// RunInference: 10 of 10 elements failed, a fraction of 1 over MaxFailureRate(0.05, 10), model stub:stub://echo/2 on auto; by kind: element_type: 10 (first: inference: input "x": element type int64, want float32: inference: element type mismatch)
 }

@@ -2,6 +2,8 @@ package runinference_test
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,14 +21,16 @@ import (
 func init() {
 	register.Function1x1(describeFailure)
 	register.Function2x1(describeKeyedFailure)
+	register.Function1x1(kindAndStage)
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 // describeFailure prints a failure with the facts the tests check: the
-// element, the stage, the cause, and whether a model id is attached.
+// element, the stage, the kind, the cause, and whether a model id is
+// attached.
 func describeFailure(f runinference.Failure) string {
-	return fmt.Sprintf("%v at %s: %s (model %t)", values(f.Example["x"]), f.Stage, f.Err, f.ModelID.Instance != "")
+	return fmt.Sprintf("%v at %s (%s): %s (model %t)", values(f.Example["x"]), f.Stage, f.Kind, f.Err, f.ModelID.Instance != "")
 }
 
 func describeKeyedFailure(k string, f runinference.Failure) string {
@@ -45,7 +49,7 @@ func failingInput() (in []inference.Example, good, failed []any) {
 		}
 		in = append(in, row(x0, float32(i)))
 		if x0 == bad {
-			failed = append(failed, fmt.Sprintf("%v at inference: stub: row 0 of 1 has x[0] = -1, marked to fail (model true)", []float32{x0, float32(i)}))
+			failed = append(failed, fmt.Sprintf("%v at inference (other): stub: row 0 of 1 has x[0] = -1, marked to fail (model true)", []float32{x0, float32(i)}))
 		} else {
 			good = append(good, fmt.Sprintf("%v -> %v", []float32{x0, float32(i)}, []float32{x0, float32(i)}))
 		}
@@ -85,11 +89,14 @@ func TestKeyedWithFailures(t *testing.T) {
 	passert.Count(s, results, "results", 22)
 	// keyByMod3 keys by x[0]: the bad elements have x[0] = -1, so key k-1.
 	passert.Equals(s, beam.ParDo(s, describeKeyedFailure, failures),
-		"k-1: [-1 5] at inference: stub: row 0 of 1 has x[0] = -1, marked to fail (model true)",
-		"k-1: [-1 20] at inference: stub: row 0 of 1 has x[0] = -1, marked to fail (model true)")
+		"k-1: [-1 5] at inference (other): stub: row 0 of 1 has x[0] = -1, marked to fail (model true)",
+		"k-1: [-1 20] at inference (other): stub: row 0 of 1 has x[0] = -1, marked to fail (model true)")
 	ptest.RunAndValidate(t, p)
 }
 
+// The job's error holds, on a line of its own after Beam's plan dump, the
+// element with its first values, the stage, the kind and the cause; then
+// the model on the next line.
 func TestFailureWithoutFailuresOutputFailsBundle(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	in, _, _ := failingInput()
@@ -99,11 +106,110 @@ func TestFailureWithoutFailuresOutputFailsBundle(t *testing.T) {
 	if err == nil {
 		t.Fatal("pipeline with a bad element succeeded, want an error")
 	}
-	for _, want := range []string{"x=[-1 5]", "stage inference", "marked to fail", "stub://echo/2"} {
-		if !contains(err.Error(), want) {
-			t.Errorf("error does not contain %q:\n%.2000s", want, err)
-		}
+	checkErrorLines(t, err,
+		"RunInference: element {x: float32[2] [-1 5]} failed at stage inference (other): stub: row 0 of 1 has x[0] = -1, marked to fail",
+		fmt.Sprintf("\tmodel %v, event time", spec))
+}
+
+func TestKeyedFailureWithoutFailuresOutputFailsBundle(t *testing.T) {
+	p, s := beam.NewPipelineWithRoot()
+	in, _, _ := failingInput()
+	spec := stub.Tag(stub.WithFailures(stub.Echo(2), bad), t.Name())
+	runinference.RunInferenceKeyed(s, spec, beam.ParDo(s, keyByMod3, beam.CreateList(s, in[:8])), runinference.MaxBatchSize(8))
+	err := ptest.Run(p)
+	if err == nil {
+		t.Fatal("pipeline with a bad element succeeded, want an error")
 	}
+	checkErrorLines(t, err,
+		`RunInference: element {x: float32[2] [-1 5]} with key "k-1" failed at stage inference (other): stub: row 0 of 1 has x[0] = -1, marked to fail`,
+		fmt.Sprintf("\tmodel %v, event time", spec))
+}
+
+// checkErrorLines checks that a job's error has a line equal to first,
+// followed by a line that starts with next.
+func checkErrorLines(t *testing.T, err error, first, next string) {
+	t.Helper()
+	lines := strings.Split(err.Error(), "\n")
+	i := slices.Index(lines, first)
+	if i < 0 || i+1 == len(lines) || !strings.HasPrefix(lines[i+1], next) {
+		t.Errorf("job error has no line\n%s\nfollowed by one starting %q:\n%.3000s", first, next, err)
+	}
+}
+
+// An example with a tensor the model has no input for (a row id) fails
+// with kind unexpected_input, not as a shape mismatch.
+func TestExtraInputIsUnexpectedInput(t *testing.T) {
+	p, s := beam.NewPipelineWithRoot()
+	in := []inference.Example{row(1, 2), row(3, 4)}
+	id, err := inference.New([]int{}, []int64{17})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in[1]["id"] = id
+	results, failures := runinference.RunInferenceWithFailures(s, stub.Tag(stub.Echo(2), t.Name()), beam.CreateList(s, in))
+	passert.Equals(s, beam.ParDo(s, formatResult, results), "[1 2] -> [1 2]")
+	passert.Equals(s, beam.ParDo(s, describeFailure, failures),
+		`[3 4] at batch (unexpected_input): inference: example has tensor "id", model inputs are [x]: inference: unexpected input (model true)`)
+	ptest.RunAndValidate(t, p)
+}
+
+// wrongTypeRows returns n examples whose x is int64, for a model that
+// takes float32: a systematic mistake.
+func wrongTypeRows(n int) []inference.Example {
+	in := make([]inference.Example, n)
+	for i := range in {
+		x, err := inference.New([]int{2}, []int64{int64(i), 0})
+		if err != nil {
+			panic(err)
+		}
+		in[i] = inference.Example{"x": x}
+	}
+	return in
+}
+
+func kindAndStage(f runinference.Failure) string { return fmt.Sprintf("%s at %s", f.Kind, f.Stage) }
+
+// Every element of the wrong type: with MaxFailureRate the job fails with
+// the summary; without it, every element goes to the failures output and
+// the job succeeds.
+func TestMaxFailureRateFailsSystematicMistake(t *testing.T) {
+	in := wrongTypeRows(100)
+	t.Run("with MaxFailureRate", func(t *testing.T) {
+		p, s := beam.NewPipelineWithRoot()
+		spec := stub.Tag(stub.Echo(2), t.Name())
+		runinference.RunInferenceWithFailures(s, spec, beam.CreateList(s, in), runinference.MaxFailureRate(0.1, 5))
+		err := ptest.Run(p)
+		if err == nil {
+			t.Fatal("pipeline whose every element fails succeeded, want an error")
+		}
+		want := fmt.Sprintf(`RunInference: 5 of 5 elements failed, a fraction of 1 over MaxFailureRate(0.1, 5), model %v; by kind: element_type: 5 (first: inference: input "x": element type int64, want float32: inference: element type mismatch)`, spec)
+		if !slices.Contains(strings.Split(err.Error(), "\n"), want) {
+			t.Errorf("job error has no line\n%s\n%.3000s", want, err)
+		}
+	})
+	t.Run("without", func(t *testing.T) {
+		p, s := beam.NewPipelineWithRoot()
+		results, failures := runinference.RunInferenceWithFailures(s, stub.Tag(stub.Echo(2), t.Name()), beam.CreateList(s, in))
+		passert.Empty(s, results)
+		want := make([]any, len(in))
+		for i := range want {
+			want[i] = "element_type at batch"
+		}
+		passert.Equals(s, beam.ParDo(s, kindAndStage, failures), want...)
+		ptest.RunAndValidate(t, p)
+	})
+}
+
+// Failures under the limit (2 of 64) pass with MaxFailureRate.
+func TestMaxFailureRateUnderTheLimit(t *testing.T) {
+	p, s := beam.NewPipelineWithRoot()
+	in, good, failed := failingInput()
+	spec := stub.Tag(stub.WithFailures(stub.Echo(2), bad), t.Name())
+	results, failures := runinference.RunInferenceWithFailures(s, spec, beam.CreateList(s, in),
+		runinference.MaxBatchSize(8), runinference.MaxFailureRate(0.25, 10))
+	passert.Equals(s, beam.ParDo(s, formatResult, results), good...)
+	passert.Equals(s, beam.ParDo(s, describeFailure, failures), failed...)
+	ptest.RunAndValidate(t, p)
 }
 
 func TestWrongShapeFailsAtBatchStage(t *testing.T) {
@@ -112,7 +218,7 @@ func TestWrongShapeFailsAtBatchStage(t *testing.T) {
 	results, failures := runinference.RunInferenceWithFailures(s, stub.Tag(stub.Echo(2), t.Name()), beam.CreateList(s, in))
 	passert.Count(s, results, "results", 2)
 	passert.Equals(s, beam.ParDo(s, describeFailure, failures),
-		`[1 2 3] at batch: inference: input "x": shape [3], want [2] (the model's [? 2] without the batch dimension): inference: shape mismatch (model true)`)
+		`[1 2 3] at batch (shape): inference: input "x": shape [3], want [2] (the model's [? 2] without the batch dimension): inference: shape mismatch (model true)`)
 	ptest.RunAndValidate(t, p)
 }
 
@@ -179,6 +285,10 @@ func TestConstructionPanics(t *testing.T) {
 		{"zero budget", stub.Echo(2), []runinference.Option{runinference.MemoryBudget(0)}, "MemoryBudget(0)"},
 		{"bad budget option", withOption(stub.Echo(2), "memory_budget", "lots"), nil, `option memory_budget="lots"`},
 		{"bad budget option under a good one", withOption(stub.Echo(2), "memory_budget", "-1GiB"), []runinference.Option{runinference.MemoryBudget(1 << 30)}, `option memory_budget="-1GiB"`},
+		{"failure rate of 1", stub.Echo(2), []runinference.Option{runinference.MaxFailureRate(1, 10)}, "MaxFailureRate(1, 10): the fraction must be at least 0 and less than 1"},
+		{"negative failure rate", stub.Echo(2), []runinference.Option{runinference.MaxFailureRate(-0.1, 10)}, "MaxFailureRate(-0.1, 10): the fraction"},
+		{"NaN failure rate", stub.Echo(2), []runinference.Option{runinference.MaxFailureRate(math.NaN(), 10)}, "MaxFailureRate(NaN, 10): the fraction"},
+		{"no minimum of elements", stub.Echo(2), []runinference.Option{runinference.MaxFailureRate(0.1, 0)}, "MaxFailureRate(0.1, 0): minElements must be at least 1"},
 		{"empty spec", inference.Spec{}, nil, "no format"},
 		{"no uri", inference.Spec{Format: "stub"}, nil, "no URI"},
 	} {

@@ -113,18 +113,19 @@ func TestHostileUserModel(t *testing.T) {
 	}
 	want := map[float32]struct {
 		stage Stage
+		kind  FailureKind
 		says  []string
 	}{
-		outOfRange: {StageInference, []string{"inference: panic in Model.Run: runtime error: index out of range [2] with length 2 [at ", "runinference.hostileModel.Run (runinference/faults_internal_test.go:"}},
-		extraRow:   {StageOutput, []string{`output "y" is float32[2 2], want 1 rows along axis 0`}},
-		scalarOut:  {StageOutput, []string{`output "y" is float32[], want 1 rows along axis 0`}},
-		goexit:     {StageInference, []string{"Model.Run ended its goroutine (runtime.Goexit) without returning"}},
+		outOfRange: {StageInference, KindPanic, []string{"inference: panic in Model.Run: runtime error: index out of range [2] with length 2 [at ", "runinference.hostileModel.Run (runinference/faults_internal_test.go:"}},
+		extraRow:   {StageOutput, KindShape, []string{`output "y" is float32[2 2], want 1 rows along axis 0`}},
+		scalarOut:  {StageOutput, KindShape, []string{`output "y" is float32[], want 1 rows along axis 0`}},
+		goexit:     {StageInference, KindOther, []string{"Model.Run ended its goroutine (runtime.Goexit) without returning"}},
 	}
 	for _, f := range *failures {
 		x, _ := inference.Data[float32](f.Example["x"])
 		w := want[x[0]]
-		if f.Stage != w.stage {
-			t.Errorf("element %v failed at stage %s, want %s: %s", x, f.Stage, w.stage, f.Err)
+		if f.Stage != w.stage || f.Kind != w.kind {
+			t.Errorf("element %v failed at stage %s (%s), want %s (%s): %s", x, f.Stage, f.Kind, w.stage, w.kind, f.Err)
 		}
 		for _, s := range w.says {
 			if !strings.Contains(f.Err, s) {
@@ -193,7 +194,7 @@ func TestDeadlockDoesNotBlockBundle(t *testing.T) {
 				if err != nil || len(*results) != 2 || len(*failures) != 1 || (*failures)[0].Err != says {
 					t.Errorf("bundle error %v, %d results, failures %v; want 2 results and one failure saying %q", err, len(*results), *failures, says)
 				}
-			} else if err == nil || !strings.Contains(err.Error(), "x=[-1 2]") || !strings.Contains(err.Error(), says) {
+			} else if err == nil || !strings.Contains(err.Error(), "{x: float32[2] [-1 2]}") || !strings.Contains(err.Error(), says) {
 				t.Errorf("bundle error %v, want one naming element [-1 2] and saying %q", err, says)
 			}
 			// Two abandoned runs (batch of 2, then 1) hold a reference each.

@@ -29,13 +29,13 @@ func init() {
 func describePanic(f runinference.Failure) string {
 	x := values(f.Example["x"])
 	msg := fmt.Sprintf("inference: panic in Model.Run: stub: row 0 of 1 has x[0] = %v, marked to panic [at ", x[0])
-	return fmt.Sprintf("%v at %s: message %t, frame %t", x, f.Stage, contains(f.Err, msg), contains(f.Err, "stub.(*Model).fault (stub/faults.go:"))
+	return fmt.Sprintf("%v at %s (%s): message %t, frame %t", x, f.Stage, f.Kind, contains(f.Err, msg), contains(f.Err, "stub.(*Model).fault (stub/faults.go:"))
 }
 
 // describeTimeout keeps what a timeout's error says for sure: whether the
 // model returned after its deadline or was abandoned depends on timing.
 func describeTimeout(f runinference.Failure) string {
-	return fmt.Sprintf("%v at %s: timed out %t, deadline exceeded %t", values(f.Example["x"]), f.Stage,
+	return fmt.Sprintf("%v at %s (%s): timed out %t, deadline exceeded %t", values(f.Example["x"]), f.Stage, f.Kind,
 		contains(f.Err, "batch of 1 timed out after 100ms (InferenceTimeout)"), contains(f.Err, "context deadline exceeded"))
 }
 
@@ -51,7 +51,7 @@ func TestPanicsBecomeFailures(t *testing.T) {
 		x := []float32{float32(i), float32(-i)}
 		in = append(in, row(x...))
 		if stub.Selected(stub.Panic, rate, x[0]) {
-			failed = append(failed, fmt.Sprintf("%v at inference: message true, frame true", x))
+			failed = append(failed, fmt.Sprintf("%v at inference (panic): message true, frame true", x))
 		} else {
 			good = append(good, fmt.Sprintf("%v -> %v", x, x))
 		}
@@ -85,7 +85,7 @@ func TestPanicWithoutFailuresOutputFailsPipeline(t *testing.T) {
 	if err == nil {
 		t.Fatal("pipeline with a panicking element succeeded, want an error")
 	}
-	for _, want := range []string{"x=[-1 5]", "stage inference", "inference: panic in Model.Run: stub: row 0 of 1 has x[0] = -1, marked to panic", "stub://echo/2"} {
+	for _, want := range []string{"{x: float32[2] [-1 5]}", "stage inference (panic)", "inference: panic in Model.Run: stub: row 0 of 1 has x[0] = -1, marked to panic", "stub://echo/2"} {
 		if !contains(err.Error(), want) {
 			t.Errorf("error does not contain %q:\n%.2000s", want, err)
 		}
@@ -103,8 +103,8 @@ func TestDeadlockedModelIsAbandoned(t *testing.T) {
 		runinference.MaxBatchSize(4), runinference.InferenceTimeout(100*time.Millisecond))
 	passert.Equals(s, beam.ParDo(s, formatResult, results), good[:22]...)
 	passert.Equals(s, beam.ParDo(s, describeFailure, failures),
-		"[-1 5] at inference: batch of 1 timed out after 100ms (InferenceTimeout): Model.Run did not return and was abandoned: context deadline exceeded (model true)",
-		"[-1 20] at inference: batch of 1 timed out after 100ms (InferenceTimeout): Model.Run did not return and was abandoned: context deadline exceeded (model true)")
+		"[-1 5] at inference (deadline): batch of 1 timed out after 100ms (InferenceTimeout): Model.Run did not return and was abandoned: context deadline exceeded (model true)",
+		"[-1 20] at inference (deadline): batch of 1 timed out after 100ms (InferenceTimeout): Model.Run did not return and was abandoned: context deadline exceeded (model true)")
 	pr := ptest.RunAndValidate(t, p)
 
 	// Each stuck element is in a batch of 4, then of 2, then alone.
@@ -126,7 +126,7 @@ func TestHangingModelTimesOut(t *testing.T) {
 		x := []float32{float32(i), 1}
 		in = append(in, row(x...))
 		if stub.Selected(stub.Hang, rate, x[0]) {
-			failed = append(failed, fmt.Sprintf("%v at inference: timed out true, deadline exceeded true", x))
+			failed = append(failed, fmt.Sprintf("%v at inference (deadline): timed out true, deadline exceeded true", x))
 		} else {
 			good = append(good, fmt.Sprintf("%v -> %v", x, x))
 		}
@@ -156,7 +156,7 @@ func TestTimeoutWithoutFailuresOutputFailsPipeline(t *testing.T) {
 	if err == nil {
 		t.Fatal("pipeline with a stuck element succeeded, want an error")
 	}
-	for _, want := range []string{"x=[-1 7]", "stage inference", "timed out after 100ms (InferenceTimeout)", "context deadline exceeded"} {
+	for _, want := range []string{"{x: float32[2] [-1 7]}", "stage inference (deadline)", "timed out after 100ms (InferenceTimeout)", "context deadline exceeded"} {
 		if !contains(err.Error(), want) {
 			t.Errorf("error does not contain %q:\n%.2000s", want, err)
 		}
@@ -180,7 +180,7 @@ func TestMemoryBudget(t *testing.T) {
 			good = append(good, fmt.Sprintf("%v -> %v", x, x))
 		}
 	}
-	const overBudget = `[50 6] at inference: inference: model "stub": working memory of 1 rows needs 4.9 KiB, over the memory budget of 1000 B (model true)`
+	const overBudget = `[50 6] at inference (memory_budget): inference: model "stub": working memory of 1 rows needs 4.9 KiB, over the memory budget of 1000 B (model true)`
 	model := stub.WithMemoryUse(stub.Echo(2), 100)
 	withBudget := func(spec inference.Spec, budget string) inference.Spec {
 		return withOption(spec, "memory_budget", budget)

@@ -92,7 +92,7 @@ func TestONNXFixedBatchOneAndWrongShape(t *testing.T) {
 	results, failures := runinference.RunInferenceWithFailures(s, spec, beam.CreateList(s, in), runinference.MaxBatchSize(16))
 	passert.Equals(s, beam.ParDo(s, formatResult, results), "[1 -2 3] -> [1 0 3]", "[-1 5 -6] -> [0 5 0]", "[0 0 9] -> [0 0 9]")
 	passert.Equals(s, beam.ParDo(s, describeFailure, failures),
-		`[1 2] at batch: inference: input "x": shape [2], want [3] (the model's [1 3] without the batch dimension): inference: shape mismatch (model true)`)
+		`[1 2] at batch (shape): inference: input "x": shape [2], want [3] (the model's [1 3] without the batch dimension): inference: shape mismatch (model true)`)
 	pr := ptest.RunAndValidate(t, p)
 	if d := distribution(t, pr, "inference_request_batch_size"); d.Max != 1 || d.Count != 3 {
 		t.Errorf("inference_request_batch_size = %+v, want 3 batches of 1", d)
@@ -114,7 +114,7 @@ func formatSquaredSum(r runinference.PredictionResult) string {
 // describeOverBudget keeps an element's length, its stage and whether its
 // error names the budget it went over.
 func describeOverBudget(f runinference.Failure) string {
-	return fmt.Sprintf("%d values at %s: over budget %t", len(values(f.Example["x"])), f.Stage, contains(f.Err, "over the memory budget of 1.0 MiB"))
+	return fmt.Sprintf("%d values at %s (%s): over budget %t", len(values(f.Example["x"])), f.Stage, f.Kind, contains(f.Err, "over the memory budget of 1.0 MiB"))
 }
 
 // dynamicDim is a dimension named name, of any size.
@@ -159,6 +159,6 @@ func TestONNXMemoryBudget(t *testing.T) {
 	in := []inference.Example{row(1, 2, 3, 4), row(make([]float32, 1024)...), row(0, 0, 0, -1)}
 	results, failures := runinference.RunInferenceWithFailures(s, spec, beam.CreateList(s, in), runinference.MemoryBudget(1<<20))
 	passert.Equals(s, beam.ParDo(s, formatSquaredSum, results), "[1 2 3 4] -> [100]", "[0 0 0 -1] -> [1]")
-	passert.Equals(s, beam.ParDo(s, describeOverBudget, failures), "1024 values at inference: over budget true")
+	passert.Equals(s, beam.ParDo(s, describeOverBudget, failures), "1024 values at inference (memory_budget): over budget true")
 	ptest.RunAndValidate(t, p)
 }

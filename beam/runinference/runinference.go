@@ -15,6 +15,11 @@
 // KV<K, Example>; the WithFailures variants return a second PCollection of
 // Failure values instead of failing the bundle, so that no element is lost.
 //
+// A PredictionResult holds the model's outputs by name. Output gives the
+// one output of a one-output model, and OutputData[T] an output's elements
+// as a []T (name "" for the one output); both fail with an error wrapping
+// inference.ErrMissingOutput or inference.ErrType that names the outputs.
+//
 // # Batching
 //
 // Within a bundle, elements are grouped by window and by tensor shapes (so
@@ -28,9 +33,20 @@
 //
 // A batch that fails is split in halves, down to single elements, so one bad
 // element costs only itself. An element that fails alone becomes a Failure
-// (with the WithFailures variants) or fails the bundle with an error that
-// names the element, the stage and the cause (Beam then retries the bundle).
-// An element that does not fit the model's inputs fails at once, unbatched.
+// (with the WithFailures variants) or fails the bundle with an error whose
+// first line names the element (with its first values), its key, the
+// stage, the kind and the cause (Beam then retries the bundle, and prints
+// the error after the bundle's plan). An element that does not fit the
+// model's inputs fails at once, unbatched.
+//
+// A Failure's Kind says what went wrong in a form to group by
+// (KindElementType, KindUnexpectedInput, KindIndexOutOfRange, …), its Err
+// says it in words, and its String shows both with the element's first
+// values. A systematic mistake (every element of the wrong type) fails
+// every element: MaxFailureRate fails the job then, with the failures
+// counted by kind; without it, a bundle whose failures dominate gets a
+// warning in the worker's log.
+//
 // A model that can never load (inference.ErrBadModel, ErrUnsupportedOp,
 // ErrNoDevice) fails the bundle in every variant, so a wrong model fails the
 // job instead of filling the failures output; a transient load error sends
@@ -120,6 +136,10 @@ type config struct {
 	// the MemoryBudget option or else the Spec's memory_budget option;
 	// 0 leaves the model its default (inference.DefaultMemoryBudget).
 	MemoryBudget int64
+	// MaxFailureRate and FailureRateMinElements are the arguments of
+	// MaxFailureRate; FailureRateMinElements 0 means no limit.
+	MaxFailureRate         float64
+	FailureRateMinElements int
 }
 
 // MinBatchSize is the smallest batch run before the end of a bundle:
@@ -203,6 +223,43 @@ func MemoryBudget(bytes int64) Option {
 	}
 }
 
+// MaxFailureRate fails the bundle, and so the job, when failures are
+// systematic rather than a few bad elements: once a DoFn instance has seen
+// at least minElements elements through to a result or a Failure, it fails
+// its bundle as soon as failures/elements > fraction, with an error that
+// gives the counts, the fraction, the limit, the model and the failures by
+// kind with the first message of each. A wrong element type for every row
+// then fails the job at once instead of sending every element to the
+// failures output.
+//
+// fraction must be at least 0 (0: any failure past minElements fails the
+// bundle) and less than 1; minElements must be at least 1. By default
+// there is no limit, and a bundle whose failures dominate (more than half
+// of at least 10 elements) only gets a warning in the worker's log.
+//
+// The count is per DoFn instance, over the bundles it has processed: Beam
+// Go gives no aggregation across workers, and runs an instance for each
+// bundle a worker process processes at once, so each instance checks its
+// own share of the input and a job with many workers fails when any of
+// them passes the limit. Beam Go drops the instance of a failed bundle, so
+// the bundle's retry counts afresh; Beam retries a failed bundle
+// (Dataflow: four times in a batch job, indefinitely in a streaming one,
+// which then stalls rather than fails). The limit matters only with the
+// WithFailures variants: without a failures output, the first failed
+// element fails its bundle.
+func MaxFailureRate(fraction float64, minElements int) Option {
+	return func(c *config) error {
+		if !(fraction >= 0 && fraction < 1) {
+			return fmt.Errorf("MaxFailureRate(%v, %d): the fraction must be at least 0 and less than 1", fraction, minElements)
+		}
+		if minElements < 1 {
+			return fmt.Errorf("MaxFailureRate(%v, %d): minElements must be at least 1", fraction, minElements)
+		}
+		c.MaxFailureRate, c.FailureRateMinElements = fraction, minElements
+		return nil
+	}
+}
+
 // Device sets where the model runs, overriding the Spec's device.
 func Device(d inference.Device) Option {
 	return func(c *config) error {
@@ -258,7 +315,9 @@ func RunInference(s beam.Scope, spec inference.Spec, col beam.PCollection, opts 
 
 // RunInferenceWithFailures is RunInference with a second output: a
 // PCollection<Failure> of the elements that could not be predicted. Results
-// plus failures hold every input element exactly once.
+// plus failures hold every input element exactly once. Give MaxFailureRate
+// to fail the job when failures are systematic rather than a few bad
+// elements.
 func RunInferenceWithFailures(s beam.Scope, spec inference.Spec, col beam.PCollection, opts ...Option) (results, failures beam.PCollection) {
 	s = scope(s, "runinference.RunInferenceWithFailures", spec)
 	return expand(s, spec, col, false, true, opts)

@@ -3,7 +3,9 @@ package runinference
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
@@ -19,39 +21,52 @@ type PredictionResult struct {
 	ModelID inference.ModelID
 }
 
-// Stage says where an element failed.
-type Stage string
-
-const (
-	// StageLoad: the model could not be loaded for a transient reason (an
-	// unreachable store). A model that can never load (malformed,
-	// unsupported, no such device) fails the pipeline instead.
-	StageLoad Stage = "load"
-	// StageBatch: the element does not fit the model's inputs (a missing
-	// or extra input, a wrong element type or shape), or could not be
-	// stacked into a batch.
-	StageBatch Stage = "batch"
-	// StageInference: the model failed on a batch holding only this
-	// element: it returned an error, panicked, passed its InferenceTimeout
-	// or went over its memory budget.
-	StageInference Stage = "inference"
-	// StageOutput: the model's outputs could not be split back into one
-	// result per element.
-	StageOutput Stage = "output"
-)
-
-// Failure is an element RunInferenceWithFailures could not predict: the
-// example, the error, the stage it failed at, and the model instance (zero
-// when the model failed to load). The keyed variants emit KV<K, Failure>.
-type Failure struct {
-	Example inference.Example
-	Err     string
-	Stage   Stage
-	ModelID inference.ModelID
+// Output returns the one output of a model with exactly one output, so
+// that a pipeline need not know the name the model's exporter gave it
+// ("output_0", "logits"). It fails with an error wrapping
+// inference.ErrMissingOutput, naming the outputs, when the result holds
+// none or several: name the one wanted in Outputs or OutputData.
+func (r PredictionResult) Output() (inference.Tensor, error) {
+	if len(r.Outputs) == 1 {
+		for _, t := range r.Outputs {
+			return t, nil
+		}
+	}
+	return inference.Tensor{}, fmt.Errorf("runinference: %s has %d outputs %v, want exactly one for Output; name the one wanted: %w",
+		r.what(), len(r.Outputs), slices.Sorted(maps.Keys(r.Outputs)), inference.ErrMissingOutput)
 }
 
-func (f Failure) String() string {
-	return fmt.Sprintf("%v failed at stage %s: %s", f.Example, f.Stage, f.Err)
+// OutputData returns the elements of output name of r as a []T, without
+// copying; name "" means the one output of a one-output model, as Output.
+// It fails with an error wrapping inference.ErrMissingOutput when r has no
+// such output, or inference.ErrType when T is not the output's element
+// type; each names the output and what r holds.
+func OutputData[T inference.Element](r PredictionResult, name string) ([]T, error) {
+	if name == "" && len(r.Outputs) == 1 {
+		name = slices.Collect(maps.Keys(r.Outputs))[0]
+	}
+	t, ok := r.Outputs[name]
+	switch {
+	case !ok && name == "":
+		_, err := r.Output()
+		return nil, err
+	case !ok:
+		return nil, fmt.Errorf("runinference: %s has no output %q, its outputs are %v: %w",
+			r.what(), name, slices.Sorted(maps.Keys(r.Outputs)), inference.ErrMissingOutput)
+	}
+	d, err := inference.Data[T](t)
+	if err != nil {
+		return nil, fmt.Errorf("runinference: output %q of %s: %w", name, r.what(), err)
+	}
+	return d, nil
+}
+
+// what names the result in errors: by its model where it has one.
+func (r PredictionResult) what() string {
+	if r.ModelID.URI == "" {
+		return "the result"
+	}
+	return "the result of model " + r.ModelID.URI
 }
 
 // The element types carry tensors, whose data Beam's default (JSON) coder
@@ -107,24 +122,33 @@ func decodePrediction(b []byte) (PredictionResult, error) {
 	return PredictionResult{Example: ex, Outputs: outs, ModelID: inference.ModelID{URI: s[0], Instance: s[1]}}, nil
 }
 
+// encodeFailure writes the example, then Err, Stage, the model id and
+// Kind. Kind comes last so that an encoding from before it (four strings)
+// still decodes, as a Failure in flight across a pipeline update may be.
 func encodeFailure(f Failure) ([]byte, error) {
 	b, err := inference.AppendTensors(nil, f.Example)
 	if err != nil {
 		return nil, err
 	}
-	return appendStrings(b, f.Err, string(f.Stage), f.ModelID.URI, f.ModelID.Instance), nil
+	return appendStrings(b, f.Err, string(f.Stage), f.ModelID.URI, f.ModelID.Instance, string(f.Kind)), nil
 }
 
+// decodeFailure reads what encodeFailure writes, or the encoding without
+// Kind, whose Failures get KindOther: the kind of their cause is lost.
 func decodeFailure(b []byte) (Failure, error) {
 	ex, n, err := inference.DecodeTensors(b)
 	if err != nil {
 		return Failure{}, err
 	}
-	s, err := readStrings(b[n:], 4)
+	s, err := readStrings(b[n:], 5)
 	if err != nil {
-		return Failure{}, fmt.Errorf("runinference: decode Failure: %w", err)
+		old, oldErr := readStrings(b[n:], 4)
+		if oldErr != nil {
+			return Failure{}, fmt.Errorf("runinference: decode Failure: %w", err)
+		}
+		s = append(old, string(KindOther))
 	}
-	return Failure{Example: ex, Err: s[0], Stage: Stage(s[1]), ModelID: inference.ModelID{URI: s[2], Instance: s[3]}}, nil
+	return Failure{Example: ex, Err: s[0], Stage: Stage(s[1]), ModelID: inference.ModelID{URI: s[2], Instance: s[3]}, Kind: FailureKind(s[4])}, nil
 }
 
 func appendStrings(b []byte, ss ...string) []byte {
