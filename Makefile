@@ -5,7 +5,7 @@
 GO ?= go
 # Packages whose tests run pipelines through ptest: run once on prism (the
 # default) and once on the direct runner.
-PIPELINE_PKGS := ./beam/runinference/ ./examples/classify/
+PIPELINE_PKGS := ./beam/runinference/ ./examples/classify/ ./examples/quickstart/
 # Packages with concurrency: the shared model cache, the DoFns, the stub models.
 # The GPU executor's package runs only its concurrency tests under the race
 # detector: its 848 one-operator cases take minutes there and share no state.
