@@ -3,7 +3,18 @@
 // every batch on a model that is loaded once per worker process and shared
 // by every bundle, and emits one PredictionResult per input element.
 //
-//	spec := onnx.Model("gs://bucket/models/resnet50.onnx")
+// The form most pipelines want carries each element's id through the
+// model and loses nothing: rows is a PCollection<KV<string,
+// inference.Example>>, results a PCollection<KV<string, PredictionResult>>
+// and failures a PCollection<KV<string, Failure>>, both keyed by the id
+// (examples/quickstart is a whole pipeline of it):
+//
+//	spec := onnx.Model("gs://bucket/models/classifier.onnx")
+//	results, failures := runinference.RunInferenceKeyedWithFailures(s, spec, rows,
+//		runinference.MaxBatchSize(64), runinference.Device(inference.Auto))
+//
+// Without keys, on a PCollection<inference.Example>:
+//
 //	preds := runinference.RunInference(s, spec, examples,
 //		runinference.MaxBatchSize(64), runinference.Device(inference.Auto))
 //
