@@ -21,7 +21,7 @@ func Row[T Element](values ...T) Tensor {
 	if values == nil {
 		values = []T{}
 	}
-	return Tensor{dtype: DTypeOf[T](), shape: []int{len(values)}, data: values}
+	return wrap([]int{len(values)}, values)
 }
 
 // rows returns t's elements as float64 rows along the last axis, for the
@@ -31,7 +31,7 @@ func rows(helper string, t Tensor) (data []float64, width int, err error) {
 		return nil, 0, fmt.Errorf("inference: %s of %v: a scalar has no class axis: %w", helper, t, ErrShape)
 	}
 	width = t.shape[len(t.shape)-1]
-	switch d := t.data.(type) {
+	switch d := t.elements().(type) {
 	case []float32:
 		data = make([]float64, len(d))
 		for i, v := range d {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unsafe"
 )
 
 // DType is the element type of a Tensor.
@@ -85,7 +86,61 @@ func DTypeOf[T Element]() DType {
 type Tensor struct {
 	dtype DType
 	shape []int
-	data  any // []float32, []int64, []int32, []bool or []uint8
+	// The elements: a []float32, []int64, []int32, []bool or []uint8 as
+	// dtype says, held as its first element and length rather than in an
+	// interface, which would allocate for every tensor made (WithData
+	// makes one over a new buffer for nothing). ptr is nil for the zero
+	// Tensor and for a nil slice.
+	ptr unsafe.Pointer
+	n   int
+}
+
+// wrap returns the tensor of shape over d, sharing both.
+func wrap[T Element](shape []int, d []T) Tensor {
+	return Tensor{dtype: DTypeOf[T](), shape: shape, ptr: unsafe.Pointer(unsafe.SliceData(d)), n: len(d)}
+}
+
+// wrapAny is wrap for a slice makeData returned.
+func wrapAny(shape []int, data any) Tensor {
+	switch d := data.(type) {
+	case []float32:
+		return wrap(shape, d)
+	case []int64:
+		return wrap(shape, d)
+	case []int32:
+		return wrap(shape, d)
+	case []bool:
+		return wrap(shape, d)
+	case []uint8:
+		return wrap(shape, d)
+	}
+	return Tensor{}
+}
+
+// view returns t's elements as a []T; T must be t's element type.
+func view[T Element](t Tensor) []T {
+	if t.ptr == nil {
+		return nil
+	}
+	return unsafe.Slice((*T)(t.ptr), t.n)
+}
+
+// elements returns t's elements as the typed slice in an interface, nil
+// for the zero Tensor.
+func (t Tensor) elements() any {
+	switch t.dtype {
+	case Float32:
+		return view[float32](t)
+	case Int64:
+		return view[int64](t)
+	case Int32:
+		return view[int32](t)
+	case Bool:
+		return view[bool](t)
+	case Uint8:
+		return view[uint8](t)
+	}
+	return nil
 }
 
 // New returns a tensor of the given shape over data. The length of data must
@@ -100,7 +155,7 @@ func New[T Element](shape []int, data []T) (Tensor, error) {
 		return Tensor{}, fmt.Errorf("inference: %d %s values for shape %v, want %d: %w",
 			len(data), DTypeOf[T](), shape, n, ErrShape)
 	}
-	return Tensor{dtype: DTypeOf[T](), shape: append([]int(nil), shape...), data: data}, nil
+	return wrap(append([]int(nil), shape...), data), nil
 }
 
 // Zeros returns a tensor of the given type and shape filled with zero values.
@@ -113,7 +168,7 @@ func Zeros(dtype DType, shape []int) (Tensor, error) {
 	if err != nil {
 		return Tensor{}, err
 	}
-	return Tensor{dtype: dtype, shape: append([]int(nil), shape...), data: data}, nil
+	return wrapAny(append([]int(nil), shape...), data), nil
 }
 
 // NumElements returns the product of the dimensions of shape, 1 for the empty
@@ -162,21 +217,7 @@ func (t Tensor) Rank() int { return len(t.shape) }
 func (t Tensor) Dim(i int) int { return t.shape[i] }
 
 // Len returns the number of elements: the product of the shape.
-func (t Tensor) Len() int {
-	switch d := t.data.(type) {
-	case []float32:
-		return len(d)
-	case []int64:
-		return len(d)
-	case []int32:
-		return len(d)
-	case []bool:
-		return len(d)
-	case []uint8:
-		return len(d)
-	}
-	return 0
-}
+func (t Tensor) Len() int { return t.n }
 
 // ByteSize returns the size of the data in bytes: Len() · DType().Size().
 func (t Tensor) ByteSize() int64 { return int64(t.Len()) * int64(t.dtype.Size()) }
@@ -184,11 +225,26 @@ func (t Tensor) ByteSize() int64 { return int64(t.Len()) * int64(t.dtype.Size())
 // Data returns the tensor's elements as a []T without copying. It fails with
 // ErrType when T is not the tensor's element type.
 func Data[T Element](t Tensor) ([]T, error) {
-	d, ok := t.data.([]T)
-	if !ok {
+	if t.dtype != DTypeOf[T]() {
 		return nil, fmt.Errorf("inference: tensor %v read as %v: %w", t, DTypeOf[T](), ErrType)
 	}
-	return d, nil
+	return view[T](t), nil
+}
+
+// WithData returns a tensor of t's element type and shape over data, which
+// must hold t.Len() elements of that type: the shape is t's, shared and not
+// copied, so that a runtime that keeps the tensors it returned from one run
+// to the next makes the next over a new buffer without allocating. A
+// tensor's shape is never written, so sharing it is safe. It fails with
+// ErrType or ErrShape when data does not fit.
+func WithData[T Element](t Tensor, data []T) (Tensor, error) {
+	if t.dtype != DTypeOf[T]() {
+		return Tensor{}, fmt.Errorf("inference: %d %v values for tensor %v: %w", len(data), DTypeOf[T](), t, ErrType)
+	}
+	if len(data) != t.n {
+		return Tensor{}, fmt.Errorf("inference: %d values for tensor %v of %d: %w", len(data), t, t.n, ErrShape)
+	}
+	return Tensor{dtype: t.dtype, shape: t.shape, ptr: unsafe.Pointer(unsafe.SliceData(data)), n: len(data)}, nil
 }
 
 // String describes the type and shape, as in "float32[8 3 224 224]".
@@ -212,25 +268,28 @@ func Equal(a, b Tensor) bool {
 	if a.dtype != b.dtype || !slices.Equal(a.shape, b.shape) {
 		return false
 	}
-	switch x := a.data.(type) {
-	case []float32:
-		y := b.data.([]float32)
+	if a.n != b.n {
+		return false
+	}
+	switch a.dtype {
+	case Float32:
+		x, y := view[float32](a), view[float32](b)
 		for i := range x {
 			if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
 				return false
 			}
 		}
 		return true
-	case []int64:
-		return slices.Equal(x, b.data.([]int64))
-	case []int32:
-		return slices.Equal(x, b.data.([]int32))
-	case []bool:
-		return slices.Equal(x, b.data.([]bool))
-	case []uint8:
-		return slices.Equal(x, b.data.([]uint8))
+	case Int64:
+		return slices.Equal(view[int64](a), view[int64](b))
+	case Int32:
+		return slices.Equal(view[int32](a), view[int32](b))
+	case Bool:
+		return slices.Equal(view[bool](a), view[bool](b))
+	case Uint8:
+		return slices.Equal(view[uint8](a), view[uint8](b))
 	}
-	return a.data == nil && b.data == nil
+	return a.ptr == nil && b.ptr == nil
 }
 
 // Stack joins tensors of one type and shape along a new leading axis: n
@@ -268,9 +327,9 @@ func stack[T Element](shape []int, ts []Tensor) Tensor {
 	per := ts[0].Len()
 	out := make([]T, 0, per*len(ts))
 	for _, t := range ts {
-		out = append(out, t.data.([]T)...)
+		out = append(out, view[T](t)...)
 	}
-	return Tensor{dtype: ts[0].dtype, shape: shape, data: out}
+	return wrap(shape, out)
 }
 
 // Unstack splits a tensor of shape [n, s...] along its leading axis into n
@@ -299,14 +358,14 @@ func Unstack(t Tensor) ([]Tensor, error) {
 func unstack[T Element](t Tensor) []Tensor {
 	n := t.shape[0]
 	inner := t.shape[1:]
-	data := t.data.([]T)
+	data := view[T](t)
 	per := 0
 	if n > 0 {
 		per = len(data) / n
 	}
 	out := make([]Tensor, n)
 	for i := range out {
-		out[i] = Tensor{dtype: t.dtype, shape: inner, data: data[i*per : (i+1)*per : (i+1)*per]}
+		out[i] = wrap(inner, data[i*per:(i+1)*per:(i+1)*per])
 	}
 	return out
 }
@@ -320,10 +379,10 @@ func (t Tensor) AppendBinary(b []byte) ([]byte, error) {
 	for _, d := range t.shape {
 		b = binary.AppendUvarint(b, uint64(d))
 	}
-	if t.data == nil {
+	if t.n == 0 {
 		return b, nil
 	}
-	return binary.Append(b, binary.LittleEndian, t.data)
+	return binary.Append(b, binary.LittleEndian, t.elements())
 }
 
 // MarshalBinary returns the encoding of AppendBinary.
@@ -389,7 +448,7 @@ func (t *Tensor) decode(b []byte) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("inference: tensor encoding: %v: %w", err, ErrShape)
 	}
-	*t = Tensor{dtype: dtype, shape: shape, data: data}
+	*t = wrapAny(shape, data)
 	return off + k, nil
 }
 

@@ -768,3 +768,33 @@ func FuzzTensorUnmarshal(f *testing.F) {
 		}
 	})
 }
+
+// WithData makes a tensor of another's type and shape over new data
+// without allocating, and refuses data that does not fit.
+func TestWithData(t *testing.T) {
+	a, err := inference.New([]int{2, 3}, []float32{1, 2, 3, 4, 5, 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := []float32{6, 5, 4, 3, 2, 1}
+	b, err := inference.WithData(a, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := inference.New([]int{2, 3}, data)
+	if !inference.Equal(b, want) {
+		t.Errorf("WithData = %v %v, want %v", b, data, want)
+	}
+	if got, _ := inference.Data[float32](b); &got[0] != &data[0] {
+		t.Error("WithData copied the data")
+	}
+	if n := testing.AllocsPerRun(100, func() { b, _ = inference.WithData(a, data) }); n != 0 {
+		t.Errorf("WithData allocates %v times, want 0", n)
+	}
+	if _, err := inference.WithData(a, []int64{1, 2, 3, 4, 5, 6}); !errors.Is(err, inference.ErrType) {
+		t.Errorf("WithData of int64 data for a float32 tensor: %v, want ErrType", err)
+	}
+	if _, err := inference.WithData(a, data[:5]); !errors.Is(err, inference.ErrShape) {
+		t.Errorf("WithData of 5 values for 6: %v, want ErrShape", err)
+	}
+}

@@ -12,11 +12,12 @@ import (
 )
 
 // outputAllocs is what a run may allocate for each output it returns: the
-// buffer and its pool record (limit.Pool hands it to the caller), and the
-// tensor's shape and data header (inference.New). resultAllocs is the
-// result map's: the map and its first group of entries.
+// buffer and its pool record (limit.Pool hands it to the caller; the
+// tensor over it shares the shape of the last run's, inference.WithData).
+// resultAllocs is the result map's: the map and its first group of
+// entries.
 const (
-	outputAllocs = 4
+	outputAllocs = 2
 	resultAllocs = 2
 )
 

@@ -119,7 +119,7 @@ func main() {
 	fmt.Printf("ms: median wall time of one Run after %d warm-up runs (at least %d runs, more until %v)%s. "+
 		"ratio: beamml ms / ORT ms. GFLOP/s: beamml's, counting %s. "+
 		"allocs/Run and KiB/Run: Go heap allocations (runtime.MemStats Mallocs, TotalAlloc) over the timed runs of the first round, per run; "+
-		"beyond outputs: allocs/Run less %d for the result map and %d per output tensor (its buffer, the pool's record of it, its shape and header). "+
+		"beyond outputs: allocs/Run less %d for the result map and %d per output tensor (its buffer and the pool's record of it). "+
 		"max |Δ|: largest absolute difference between the model's first output from beamml and from ORT, at the first warm-up run.\n\n", warmups, minRuns, *budget, roundsNote, countedOps, resultAllocs, outputAllocs)
 	writeTable(os.Stdout, cells)
 	fmt.Println()

@@ -32,12 +32,13 @@ const tableHeader = "| model | batch | threads | beamml ms | ORT ms | ratio | GF
 	"| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
 
 // Run's own allocations for what it returns (inference/cpu's executor):
-// the result map, and per output tensor its buffer, the pool's record of
-// it, and the tensor's shape and data header. The "beyond outputs" column
-// is allocs/Run less these: 0 when a Run allocates nothing else.
+// the result map, and per output tensor its buffer and the pool's record
+// of it (the tensor shares the shape of the last run's). The "beyond
+// outputs" column is allocs/Run less these: 0 when a Run allocates nothing
+// else.
 const (
 	resultAllocs = 2
-	outputAllocs = 4
+	outputAllocs = 2
 )
 
 // beyondOutputs is c's allocations per Run less what its outputs account

@@ -58,7 +58,7 @@ func TestSummarizeLeavesOutRepeats(t *testing.T) {
 
 func TestWriteTable(t *testing.T) {
 	ok := timed("mlp", 8, 2, 2, 0.5)
-	ok.flops, ok.beamml.allocs, ok.beamml.bytes, ok.diff, ok.outputs = 4e6, 10.4, 2048, "1.0e-06", 2
+	ok.flops, ok.beamml.allocs, ok.beamml.bytes, ok.diff, ok.outputs = 4e6, 6.4, 2048, "1.0e-06", 2
 	broken := timed("gpt", 1, 1, 0, 3)
 	broken.err = errors.New("run: node \"x\" | bad\nshape")
 	noORT := timed("lstm", 1, 1, 1.25, 0)
@@ -67,7 +67,7 @@ func TestWriteTable(t *testing.T) {
 	writeTable(&b, []cell{ok, broken, noORT})
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	want := []string{
-		"| mlp | 8 | 2 | 2.00 | 0.500 | 4.00 | 2.0 | 10 | 0 | 2 | 1.0e-06 |",
+		"| mlp | 8 | 2 | 2.00 | 0.500 | 4.00 | 2.0 | 6 | 0 | 2 | 1.0e-06 |",
 		`| gpt | 1 | 1 | error: run: node "x" \| bad shape | 3.00 | | | | | | |`,
 		"| lstm | 1 | 1 | 1.25 | error: no result | n/a | n/a | 0 | -2 | 0 |  |",
 	}

@@ -144,19 +144,29 @@ func sameValues(k []int64, t inference.Tensor) ([]int64, bool) {
 	return k[len(v):], true
 }
 
-// Output returns output j of n: a tensor of the given shape over data,
-// which is the one the last run returned when data is the same buffer and
-// the shape the same (the executor's buffer pool hands a run with the
-// shapes of the one before the same buffers), so that it costs no
-// allocation. Results returns the tensors made so far.
+// Output returns output j of n: a tensor of the given shape over data.
+// When the shape is the one the last run returned, it costs no
+// allocation: the same tensor when data is the same buffer (the
+// executor's buffer pool hands a run with the shapes of the one before
+// the same buffers), else one sharing its shape (inference.WithData).
+// Results returns the tensors made so far.
 func Output[T inference.Element](n Node, j int, shape []int, data []T) (inference.Tensor, error) {
 	m := n.Memo
 	if m == nil {
 		return inference.New(shape, data)
 	}
 	addr := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
-	if j < len(m.outs) && m.addrs[j] == addr && m.outs[j].Len() == len(data) && m.outs[j].DType() == inference.DTypeOf[T]() && sameShape(m.outs[j], shape) {
-		return m.outs[j], nil
+	if j < len(m.outs) && m.outs[j].Len() == len(data) && m.outs[j].DType() == inference.DTypeOf[T]() && sameShape(m.outs[j], shape) {
+		if m.addrs[j] == addr {
+			return m.outs[j], nil
+		}
+		// Another buffer (one the output left with the caller last run,
+		// or another order of the pool's): the same shape over it.
+		t, err := inference.WithData(m.outs[j], data)
+		if err == nil {
+			m.outs[j], m.addrs[j] = t, addr
+		}
+		return t, err
 	}
 	t, err := inference.New(shape, data)
 	if err != nil {
