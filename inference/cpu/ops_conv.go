@@ -372,7 +372,7 @@ func (p *cvPrepared) packed() nnPackedSet {
 // and kept.
 func (p *cvPrepared) geometry(n opsem.Node, x, w inference.Tensor) (*cvGeometry, error) {
 	if p != nil {
-		if last := p.last.Load(); last != nil && sameShape(x, last.xs) && sameShape(w, last.ws) {
+		if last := p.last.Load(); last != nil && opsem.SameShape(x, last.xs) && opsem.SameShape(w, last.ws) {
 			return last, nil
 		}
 	}
@@ -390,19 +390,6 @@ func (p *cvPrepared) geometry(n opsem.Node, x, w inference.Tensor) (*cvGeometry,
 		p.last.Store(geo)
 	}
 	return geo, nil
-}
-
-// sameShape reports whether t has the given shape, without copying it.
-func sameShape(t inference.Tensor, shape []int) bool {
-	if t.Rank() != len(shape) {
-		return false
-	}
-	for i, d := range shape {
-		if t.Dim(i) != d {
-			return false
-		}
-	}
-	return true
 }
 
 // cvBiasOnly fills out [batch, channels, spatial…] with the bias (0

@@ -156,7 +156,7 @@ func Output[T inference.Element](n Node, j int, shape []int, data []T) (inferenc
 		return inference.New(shape, data)
 	}
 	addr := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
-	if j < len(m.outs) && m.outs[j].Len() == len(data) && m.outs[j].DType() == inference.DTypeOf[T]() && sameShape(m.outs[j], shape) {
+	if j < len(m.outs) && m.outs[j].Len() == len(data) && m.outs[j].DType() == inference.DTypeOf[T]() && SameShape(m.outs[j], shape) {
 		if m.addrs[j] == addr {
 			return m.outs[j], nil
 		}
@@ -203,8 +203,10 @@ func Single[T inference.Element](n Node, shape []int, data []T) ([]inference.Ten
 	return n.Memo.outs[:1], nil
 }
 
-// sameShape reports whether t has the given shape.
-func sameShape(t inference.Tensor, shape []int) bool {
+// SameShape reports whether t has the given shape, without copying t's
+// (inference.Tensor.Shape does): what a kernel's plan compares its inputs
+// with.
+func SameShape(t inference.Tensor, shape []int) bool {
 	if t.Rank() != len(shape) {
 		return false
 	}
