@@ -32,6 +32,7 @@ import (
 	"github.com/beamml/beamml/inference/onnx"
 	"github.com/beamml/beamml/internal/check"
 	"github.com/beamml/beamml/internal/sim"
+	gocu "gorgonia.org/cu"
 )
 
 // suites is ONNX's backend test data, in the repository; BEAMML_CONFORMANCE_DIR
@@ -85,6 +86,23 @@ func TestOpenBadOrdinal(t *testing.T) {
 	_, err := cu.Open(1 << 20)
 	if !errors.Is(err, inference.ErrNoDevice) {
 		t.Fatalf("Open(1<<20): %v, want ErrNoDevice", err)
+	}
+}
+
+// Open asks for blocking synchronisation on the primary context, so that a
+// thread waiting for a batch sleeps instead of spinning a core.
+func TestPrimaryContextBlocksOnSync(t *testing.T) {
+	open(t)
+	dev, err := gocu.GetDevice(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags, active, err := dev.PrimaryCtxState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if active == 0 || flags&gocu.SchedMask != gocu.SchedBlockingSync {
+		t.Errorf("primary context: active %d, flags %#x; want active with CU_CTX_SCHED_BLOCKING_SYNC (%#x)", active, flags, gocu.SchedBlockingSync)
 	}
 }
 

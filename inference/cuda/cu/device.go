@@ -88,6 +88,16 @@ func Open(ordinal int) (*Device, error) {
 	if err != nil {
 		return nil, noDevice(driverErr(fmt.Sprintf("cuDeviceGetAttribute(device %d, compute capability)", ordinal), err))
 	}
+	// A thread waiting for the device (cuStreamSynchronize, once per batch)
+	// blocks on the driver rather than spinning: spinning burns a core for
+	// the whole batch, which on a 4–8 vCPU worker starves the other bundles
+	// and reads as load to CPU-based autoscaling. The flag must be set
+	// before the primary context is active; when another library in the
+	// process activated it first, an older driver refuses with
+	// CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE and that library's flags stand.
+	if err := dev.SetPrimaryCtxFlags(gocu.SchedBlockingSync); err != nil && !errors.Is(err, gocu.PrimaryContextActive) {
+		return nil, noDevice(driverErr(fmt.Sprintf("cuDevicePrimaryCtxSetFlags(device %d, %s, CU_CTX_SCHED_BLOCKING_SYNC)", ordinal, name), err))
+	}
 	ctx, err := dev.RetainPrimaryCtx()
 	if err != nil {
 		return nil, noDevice(driverErr(fmt.Sprintf("cuDevicePrimaryCtxRetain(device %d, %s)", ordinal, name), err))
