@@ -3,7 +3,9 @@ package inference
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"sync"
 )
@@ -106,8 +108,13 @@ func loaderFor(format string) (Loader, error) {
 }
 
 // ResolveDevice returns the backend for d. Auto resolves to CUDA when a CUDA
-// backend is registered and available, and to CPU otherwise. A named device
-// that is not registered or not available fails with ErrNoDevice.
+// backend is registered and available, and to CPU otherwise, and says which
+// once per process in the log (slog's default logger), at warning level
+// when it fell back with an NVIDIA driver present, with the reason: a GPU
+// worker that silently runs on the CPU is 50–100 times slower and looks
+// healthy. With RequireGPUEnv set to "1", that fallback fails with
+// ErrNoDevice instead. A named device that is not registered or not
+// available fails with ErrNoDevice.
 func ResolveDevice(d Device) (Backend, error) {
 	if d == "" {
 		d = Auto
@@ -119,7 +126,16 @@ func ResolveDevice(d Device) (Backend, error) {
 	registry.RUnlock()
 
 	if d == Auto {
-		if haveCUDA && cuda.Available() == nil {
+		var avail error
+		if haveCUDA {
+			avail = cuda.Available()
+		}
+		pick, why, err := chooseAuto(haveCUDA, avail, os.Getenv(RequireGPUEnv) == "1", nvidiaDriverPresent())
+		autoLog.Do(func() { logAuto(pick, why, err) })
+		switch {
+		case err != nil:
+			return nil, err
+		case pick == CUDA:
 			return cuda, nil
 		}
 		return ResolveDevice(CPU)
@@ -136,4 +152,54 @@ func ResolveDevice(d Device) (Backend, error) {
 		return nil, fmt.Errorf("inference: device %q: %w", d, err)
 	}
 	return named, nil
+}
+
+// RequireGPUEnv names the environment variable that, set to "1", turns
+// Device(Auto)'s fallback to the CPU into an error on a machine with an
+// NVIDIA driver: for GPU workers, where the fallback is a fault (cuBLAS
+// not on the loader path, PTX the driver rejects, MPS refusing). Without a
+// driver (a laptop, a CPU worker) Auto still picks the CPU.
+const RequireGPUEnv = "BEAMML_REQUIRE_GPU"
+
+// chooseAuto is Auto's choice: CUDA when its backend is registered and
+// available (avail nil), else the CPU with the reason, or an error when
+// requireGPU is set and an NVIDIA driver is present.
+func chooseAuto(haveCUDA bool, avail error, requireGPU, driver bool) (Device, string, error) {
+	if haveCUDA && avail == nil {
+		return CUDA, "", nil
+	}
+	why := "this binary has no CUDA backend (a worker built without CGO_ENABLED=1 -tags cuda)"
+	if haveCUDA {
+		why = avail.Error()
+	}
+	if requireGPU && driver {
+		return "", why, fmt.Errorf("inference: device auto: %s=1 and an NVIDIA driver is present, but the GPU cannot be used: %s: %w", RequireGPUEnv, why, ErrNoDevice)
+	}
+	return CPU, why, nil
+}
+
+// autoLog makes ResolveDevice say Auto's choice once per process.
+var autoLog sync.Once
+
+// logAuto writes Auto's choice: at info level for the GPU, or the CPU on a
+// machine without an NVIDIA driver; at warning level for a fallback where
+// a driver is present, or a refusal.
+func logAuto(pick Device, why string, err error) {
+	switch {
+	case err != nil:
+		slog.Error("beamml: device auto: " + err.Error())
+	case pick == CUDA:
+		slog.Info("beamml: device auto chose cuda")
+	case nvidiaDriverPresent():
+		slog.Warn("beamml: device auto fell back to the cpu on a machine with an NVIDIA driver", "why", why, "require_gpu", RequireGPUEnv+"=1 makes this an error")
+	default:
+		slog.Info("beamml: device auto chose the cpu", "why", why)
+	}
+}
+
+// nvidiaDriverPresent reports whether an NVIDIA kernel driver is loaded
+// (it answers in /proc), without cgo or the driver's library.
+func nvidiaDriverPresent() bool {
+	_, err := os.Stat("/proc/driver/nvidia/version")
+	return err == nil
 }
