@@ -18,12 +18,15 @@ import (
 // pad along an axis, and pass the result to tableOffsets. The tables hold
 // Σ shape[j] entries, which the run's budget bounds: a shape without
 // elements may still have huge dimensions.
-func tables(r *limit.Run, shape []int) ([][]int, error) {
+func tables(r *limit.Run, shape []int) ([][]int, error) { return tablesWith(r, shape, axisTable) }
+
+// tablesWith is tables with the table of each axis made by table.
+func tablesWith(r *limit.Run, shape []int, table func(*limit.Run, int, func(int) int) ([]int, error)) ([][]int, error) {
 	st := opsem.Strides(shape)
 	tabs := make([][]int, len(shape))
 	for j, d := range shape {
 		var err error
-		if tabs[j], err = axisTable(r, d, func(i int) int { return i * st[j] }); err != nil {
+		if tabs[j], err = table(r, d, func(i int) int { return i * st[j] }); err != nil {
 			return nil, err
 		}
 	}
@@ -43,15 +46,7 @@ func axisTable(r *limit.Run, n int, f func(i int) int) ([]int, error) {
 // (tableTake): counted under r's budget, but not taken from its pool,
 // which hands its buffers out again once the node has run.
 func keptTables(r *limit.Run, shape []int) ([][]int, error) {
-	st := opsem.Strides(shape)
-	tabs := make([][]int, len(shape))
-	for j, d := range shape {
-		var err error
-		if tabs[j], err = keptAxisTable(r, d, func(i int) int { return i * st[j] }); err != nil {
-			return nil, err
-		}
-	}
-	return tabs, nil
+	return tablesWith(r, shape, keptAxisTable)
 }
 
 // keptAxisTable is axisTable for a plan's table, as keptTables makes them.

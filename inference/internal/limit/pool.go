@@ -23,21 +23,12 @@ import (
 //
 // Only element types without pointers are pooled (numbers and bools), and
 // only buffers of at least MinPooled bytes.
-//
-// A run that asks for the sizes the run before asked for, in the same
-// order, gets the same buffers back, each where it was: the i-th request
-// takes the buffer the last run's i-th request took when it is free.
-// Kernels that keep the tensors they returned (opsem.Output) then find
-// their output in the same buffer and reuse its tensor; a plain stack of
-// free buffers would permute them from run to run. A request whose buffer
-// left with the caller gets a new one the next run too.
 type Pool struct {
 	mu    sync.Mutex
 	free  map[int64][]*buffer // by size in bytes
 	used  map[int64]int       // size → the last run that asked for it
 	live  []*buffer           // handed out in this run, by address
 	taken []*buffer           // handed out in this run, in order
-	last  []*buffer           // taken in the last run, nil where it left the pool
 	runs  int
 }
 
@@ -81,25 +72,8 @@ func (p *Pool) take(size int64, zeroed bool) *buffer {
 	p.mu.Lock()
 	p.used[size] = p.runs
 	var b *buffer
-	t := len(p.taken)
-	// A request whose buffer left with the caller last run (an output)
-	// gets a new one: given a free one, it would take an intermediate's
-	// away for good, and that intermediate a new buffer next run.
-	leaves := t < len(p.last) && p.last[t] == nil
-	if list := p.free[size]; len(list) > 0 && !leaves {
-		i := len(list) - 1
-		if t < len(p.last) && p.last[t] != nil && p.last[t].size == size {
-			// The buffer the last run's request took, when it is free:
-			// near the top of the stack when the runs match.
-			for j := i; j >= 0; j-- {
-				if list[j] == p.last[t] {
-					i = j
-					break
-				}
-			}
-		}
-		b = list[i]
-		list[i] = list[len(list)-1]
+	if list := p.free[size]; len(list) > 0 {
+		b = list[len(list)-1]
 		p.free[size] = list[:len(list)-1]
 	}
 	p.mu.Unlock()
@@ -201,15 +175,8 @@ func (p *Pool) End() {
 		}
 	}
 	p.live = p.live[:0]
-	// The buffers taken this run, for the next to take in the same order;
-	// not those that left with the caller, which the pool must not keep.
-	for i, b := range p.taken {
-		if b.refs > 0 {
-			p.taken[i] = nil
-		}
-	}
-	clear(p.last)
-	p.last, p.taken = p.taken, p.last[:0]
+	clear(p.taken)
+	p.taken = p.taken[:0]
 	for size, last := range p.used {
 		if p.runs-last >= keepRuns {
 			delete(p.free, size)

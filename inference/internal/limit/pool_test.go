@@ -60,37 +60,3 @@ func TestPoolLifetimes(t *testing.T) {
 		t.Errorf("%d bytes kept for sizes no run asked for in %d runs", p.Bytes(), keepRuns)
 	}
 }
-
-// Runs that ask for the same sizes in the same order get the same buffers
-// in the same places, whatever order they were freed in, and the request
-// whose buffer left with the caller (an output) gets a new one rather
-// than an intermediate's.
-func TestPoolRepeatsPlaces(t *testing.T) {
-	p := NewPool()
-	r := New(context.Background(), 0)
-	r.SetPool(p)
-	run := func() (a, b, out uintptr) {
-		x, _ := Make[float32](r, 256)
-		y, _ := Make[float32](r, 256)
-		p.Ref(addr(x))
-		p.Ref(addr(y))
-		p.Unref(addr(x)) // x dies first, then the output is taken: it would reuse x's buffer
-		o, _ := Make[float32](r, 256)
-		p.Ref(addr(o))
-		p.Unref(addr(y))
-		p.End()
-		return addr(x), addr(y), addr(o)
-	}
-	run()
-	a1, b1, o1 := run()
-	for i := range 3 {
-		a, b, o := run()
-		if a != a1 || b != b1 {
-			t.Fatalf("run %d: intermediates in %#x, %#x; the run before had %#x, %#x", i+3, a, b, a1, b1)
-		}
-		if o == o1 || o == a || o == b {
-			t.Fatalf("run %d: the output's buffer %#x is one the pool kept", i+3, o)
-		}
-		o1 = o
-	}
-}

@@ -21,10 +21,9 @@ import (
 // prepared weights, nothing else; the data of larger inputs is read anew by
 // every run.
 type Memo struct {
-	key   []int64
-	plan  any
-	outs  []inference.Tensor
-	addrs []uintptr // outs[j]'s first element
+	key  []int64
+	plan any
+	outs []inference.Tensor
 }
 
 // MemoValues is the most elements an input may have for its values to key
@@ -146,37 +145,28 @@ func sameValues(k []int64, t inference.Tensor) ([]int64, bool) {
 
 // Output returns output j of n: a tensor of the given shape over data.
 // When the shape is the one the last run returned, it costs no
-// allocation: the same tensor when data is the same buffer (the
-// executor's buffer pool hands a run with the shapes of the one before
-// the same buffers), else one sharing its shape (inference.WithData).
-// Results returns the tensors made so far.
+// allocation: the tensor shares that run's shape (inference.WithData),
+// whatever buffer the executor's pool handed out this time. Results
+// returns the tensors made so far.
 func Output[T inference.Element](n Node, j int, shape []int, data []T) (inference.Tensor, error) {
 	m := n.Memo
 	if m == nil {
 		return inference.New(shape, data)
 	}
-	addr := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
+	var t inference.Tensor
+	var err error
 	if j < len(m.outs) && m.outs[j].Len() == len(data) && m.outs[j].DType() == inference.DTypeOf[T]() && SameShape(m.outs[j], shape) {
-		if m.addrs[j] == addr {
-			return m.outs[j], nil
-		}
-		// Another buffer (one the output left with the caller last run,
-		// or another order of the pool's): the same shape over it.
-		t, err := inference.WithData(m.outs[j], data)
-		if err == nil {
-			m.outs[j], m.addrs[j] = t, addr
-		}
-		return t, err
+		t, err = inference.WithData(m.outs[j], data)
+	} else {
+		t, err = inference.New(shape, data)
 	}
-	t, err := inference.New(shape, data)
 	if err != nil {
 		return t, err
 	}
 	for len(m.outs) <= j {
 		m.outs = append(m.outs, inference.Tensor{})
-		m.addrs = append(m.addrs, 0)
 	}
-	m.outs[j], m.addrs[j] = t, addr
+	m.outs[j] = t
 	return t, nil
 }
 
