@@ -81,11 +81,11 @@ func parseRecord(line string, emit func(string, inference.Example), reject func(
 
 // formatPrediction writes "id,digit" (the largest logit).
 func formatPrediction(id string, r runinference.PredictionResult) string {
-	l, err := inference.Data[float32](r.Outputs["logits"])
-	if err != nil || len(l) == 0 {
+	label, err := inference.ArgMax(r.Outputs["logits"])
+	if err != nil || len(label) != 1 {
 		return fmt.Sprintf("%s,error: no logits", id)
 	}
-	return fmt.Sprintf("%s,%d", id, digits.Argmax(l))
+	return fmt.Sprintf("%s,%d", id, label[0])
 }
 
 // formatFailure writes "id: stage: error".

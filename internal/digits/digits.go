@@ -44,15 +44,3 @@ func Parse(line string) (id string, ex inference.Example, rest []string, err err
 	}
 	return f[0], inference.Example{"pixels": t}, f[1+Pixels:], nil
 }
-
-// Argmax returns the index of the largest value (the predicted digit of
-// the logits), the first on ties.
-func Argmax(v []float32) int {
-	best := 0
-	for i, x := range v {
-		if x > v[best] {
-			best = i
-		}
-	}
-	return best
-}

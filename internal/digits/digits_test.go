@@ -27,7 +27,4 @@ func TestParse(t *testing.T) {
 			t.Errorf("Parse(%.20q) = %v, want an error with %q", line, err, want)
 		}
 	}
-	if Argmax([]float32{1, 3, 3, 2}) != 1 {
-		t.Error("Argmax")
-	}
 }

@@ -106,10 +106,9 @@ func parseRecord(line string, even, odd func(string, inference.Example)) {
 
 // formatPrediction writes "id,predicted,label,torch_prediction,model_instance".
 func formatPrediction(key string, r runinference.PredictionResult) string {
-	logits, _ := inference.Data[float32](r.Outputs["logits"])
-	best := digits.Argmax(logits)
-	if len(logits) == 0 {
-		best = -1
+	best := -1
+	if label, err := inference.ArgMax(r.Outputs["logits"]); err == nil && len(label) == 1 {
+		best = label[0]
 	}
 	id, rest, _ := strings.Cut(key, ",")
 	return fmt.Sprintf("%s,%d,%s,%s", id, best, rest, r.ModelID.Instance)
