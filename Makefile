@@ -109,13 +109,14 @@ ptxas:
 
 # The GPU build: links gorgonia.org/cu and the CUDA driver library, and
 # links the cuda-tagged tests, which run only where a GPU is (their binary
-# exits with status 2 at init without one; inference/cuda/cu). The cuBLAS
-# loader's tests need no GPU and run here.
+# exits with status 2 at init without one; inference/cuda/cu). The tests of
+# the cuBLAS loader and of the CUDA results' classification need no GPU and
+# run here.
 build-cuda:
 	CGO_ENABLED=1 $(GO) build -tags cuda ./...
 	CGO_ENABLED=1 $(GO) vet -tags cuda ./...
 	CGO_ENABLED=1 $(GO) test -tags cuda -c -o /dev/null ./inference/cuda/cu/
-	CGO_ENABLED=1 $(GO) test -count=1 -tags cuda ./inference/cuda/cu/internal/cublas/
+	CGO_ENABLED=1 $(GO) test -count=1 -tags cuda ./inference/cuda/cu/internal/cublas/ ./inference/cuda/cu/internal/curesult/
 
 # The GPU self-check: lists the GPUs, compares every operator case (and
 # SELFCHECK_ARGS='--model m.onnx') on the GPU with the CPU. Exit 0: all

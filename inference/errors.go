@@ -39,6 +39,15 @@ var (
 	// ErrNoDevice: the requested device is not registered in this binary or
 	// does not answer on this machine.
 	ErrNoDevice = errors.New("inference: no device")
+	// ErrDeviceFailed: the device faulted in a way that leaves it unusable
+	// for the rest of the process: on a GPU a sticky error (an illegal
+	// address or instruction, a failed launch, an uncorrectable ECC error,
+	// the MPS server ending its client) has destroyed the context. No
+	// later call on it can succeed, whatever its input; only a new process
+	// gets a working device. RunInference fails the bundle and ends the
+	// worker process, so that the runner restarts it and retries the
+	// bundle (see its package doc).
+	ErrDeviceFailed = errors.New("inference: device failed")
 	// ErrOutOfMemory: the device could not allocate what a batch needs.
 	// RunInference answers it by splitting the batch.
 	ErrOutOfMemory = errors.New("inference: out of memory")

@@ -5,13 +5,16 @@ package runinference_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -182,5 +185,49 @@ func TestCUDAOutOfMemorySplitsBatches(t *testing.T) {
 	ptest.RunAndValidate(t, p)
 	if st := inference.Shared().StatsFor(spec); st.Loads != 1 {
 		t.Errorf("%d loads, want 1", st.Loads)
+	}
+}
+
+// A sticky fault of the GPU (issue 14, item 4) ends the worker process:
+// the pipeline's bundle fails with the device's error, the log says why,
+// and the process exits with DeviceFailureExitStatus so that the runner
+// starts a new one. The pipeline runs in a child process (this test
+// binary again), whose simulated device gets the fault: the exit is real.
+func TestCUDADeviceFailureEndsProcess(t *testing.T) {
+	if os.Getenv("BEAMML_TEST_DEVICE_FAILURE") == "child" {
+		simDev.InjectFault("", "CUDA_ERROR_ILLEGAL_ADDRESS")
+		p, s := beam.NewPipelineWithRoot()
+		results, failures := runinference.RunInferenceWithFailures(s, onnx.Model(copyModel(t)), beam.CreateList(s, digitRows(t, 20)),
+			runinference.Device(inference.CUDA), runinference.MaxBatchSize(8))
+		passert.Empty(s, results)
+		passert.Empty(s, failures)
+		err := ptest.Run(p)
+		fmt.Fprintf(os.Stderr, "pipeline error: %v\n", err)
+		time.Sleep(time.Minute) // the exit comes first
+		t.Fatal("the process did not exit after the device failure")
+	}
+	args := []string{"-test.run=^TestCUDADeviceFailureEndsProcess$"}
+	if f := flag.Lookup("runner"); f != nil {
+		args = append(args, "-runner="+f.Value.String())
+	}
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "BEAMML_TEST_DEVICE_FAILURE=child")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != runinference.DeviceFailureExitStatus {
+		t.Fatalf("child process: %v, want exit status %d; output:\n%s", err, runinference.DeviceFailureExitStatus, out)
+	}
+	for _, want := range []string{
+		"pipeline error: ",                    // the bundle, and so the pipeline, failed
+		"CUDA_ERROR_ILLEGAL_ADDRESS",          // naming the device's error
+		"the device failed, and nothing more", // the log line
+		"exits with status 75",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the child's output does not say %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "pipeline error: <nil>") {
+		t.Errorf("the pipeline succeeded on a failed device:\n%s", out)
 	}
 }

@@ -28,6 +28,7 @@ var (
 	batchSize       = beam.NewDistribution(Namespace, "inference_request_batch_size")
 	loadLatencyMs   = beam.NewDistribution(Namespace, "load_model_latency_milli_secs")
 	modelByteSize   = beam.NewDistribution(Namespace, "model_byte_size")
+	deviceFailures  = beam.NewCounter(Namespace, "device_failures")
 )
 
 func init() {
@@ -141,14 +142,21 @@ type sink struct {
 // failures output is wanted: then the elements go there at stage load and
 // the next bundle tries again.
 func (b *batcher) Setup(ctx context.Context) error {
-	if err := b.acquire(ctx); err != nil && (!b.Failures || permanent(err)) {
+	err := b.acquire(ctx)
+	if errors.Is(err, inference.ErrDeviceFailed) {
+		return deviceFailed(ctx, b.Spec, err)
+	}
+	if err != nil && (!b.Failures || permanent(err)) {
 		return fmt.Errorf("RunInference: %w", err)
 	}
 	return nil
 }
 
+// permanent says whether a load error will recur on every attempt in this
+// process.
 func permanent(err error) bool {
-	return errors.Is(err, inference.ErrBadModel) || errors.Is(err, inference.ErrUnsupportedOp) || errors.Is(err, inference.ErrNoDevice)
+	return errors.Is(err, inference.ErrBadModel) || errors.Is(err, inference.ErrUnsupportedOp) ||
+		errors.Is(err, inference.ErrNoDevice) || errors.Is(err, inference.ErrDeviceFailed)
 }
 
 func (b *batcher) Teardown() {
@@ -187,7 +195,11 @@ func (b *batcher) startBundle(ctx context.Context) error {
 	if b.handle == nil {
 		// Only with Failures set: a transient load failure in Setup is
 		// retried for each bundle (the cache retries the loader).
-		if err := b.acquire(ctx); err != nil && permanent(err) {
+		err := b.acquire(ctx)
+		if errors.Is(err, inference.ErrDeviceFailed) {
+			return deviceFailed(ctx, b.Spec, err)
+		}
+		if err != nil && permanent(err) {
 			return fmt.Errorf("RunInference: %w", err)
 		}
 	}
@@ -262,11 +274,15 @@ func (b *batcher) runGroup(ctx context.Context, g *group, out sink) error {
 }
 
 // run predicts a batch and emits a result per element. A batch that fails
-// is split in halves, down to single elements, which then fail alone.
+// is split in halves, down to single elements, which then fail alone. A
+// device failure fails the bundle instead (deviceFailed).
 func (b *batcher) run(ctx context.Context, elems []element, out sink) error {
 	rows, stage, err := b.predict(ctx, elems)
 	if err != nil {
 		failedBatches.Inc(ctx, 1)
+		if errors.Is(err, inference.ErrDeviceFailed) {
+			return deviceFailed(ctx, b.Spec, err)
+		}
 		if len(elems) == 1 || ctx.Err() != nil {
 			for i := range elems {
 				if ferr := b.fail(&elems[i], stage, err, b.handle.ID(), out); ferr != nil {

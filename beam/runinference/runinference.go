@@ -63,6 +63,15 @@
 // job instead of filling the failures output; a transient load error sends
 // the bundle's elements to the failures output at stage load.
 //
+// A device that fails for good (inference.ErrDeviceFailed: a sticky GPU
+// error has destroyed the CUDA context) fails the bundle in every variant,
+// without splitting the batch or sending its elements to the failures
+// output, and ends the worker process with DeviceFailureExitStatus a few
+// seconds later, after logging why: the runner starts a new process with a
+// working device and retries the bundle there. On Dataflow that restarts
+// the SDK harness container, and the bundle is retried like any failed
+// bundle (up to four attempts in a batch job, indefinitely in streaming).
+//
 // # Models that misbehave
 //
 // Every batch's Model.Run has a deadline (InferenceTimeout, by default

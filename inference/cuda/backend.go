@@ -20,8 +20,11 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cpu"
@@ -39,6 +42,8 @@ type Backend struct {
 	dev    Device
 	err    error
 	funcs  map[string]Function
+
+	failed atomic.Pointer[error] // the device's sticky error, once one was seen (see fail)
 }
 
 // NewBackend returns a backend on the device open returns. Register it
@@ -83,6 +88,36 @@ func (b *Backend) Open() (Device, error) {
 	return dev, nil
 }
 
+// fail records err, when it wraps inference.ErrDeviceFailed, as the
+// device's failure: the context is lost, so every later Run of every model
+// on the device and every Compile fail with it at once, instead of queuing
+// work that cannot run. The first failure is logged. It returns err.
+func (b *Backend) fail(err error) error {
+	if !errors.Is(err, inference.ErrDeviceFailed) {
+		return err
+	}
+	if b.failed.CompareAndSwap(nil, &err) {
+		name := "the CUDA device"
+		b.mu.Lock()
+		if b.dev != nil {
+			name = b.dev.Name()
+		}
+		b.mu.Unlock()
+		slog.Error("beamml: the GPU failed; nothing more can run on it in this process",
+			"device", name, "err", err)
+	}
+	return err
+}
+
+// Failed returns the device's sticky error (wrapping
+// inference.ErrDeviceFailed) once a Run has met one, and nil before.
+func (b *Backend) Failed() error {
+	if p := b.failed.Load(); p != nil {
+		return fmt.Errorf("cuda: the device failed earlier in this process: %w", *p)
+	}
+	return nil
+}
+
 func (b *Backend) function(name string) (Function, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -104,6 +139,9 @@ func (b *Backend) function(name string) (Function, error) {
 func (b *Backend) Compile(g *graph.Graph) (inference.Model, error) {
 	dev, err := b.Open()
 	if err != nil {
+		return nil, err
+	}
+	if err := b.Failed(); err != nil {
 		return nil, err
 	}
 	if err := cpu.Check(g); err != nil {

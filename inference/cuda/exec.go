@@ -218,18 +218,21 @@ func (m *Model) Run(ctx context.Context, feeds map[string]inference.Tensor) (map
 		m.hostRuns.Add(1)
 		return m.cpu.Run(ctx, feeds)
 	}
+	if err := m.b.Failed(); err != nil {
+		return nil, err
+	}
 	p, err := m.plan(ctx, feeds)
 	if err != nil {
-		return nil, err
+		return nil, m.b.fail(err)
 	}
 	defer m.release(p)
 	ws, err := m.pool.get(p.size, p.inBytes, p.outBytes)
 	if err != nil {
-		return nil, fmt.Errorf("cuda: batch of %d: workspace of %d bytes: %w", p.batch, p.size, err)
+		return nil, m.b.fail(fmt.Errorf("cuda: batch of %d: workspace of %d bytes: %w", p.batch, p.size, err))
 	}
 	out, err := m.execute(ctx, p, ws, feeds)
 	m.pool.put(ws)
-	return out, err
+	return out, m.b.fail(err)
 }
 
 func (m *Model) checkFeeds(feeds map[string]inference.Tensor) error {

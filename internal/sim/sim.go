@@ -10,6 +10,7 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -66,6 +67,48 @@ type Device struct {
 	stats   Stats
 	nstream int
 	closed  bool
+
+	armed *Fault // the fault the next matching launch raises (InjectFault)
+	fault *Fault // the sticky fault, once raised
+}
+
+// Fault is a sticky device error, as a real GPU reports after a kernel
+// reads an illegal address or a launch fails: every later call on the
+// device fails with it. It wraps inference.ErrDeviceFailed.
+type Fault struct {
+	Status string // the CUDA status it stands for: "CUDA_ERROR_ILLEGAL_ADDRESS"
+	Kernel string // the launch that raised it
+}
+
+func (f *Fault) Error() string {
+	return fmt.Sprintf("sim: %s in a launch of %s (injected): the context is lost", f.Status, f.Kernel)
+}
+
+// Unwrap returns inference.ErrDeviceFailed.
+func (f *Fault) Unwrap() error { return inference.ErrDeviceFailed }
+
+// InjectFault arms a sticky fault with the given status (empty: the
+// status of an illegal address): the next launch of kernel (of any kernel
+// when kernel is "") raises it. As on a GPU the launch itself returns
+// nil, since launches are queued; the fault surfaces at the next call,
+// usually the stream's Sync, and every call after it fails with it too:
+// allocations, copies, launches, products, syncs and new streams. Free,
+// FreeHost, DestroyStream and Close keep working, so that tests release
+// what they hold.
+func (d *Device) InjectFault(kernel, status string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.armed = &Fault{Status: cmp.Or(status, "CUDA_ERROR_ILLEGAL_ADDRESS"), Kernel: kernel}
+}
+
+// failed returns the sticky fault, if one was raised.
+func (d *Device) failed() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fault != nil {
+		return d.fault
+	}
+	return nil
 }
 
 type alloc struct {
@@ -101,6 +144,9 @@ func (d *Device) Stats() Stats {
 func (d *Device) Alloc(bytes int64) (cuda.Ptr, error) {
 	if bytes <= 0 {
 		return 0, fmt.Errorf("sim: alloc of %d bytes", bytes)
+	}
+	if err := d.failed(); err != nil {
+		return 0, err
 	}
 	if d.opts.FailAlloc != nil {
 		if err := d.opts.FailAlloc(bytes); err != nil {
@@ -219,6 +265,9 @@ func (d *Device) count(f func(s *Stats)) {
 
 // CopyHtoD copies host memory to the device.
 func (d *Device) CopyHtoD(dst cuda.Ptr, src []byte) error {
+	if err := d.failed(); err != nil {
+		return err
+	}
 	b, err := d.bytes(dst, int64(len(src)))
 	if err != nil {
 		return fmt.Errorf("copy to device: %w", err)
@@ -230,6 +279,9 @@ func (d *Device) CopyHtoD(dst cuda.Ptr, src []byte) error {
 
 // CopyDtoH copies device memory to the host.
 func (d *Device) CopyDtoH(dst []byte, src cuda.Ptr) error {
+	if err := d.failed(); err != nil {
+		return err
+	}
 	b, err := d.bytes(src, int64(len(dst)))
 	if err != nil {
 		return fmt.Errorf("copy from device: %w", err)
@@ -251,6 +303,9 @@ func (d *Device) CopyDtoHAsync(dst []byte, src cuda.Ptr, s cuda.Stream) error {
 
 // CopyDtoDAsync copies device memory.
 func (d *Device) CopyDtoDAsync(dst, src cuda.Ptr, n int64, s cuda.Stream) error {
+	if err := d.failed(); err != nil {
+		return err
+	}
 	from, err := d.bytes(src, n)
 	if err != nil {
 		return fmt.Errorf("device copy: %w", err)
@@ -293,6 +348,17 @@ func (d *Device) Launch(f cuda.Function, grid, block cuda.Dim3, s cuda.Stream, a
 	if d.opts.Runner == nil {
 		return fmt.Errorf("sim: launch of %s: the device has no kernel runner", name)
 	}
+	if err := d.failed(); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	if f := d.armed; f != nil && (f.Kernel == "" || f.Kernel == name) {
+		d.armed, d.fault = nil, &Fault{Status: f.Status, Kernel: name}
+		d.stats.Launches++
+		d.mu.Unlock()
+		return nil // queued; the fault surfaces at the next call
+	}
+	d.mu.Unlock()
 	d.count(func(s *Stats) { s.Launches++ })
 	return d.opts.Runner.Launch(name, [3]uint32{grid.X, grid.Y, grid.Z}, [3]uint32{block.X, block.Y, block.Z}, args)
 }
@@ -302,6 +368,9 @@ func (d *Device) Gemm(s cuda.Stream, g cuda.Gemm) error {
 	aRows, aCols, bRows, bCols, err := g.Shapes()
 	if err != nil {
 		return fmt.Errorf("sim: %w", err)
+	}
+	if err := d.failed(); err != nil {
+		return err
 	}
 	for b := range g.Batch {
 		a, err := d.floats(g.A+cuda.Ptr(4*int64(b)*g.StrideA), g.LDA, aRows, aCols)
@@ -382,6 +451,9 @@ type stream struct{ id int }
 
 // NewStream returns a stream; simulated streams run work at once.
 func (d *Device) NewStream() (cuda.Stream, error) {
+	if err := d.failed(); err != nil {
+		return nil, err
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.nstream++
@@ -389,10 +461,11 @@ func (d *Device) NewStream() (cuda.Stream, error) {
 	return &stream{d.nstream}, nil
 }
 
-// Sync waits for s (nothing to wait for) and checks the guard bytes.
+// Sync waits for s: there is nothing to wait for, but a fault raised by
+// an earlier launch (InjectFault) surfaces here.
 func (d *Device) Sync(s cuda.Stream) error {
 	d.count(func(s *Stats) { s.Syncs++ })
-	return nil
+	return d.failed()
 }
 
 // DestroyStream releases s.

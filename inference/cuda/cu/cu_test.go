@@ -17,10 +17,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 
@@ -275,6 +277,152 @@ func TestGemmMatchesSim(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A kernel that writes to an illegal address (issue 14, item 4) makes a
+// sticky error: Sync fails with an error wrapping
+// inference.ErrDeviceFailed that names CUDA_ERROR_ILLEGAL_ADDRESS, and so
+// does every later call. The fault kills the context for the rest of the
+// process, so the test runs in a child process (this test binary again).
+func TestIllegalAddressIsDeviceFailure(t *testing.T) {
+	if os.Getenv("BEAMML_TEST_ILLEGAL_ADDRESS") != "child" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestIllegalAddressIsDeviceFailure$", "-test.v")
+		cmd.Env = append(os.Environ(), "BEAMML_TEST_ILLEGAL_ADDRESS=child")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("child: %v\n%s", err, out)
+		}
+		t.Logf("child:\n%s", out)
+		return
+	}
+	d, err := cu.Open(0) // not closed: the context it holds is lost, and the process ends
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := cuda.NewBackend(func() (cuda.Device, error) { return d, nil }).Open() // loads the kernels
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill, err := dev.Function("shape_fill")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := dev.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// shape_fill(y, width, n, bits) at a page the process never mapped.
+	if err := dev.Launch(fill, cuda.Dim3{X: 1, Y: 1, Z: 1}, cuda.Dim3{X: 32, Y: 1, Z: 1}, s, []uint64{0x1000, 4, 32, 0}); err != nil {
+		t.Fatalf("launch: %v (a launch is queued: the fault should surface at Sync)", err)
+	}
+	err = dev.Sync(s)
+	if !errors.Is(err, inference.ErrDeviceFailed) || !strings.Contains(err.Error(), "CUDA_ERROR_ILLEGAL_ADDRESS") {
+		t.Fatalf("Sync after the fault: %v, want CUDA_ERROR_ILLEGAL_ADDRESS wrapping ErrDeviceFailed", err)
+	}
+	t.Logf("Sync: %v", err)
+	if _, err := dev.Alloc(1 << 20); !errors.Is(err, inference.ErrDeviceFailed) {
+		t.Errorf("Alloc after the fault: %v, want the sticky error", err)
+	}
+}
+
+// Concurrent streams multiply on handles of their own (issue 14, item 8):
+// each stream's first product creates its handle, no two streams share
+// one, and products queued from many goroutines at once are right. The
+// legacy default stream keeps the device's handle.
+func TestGemmHandlePerStream(t *testing.T) {
+	d := open(t)
+	const streams, rounds, n = 4, 16, 48
+	a, b := make([]float32, n*n), make([]float32, n*n)
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range a {
+		a[i], b[i] = 2*r.Float32()-1, 2*r.Float32()-1
+	}
+	want := make([]float32, n*n) // column-major C = A·B
+	for j := range n {
+		for i := range n {
+			var s float64
+			for k := range n {
+				s += float64(a[k*n+i]) * float64(b[j*n+k])
+			}
+			want[j*n+i] = float32(s)
+		}
+	}
+	alloc := func(v []float32) cuda.Ptr {
+		p, err := d.Alloc(int64(4 * len(v)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Free(p) })
+		if err := d.CopyHtoD(p, floatBytes(v)); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	pa, pb := alloc(a), alloc(b)
+	handles := make([]uintptr, streams)
+	var wg sync.WaitGroup
+	errs := make(chan error, streams)
+	for i := range streams {
+		pc := alloc(make([]float32, n*n))
+		s, err := d.NewStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := d.DestroyStream(s); err != nil {
+				t.Error(err)
+			}
+		})
+		if _, ok := cu.StreamBLAS(s); ok {
+			t.Fatalf("stream %d has a cuBLAS handle before its first product", i)
+		}
+		wg.Go(func() {
+			g := cuda.Gemm{M: n, N: n, K: n, Alpha: 1, A: pa, LDA: n, B: pb, LDB: n, C: pc, LDC: n, Batch: 1}
+			for range rounds {
+				if err := d.Gemm(s, g); err != nil {
+					errs <- err
+					return
+				}
+			}
+			if err := d.Sync(s); err != nil {
+				errs <- err
+				return
+			}
+			out := make([]byte, 4*n*n)
+			if err := d.CopyDtoH(out, pc); err != nil {
+				errs <- err
+				return
+			}
+			for j, v := range bytesFloat(out) {
+				if math.Abs(float64(v-want[j])) > 1e-4*(1+math.Abs(float64(want[j]))) {
+					errs <- fmt.Errorf("stream %d: element %d is %g, want %g", i, j, v, want[j])
+					return
+				}
+			}
+			handles[i], _ = cu.StreamBLAS(s)
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	seen := map[uintptr]int{}
+	for i, h := range handles {
+		if h == 0 {
+			t.Errorf("stream %d has no cuBLAS handle after its products", i)
+		} else if j, dup := seen[h]; dup {
+			t.Errorf("streams %d and %d share cuBLAS handle %#x", j, i, h)
+		}
+		seen[h] = i
+	}
+	pc := alloc(make([]float32, n*n))
+	if err := d.Gemm(nil, cuda.Gemm{M: n, N: n, K: n, Alpha: 1, A: pa, LDA: n, B: pb, LDB: n, C: pc, LDC: n, Batch: 1}); err != nil {
+		t.Fatalf("product on the legacy default stream: %v", err)
+	}
+	if err := d.Sync(nil); err != nil {
+		t.Fatal(err)
 	}
 }
 

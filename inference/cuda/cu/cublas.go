@@ -16,23 +16,45 @@ import (
 )
 
 // newBLAS loads cuBLAS (at run time: see package cublas) and creates a
-// handle with the default math mode; the context must be current. It also
-// describes the library: "cuBLAS 12.4.2 (libcublas.so.12)".
-func newBLAS() (*cublas.Handle, string, error) {
+// handle with the default math mode, for products on the legacy default
+// stream; the context must be current. It also describes the library:
+// "cuBLAS 12.4.2 (libcublas.so.12)".
+func newBLAS() (*cublas.Lib, *cublas.Handle, string, error) {
 	lib, err := cublas.Load()
 	if err != nil {
-		return nil, "", fmt.Errorf("cu: %w", err)
+		return nil, nil, "", fmt.Errorf("cu: %w", err)
 	}
 	h, err := lib.Create()
 	if err != nil {
-		return nil, "", blasErr(lib.Path()+": ", err)
+		return nil, nil, "", blasErr(lib.Path()+": ", err)
 	}
 	v, err := h.Version()
 	if err != nil {
 		h.Destroy()
-		return nil, "", blasErr(lib.Path()+": ", err)
+		return nil, nil, "", blasErr(lib.Path()+": ", err)
 	}
-	return h, fmt.Sprintf("cuBLAS %d.%d.%d (%s)", v/10000, v/100%100, v%100, lib.Path()), nil
+	return lib, h, fmt.Sprintf("cuBLAS %d.%d.%d (%s)", v/10000, v/100%100, v%100, lib.Path()), nil
+}
+
+// streamBLAS returns st's own cuBLAS handle, created and bound to the
+// stream by its first product; the context must be current and st.mu
+// held. A handle per stream is what NVIDIA documents for concurrent
+// products: each has its own workspace, and no lock is shared between the
+// streams of concurrent Runs.
+func (d *Device) streamBLAS(st *stream) (*cublas.Handle, error) {
+	if st.blas != nil {
+		return st.blas, nil
+	}
+	h, err := d.blasLib.Create()
+	if err != nil {
+		return nil, blasErr("", err)
+	}
+	if err := h.SetStream(unsafe.Pointer(st.s.C())); err != nil {
+		h.Destroy()
+		return nil, blasErr("", err)
+	}
+	st.blas = h
+	return h, nil
 }
 
 // BLAS says which cuBLAS the device uses: "cuBLAS 12.4.2 (libcublas.so.12)".
@@ -61,13 +83,10 @@ func checkGemm(g cuda.Gemm) error {
 	return nil
 }
 
-// gemm binds the handle to s and queues g; the context must be current and
-// d.blasMu held.
-func (d *Device) gemm(s gocu.Stream, g cuda.Gemm) error {
-	if err := d.blas.SetStream(unsafe.Pointer(s.C())); err != nil {
-		return blasErr("", err)
-	}
-	err := d.blas.Sgemm(cublas.Gemm{
+// gemm queues g on h, which is bound to s; the context must be current and
+// h held by the caller alone.
+func gemm(h *cublas.Handle, s gocu.Stream, g cuda.Gemm) error {
+	err := h.Sgemm(cublas.Gemm{
 		TransA: g.TransA, TransB: g.TransB,
 		M: int32(g.M), N: int32(g.N), K: int32(g.K),
 		Alpha: g.Alpha, Beta: g.Beta,
@@ -76,11 +95,21 @@ func (d *Device) gemm(s gocu.Stream, g cuda.Gemm) error {
 		StrideA: int64(g.StrideA), StrideB: int64(g.StrideB), StrideC: int64(g.StrideC),
 		Batch: int32(g.Batch),
 	})
-	if err != nil {
-		return blasErr("", err, fmt.Sprintf("(transA=%t transB=%t M=%d N=%d K=%d lda=%d ldb=%d ldc=%d batch %d)",
-			g.TransA, g.TransB, g.M, g.N, g.K, g.LDA, g.LDB, g.LDC, g.Batch))
+	if err == nil {
+		return nil
 	}
-	return nil
+	err = blasErr("", err, fmt.Sprintf("(transA=%t transB=%t M=%d N=%d K=%d lda=%d ldb=%d ldc=%d batch %d)",
+		g.TransA, g.TransB, g.M, g.N, g.K, g.LDA, g.LDB, g.LDC, g.Batch))
+	var e *Error
+	if errors.As(err, &e) && e.Code == cublas.StatusExecutionFailed {
+		// cuBLAS does not say why its kernel failed: a lost context is
+		// one cause, and the stream says whether it is.
+		if serr := streamStatus(s); errors.Is(serr, inference.ErrDeviceFailed) {
+			e.Kind = inference.ErrDeviceFailed
+			e.Detail += "; the context is lost: " + serr.Error()
+		}
+	}
+	return err
 }
 
 // blasErr describes a failed cuBLAS call from an error of package cublas:

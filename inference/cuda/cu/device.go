@@ -41,9 +41,10 @@ type Device struct {
 	mu     sync.RWMutex
 	closed bool
 
-	blasMu   sync.Mutex // binding the handle to a stream and queuing a product
-	blas     *cublas.Handle
-	blasInfo string // see BLAS
+	blasLib  *cublas.Lib
+	blasMu   sync.Mutex     // held by products on the legacy default stream
+	blas     *cublas.Handle // for those products; each stream has its own
+	blasInfo string         // see BLAS
 
 	memMu   sync.Mutex
 	allocs  map[cuda.Ptr]int64 // live device allocations, by address
@@ -58,8 +59,13 @@ type kernel struct {
 	fn   gocu.Function
 }
 
-// stream is the Stream of a Device.
-type stream struct{ s gocu.Stream }
+// stream is the Stream of a Device, with the cuBLAS handle of its
+// products (see streamBLAS).
+type stream struct {
+	s    gocu.Stream
+	mu   sync.Mutex     // held by a product: cuBLAS handles are not for concurrent use
+	blas *cublas.Handle // nil until the stream's first product
+}
 
 // Open opens device ordinal (as CUDA_VISIBLE_DEVICES numbers them): it
 // retains the device's primary context and creates a cuBLAS handle. Every
@@ -113,7 +119,7 @@ func Open(ordinal int) (*Device, error) {
 	}
 	err = d.bind("open", func() error {
 		var err error
-		d.blas, d.blasInfo, err = newBLAS()
+		d.blasLib, d.blas, d.blasInfo, err = newBLAS()
 		return err
 	})
 	if err != nil {
@@ -383,9 +389,22 @@ func (d *Device) Gemm(s cuda.Stream, g cuda.Gemm) error {
 		return err
 	}
 	return d.bind("cublasSgemm", func() error {
-		d.blasMu.Lock()
-		defer d.blasMu.Unlock()
-		return d.gemm(cs, g)
+		st, ok := s.(*stream)
+		if !ok { // the legacy default stream: the device's handle
+			d.blasMu.Lock()
+			defer d.blasMu.Unlock()
+			if err := d.blas.SetStream(nil); err != nil {
+				return blasErr("", err)
+			}
+			return gemm(d.blas, cs, g)
+		}
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		h, err := d.streamBLAS(st)
+		if err != nil {
+			return err
+		}
+		return gemm(h, cs, g)
 	})
 }
 
@@ -400,7 +419,7 @@ func (d *Device) NewStream() (cuda.Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &stream{s}, nil
+	return &stream{s: s}, nil
 }
 
 // stream returns the driver stream of s; nil is the legacy default stream.
@@ -429,14 +448,19 @@ func (d *Device) Sync(s cuda.Stream) error {
 	})
 }
 
-// DestroyStream releases s once its work is done (cuStreamDestroy).
+// DestroyStream releases s once its work is done (cuStreamDestroy), and
+// its cuBLAS handle.
 func (d *Device) DestroyStream(s cuda.Stream) error {
 	st, ok := s.(*stream)
 	if !ok || st.s == (gocu.Stream{}) {
 		return fmt.Errorf("cu: destroy of stream %v (%T), which is not a live stream of this package", s, s)
 	}
 	return d.bind("cuStreamDestroy", func() error {
-		return driverErr("cuStreamDestroy", st.s.Destroy())
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		err := destroyBLAS(st.blas)
+		st.blas = nil
+		return errors.Join(err, driverErr("cuStreamDestroy", st.s.Destroy()))
 	})
 }
 

@@ -73,8 +73,14 @@
 // CUDA or cuBLAS status. CUDA_ERROR_OUT_OF_MEMORY and
 // CUBLAS_STATUS_ALLOC_FAILED wrap inference.ErrOutOfMemory; no device, no
 // or mismatched driver, an unavailable device and MPS connection failures
-// wrap inference.ErrNoDevice, and so does every failure of Open. A kernel
-// fault (CUDA_ERROR_ILLEGAL_ADDRESS, CUDA_ERROR_LAUNCH_FAILED) is reported
-// by the next Sync and leaves the context unusable: every later call fails,
-// and only a new process recovers.
+// wrap inference.ErrNoDevice, and so does every failure of Open. A sticky
+// error (a kernel fault such as CUDA_ERROR_ILLEGAL_ADDRESS or
+// CUDA_ERROR_LAUNCH_FAILED, an uncorrectable ECC error, the MPS server
+// ending the client: package curesult lists them) wraps
+// inference.ErrDeviceFailed: it is reported by the next Sync, or by any
+// later call, and leaves the context unusable, so only a new process
+// recovers. A cuBLAS call that fails with CUBLAS_STATUS_EXECUTION_FAILED
+// asks the stream whether the context is lost, and wraps
+// inference.ErrDeviceFailed when it is. The executor (inference/cuda)
+// then fails every later Run at once, and RunInference ends the process.
 package cu

@@ -21,6 +21,13 @@ static CUresult beammlAllocHost(void **p, unsigned long long bytes) {
 
 static CUresult beammlFreeHost(void *p) { return cuMemFreeHost(p); }
 
+// beammlStreamStatus is cuStreamQuery, whose CUDA_ERROR_NOT_READY (work
+// still queued) is no error.
+static CUresult beammlStreamStatus(CUstream s) {
+	CUresult r = cuStreamQuery(s);
+	return r == CUDA_ERROR_NOT_READY ? CUDA_SUCCESS : r;
+}
+
 // beammlJITLog loads a PTX image again, with the JIT compiler's error log
 // in log, to say why it failed the first time.
 static void beammlJITLog(const void *image, char *log, unsigned int size) {
@@ -40,6 +47,8 @@ import (
 	"slices"
 	"strings"
 	"unsafe"
+
+	gocu "gorgonia.org/cu"
 )
 
 // allocHost allocates page-locked host memory; the context must be current.
@@ -55,6 +64,15 @@ func allocHost(n int64) ([]byte, error) {
 func freeHost(b []byte) error {
 	if r := C.beammlFreeHost(unsafe.Pointer(&b[0])); r != C.CUDA_SUCCESS {
 		return cuResultErr(fmt.Sprintf("cuMemFreeHost(%d bytes)", len(b)), r)
+	}
+	return nil
+}
+
+// streamStatus reports an error that s, or its context, holds: after a
+// sticky error every stream answers it. The context must be current.
+func streamStatus(s gocu.Stream) error {
+	if r := C.beammlStreamStatus(C.CUstream(unsafe.Pointer(s.C()))); r != C.CUDA_SUCCESS {
+		return cuResultErr("cuStreamQuery", r)
 	}
 	return nil
 }

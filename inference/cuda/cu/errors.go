@@ -24,18 +24,20 @@ import (
 	"reflect"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/cuda/cu/internal/curesult"
 )
 
 // Error is a failed CUDA driver or cuBLAS call. It wraps
-// inference.ErrOutOfMemory or inference.ErrNoDevice where the status means
-// that (see the package doc), and the gorgonia.org/cu result, if any, so
+// inference.ErrOutOfMemory, inference.ErrNoDevice or
+// inference.ErrDeviceFailed where the status means that (see the package
+// doc and package curesult), and the gorgonia.org/cu result, if any, so
 // errors.Is(err, cu.OutOfMemory) works too.
 type Error struct {
 	Call   string // the call and its arguments: "cuMemAlloc(1048576 bytes)"
 	Status string // the status name: "CUDA_ERROR_OUT_OF_MEMORY", "CUBLAS_STATUS_ALLOC_FAILED"
 	Code   int    // the CUresult or cublasStatus_t
 	Detail string // the status's description, or the JIT compiler's log
-	Kind   error  // inference.ErrOutOfMemory, inference.ErrNoDevice, or nil
+	Kind   error  // inference.ErrOutOfMemory, ErrNoDevice, ErrDeviceFailed, or nil
 	Err    error  // the gorgonia.org/cu result, or nil
 }
 
@@ -84,17 +86,7 @@ func cuResultErr(call string, r C.CUresult) *Error {
 	if e.Status == "" {
 		e.Status = "CUresult"
 	}
-	switch r {
-	case C.CUDA_ERROR_OUT_OF_MEMORY:
-		e.Kind = inference.ErrOutOfMemory
-	case C.CUDA_ERROR_NO_DEVICE, C.CUDA_ERROR_INVALID_DEVICE, C.CUDA_ERROR_NOT_INITIALIZED,
-		C.CUDA_ERROR_DEINITIALIZED, C.CUDA_ERROR_STUB_LIBRARY,
-		C.CUDA_ERROR_DEVICE_UNAVAILABLE, C.CUDA_ERROR_DEVICE_NOT_LICENSED, C.CUDA_ERROR_SYSTEM_NOT_READY,
-		C.CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, C.CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE,
-		C.CUDA_ERROR_MPS_CONNECTION_FAILED, C.CUDA_ERROR_MPS_RPC_FAILURE, C.CUDA_ERROR_MPS_SERVER_NOT_READY,
-		C.CUDA_ERROR_MPS_MAX_CLIENTS_REACHED, C.CUDA_ERROR_MPS_MAX_CONNECTIONS_REACHED:
-		e.Kind = inference.ErrNoDevice
-	}
+	e.Kind = curesult.Kind(int(r))
 	return e
 }
 

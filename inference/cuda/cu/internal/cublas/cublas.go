@@ -204,6 +204,9 @@ const (
 	StatusNotInitialized = int(C.CUBLAS_STATUS_NOT_INITIALIZED)
 	StatusAllocFailed    = int(C.CUBLAS_STATUS_ALLOC_FAILED)
 	StatusArchMismatch   = int(C.CUBLAS_STATUS_ARCH_MISMATCH)
+	// StatusExecutionFailed: the GPU program failed to run, which a lost
+	// context causes too.
+	StatusExecutionFailed = int(C.CUBLAS_STATUS_EXECUTION_FAILED)
 )
 
 // statusNames are the names for libraries without cublasGetStatusName.
