@@ -130,8 +130,9 @@ func ResolveDevice(d Device) (Backend, error) {
 		if haveCUDA {
 			avail = cuda.Available()
 		}
-		pick, why, err := chooseAuto(haveCUDA, avail, os.Getenv(RequireGPUEnv) == "1", nvidiaDriverPresent())
-		autoLog.Do(func() { logAuto(pick, why, err) })
+		driver := nvidiaDriverPresent()
+		pick, why, err := chooseAuto(haveCUDA, avail, os.Getenv(RequireGPUEnv) == "1", driver)
+		autoLog.Do(func() { logAuto(slog.Default(), pick, why, err, driver) })
 		switch {
 		case err != nil:
 			return nil, err
@@ -181,19 +182,19 @@ func chooseAuto(haveCUDA bool, avail error, requireGPU, driver bool) (Device, st
 // autoLog makes ResolveDevice say Auto's choice once per process.
 var autoLog sync.Once
 
-// logAuto writes Auto's choice: at info level for the GPU, or the CPU on a
-// machine without an NVIDIA driver; at warning level for a fallback where
-// a driver is present, or a refusal.
-func logAuto(pick Device, why string, err error) {
+// logAuto writes Auto's choice to l: at info level for the GPU, or the CPU
+// on a machine without an NVIDIA driver; at warning level for a fallback
+// where a driver is present; at error level for a refusal.
+func logAuto(l *slog.Logger, pick Device, why string, err error, driver bool) {
 	switch {
 	case err != nil:
-		slog.Error("beamml: device auto: " + err.Error())
+		l.Error("beamml: device auto: " + err.Error())
 	case pick == CUDA:
-		slog.Info("beamml: device auto chose cuda")
-	case nvidiaDriverPresent():
-		slog.Warn("beamml: device auto fell back to the cpu on a machine with an NVIDIA driver", "why", why, "require_gpu", RequireGPUEnv+"=1 makes this an error")
+		l.Info("beamml: device auto chose cuda")
+	case driver:
+		l.Warn("beamml: device auto fell back to the cpu on a machine with an NVIDIA driver", "why", why, "require_gpu", RequireGPUEnv+"=1 makes this an error")
 	default:
-		slog.Info("beamml: device auto chose the cpu", "why", why)
+		l.Info("beamml: device auto chose the cpu", "why", why)
 	}
 }
 

@@ -1,7 +1,9 @@
 package inference
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 )
@@ -35,6 +37,39 @@ func TestChooseAuto(t *testing.T) {
 			}
 		case err != nil || got != c.want || !strings.Contains(why, c.wantWhy):
 			t.Errorf("%s: chose %q (%q), %v; want %q saying %q", c.name, got, why, err, c.want, c.wantWhy)
+		}
+	}
+}
+
+// Auto's one log line says what it chose, and on a fallback why, at the
+// level an operator needs: a warning where a driver is present (a GPU
+// worker running on the CPU), an error for a refusal.
+func TestLogAuto(t *testing.T) {
+	down := "cu: cuInit: no CUDA-capable device is detected"
+	refusal := errors.New("inference: device auto: BEAMML_REQUIRE_GPU=1 and an NVIDIA driver is present, but the GPU cannot be used")
+	for _, c := range []struct {
+		name   string
+		pick   Device
+		why    string
+		err    error
+		driver bool
+		want   []string
+	}{
+		{"gpu", CUDA, "", nil, true, []string{"level=INFO", "device auto chose cuda"}},
+		{"laptop", CPU, "no CUDA backend", nil, false, []string{"level=INFO", "device auto chose the cpu", "why=", "no CUDA backend"}},
+		{"fallback with a driver", CPU, down, nil, true, []string{"level=WARN", "fell back to the cpu", "no CUDA-capable device", "BEAMML_REQUIRE_GPU=1"}},
+		{"refusal", "", down, refusal, true, []string{"level=ERROR", "BEAMML_REQUIRE_GPU=1", "cannot be used"}},
+	} {
+		var buf bytes.Buffer
+		logAuto(slog.New(slog.NewTextHandler(&buf, nil)), c.pick, c.why, c.err, c.driver)
+		line := buf.String()
+		if strings.Count(line, "\n") != 1 {
+			t.Errorf("%s: %d lines, want 1: %q", c.name, strings.Count(line, "\n"), line)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(line, w) {
+				t.Errorf("%s: log line %q does not say %q", c.name, line, w)
+			}
 		}
 	}
 }
