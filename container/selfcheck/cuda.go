@@ -4,10 +4,11 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cuda"
-	_ "github.com/beamml/beamml/inference/cuda/cu" // registers the CUDA backend on device 0
+	_ "github.com/beamml/beamml/inference/cuda/cu" // registers the CUDA backend on every device
 	"github.com/beamml/beamml/inference/graph"
 )
 
@@ -21,14 +22,18 @@ func init() {
 		if !ok {
 			return nil, "", fmt.Errorf("the backend registered as %q is a %T, not the CUDA backend", inference.CUDA, b)
 		}
-		dev, err := cb.Open()
+		devs, err := cb.Devices()
 		if err != nil {
 			return nil, "", err
 		}
-		name := dev.Name()
-		if b, ok := dev.(interface{ BLAS() string }); ok {
-			name += ", " + b.BLAS()
+		var names []string
+		for _, dev := range devs {
+			name := dev.Name()
+			if b, ok := dev.(interface{ BLAS() string }); ok {
+				name += ", " + b.BLAS()
+			}
+			names = append(names, name)
 		}
-		return cb, name, nil
+		return cb, strings.Join(names, "; "), nil
 	}
 }

@@ -33,59 +33,98 @@ import (
 	"github.com/beamml/beamml/internal/kernels"
 )
 
-// Backend runs models on one CUDA device, opened on first use.
+// Backend runs models on the CUDA devices of the machine, opened on first
+// use. With one device a compiled model is a *Model; with several it is a
+// *Replicas, a *Model per device.
 type Backend struct {
-	open func() (Device, error)
+	open func() ([]Device, error)
 
 	mu     sync.Mutex
 	opened bool
-	dev    Device
+	devs   []Device
 	err    error
-	funcs  map[string]Function
+	funcs  map[funcKey]Function
 
-	failed atomic.Pointer[error] // the device's sticky error, once one was seen (see fail)
+	failed atomic.Pointer[error] // a device's sticky error, once one was seen (see fail)
+}
+
+// funcKey names a kernel on one of the backend's devices.
+type funcKey struct {
+	dev  int
+	name string
 }
 
 // NewBackend returns a backend on the device open returns. Register it
 // with inference.RegisterBackend (inference/cuda/cu does, in a binary
 // built with the cuda tag).
 func NewBackend(open func() (Device, error)) *Backend {
-	return &Backend{open: open, funcs: map[string]Function{}}
+	return NewMultiBackend(func() ([]Device, error) {
+		d, err := open()
+		if err != nil {
+			return nil, err
+		}
+		return []Device{d}, nil
+	})
+}
+
+// NewMultiBackend returns a backend on every device open returns (at least
+// one): each model compiled on it gets a replica per device, and batches
+// spread over them (Replicas).
+func NewMultiBackend(open func() ([]Device, error)) *Backend {
+	return &Backend{open: open, funcs: map[funcKey]Function{}}
 }
 
 // Device is inference.CUDA.
 func (b *Backend) Device() inference.Device { return inference.CUDA }
 
-// Available opens the device, if not yet open, and reports whether it
+// Available opens the devices, if not yet open, and reports whether they
 // answered.
 func (b *Backend) Available() error {
-	_, err := b.Open()
+	_, err := b.Devices()
 	return err
 }
 
-// Open returns the device, opening it and loading the kernel modules the
-// first time.
+// Open returns the first device, opening every device and loading the
+// kernel modules on each the first time.
 func (b *Backend) Open() (Device, error) {
+	devs, err := b.Devices()
+	if err != nil {
+		return nil, err
+	}
+	return devs[0], nil
+}
+
+// Devices returns the backend's devices, opening them and loading the
+// kernel modules on each the first time. If one fails, every device opened
+// is closed and the backend is unavailable.
+func (b *Backend) Devices() ([]Device, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.opened {
-		return b.dev, b.err
+		return b.devs, b.err
 	}
 	b.opened = true
-	dev, err := b.open()
+	devs, err := b.open()
+	if err == nil && len(devs) == 0 {
+		err = fmt.Errorf("no device: %w", inference.ErrNoDevice)
+	}
 	if err != nil {
 		b.err = fmt.Errorf("cuda: %w", err)
 		return nil, b.err
 	}
-	for _, m := range kernels.Modules() {
-		if err := dev.LoadModule(m); err != nil {
-			dev.Close()
-			b.err = fmt.Errorf("cuda: load kernel module %s on %s: %w", m.Name, dev.Name(), err)
-			return nil, b.err
+	for _, dev := range devs {
+		for _, m := range kernels.Modules() {
+			if err := dev.LoadModule(m); err != nil {
+				for _, d := range devs {
+					d.Close()
+				}
+				b.err = fmt.Errorf("cuda: load kernel module %s on %s: %w", m.Name, dev.Name(), err)
+				return nil, b.err
+			}
 		}
 	}
-	b.dev = dev
-	return dev, nil
+	b.devs = devs
+	return devs, nil
 }
 
 // fail records err, when it wraps inference.ErrDeviceFailed, as the
@@ -97,14 +136,7 @@ func (b *Backend) fail(err error) error {
 		return err
 	}
 	if b.failed.CompareAndSwap(nil, &err) {
-		name := "the CUDA device"
-		b.mu.Lock()
-		if b.dev != nil {
-			name = b.dev.Name()
-		}
-		b.mu.Unlock()
-		slog.Error("beamml: the GPU failed; nothing more can run on it in this process",
-			"device", name, "err", err)
+		slog.Error("beamml: a GPU failed; nothing more can run on the backend's devices in this process", "err", err)
 	}
 	return err
 }
@@ -118,26 +150,29 @@ func (b *Backend) Failed() error {
 	return nil
 }
 
-func (b *Backend) function(name string) (Function, error) {
+// function returns kernel name on device dev (an index into Devices).
+func (b *Backend) function(dev int, name string) (Function, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if f, ok := b.funcs[name]; ok {
+	key := funcKey{dev, name}
+	if f, ok := b.funcs[key]; ok {
 		return f, nil
 	}
-	f, err := b.dev.Function(name)
+	f, err := b.devs[dev].Function(name)
 	if err != nil {
 		return nil, fmt.Errorf("kernel %s: %w", name, err)
 	}
-	b.funcs[name] = f
+	b.funcs[key] = f
 	return f, nil
 }
 
-// Compile compiles g for the device: the CPU backend's check (a node
+// Compile compiles g for the devices: the CPU backend's check (a node
 // without a device kernel runs on the host with the CPU's), the graph
-// passes (graphPasses), then the weights' upload. Plans for each input
-// shape are built on first use.
+// passes (graphPasses), then the weights' upload to each device. Plans for
+// each input shape are built on first use. The model is a *Model on one
+// device, a *Replicas on several.
 func (b *Backend) Compile(g *graph.Graph) (inference.Model, error) {
-	dev, err := b.Open()
+	devs, err := b.Devices()
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +185,19 @@ func (b *Backend) Compile(g *graph.Graph) (inference.Model, error) {
 	if err := passes.Optimize(g, graphPasses()...); err != nil {
 		return nil, err
 	}
-	return newModel(b, dev, g)
+	if len(devs) == 1 {
+		return newModel(b, 0, devs[0], g)
+	}
+	var models []*Model
+	for i, dev := range devs {
+		m, err := newModel(b, i, dev, g)
+		if err != nil {
+			newReplicas(models).Close()
+			return nil, fmt.Errorf("cuda: replica on %s: %w", dev.Name(), err)
+		}
+		models = append(models, m)
+	}
+	return newReplicas(models), nil
 }
 
 // graphPasses returns the graph passes Compile runs: constant folding

@@ -20,6 +20,7 @@ import (
 // use: the weights are shared, each Run takes its own workspace.
 type Model struct {
 	b     *Backend
+	ord   int // dev's index in b's devices
 	dev   Device
 	cpu   *cpu.Model
 	g     *graph.Graph
@@ -59,8 +60,8 @@ var random = map[string]bool{
 	"Bernoulli": true, "Multinomial": true,
 }
 
-func newModel(b *Backend, dev Device, g *graph.Graph) (*Model, error) {
-	m := &Model{b: b, dev: dev, cpu: cpu.NewModel(g), g: g, opset: g.Opset(), batched: g.Batched(),
+func newModel(b *Backend, ord int, dev Device, g *graph.Graph) (*Model, error) {
+	m := &Model{b: b, ord: ord, dev: dev, cpu: cpu.NewModel(g), g: g, opset: g.Opset(), batched: g.Batched(),
 		classes: map[string]*shapeClass{}, plans: map[string]*plan{}}
 	m.pool.dev = dev
 	m.pool.cond = sync.NewCond(&m.pool.mu)

@@ -173,7 +173,7 @@ func (l *lowering) Launch(kernel string, n int64, args ...kernelArg) error {
 
 // LaunchGrid queues kernel on an explicit grid.
 func (l *lowering) LaunchGrid(kernel string, grid, block Dim3, args ...kernelArg) error {
-	f, err := l.p.m.b.function(kernel)
+	f, err := l.p.m.b.function(l.p.m.ord, kernel)
 	if err != nil {
 		return fmt.Errorf("cuda: node %v: %w", l.Node, err)
 	}

@@ -30,6 +30,9 @@ type Runner interface {
 
 // Options configure a Device.
 type Options struct {
+	// Name is what Name returns ("sim" when empty): tests that simulate
+	// several GPUs tell them apart by it.
+	Name string
 	// Memory is the device memory in bytes (16 GiB when 0). An allocation
 	// beyond it fails with inference.ErrOutOfMemory, as on a GPU.
 	Memory int64
@@ -130,8 +133,8 @@ func New(opts Options) *Device {
 	return &Device{opts: opts, allocs: map[cuda.Ptr]*alloc{}, funcs: map[string]bool{}}
 }
 
-// Name is "sim".
-func (d *Device) Name() string { return "sim" }
+// Name is Options.Name, or "sim".
+func (d *Device) Name() string { return cmp.Or(d.opts.Name, "sim") }
 
 // Stats returns the counters.
 func (d *Device) Stats() Stats {

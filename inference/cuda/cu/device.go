@@ -19,13 +19,34 @@ import (
 )
 
 func init() {
-	inference.RegisterBackend(cuda.NewBackend(func() (cuda.Device, error) {
-		d, err := Open(0)
+	inference.RegisterBackend(cuda.NewMultiBackend(OpenAll))
+}
+
+// OpenAll opens every device the driver sees, in ordinal order
+// (CUDA_VISIBLE_DEVICES chooses and orders them): the backend this package
+// registers runs a replica of each model on each (cuda.Replicas). If one
+// fails to open, the devices opened are closed and the error says which
+// failed; it wraps inference.ErrNoDevice.
+func OpenAll() ([]cuda.Device, error) {
+	n, err := gocu.NumDevices()
+	if err != nil {
+		return nil, noDevice(driverErr("cuDeviceGetCount", err))
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("cu: the driver sees no device: %w", inference.ErrNoDevice)
+	}
+	devs := make([]cuda.Device, 0, n)
+	for i := range n {
+		d, err := Open(i)
 		if err != nil {
-			return nil, err // not a typed nil in the interface
+			for _, o := range devs {
+				o.Close()
+			}
+			return nil, fmt.Errorf("cu: %d device(s): %w", n, err)
 		}
-		return d, nil
-	}))
+		devs = append(devs, d)
+	}
+	return devs, nil
 }
 
 // Device is one CUDA device with its primary context. It is safe for

@@ -13,8 +13,9 @@
 // the files tried rather than a loader failure before main.
 //
 // It is for pipeline authors building the GPU worker: importing it, in a
-// file with the cuda build tag, registers the cuda backend on device 0,
-// and nothing else of it needs calling:
+// file with the cuda build tag, registers the cuda backend on every device
+// the driver sees (OpenAll: CUDA_VISIBLE_DEVICES chooses them; with several,
+// each model gets a replica per GPU), and nothing else of it needs calling:
 //
 //	import _ "github.com/beamml/beamml/inference/cuda/cu" // in a binary built with CGO_ENABLED=1 -tags cuda
 //
