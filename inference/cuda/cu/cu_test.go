@@ -326,6 +326,42 @@ func TestIllegalAddressIsDeviceFailure(t *testing.T) {
 	}
 }
 
+// The registered backend opens every device the driver sees, and a model
+// compiled on more than one is replicated on each (issue 14, item 6).
+func TestOpenAll(t *testing.T) {
+	n, err := gocu.NumDevices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	devs, err := cu.OpenAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(devs) != n {
+		t.Errorf("OpenAll opened %d devices, the driver sees %d", len(devs), n)
+	}
+	b := cuda.NewMultiBackend(func() ([]cuda.Device, error) { return devs, nil })
+	m, err := b.Compile(mlp(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, replicated := m.(*cuda.Replicas)
+	if replicated != (n > 1) || (replicated && len(r.Models()) != n) {
+		t.Errorf("a model on %d device(s) compiled to a %T", n, m)
+	}
+	for i, d := range devs {
+		t.Logf("device %d: %s", i, d.Name())
+	}
+	if err := m.Close(); err != nil {
+		t.Error(err)
+	}
+	for _, d := range devs {
+		if err := d.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 // Concurrent streams multiply on handles of their own (issue 14, item 8):
 // each stream's first product creates its handle, no two streams share
 // one, and products queued from many goroutines at once are right. The
