@@ -22,7 +22,10 @@ import (
 //
 // The states live in Y_h and Y_c where the node names them (else in
 // scratch), in the outputs' layout, so the last step leaves the outputs in
-// place. The launches grow with the sequence: 2 per step (4 for a GRU
+// place. sequence_lens known on the host is checked at plan time (a value
+// outside [0, seq] sends the node to the host, where the CPU kernel
+// rejects it); computed on the device, a value past seq runs every step
+// and a negative one none, where the CPU fails the run. The launches grow with the sequence: 2 per step (4 for a GRU
 // without linear_before_reset), which a CUDA graph of the plan would
 // replay without the launch costs.
 
