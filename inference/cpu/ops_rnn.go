@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"strings"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/internal/limit"
@@ -44,98 +43,60 @@ func (c rnCell) activations() []string {
 // rnActivation is an activation function of a recurrent cell.
 type rnActivation func(x float64) float64
 
-// rnActivationDefaults holds the alpha and beta an activation takes when
-// activation_alpha/activation_beta run out, as onnxruntime does (0 for
-// the others that take them).
-var rnActivationDefaults = map[string][2]float64{
-	"leakyrelu":   {0.01, 0},
-	"hardsigmoid": {0.2, 0.5},
-	"elu":         {1, 0},
+// rnActivations returns the functions of opsem.Recurrent's activations,
+// per direction.
+func rnActivations(o opsem.RecurrentOptions) [][]rnActivation {
+	out := make([][]rnActivation, len(o.Activations))
+	for d, acts := range o.Activations {
+		for _, a := range acts {
+			out[d] = append(out[d], rnActivationFunc(a))
+		}
+	}
+	return out
 }
 
-// rnActivations resolves the activations attribute: names
-// (case-insensitive) from the RNN operator's list, each consuming the next
-// activation_alpha and activation_beta values it takes. It returns
-// per-direction lists; a list for one direction serves both.
-func rnActivations(n opsem.Node, cell rnCell, dirs int) ([][]rnActivation, error) {
-	per := len(cell.activations())
-	names := cell.activations()
-	if dirs == 2 {
-		names = append(names, names...)
-	}
-	if a, ok := n.Attrs["activations"]; ok && len(a.Strings) > 0 {
-		names = a.Strings
-		if len(names) == per && dirs == 2 {
-			names = append(names, names...)
+func rnActivationFunc(act opsem.RecurrentActivation) rnActivation {
+	a, b := act.Alpha, act.Beta
+	switch act.Name {
+	case "tanh":
+		return math.Tanh
+	case "sigmoid":
+		return sigmoid
+	case "relu":
+		return func(x float64) float64 { return max(x, 0) }
+	case "softsign":
+		return func(x float64) float64 { return x / (1 + math.Abs(x)) }
+	case "softplus":
+		return softplus
+	case "affine":
+		return func(x float64) float64 { return a*x + b }
+	case "leakyrelu":
+		return func(x float64) float64 {
+			if x < 0 {
+				return a * x
+			}
+			return x
 		}
-		if len(names) != per*dirs {
-			return nil, fmt.Errorf("activations %v, want %d names: %w", a.Strings, per*dirs, inference.ErrBadModel)
-		}
-	}
-	alphas, betas := n.Floats("activation_alpha", nil), n.Floats("activation_beta", nil)
-	next := func(list *[]float32, def float64) float64 {
-		if len(*list) == 0 {
-			return def
-		}
-		v := (*list)[0]
-		*list = (*list)[1:]
-		return float64(v)
-	}
-	out := make([][]rnActivation, dirs)
-	for i, name := range names {
-		lower := strings.ToLower(name)
-		def := rnActivationDefaults[lower]
-		var f rnActivation
-		switch lower {
-		case "tanh":
-			f = math.Tanh
-		case "sigmoid":
-			f = sigmoid
-		case "relu":
-			f = func(x float64) float64 { return max(x, 0) }
-		case "softsign":
-			f = func(x float64) float64 { return x / (1 + math.Abs(x)) }
-		case "softplus":
-			f = softplus
-		case "affine":
-			a, b := next(&alphas, def[0]), next(&betas, def[1])
-			f = func(x float64) float64 { return a*x + b }
-		case "leakyrelu":
-			a := next(&alphas, def[0])
-			f = func(x float64) float64 {
-				if x < 0 {
-					return a * x
-				}
+	case "thresholdedrelu":
+		return func(x float64) float64 {
+			if x > a {
 				return x
 			}
-		case "thresholdedrelu":
-			a := next(&alphas, def[0])
-			f = func(x float64) float64 {
-				if x > a {
-					return x
-				}
-				return 0
-			}
-		case "scaledtanh":
-			a, b := next(&alphas, def[0]), next(&betas, def[1])
-			f = func(x float64) float64 { return a * math.Tanh(b*x) }
-		case "hardsigmoid":
-			a, b := next(&alphas, def[0]), next(&betas, def[1])
-			f = func(x float64) float64 { return max(0, min(1, a*x+b)) }
-		case "elu":
-			a := next(&alphas, def[0])
-			f = func(x float64) float64 {
-				if x < 0 {
-					return a * (math.Exp(x) - 1)
-				}
-				return x
-			}
-		default:
-			return nil, n.Unsupported("activation %q", name)
+			return 0
 		}
-		out[i/per] = append(out[i/per], f)
+	case "scaledtanh":
+		return func(x float64) float64 { return a * math.Tanh(b*x) }
+	case "hardsigmoid":
+		return func(x float64) float64 { return max(0, min(1, a*x+b)) }
+	case "elu":
+		return func(x float64) float64 {
+			if x < 0 {
+				return a * (math.Exp(x) - 1)
+			}
+			return x
+		}
 	}
-	return out, nil
+	panic("cpu: recurrent activation " + act.Name) // opsem.Recurrent takes only these
 }
 
 // rnRecurrent returns the kernel of RNN, GRU or LSTM (opsets 1 to 22).
@@ -200,20 +161,12 @@ type rnDirBuffers struct{ xw, gates, newH, newC, tmp []float32 }
 // newRnPlan checks a recurrent node's inputs (in, with X, R and the data
 // of the optional ones given) and attributes, and plans its runs.
 func newRnPlan(n opsem.Node, in []inference.Tensor, cell rnCell, x, w, r inference.Tensor, bd, h0d, c0d, pd []float32) (*rnPlan, error) {
-	p := &rnPlan{cell: cell, dirs: 1}
-	switch d := n.Str("direction", "forward"); d {
-	case "forward", "reverse":
-	case "bidirectional":
-		p.dirs = 2
-	default:
-		return nil, fmt.Errorf("direction %q, want forward, reverse or bidirectional: %w", d, inference.ErrBadModel)
+	o, err := opsem.Recurrent(n, cell.activations())
+	if err != nil {
+		return nil, err
 	}
+	p := &rnPlan{cell: cell, dirs: o.Dirs, reverse: o.Reverse, layout: o.Layout}
 	dirs := p.dirs
-	p.reverse = n.Str("direction", "forward") == "reverse"
-	p.layout = n.Int("layout", 0)
-	if p.layout != 0 && p.layout != 1 {
-		return nil, n.Unsupported("layout %d", p.layout)
-	}
 	if x.Rank() != 3 {
 		return nil, fmt.Errorf("input 0 (X) is %v, want rank 3: %w", x, inference.ErrShape)
 	}
@@ -260,14 +213,11 @@ func newRnPlan(n opsem.Node, in []inference.Tensor, cell rnCell, x, w, r inferen
 			return nil, err
 		}
 	}
-	var err error
-	if p.acts, err = rnActivations(n, cell, dirs); err != nil {
-		return nil, err
-	}
-	p.clip = float64(n.Float("clip", 0))
-	p.linearBeforeReset = n.Int("linear_before_reset", 0) != 0
-	p.inputForget = n.Int("input_forget", 0) != 0
-	p.fast = cell == rnLSTM && p.clip == 0 && pd == nil && rnDefaultActivations(n, cell)
+	p.acts = rnActivations(o)
+	p.clip = o.Clip
+	p.linearBeforeReset = o.LinearBeforeReset
+	p.inputForget = o.InputForget
+	p.fast = cell == rnLSTM && p.clip == 0 && pd == nil && o.Default(cell.activations())
 	p.seq, p.batch, p.inSize, p.hidden, p.gh = seq, batch, inSize, hidden, g*hidden
 	p.yShape = []int{seq, dirs, batch, hidden}
 	if p.layout == 1 {
@@ -659,22 +609,6 @@ func (p *rnPlan) direction(d int) error {
 		}
 	}
 	return nil
-}
-
-// rnDefaultActivations reports whether n uses its cell's default
-// activations (the attribute absent, or naming them for each direction).
-func rnDefaultActivations(n opsem.Node, cell rnCell) bool {
-	a, ok := n.Attrs["activations"]
-	if !ok || len(a.Strings) == 0 {
-		return true
-	}
-	def := cell.activations()
-	for i, name := range a.Strings {
-		if !strings.EqualFold(name, def[i%len(def)]) {
-			return false
-		}
-	}
-	return true
 }
 
 // rnLSTMStep finishes an LSTM step with the default activations, no

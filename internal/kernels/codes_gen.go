@@ -101,6 +101,22 @@ const (
 	R_LOGSUMEXP = 8
 	R_SUMSQUARE = 9
 
+	// rnn.cu
+	CELL_RNN            = 0
+	CELL_GRU            = 1
+	CELL_LSTM           = 2
+	RNN_TANH            = 0
+	RNN_SIGMOID         = 1
+	RNN_RELU            = 2
+	RNN_SOFTSIGN        = 3
+	RNN_SOFTPLUS        = 4
+	RNN_AFFINE          = 5
+	RNN_LEAKYRELU       = 6
+	RNN_THRESHOLDEDRELU = 7
+	RNN_SCALEDTANH      = 8
+	RNN_HARDSIGMOID     = 9
+	RNN_ELU             = 10
+
 	// shape.cu
 	IDX_I64                 = 0
 	IDX_I32                 = 1
@@ -180,6 +196,10 @@ const (
 	ReduceGatherB8 = "reduce_gather_b8"
 	ArgF32         = "arg_f32"
 	ArgBlockF32    = "arg_block_f32"
+
+	// rnn.cu
+	RnnCellF32     = "rnn_cell_f32"
+	RnnGruResetF32 = "rnn_gru_reset_f32"
 
 	// shape.cu
 	ShapeCopy      = "shape_copy"
