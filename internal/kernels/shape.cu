@@ -236,30 +236,53 @@ KERNEL shape_onehot(void *y, const void *idx, const void *vals, long long itype,
 
 // ---- gathering and scattering ----------------------------------------------------
 //
-// The lowerings check every index on the host (indices known at plan
-// time) before launching these: the bounds tests below only keep a bad
-// index from touching memory outside the tensor.
+// An index lies in [-dim, dim), a negative one counting from the end. One
+// outside is reported on err as E_INDEX with the index and the dimension
+// (report, common.cuh): its output element is 0 and a scatter skips it.
+
+// wrap_index returns index v into a dimension of dim in [0, dim), or -1
+// (reported) when it lies outside [-dim, dim).
+DEVICE long long wrap_index(long long v, long long dim, long long *err, long long site) {
+	if (v < -dim || v >= dim) {
+		report(err, site, E_INDEX, v, dim);
+		return -1;
+	}
+	return v < 0 ? v + dim : v;
+}
 
 // gather_axis (Gather): x is [outer, dim, inner], y [outer, nidx, inner]
 // (n elements) with y[o, j, k] = x[o, idx[j] (+ dim when negative), k].
 KERNEL gather_axis(void *y, const void *x, const void *idx, long long itype, long long w, long long n,
-                   long long inner, long long nidx, long long dim) {
+                   long long inner, long long nidx, long long dim, long long *err, long long site) {
 	GRID_STRIDE(i, n) {
 		long long k = i % inner, r = i / inner, j = r % nidx, o = r / nidx;
-		long long v = load_index(idx, j, itype);
-		if (v < 0) v += dim;
-		store_elem(y, i, v >= 0 && v < dim ? load_elem(x, (o * dim + v) * inner + k, w) : 0, w);
+		long long v = wrap_index(load_index(idx, j, itype), dim, err, site);
+		store_elem(y, i, v >= 0 ? load_elem(x, (o * dim + v) * inner + k, w) : 0, w);
 	}
 }
+
+// Modes of gather_elements and gather_nd. A scatter writes updates over a
+// copy of the data; where two updates address the same place the last one
+// (in the indices' order) wins, as on the CPU: GM_CLAIM records in win,
+// for each place, the number of the last update addressing it (win filled
+// with -1 first, atomicMax), and GM_WINNERS writes only those updates.
+// GM_SCATTER writes every update: for indices the host knows to be
+// distinct.
+#define GM_GATHER 0  // y[i] = x[address of i]
+#define GM_SCATTER 1 // y[address of i] = x[i]
+#define GM_CLAIM 2   // win[place of i] = max(win[place of i], update number of i)
+#define GM_WINNERS 3 // y[address of i] = x[i] where win[place of i] is i's update number
 
 // gather_elements (GatherElements, ScatterElements): for each element i of
 // indices (dims d, n elements), the data element at its own coordinates
 // but idx[i] (+ dim when negative) along the axis: data offset Σ c·s + v·as,
 // where the strides s of data are 0 at the axis and as is the axis stride.
 // Gathering, y[i] = x[offset]; scattering (y a copy of data, x the
-// updates), y[offset] = x[i].
+// updates), y[offset] = x[i]. The update number of i is i, its place the
+// offset (win has an int per data element).
 KERNEL gather_elements(void *y, const void *x, const void *idx, long long itype, long long w, long long n,
-                       long long scatter, long long as, long long dim, RANK6(d), RANK6(s)) {
+                       long long mode, int *win, long long *err, long long site, long long as, long long dim,
+                       RANK6(d), RANK6(s)) {
 	const long long da[MAXRANK] = ARR6(d), sa[MAXRANK] = ARR6(s);
 	GRID_STRIDE(i, n) {
 		long long r = i, off = 0;
@@ -268,17 +291,19 @@ KERNEL gather_elements(void *y, const void *x, const void *idx, long long itype,
 			r /= da[k];
 		}
 		off += r * sa[0];
-		long long v = load_index(idx, i, itype);
-		if (v < 0) v += dim;
-		if (v < 0 || v >= dim) {
-			if (!scatter) store_elem(y, i, 0, w);
+		long long v = wrap_index(load_index(idx, i, itype), dim, err, site);
+		if (v < 0) {
+			if (mode == GM_GATHER) store_elem(y, i, 0, w);
 			continue;
 		}
 		off += v * as;
-		if (scatter) {
-			store_elem(y, off, load_elem(x, i, w), w);
-		} else {
-			store_elem(y, i, load_elem(x, off, w), w);
+		switch (mode) {
+		case GM_GATHER: store_elem(y, i, load_elem(x, off, w), w); break;
+		case GM_CLAIM: atomicMax(win + off, (int)i); break;
+		case GM_WINNERS:
+			if (win[off] != (int)i) break;
+			// fall through
+		default: store_elem(y, off, load_elem(x, i, w), w);
 		}
 	}
 }
@@ -288,28 +313,33 @@ KERNEL gather_elements(void *y, const void *x, const void *idx, long long itype,
 // (p / perBatch)·batchSize + Σ_k idx[p, k]·st_k, with idx[p, k] + dims_k
 // when negative. n = count·inner; element i is element i % inner of tuple
 // i / inner's slice. Gathering, y[i] = x[slice element]; scattering (y a
-// copy of data, x the updates), y[slice element] = x[i].
-KERNEL gather_nd(void *y, const void *x, const void *idx, long long itype, long long w, long long n, long long scatter,
-                 long long inner, long long m, long long perBatch, long long batchSize, RANK6(dims), RANK6(st)) {
+// copy of data, x the updates), y[slice element] = x[i]. The update
+// number is the tuple p, its place the slice (offset / inner: win has an
+// int per slice); GM_CLAIM runs over the tuples alone (n = count).
+KERNEL gather_nd(void *y, const void *x, const void *idx, long long itype, long long w, long long n, long long mode,
+                 int *win, long long *err, long long site, long long inner, long long m, long long perBatch,
+                 long long batchSize, RANK6(dims), RANK6(st)) {
 	const long long da[MAXRANK] = ARR6(dims), sa[MAXRANK] = ARR6(st);
 	GRID_STRIDE(i, n) {
-		long long p = i / inner, t = i % inner;
+		long long p = mode == GM_CLAIM ? i : i / inner, t = mode == GM_CLAIM ? 0 : i % inner;
 		long long off = perBatch > 0 ? p / perBatch * batchSize : 0;
 		int bad = 0;
 		for (long long k = 0; k < m && k < MAXRANK; k++) {
-			long long v = load_index(idx, p * m + k, itype);
-			if (v < 0) v += da[k];
-			bad |= v < 0 || v >= da[k];
+			long long v = wrap_index(load_index(idx, p * m + k, itype), da[k], err, site);
+			bad |= v < 0;
 			off += v * sa[k];
 		}
 		if (bad) {
-			if (!scatter) store_elem(y, i, 0, w);
+			if (mode == GM_GATHER) store_elem(y, i, 0, w);
 			continue;
 		}
-		if (scatter) {
-			store_elem(y, off + t, load_elem(x, i, w), w);
-		} else {
-			store_elem(y, i, load_elem(x, off + t, w), w);
+		switch (mode) {
+		case GM_GATHER: store_elem(y, i, load_elem(x, off + t, w), w); break;
+		case GM_CLAIM: atomicMax(win + off / inner, (int)p); break;
+		case GM_WINNERS:
+			if (win[off / inner] != (int)p) break;
+			// fall through
+		default: store_elem(y, off + t, load_elem(x, i, w), w);
 		}
 	}
 }
