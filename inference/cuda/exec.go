@@ -264,7 +264,10 @@ func (m *Model) checkFeeds(feeds map[string]inference.Tensor) error {
 func (m *Model) execute(ctx context.Context, p *plan, ws *workspace, feeds map[string]inference.Tensor) (map[string]inference.Tensor, error) {
 	base := ws.ptr + errorWordSpace
 	f := frame{weights: m.weights, consts: p.consts, ws: base, scratch: base + Ptr(p.scratchOff), word: ws.ptr}
-	word := ws.hostOut[p.wordStage : p.wordStage+errorWordBytes]
+	var word []byte // where the error word is read back
+	if len(p.sites) > 0 {
+		word = ws.hostOut[p.wordStage : p.wordStage+errorWordBytes]
+	}
 	if len(p.sites) > 0 && !ws.wordClear {
 		if err := m.dev.CopyHtoD(f.word, zeroWord[:]); err != nil {
 			return nil, fmt.Errorf("cuda: clear the error word: %w", err)

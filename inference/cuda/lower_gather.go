@@ -12,7 +12,7 @@ import (
 )
 
 // Lowerings of the indexed operators: Gather, GatherElements, GatherND and
-// their scattering twins (kernels/shape.cu gather_*). An index out of
+// their scattering twins (Scatter, ScatterElements, ScatterND) (kernels/shape.cu gather_*). An index out of
 // range is an error of the model's input, which the CPU backend reports:
 // indices known on the host at plan time (initializers, shape arithmetic)
 // are checked here, and the kernels check the others, reporting one out of
@@ -24,6 +24,7 @@ func init() {
 	registerLowering("Gather", lowerGather)
 	registerLowering("GatherElements", lowerGatherElements)
 	registerLowering("ScatterElements", lowerScatterElements)
+	registerLowering("Scatter", lowerScatterElements) // ScatterElements' name before opset 11
 	registerLowering("GatherND", lowerGatherND)
 	registerLowering("ScatterND", lowerScatterND)
 }

@@ -72,6 +72,8 @@ func init() {
 			{T: Rand(3123, -1, 1, 3, 3)}, dev(i64([]int{2, 3}, 1, 0, 2, 0, 2, -2)), {T: Rand(3124, -1, 1, 2, 3)}}},
 		Case{Name: "gather/ScatterND/device-elements-repeats", Op: "ScatterND", Opset: 11, Inputs: []Input{
 			{T: Rand(3125, -1, 1, 2, 3, 4)}, dev(i64([]int{4, 3}, 1, 2, 3, 0, 0, 0, -1, -1, -1, 1, -1, 3)), {T: Rand(3126, -1, 1, 4)}}},
+		Case{Name: "gather/Scatter/opset10-device-repeats", Op: "Scatter", Opset: 10, Attrs: attrs("axis", AInt(1)), Inputs: []Input{
+			{T: Rand(3129, -1, 1, 2, 4)}, dev(i64([]int{2, 2}, 3, -1, 0, 2)), {T: Rand(3130, -1, 1, 2, 2)}}},
 		// Repeats in initializer indices: the claims, without the error word.
 		Case{Name: "gather/ScatterND/const-repeats", Op: "ScatterND", Opset: 11, Inputs: []Input{
 			{T: Rand(3127, -1, 1, 5, 2)}, i64([]int{3, 1}, 1, 4, -4), {T: Rand(3128, -1, 1, 3, 2)}}},
