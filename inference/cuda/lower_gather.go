@@ -136,13 +136,10 @@ func lowerGatherElements(l *lowering) error {
 	return launchElements(l, l.Out[0], x, x.Shape, ind, false)
 }
 
-// lowerScatterElements copies the data, then writes the updates over it;
-// only without a reduction.
+// lowerScatterElements copies the data, then writes the updates over it,
+// or combines them with it by scatterMode's reduction.
 func lowerScatterElements(l *lowering) error {
 	x, ind, upd := l.In[0], l.In[1], l.In[2]
-	if err := scatterReplaces(l); err != nil {
-		return err
-	}
 	if upd.DType != x.DType || !slices.Equal(upd.Shape, ind.Shape) {
 		return l.NoKernel("updates %v%v for indices %v", upd.DType, upd.Shape, ind.Shape)
 	}
@@ -186,14 +183,18 @@ func launchElements(l *lowering, y, x operand, data []int, ind operand, scatter 
 		return l.NoKernel("rank %d > %d", len(d), kernels.MAXRANK)
 	}
 	n := ind.Len()
+	mode, etype, err := scatterMode(l, scatter, x.DType)
+	if err != nil {
+		return err
+	}
 	e := indexErrors(l, ind, valid, fmt.Sprintf("indices %q into data %v, axis %d", ind.Name, data, axis))
 	args := func(mode int, win operand) []kernelArg {
-		a := []kernelArg{ptrArg(y), ptrArg(x), ptrArg(ind), intArg(itype), intArg(w), intArg(n), intArg(mode), winArg(win), e[0], e[1], intArg(st[axis]), intArg(dim)}
+		a := []kernelArg{ptrArg(y), ptrArg(x), ptrArg(ind), intArg(itype), intArg(w), intArg(etype), intArg(n), intArg(mode), winArg(win), e[0], e[1], intArg(st[axis]), intArg(dim)}
 		a = append(a, maxRankArgs(d, 1)...)
 		return append(a, maxRankArgs(sets[1], 0)...)
 	}
-	if !scatter {
-		return l.Launch(kernels.GatherElements, n, args(kernels.GM_GATHER, operand{})...)
+	if mode != kernels.GM_SCATTER {
+		return l.Launch(kernels.GatherElements, n, args(mode, operand{})...)
 	}
 	places := opsem.Count(data)
 	return launchScatter(l, kernels.GatherElements, n, n, places, valid && distinct(offs), args)
@@ -253,13 +254,10 @@ func lowerGatherND(l *lowering) error {
 	return launchND(l, l.Out[0], x, x.Shape, ind, opsem.GatherNDBatchDims(l.Node), false)
 }
 
-// lowerScatterND copies the data, then writes the update slices over it;
-// only without a reduction.
+// lowerScatterND copies the data, then writes the update slices over it,
+// or combines them with it by scatterMode's reduction.
 func lowerScatterND(l *lowering) error {
 	x, ind, upd := l.In[0], l.In[1], l.In[2]
-	if err := scatterReplaces(l); err != nil {
-		return err
-	}
 	if upd.DType != x.DType {
 		return l.NoKernel("updates %v for data %v", upd.DType, x.DType)
 	}
@@ -313,13 +311,17 @@ func launchND(l *lowering, y, x operand, data []int, ind operand, batchDims int,
 	if err := unchecked(l, ind, n); err != nil {
 		return err
 	}
+	mode, etype, err := scatterMode(l, scatter, x.DType)
+	if err != nil {
+		return err
+	}
 	e := indexErrors(l, ind, valid, fmt.Sprintf("index tuples %q into data %v, axes %d to %d", ind.Name, data, batchDims, batchDims+a.M-1))
 	st := rowMajorStrides(data)
 	args := func(mode int, win operand) []kernelArg {
-		args := []kernelArg{ptrArg(y), ptrArg(x), ptrArg(ind), intArg(itype), intArg(w), intArg(n), intArg(mode), winArg(win), e[0], e[1],
+		args := []kernelArg{ptrArg(y), ptrArg(x), ptrArg(ind), intArg(itype), intArg(w), intArg(etype), intArg(n), intArg(mode), winArg(win), e[0], e[1],
 			intArg(inner), intArg(a.M), intArg(a.PerBatch), intArg(a.BatchSize)}
 		if mode == kernels.GM_CLAIM {
-			args[5] = intArg(tuples)
+			args[6] = intArg(tuples)
 		}
 		for _, v := range [][]int64{int64Dims(data[batchDims : batchDims+a.M]), st[batchDims : batchDims+a.M]} {
 			for k := range kernels.MAXRANK {
@@ -332,23 +334,41 @@ func launchND(l *lowering, y, x operand, data []int, ind operand, batchDims int,
 		}
 		return args
 	}
-	if !scatter {
-		return l.Launch(kernels.GatherNd, n, args(kernels.GM_GATHER, operand{})...)
+	if mode != kernels.GM_SCATTER {
+		return l.Launch(kernels.GatherNd, n, args(mode, operand{})...)
 	}
 	return launchScatter(l, kernels.GatherNd, n, tuples, opsem.Count(data[:a.M]), valid && distinct(a.Offsets), args)
 }
 
-// scatterReplaces sends a scatter with a reduction to the host: the
-// kernels only replace. (The CPU applies an add or mul reduction update by
-// update, in order, which fixes the float rounding; max and min would not
-// depend on the order but have no kernel yet.)
-func scatterReplaces(l *lowering) error {
+// scatterModes are the gather_* modes of the scatter reductions that do
+// not depend on the order of the updates, by the element types they take:
+// integer add and mul wrap, and max and min are Go's (shape.cu GM_ADD…).
+var scatterModes = map[string]map[inference.DType]int{
+	"add": {inference.Int64: kernels.GM_ADD, inference.Int32: kernels.GM_ADD},
+	"mul": {inference.Int64: kernels.GM_MUL, inference.Int32: kernels.GM_MUL},
+	"max": {inference.Int64: kernels.GM_MAX, inference.Int32: kernels.GM_MAX, inference.Float32: kernels.GM_MAX},
+	"min": {inference.Int64: kernels.GM_MIN, inference.Int32: kernels.GM_MIN, inference.Float32: kernels.GM_MIN},
+}
+
+// scatterMode returns the gather_* mode of the node (GM_GATHER when it
+// does not scatter, GM_SCATTER without a reduction) and the type code of
+// elements of type t. A float add or mul reduction runs on the host: the
+// CPU applies the updates in order, which fixes the rounding.
+func scatterMode(l *lowering, scatter bool, t inference.DType) (mode int, etype int, err error) {
+	etype, _ = typeCode(t)
+	if !scatter {
+		return kernels.GM_GATHER, etype, nil
+	}
 	red, err := opsem.ScatterReduction(l.Node)
 	if err != nil {
-		return l.NoKernel("%v", err)
+		return 0, 0, l.NoKernel("%v", err)
 	}
-	if red != "none" {
-		return l.NoKernel("reduction %q", red)
+	if red == "none" {
+		return kernels.GM_SCATTER, etype, nil
 	}
-	return nil
+	mode, ok := scatterModes[red][t]
+	if !ok {
+		return 0, 0, l.NoKernel("reduction %q on %v", red, t)
+	}
+	return mode, etype, nil
 }

@@ -1,6 +1,8 @@
 package check
 
 import (
+	"math"
+
 	"github.com/beamml/beamml/inference"
 )
 
@@ -74,6 +76,23 @@ func init() {
 			{T: Rand(3125, -1, 1, 2, 3, 4)}, dev(i64([]int{4, 3}, 1, 2, 3, 0, 0, 0, -1, -1, -1, 1, -1, 3)), {T: Rand(3126, -1, 1, 4)}}},
 		Case{Name: "gather/Scatter/opset10-device-repeats", Op: "Scatter", Opset: 10, Attrs: attrs("axis", AInt(1)), Inputs: []Input{
 			{T: Rand(3129, -1, 1, 2, 4)}, dev(i64([]int{2, 2}, 3, -1, 0, 2)), {T: Rand(3130, -1, 1, 2, 2)}}},
+		// Reductions with repeated indices: integer add and mul, and max and
+		// min, do not depend on the order of the updates, so they run on the
+		// device (atomically); NaN wins max and min, +0 is above -0.
+		Case{Name: "gather/ScatterElements/device-repeats-add-int64", Op: "ScatterElements", Opset: 18, Attrs: attrs("axis", AInt(1), "reduction", AStr("add")), Inputs: []Input{
+			{T: Ints([]int{2, 3}, 1, 2, 3, math.MaxInt64, 5, 6)}, dev(i64([]int{2, 3}, 0, 0, -3, 0, 1, 0)), {T: Ints([]int{2, 3}, 10, 20, 30, 1, 7, 8)}}},
+		Case{Name: "gather/ScatterElements/device-repeats-mul-int32", Op: "ScatterElements", Opset: 18, Attrs: attrs("reduction", AStr("mul")), Inputs: []Input{
+			{T: mustNew([]int{3, 2}, int32(3), -2, 1<<20, 5, 7, 9)}, dev(i32([]int{3, 2}, 1, 0, 1, 0, -2, 2)), {T: mustNew([]int{3, 2}, int32(1<<12), -3, 1<<13, 2, 5, -1)}}},
+		Case{Name: "gather/ScatterElements/device-repeats-max-float", Op: "ScatterElements", Opset: 18, Attrs: attrs("axis", AInt(1), "reduction", AStr("max")), Inputs: []Input{
+			{T: withFloats(Rand(3131, -1, 1, 3, 4), map[int]float32{4: float32(math.Copysign(0, -1)), 9: nan})}, dev(i64([]int{3, 3}, 0, 0, 1, 0, 0, 2, 1, 3, 1)),
+			{T: withFloats(Rand(3132, -1, 1, 3, 3), map[int]float32{0: nan, 3: 0, 4: float32(math.Copysign(0, -1))})}}},
+		Case{Name: "gather/ScatterND/device-repeats-min-float", Op: "ScatterND", Opset: 18, Attrs: attrs("reduction", AStr("min")), Inputs: []Input{
+			{T: withFloats(Rand(3133, -1, 1, 4, 3), map[int]float32{0: 0})}, dev(i64([]int{3, 1}, 0, 2, -4)),
+			{T: withFloats(Rand(3134, -1, 1, 3, 3), map[int]float32{0: float32(math.Copysign(0, -1)), 5: nan})}}},
+		Case{Name: "gather/ScatterND/device-repeats-max-int64", Op: "ScatterND", Opset: 18, Attrs: attrs("reduction", AStr("max")), Inputs: []Input{
+			{T: RandOf(inference.Int64, 3135, 3, 4)}, dev(i64([]int{3, 1}, 1, -2, 0)), {T: RandOf(inference.Int64, 3136, 3, 4)}}},
+		Case{Name: "gather/ScatterND/device-repeats-add-int32", Op: "ScatterND", Opset: 18, Attrs: attrs("reduction", AStr("add")), Inputs: []Input{
+			{T: RandOf(inference.Int32, 3137, 3, 2)}, dev(i64([]int{4, 2}, 1, 1, 1, -1, 0, 0, 2, 1)), {T: RandOf(inference.Int32, 3138, 4)}}},
 		// Repeats in initializer indices: the claims, without the error word.
 		Case{Name: "gather/ScatterND/const-repeats", Op: "ScatterND", Opset: 11, Inputs: []Input{
 			{T: Rand(3127, -1, 1, 5, 2)}, i64([]int{3, 1}, 1, 4, -4), {T: Rand(3128, -1, 1, 3, 2)}}},

@@ -115,6 +115,10 @@ const (
 	GM_SCATTER              = 1 // y[address of i] = x[i]
 	GM_CLAIM                = 2 // win[place of i] = max(win[place of i], update number of i)
 	GM_WINNERS              = 3 // y[address of i] = x[i] where win[place of i] is i's update number
+	GM_ADD                  = 4
+	GM_MUL                  = 5
+	GM_MAX                  = 6
+	GM_MIN                  = 7
 	RS_NEAREST              = 0
 	RS_LINEAR               = 1
 	RS_CUBIC                = 2

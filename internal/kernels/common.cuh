@@ -8,8 +8,8 @@
 //   - parameters are pointers, long long and double only: gorgonia.org/cu
 //     copies every launch parameter as 8 bytes (DESIGN.md rule 8);
 //   - __shared__ arrays of a fixed size (no extern dynamic shared memory),
-//     no warp shuffles; of the atomics, atomicCAS on unsigned long long
-//     and atomicMax on int (the ones emu.h defines);
+//     no warp shuffles; of the atomics, atomicCAS on unsigned int and
+//     unsigned long long, and atomicMax on int (the ones emu.h defines);
 //   - grid-stride loops (GRID_STRIDE), so any grid covers any size.
 #pragma once
 

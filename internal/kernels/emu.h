@@ -41,6 +41,11 @@ static inline unsigned long long atomicCAS(unsigned long long *p, unsigned long 
 	if (old == cmp) *p = v;
 	return old;
 }
+static inline unsigned int atomicCAS(unsigned int *p, unsigned int cmp, unsigned int v) {
+	unsigned int old = *p;
+	if (old == cmp) *p = v;
+	return old;
+}
 static inline int atomicMax(int *p, int v) {
 	int old = *p;
 	if (v > old) *p = v;

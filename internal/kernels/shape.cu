@@ -272,6 +272,61 @@ KERNEL gather_axis(void *y, const void *x, const void *idx, long long itype, lon
 #define GM_SCATTER 1 // y[address of i] = x[i]
 #define GM_CLAIM 2   // win[place of i] = max(win[place of i], update number of i)
 #define GM_WINNERS 3 // y[address of i] = x[i] where win[place of i] is i's update number
+// The reductions: y[address of i] = y[address of i] op x[i], atomically.
+// Each is order-free on its types (the lowering asks for no other), so the
+// result is the CPU's in-order one: add and mul on int64 and int32
+// (wrapping), max and min on those and on float32 (as Go's max and min: a
+// NaN wins, +0 is above -0).
+#define GM_ADD 4
+#define GM_MUL 5
+#define GM_MAX 6
+#define GM_MIN 7
+
+// fpick is Go's max (or min) of two float32s.
+DEVICE float fpick(float a, float b, int mx) {
+	if (a != a) return a;
+	if (b != b) return b;
+	if (a == b) return (signbit(a) != 0) == (mx != 0) ? b : a; // ±0
+	return (a > b) == (mx != 0) ? a : b;
+}
+
+// combine is a op b (mode GM_ADD…GM_MIN) on elements of type etype, as bits.
+DEVICE u64 combine(long long mode, long long etype, u64 a, u64 b) {
+	if (etype == T_F32) {
+		float r = fpick(__int_as_float((int)(unsigned int)a), __int_as_float((int)(unsigned int)b), mode == GM_MAX);
+		return (unsigned int)__float_as_int(r);
+	}
+	long long x = etype == T_I64 ? (long long)a : (long long)(int)(unsigned int)a;
+	long long y = etype == T_I64 ? (long long)b : (long long)(int)(unsigned int)b;
+	switch (mode) {
+	case GM_ADD: return a + b; // wrapping, in the low bits for int32
+	case GM_MUL: return a * b;
+	case GM_MAX: return (u64)(x > y ? x : y);
+	}
+	return (u64)(x < y ? x : y);
+}
+
+// reduce_elem does y[j] = y[j] op v atomically, by compare-and-swap on
+// the element's 4 or 8 bytes.
+DEVICE void reduce_elem(void *y, long long j, u64 v, long long w, long long mode, long long etype) {
+	if (w == 8) {
+		unsigned long long *p = (unsigned long long *)y + j, old = *p, seen;
+		do {
+			seen = old;
+			u64 r = combine(mode, etype, seen, v);
+			if (r == seen) break;
+			old = atomicCAS(p, seen, r);
+		} while (old != seen);
+		return;
+	}
+	unsigned int *p = (unsigned int *)y + j, old = *p, seen;
+	do {
+		seen = old;
+		unsigned int r = (unsigned int)combine(mode, etype, seen, v);
+		if (r == seen) break;
+		old = atomicCAS(p, seen, r);
+	} while (old != seen);
+}
 
 // gather_elements (GatherElements, ScatterElements): for each element i of
 // indices (dims d, n elements), the data element at its own coordinates
@@ -280,8 +335,8 @@ KERNEL gather_axis(void *y, const void *x, const void *idx, long long itype, lon
 // Gathering, y[i] = x[offset]; scattering (y a copy of data, x the
 // updates), y[offset] = x[i]. The update number of i is i, its place the
 // offset (win has an int per data element).
-KERNEL gather_elements(void *y, const void *x, const void *idx, long long itype, long long w, long long n,
-                       long long mode, int *win, long long *err, long long site, long long as, long long dim,
+KERNEL gather_elements(void *y, const void *x, const void *idx, long long itype, long long w, long long etype,
+                       long long n, long long mode, int *win, long long *err, long long site, long long as, long long dim,
                        RANK6(d), RANK6(s)) {
 	const long long da[MAXRANK] = ARR6(d), sa[MAXRANK] = ARR6(s);
 	GRID_STRIDE(i, n) {
@@ -303,7 +358,8 @@ KERNEL gather_elements(void *y, const void *x, const void *idx, long long itype,
 		case GM_WINNERS:
 			if (win[off] != (int)i) break;
 			// fall through
-		default: store_elem(y, off, load_elem(x, i, w), w);
+		case GM_SCATTER: store_elem(y, off, load_elem(x, i, w), w); break;
+		default: reduce_elem(y, off, load_elem(x, i, w), w, mode, etype);
 		}
 	}
 }
@@ -316,8 +372,8 @@ KERNEL gather_elements(void *y, const void *x, const void *idx, long long itype,
 // copy of data, x the updates), y[slice element] = x[i]. The update
 // number is the tuple p, its place the slice (offset / inner: win has an
 // int per slice); GM_CLAIM runs over the tuples alone (n = count).
-KERNEL gather_nd(void *y, const void *x, const void *idx, long long itype, long long w, long long n, long long mode,
-                 int *win, long long *err, long long site, long long inner, long long m, long long perBatch,
+KERNEL gather_nd(void *y, const void *x, const void *idx, long long itype, long long w, long long etype, long long n,
+                 long long mode, int *win, long long *err, long long site, long long inner, long long m, long long perBatch,
                  long long batchSize, RANK6(dims), RANK6(st)) {
 	const long long da[MAXRANK] = ARR6(dims), sa[MAXRANK] = ARR6(st);
 	GRID_STRIDE(i, n) {
@@ -339,7 +395,8 @@ KERNEL gather_nd(void *y, const void *x, const void *idx, long long itype, long 
 		case GM_WINNERS:
 			if (win[off / inner] != (int)p) break;
 			// fall through
-		default: store_elem(y, off + t, load_elem(x, i, w), w);
+		case GM_SCATTER: store_elem(y, off + t, load_elem(x, i, w), w); break;
+		default: reduce_elem(y, off + t, load_elem(x, i, w), w, mode, etype);
 		}
 	}
 }
