@@ -262,9 +262,22 @@ func (m *Model) checkFeeds(feeds map[string]inference.Tensor) error {
 	return nil
 }
 
-// execute runs plan p in workspace ws.
+// execute runs plan p in workspace ws. When p has kernels that may
+// report on the error word (errword.go), the word is read back with the
+// outputs, and a failure it records is the run's error.
 func (m *Model) execute(ctx context.Context, p *plan, ws *workspace, feeds map[string]inference.Tensor) (map[string]inference.Tensor, error) {
-	f := frame{weights: m.weights, consts: p.consts, ws: ws.ptr, scratch: ws.ptr + Ptr(p.scratchOff)}
+	base := ws.ptr + errorWordSpace
+	f := frame{weights: m.weights, consts: p.consts, ws: base, scratch: base + Ptr(p.scratchOff), word: ws.ptr}
+	var word []byte // where the error word is read back
+	if len(p.sites) > 0 {
+		word = ws.hostOut[p.wordStage : p.wordStage+errorWordBytes]
+	}
+	if len(p.sites) > 0 && !ws.wordClear {
+		if err := m.dev.CopyHtoD(f.word, zeroWord[:]); err != nil {
+			return nil, fmt.Errorf("cuda: clear the error word: %w", err)
+		}
+		ws.wordClear = true
+	}
 	for _, in := range p.inputs {
 		if in.bytes == 0 {
 			continue
@@ -272,18 +285,16 @@ func (m *Model) execute(ctx context.Context, p *plan, ws *workspace, feeds map[s
 		stage := ws.hostIn[in.stage : in.stage+in.bytes]
 		copy(stage, tensorBytes(feeds[in.name]))
 		if err := m.dev.CopyHtoDAsync(f.addr(in.at), stage, ws.stream); err != nil {
-			return nil, fmt.Errorf("cuda: copy input %q to the device: %w", in.name, err)
+			return nil, m.stopped(p, ws, f, fmt.Errorf("cuda: copy input %q to the device: %w", in.name, err))
 		}
 	}
 	run := limit.New(ctx, 0) // for the nodes that run on the host
 	for i := range p.steps {
 		if err := ctx.Err(); err != nil {
-			m.dev.Sync(ws.stream)
-			return nil, err
+			return nil, m.stopped(p, ws, f, err)
 		}
 		if err := m.guardedDo(run, &p.steps[i], f, ws); err != nil {
-			m.dev.Sync(ws.stream)
-			return nil, err
+			return nil, m.stopped(p, ws, f, err)
 		}
 	}
 	for _, out := range p.outputs {
@@ -291,12 +302,23 @@ func (m *Model) execute(ctx context.Context, p *plan, ws *workspace, feeds map[s
 			continue
 		}
 		if err := m.dev.CopyDtoHAsync(ws.hostOut[out.stage:out.stage+out.bytes], f.addr(out.at), ws.stream); err != nil {
-			m.dev.Sync(ws.stream)
-			return nil, fmt.Errorf("cuda: copy output %q from the device: %w", out.name, err)
+			return nil, m.stopped(p, ws, f, fmt.Errorf("cuda: copy output %q from the device: %w", out.name, err))
+		}
+	}
+	if len(p.sites) > 0 {
+		if err := m.dev.CopyDtoHAsync(word, f.word, ws.stream); err != nil {
+			return nil, m.stopped(p, ws, f, fmt.Errorf("cuda: copy the error word from the device: %w", err))
 		}
 	}
 	if err := m.dev.Sync(ws.stream); err != nil {
+		ws.wordClear = false
 		return nil, fmt.Errorf("cuda: batch of %d: %w", p.batch, err)
+	}
+	if len(p.sites) > 0 {
+		if err := p.deviceError(word); err != nil {
+			ws.wordClear = false
+			return nil, err
+		}
 	}
 	res := make(map[string]inference.Tensor, len(p.outputs))
 	for _, out := range p.outputs {
@@ -310,8 +332,30 @@ func (m *Model) execute(ctx context.Context, p *plan, ws *workspace, feeds map[s
 	return res, nil
 }
 
+// stopped ends a run that stops early with err: it waits for the queued
+// work, and returns the failure the error word records instead of err when
+// there is one (it came first: the host acted on what the failing kernel
+// left). The word is left for the next run to clear.
+func (m *Model) stopped(p *plan, ws *workspace, f frame, err error) error {
+	serr := m.dev.Sync(ws.stream)
+	if len(p.sites) == 0 {
+		return err
+	}
+	ws.wordClear = false
+	if serr != nil {
+		return err
+	}
+	word := ws.hostOut[p.wordStage : p.wordStage+errorWordBytes]
+	if m.dev.CopyDtoH(word, f.word) == nil {
+		if derr := p.deviceError(word); derr != nil {
+			return derr
+		}
+	}
+	return err
+}
+
 // frame holds the region bases of one run.
-type frame struct{ weights, consts, ws, scratch Ptr }
+type frame struct{ weights, consts, ws, scratch, word Ptr }
 
 func (f frame) addr(l loc) Ptr {
 	switch l.reg {
@@ -321,6 +365,8 @@ func (f frame) addr(l loc) Ptr {
 		return f.consts + Ptr(l.off)
 	case regScratch:
 		return f.scratch + Ptr(l.off)
+	case regErrorWord:
+		return f.word
 	}
 	return f.ws + Ptr(l.off)
 }

@@ -45,6 +45,7 @@ const (
 	regConsts                      // host-computed values of one plan, uploaded once per plan
 	regWorkspace                   // intermediates, inputs and outputs of one run
 	regScratch                     // a node's temporaries, in the workspace after the values
+	regErrorWord                   // the workspace's error word (errword.go)
 )
 
 // loc is a device address relative to its region's base.
@@ -133,6 +134,9 @@ type lowering struct {
 	steps []step
 	// scratch bytes taken by this node so far
 	scratch int64
+	// sites of this node's kernels on the error word, numbered after the
+	// plan's (errorWord)
+	sites []errorSite
 }
 
 // input returns operand i, or an absent operand when the node has fewer.

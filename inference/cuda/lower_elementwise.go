@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -179,9 +180,7 @@ var binaryOps = map[string]int{
 }
 
 // lowerBinary handles Add, Sub, Mul, Div and PRelu on float32, int64 and
-// int32. An integer Div runs on the device only when its divisor is known
-// on the host and holds no zero: the CPU backend reports a zero divisor
-// as an error, which a kernel cannot.
+// int32 (an integer Div by intDivide).
 func lowerBinary(l *lowering, code int) error {
 	x, y, z := l.In[0], l.In[1], l.Out[0]
 	if x.DType != y.DType {
@@ -199,16 +198,42 @@ func lowerBinary(l *lowering, code int) error {
 	if x.DType == inference.Float32 {
 		return launchBroadcast(l, kernels.BinaryF32, code, z, x, y)
 	}
+	if code == kernels.B_DIV {
+		return intDivide(l, code, "integer division by zero", z, x, y)
+	}
 	kernel := intKernel(kernels.BinaryI64, kernels.BinaryI32, x.DType)
 	if kernel == "" {
 		return l.NoKernel("%v inputs", x.DType)
 	}
-	if code == kernels.B_DIV {
-		if err := hostNonzero(l, y, z); err != nil {
-			return err
+	return launchBroadcast(l, kernel, code, z, x, y)
+}
+
+// intDivide queues the integer Div or Mod (code B_DIV, B_MOD or B_PYMOD)
+// z = x op y on int64 or int32. A divisor of 0 is an error, as on the CPU
+// (its message is what): a divisor the host knows free of 0 takes
+// binary_i*, any other divmod_i*, which reports a 0 on the error word.
+// Both give Go's x / -1 = -x (wrapped) and x % -1 = 0.
+func intDivide(l *lowering, code int, what string, z, x, y operand) error {
+	kernel := intKernel(kernels.BinaryI64, kernels.BinaryI32, x.DType)
+	if kernel == "" {
+		return l.NoKernel("%v inputs", x.DType)
+	}
+	if t, ok := y.Host(); ok {
+		v, err := opsem.Int64s(t)
+		if err != nil {
+			return l.NoKernel("divisor %v: %v", t, err)
+		}
+		if !slices.Contains(v, 0) {
+			return launchBroadcast(l, kernel, code, z, x, y)
 		}
 	}
-	return launchBroadcast(l, kernel, code, z, x, y)
+	b, err := broadcastArgs(z, x, y)
+	if err != nil {
+		return l.NoKernel("%v", err)
+	}
+	e := l.errorWord(fmt.Sprintf("%s: input 1 %q", what, y.Name))
+	args := append([]kernelArg{intArg(code), ptrArg(z), ptrArg(x), ptrArg(y), e[0], e[1]}, b...)
+	return l.Launch(intKernel(kernels.DivmodI64, kernels.DivmodI32, x.DType), z.Len(), args...)
 }
 
 // preluSlope returns PRelu's slope with the shape opsem.PReluSlope gives
@@ -220,23 +245,6 @@ func preluSlope(l *lowering, x, slope operand) (operand, error) {
 	}
 	slope.Shape = s
 	return slope, nil
-}
-
-// hostNonzero checks that the integer divisor y is known on the host and
-// holds no zero (when the output is not empty).
-func hostNonzero(l *lowering, y, z operand) error {
-	t, ok := y.Host()
-	if !ok {
-		return l.NoKernel("integer divisor %q computed on the device (a zero divisor is an error)", y.Name)
-	}
-	v, err := opsem.Int64s(t)
-	if err != nil {
-		return l.NoKernel("divisor %v: %v", t, err)
-	}
-	if z.Len() > 0 && slices.Contains(v, 0) {
-		return l.NoKernel("integer divisor %q holds 0", y.Name)
-	}
-	return nil
 }
 
 // lowerPow handles a float32, int64 or int32 base with a float32, int64,
@@ -262,8 +270,8 @@ func lowerPow(l *lowering) error {
 	return l.Launch(kernels.BinaryPowMixed, z.Len(), append([]kernelArg{intArg(xt), intArg(yt), ptrArg(z), ptrArg(x), ptrArg(y)}, b...)...)
 }
 
-// lowerMod handles float32 Mod (either fmod), and int64 and int32 Mod
-// with a divisor known on the host that holds no zero (see lowerBinary).
+// lowerMod handles float32 Mod (either fmod), and int64 and int32 Mod by
+// intDivide.
 func lowerMod(l *lowering) error {
 	x, y, z := l.In[0], l.In[1], l.Out[0]
 	if x.DType != y.DType {
@@ -276,14 +284,7 @@ func lowerMod(l *lowering) error {
 	if x.DType == inference.Float32 {
 		return launchBroadcast(l, kernels.BinaryF32, code, z, x, y)
 	}
-	kernel := intKernel(kernels.BinaryI64, kernels.BinaryI32, x.DType)
-	if kernel == "" {
-		return l.NoKernel("%v inputs", x.DType)
-	}
-	if err := hostNonzero(l, y, z); err != nil {
-		return err
-	}
-	return launchBroadcast(l, kernel, code, z, x, y)
+	return intDivide(l, code, "integer modulo by zero", z, x, y)
 }
 
 var variadicOps = map[string]int{"Sum": kernels.B_ADD, "Max": kernels.B_MAX, "Min": kernels.B_MIN, "Mean": kernels.B_ADD}

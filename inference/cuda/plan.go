@@ -46,7 +46,9 @@ type plan struct {
 	outputs    []ioSlot
 	inBytes    int64 // staging bytes
 	outBytes   int64
-	consts     Ptr // host-computed values, uploaded once
+	sites      []errorSite // the kernels that may report on the error word, by site number - 1
+	wordStage  int64       // where the error word is read back in the output staging buffer
+	consts     Ptr         // host-computed values, uploaded once
 	constBytes int64
 	hostNodes  []string
 	hostOps    []string // operator types of hostNodes
@@ -126,6 +128,7 @@ type planBuilder struct {
 	dtypes map[string]inference.DType
 	host   map[string]*inference.Tensor
 	locs   map[string]loc
+	sites  []errorSite // of the nodes lowered so far
 }
 
 // build plans a run at the feeds' shapes.
@@ -258,16 +261,20 @@ func (m *Model) layout(c *shapeClass, feeds map[string]inference.Tensor, batch i
 			p.hostOps = append(p.hostOps, n.OpType)
 			l.steps = []step{{kind: stepHost, host: &hostStep{node: n, why: why, in: l.In, out: l.Out}}}
 			l.scratch = 0
+			l.sites = nil
 		} else if err != nil {
 			return nil, err
 		}
+		b.sites = append(b.sites, l.sites...)
 		p.steps = append(p.steps, l.steps...)
 		scratch = max(scratch, l.scratch)
 	}
 	p.scratchOff = size
-	p.size = size + scratch
-	if p.size == 0 {
-		p.size = graph.Align
+	p.size = errorWordSpace + size + scratch
+	p.sites = b.sites
+	if len(p.sites) > 0 {
+		p.wordStage = p.outBytes
+		p.outBytes += errorWordBytes
 	}
 
 	p.constBytes = constBytes

@@ -8,15 +8,19 @@ import (
 	"github.com/beamml/beamml/inference"
 )
 
-// workspace is what one Run holds: device memory for the plan's values, a
-// stream, and pinned staging buffers for the inputs and outputs.
+// workspace is what one Run holds: device memory for the error word and
+// the plan's values, a stream, and pinned staging buffers for the inputs
+// and outputs (and the error word).
 type workspace struct {
-	ptr     Ptr
-	size    int64
-	stream  Stream
-	hostIn  []byte
-	hostOut []byte
-	args    []uint64 // a launch's arguments, reused from launch to launch
+	ptr  Ptr // the error word (errword.go), then the plan's values
+	size int64
+	// wordClear is true while the error word is known to be zero: a run
+	// whose plan may report clears it first when it is not.
+	wordClear bool
+	stream    Stream
+	hostIn    []byte
+	hostOut   []byte
+	args      []uint64 // a launch's arguments, reused from launch to launch
 }
 
 // pool keeps the workspaces of a model. Runs take one and put it back, so

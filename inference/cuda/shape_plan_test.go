@@ -19,8 +19,9 @@ import (
 // ConstantOfShape run on the device only when their operands come from
 // shape arithmetic at plan time (initializers alone are folded when the
 // model compiles) and their output exceeds what the plan computes on the
-// host; indexed operators with indices computed on the device run on the
-// host, where an index out of range is reported.
+// host; indexed operators with indices computed on the device, and
+// scatters whose indices repeat, run on the device too (errword_test.go
+// checks that an index out of range is reported).
 
 type shapePlanCase struct {
 	name   string
@@ -83,13 +84,13 @@ func TestShapeOpsPlannedOnDevice(t *testing.T) {
 				shapeNode("Cast", []string{"s"}, "limit", castTo(6)),
 				shapeNode("Range", []string{"start", "limit", "delta"}, "y", nil),
 			}},
-		{name: "Gather/device-indices", onHost: []string{"Gather"},
+		{name: "Gather/device-indices",
 			feeds: map[string]inference.Tensor{"x": check.Rand(5, -1, 1, 4, 3), "i": check.Ints([]int{2}, 3, -4)},
 			nodes: []*graph.Node{shapeNode("Gather", []string{"x", "i"}, "y", nil)}},
-		{name: "GatherElements/device-indices", onHost: []string{"GatherElements"},
+		{name: "GatherElements/device-indices",
 			feeds: map[string]inference.Tensor{"x": check.Rand(6, -1, 1, 4, 3), "i": check.Ints([]int{1, 3}, 3, -4, 0)},
 			nodes: []*graph.Node{shapeNode("GatherElements", []string{"x", "i"}, "y", nil)}},
-		{name: "ScatterND/repeated-index", onHost: []string{"ScatterND"},
+		{name: "ScatterND/repeated-index",
 			feeds: map[string]inference.Tensor{"x": check.Rand(7, -1, 1, 4, 3), "u": check.Rand(8, -1, 1, 2, 3)},
 			inits: map[string]inference.Tensor{"i": check.Ints([]int{2, 1}, 1, -3)},
 			nodes: []*graph.Node{shapeNode("ScatterND", []string{"x", "i", "u"}, "y", nil)}},

@@ -6,13 +6,15 @@ package kernels
 // codes the kernels take as parameters, and the sizes they are built for.
 const (
 	// common.cuh
-	BLOCK   = 256
-	T_F32   = 0
-	T_I64   = 1
-	T_I32   = 2
-	T_U8    = 3
-	T_BOOL  = 4
-	MAXRANK = 6
+	BLOCK     = 256
+	T_F32     = 0
+	T_I64     = 1
+	T_I32     = 2
+	T_U8      = 3
+	T_BOOL    = 4
+	MAXRANK   = 6
+	E_INDEX   = 1 // value: the index; bound: the dimension it indexes
+	E_DIVZERO = 2 // value: the output element whose divisor is 0
 
 	// elementwise.cu
 	U_RELU            = 0
@@ -59,7 +61,7 @@ const (
 	B_ADD             = 0
 	B_SUB             = 1
 	B_MUL             = 2
-	B_DIV             = 3 // integers: truncated; the lowering passes only nonzero divisors
+	B_DIV             = 3 // integers: truncated; 0 for a divisor of 0 (divmod_* report it)
 	B_POW             = 4
 	B_MAX             = 5 // float: NaN propagates
 	B_MIN             = 6
@@ -125,6 +127,14 @@ const (
 	PAD_EDGE                = 1
 	PAD_REFLECT             = 2
 	PAD_WRAP                = 3
+	GM_GATHER               = 0 // y[i] = x[address of i]
+	GM_SCATTER              = 1 // y[address of i] = x[i]
+	GM_CLAIM                = 2 // win[place of i] = max(win[place of i], update number of i)
+	GM_WINNERS              = 3 // y[address of i] = x[i] where win[place of i] is i's update number
+	GM_ADD                  = 4
+	GM_MUL                  = 5
+	GM_MAX                  = 6
+	GM_MIN                  = 7
 	RS_NEAREST              = 0
 	RS_LINEAR               = 1
 	RS_CUBIC                = 2
@@ -153,6 +163,8 @@ const (
 	BinarySameF32  = "binary_same_f32"
 	BinaryI64      = "binary_i64"
 	BinaryI32      = "binary_i32"
+	DivmodI64      = "divmod_i64"
+	DivmodI32      = "divmod_i32"
 	BinaryPowMixed = "binary_pow_mixed"
 	UnaryI64       = "unary_i64"
 	UnaryI32       = "unary_i32"

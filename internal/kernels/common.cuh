@@ -8,7 +8,8 @@
 //   - parameters are pointers, long long and double only: gorgonia.org/cu
 //     copies every launch parameter as 8 bytes (DESIGN.md rule 8);
 //   - __shared__ arrays of a fixed size (no extern dynamic shared memory),
-//     no warp shuffles, no atomics across blocks;
+//     no warp shuffles; of the atomics, atomicCAS on unsigned int and
+//     unsigned long long, and atomicMax on int (the ones emu.h defines);
 //   - grid-stride loops (GRID_STRIDE), so any grid covers any size.
 #pragma once
 
@@ -56,4 +57,31 @@ DEVICE long long strided_offset(long long i, long long d0, long long d1, long lo
 	q = i % d1; i /= d1; off += q * s1;
 	off += i * s0;
 	return off;
+}
+
+// ---- the error channel ------------------------------------------------------------
+//
+// A kernel that finds bad data (an index out of range, an integer divisor of
+// 0), which the CPU backend reports as an error, records it in its
+// workspace's error word and goes on with a defined result (0, or the write
+// skipped), touching no memory outside its operands; the executor reads the
+// word back with the outputs and returns the error, naming the node
+// (inference/cuda/errword.go). Such a kernel takes err, the word (null when
+// the lowering checked the data on the host: nothing can fail), and site,
+// the failing node's number in its plan (from 1).
+//
+// The word is four long longs: the site of the run's first failure (0:
+// none), its kind (E_*), the offending value and the bound it broke. The
+// site is claimed with atomicCAS, so only the first failing thread writes
+// the other three; a later kernel of the same run finds the word taken.
+#define E_INDEX 1   // value: the index; bound: the dimension it indexes
+#define E_DIVZERO 2 // value: the output element whose divisor is 0
+
+DEVICE void report(long long *err, long long site, long long kind, long long value, long long bound) {
+	if (!err || *(volatile long long *)err != 0) return;
+	if (atomicCAS((unsigned long long *)err, 0ULL, (unsigned long long)site) == 0ULL) {
+		err[1] = kind;
+		err[2] = value;
+		err[3] = bound;
+	}
 }

@@ -143,7 +143,7 @@ KERNEL unary_clip_i32(int *__restrict__ y, const int *__restrict__ x, long long 
 #define B_ADD 0
 #define B_SUB 1
 #define B_MUL 2
-#define B_DIV 3   // integers: truncated; the lowering passes only nonzero divisors
+#define B_DIV 3   // integers: truncated; 0 for a divisor of 0 (divmod_* report it)
 #define B_POW 4
 #define B_MAX 5   // float: NaN propagates
 #define B_MIN 6
@@ -248,6 +248,27 @@ KERNEL binary_i64(long long op, long long *__restrict__ z, const long long *__re
 KERNEL binary_i32(long long op, int *__restrict__ z, const int *__restrict__ x, const int *__restrict__ y,
                   BCAST_PARAMS) {
 	GRID_STRIDE(i, n) { z[i] = ibinary<int, unsigned int>(op, x[X_OFFSET(i)], y[Y_OFFSET(i)]); }
+}
+
+// divmod_i64 and divmod_i32: binary_i64 and binary_i32 for B_DIV, B_MOD
+// and B_PYMOD with a divisor the host does not know: a divisor of 0 is
+// reported on err as E_DIVZERO with the output element (report,
+// common.cuh) and gives 0.
+template <class T, class U> DEVICE T idivmod(long long op, T a, T b, long long i, long long *err, long long site) {
+	if (b == 0) report(err, site, E_DIVZERO, i, 0);
+	return ibinary<T, U>(op, a, b);
+}
+
+KERNEL divmod_i64(long long op, long long *__restrict__ z, const long long *__restrict__ x,
+                  const long long *__restrict__ y, long long *err, long long site, BCAST_PARAMS) {
+	GRID_STRIDE(i, n) {
+		z[i] = idivmod<long long, unsigned long long>(op, x[X_OFFSET(i)], y[Y_OFFSET(i)], i, err, site);
+	}
+}
+
+KERNEL divmod_i32(long long op, int *__restrict__ z, const int *__restrict__ x, const int *__restrict__ y,
+                  long long *err, long long site, BCAST_PARAMS) {
+	GRID_STRIDE(i, n) { z[i] = idivmod<int, unsigned int>(op, x[X_OFFSET(i)], y[Y_OFFSET(i)], i, err, site); }
 }
 
 DEVICE double load_number(long long t, const void *p, long long i) {

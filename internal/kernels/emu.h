@@ -33,6 +33,25 @@ static inline float __fdividef(float a, float b) { return a / b; }
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 static inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }
 
+// Atomics. Blocks run one after another and a block's threads switch only
+// at __syncthreads (launches are serialised too: emu.Runner), so a plain
+// read-modify-write is atomic here.
+static inline unsigned long long atomicCAS(unsigned long long *p, unsigned long long cmp, unsigned long long v) {
+	unsigned long long old = *p;
+	if (old == cmp) *p = v;
+	return old;
+}
+static inline unsigned int atomicCAS(unsigned int *p, unsigned int cmp, unsigned int v) {
+	unsigned int old = *p;
+	if (old == cmp) *p = v;
+	return old;
+}
+static inline int atomicMax(int *p, int v) {
+	int old = *p;
+	if (v > old) *p = v;
+	return old;
+}
+
 // Launch parameters arrive as 8-byte words; emu_arg converts one to the
 // kernel's parameter type.
 template <class T> static inline T emu_arg(uint64_t v) { return (T)v; }

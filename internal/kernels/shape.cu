@@ -236,20 +236,96 @@ KERNEL shape_onehot(void *y, const void *idx, const void *vals, long long itype,
 
 // ---- gathering and scattering ----------------------------------------------------
 //
-// The lowerings check every index on the host (indices known at plan
-// time) before launching these: the bounds tests below only keep a bad
-// index from touching memory outside the tensor.
+// An index lies in [-dim, dim), a negative one counting from the end. One
+// outside is reported on err as E_INDEX with the index and the dimension
+// (report, common.cuh): its output element is 0 and a scatter skips it.
+
+// wrap_index returns index v into a dimension of dim in [0, dim), or -1
+// (reported) when it lies outside [-dim, dim).
+DEVICE long long wrap_index(long long v, long long dim, long long *err, long long site) {
+	if (v < -dim || v >= dim) {
+		report(err, site, E_INDEX, v, dim);
+		return -1;
+	}
+	return v < 0 ? v + dim : v;
+}
 
 // gather_axis (Gather): x is [outer, dim, inner], y [outer, nidx, inner]
 // (n elements) with y[o, j, k] = x[o, idx[j] (+ dim when negative), k].
 KERNEL gather_axis(void *y, const void *x, const void *idx, long long itype, long long w, long long n,
-                   long long inner, long long nidx, long long dim) {
+                   long long inner, long long nidx, long long dim, long long *err, long long site) {
 	GRID_STRIDE(i, n) {
 		long long k = i % inner, r = i / inner, j = r % nidx, o = r / nidx;
-		long long v = load_index(idx, j, itype);
-		if (v < 0) v += dim;
-		store_elem(y, i, v >= 0 && v < dim ? load_elem(x, (o * dim + v) * inner + k, w) : 0, w);
+		long long v = wrap_index(load_index(idx, j, itype), dim, err, site);
+		store_elem(y, i, v >= 0 ? load_elem(x, (o * dim + v) * inner + k, w) : 0, w);
 	}
+}
+
+// Modes of gather_elements and gather_nd. A scatter writes updates over a
+// copy of the data; where two updates address the same place the last one
+// (in the indices' order) wins, as on the CPU: GM_CLAIM records in win,
+// for each place, the number of the last update addressing it (win filled
+// with -1 first, atomicMax), and GM_WINNERS writes only those updates.
+// GM_SCATTER writes every update: for indices the host knows to be
+// distinct.
+#define GM_GATHER 0  // y[i] = x[address of i]
+#define GM_SCATTER 1 // y[address of i] = x[i]
+#define GM_CLAIM 2   // win[place of i] = max(win[place of i], update number of i)
+#define GM_WINNERS 3 // y[address of i] = x[i] where win[place of i] is i's update number
+// The reductions: y[address of i] = y[address of i] op x[i], atomically.
+// Each is order-free on its types (the lowering asks for no other), so the
+// result is the CPU's in-order one: add and mul on int64 and int32
+// (wrapping), max and min on those and on float32 (as Go's max and min: a
+// NaN wins, +0 is above -0).
+#define GM_ADD 4
+#define GM_MUL 5
+#define GM_MAX 6
+#define GM_MIN 7
+
+// fpick is Go's max (or min) of two float32s.
+DEVICE float fpick(float a, float b, int mx) {
+	if (a != a) return a;
+	if (b != b) return b;
+	if (a == b) return (signbit(a) != 0) == (mx != 0) ? b : a; // ±0
+	return (a > b) == (mx != 0) ? a : b;
+}
+
+// combine is a op b (mode GM_ADD…GM_MIN) on elements of type etype, as bits.
+DEVICE u64 combine(long long mode, long long etype, u64 a, u64 b) {
+	if (etype == T_F32) {
+		float r = fpick(__int_as_float((int)(unsigned int)a), __int_as_float((int)(unsigned int)b), mode == GM_MAX);
+		return (unsigned int)__float_as_int(r);
+	}
+	long long x = etype == T_I64 ? (long long)a : (long long)(int)(unsigned int)a;
+	long long y = etype == T_I64 ? (long long)b : (long long)(int)(unsigned int)b;
+	switch (mode) {
+	case GM_ADD: return a + b; // wrapping, in the low bits for int32
+	case GM_MUL: return a * b;
+	case GM_MAX: return (u64)(x > y ? x : y);
+	}
+	return (u64)(x < y ? x : y);
+}
+
+// reduce_elem does y[j] = y[j] op v atomically, by compare-and-swap on
+// the element's 4 or 8 bytes.
+DEVICE void reduce_elem(void *y, long long j, u64 v, long long w, long long mode, long long etype) {
+	if (w == 8) {
+		unsigned long long *p = (unsigned long long *)y + j, old = *p, seen;
+		do {
+			seen = old;
+			u64 r = combine(mode, etype, seen, v);
+			if (r == seen) break;
+			old = atomicCAS(p, seen, r);
+		} while (old != seen);
+		return;
+	}
+	unsigned int *p = (unsigned int *)y + j, old = *p, seen;
+	do {
+		seen = old;
+		unsigned int r = (unsigned int)combine(mode, etype, seen, v);
+		if (r == seen) break;
+		old = atomicCAS(p, seen, r);
+	} while (old != seen);
 }
 
 // gather_elements (GatherElements, ScatterElements): for each element i of
@@ -257,9 +333,11 @@ KERNEL gather_axis(void *y, const void *x, const void *idx, long long itype, lon
 // but idx[i] (+ dim when negative) along the axis: data offset Σ c·s + v·as,
 // where the strides s of data are 0 at the axis and as is the axis stride.
 // Gathering, y[i] = x[offset]; scattering (y a copy of data, x the
-// updates), y[offset] = x[i].
-KERNEL gather_elements(void *y, const void *x, const void *idx, long long itype, long long w, long long n,
-                       long long scatter, long long as, long long dim, RANK6(d), RANK6(s)) {
+// updates), y[offset] = x[i]. The update number of i is i, its place the
+// offset (win has an int per data element).
+KERNEL gather_elements(void *y, const void *x, const void *idx, long long itype, long long w, long long etype,
+                       long long n, long long mode, int *win, long long *err, long long site, long long as, long long dim,
+                       RANK6(d), RANK6(s)) {
 	const long long da[MAXRANK] = ARR6(d), sa[MAXRANK] = ARR6(s);
 	GRID_STRIDE(i, n) {
 		long long r = i, off = 0;
@@ -268,17 +346,20 @@ KERNEL gather_elements(void *y, const void *x, const void *idx, long long itype,
 			r /= da[k];
 		}
 		off += r * sa[0];
-		long long v = load_index(idx, i, itype);
-		if (v < 0) v += dim;
-		if (v < 0 || v >= dim) {
-			if (!scatter) store_elem(y, i, 0, w);
+		long long v = wrap_index(load_index(idx, i, itype), dim, err, site);
+		if (v < 0) {
+			if (mode == GM_GATHER) store_elem(y, i, 0, w);
 			continue;
 		}
 		off += v * as;
-		if (scatter) {
-			store_elem(y, off, load_elem(x, i, w), w);
-		} else {
-			store_elem(y, i, load_elem(x, off, w), w);
+		switch (mode) {
+		case GM_GATHER: store_elem(y, i, load_elem(x, off, w), w); break;
+		case GM_CLAIM: atomicMax(win + off, (int)i); break;
+		case GM_WINNERS:
+			if (win[off] != (int)i) break;
+			// fall through
+		case GM_SCATTER: store_elem(y, off, load_elem(x, i, w), w); break;
+		default: reduce_elem(y, off, load_elem(x, i, w), w, mode, etype);
 		}
 	}
 }
@@ -288,28 +369,34 @@ KERNEL gather_elements(void *y, const void *x, const void *idx, long long itype,
 // (p / perBatch)·batchSize + Σ_k idx[p, k]·st_k, with idx[p, k] + dims_k
 // when negative. n = count·inner; element i is element i % inner of tuple
 // i / inner's slice. Gathering, y[i] = x[slice element]; scattering (y a
-// copy of data, x the updates), y[slice element] = x[i].
-KERNEL gather_nd(void *y, const void *x, const void *idx, long long itype, long long w, long long n, long long scatter,
-                 long long inner, long long m, long long perBatch, long long batchSize, RANK6(dims), RANK6(st)) {
+// copy of data, x the updates), y[slice element] = x[i]. The update
+// number is the tuple p, its place the slice (offset / inner: win has an
+// int per slice); GM_CLAIM runs over the tuples alone (n = count).
+KERNEL gather_nd(void *y, const void *x, const void *idx, long long itype, long long w, long long etype, long long n,
+                 long long mode, int *win, long long *err, long long site, long long inner, long long m, long long perBatch,
+                 long long batchSize, RANK6(dims), RANK6(st)) {
 	const long long da[MAXRANK] = ARR6(dims), sa[MAXRANK] = ARR6(st);
 	GRID_STRIDE(i, n) {
-		long long p = i / inner, t = i % inner;
+		long long p = mode == GM_CLAIM ? i : i / inner, t = mode == GM_CLAIM ? 0 : i % inner;
 		long long off = perBatch > 0 ? p / perBatch * batchSize : 0;
 		int bad = 0;
 		for (long long k = 0; k < m && k < MAXRANK; k++) {
-			long long v = load_index(idx, p * m + k, itype);
-			if (v < 0) v += da[k];
-			bad |= v < 0 || v >= da[k];
+			long long v = wrap_index(load_index(idx, p * m + k, itype), da[k], err, site);
+			bad |= v < 0;
 			off += v * sa[k];
 		}
 		if (bad) {
-			if (!scatter) store_elem(y, i, 0, w);
+			if (mode == GM_GATHER) store_elem(y, i, 0, w);
 			continue;
 		}
-		if (scatter) {
-			store_elem(y, off + t, load_elem(x, i, w), w);
-		} else {
-			store_elem(y, i, load_elem(x, off + t, w), w);
+		switch (mode) {
+		case GM_GATHER: store_elem(y, i, load_elem(x, off + t, w), w); break;
+		case GM_CLAIM: atomicMax(win + off / inner, (int)p); break;
+		case GM_WINNERS:
+			if (win[off / inner] != (int)p) break;
+			// fall through
+		case GM_SCATTER: store_elem(y, off + t, load_elem(x, i, w), w); break;
+		default: reduce_elem(y, off + t, load_elem(x, i, w), w, mode, etype);
 		}
 	}
 }
