@@ -369,6 +369,10 @@ func printReport(w io.Writer, rep report) {
 			fmt.Fprintf(tw, "%d\t\t\t\t\t\t\tERROR: %s\n", b.Batch, b.Error)
 			continue
 		}
+		if b.Runs == 0 {
+			fmt.Fprintf(tw, "%d\t0\t%.2f\t-\t-\t-\t-\t\n", b.Batch, b.FirstMS)
+			continue
+		}
 		fmt.Fprintf(tw, "%d\t%d\t%.2f\t%.3f\t%.3f\t%.3f\t%.1f\t\n", b.Batch, b.Runs, b.FirstMS, b.P50MS, b.P90MS, b.MinMS, b.ItemsPerSec)
 	}
 	tw.Flush()
