@@ -153,3 +153,12 @@ container:
 .PHONY: e2e
 e2e:
 	$(GO) test -count=1 -v -run '^TestWorkerPath$$' ./testing/e2e/
+
+# The GPU bring-up bundle: everything a GPU machine without Go needs to
+# check the CUDA backend (the cuda-tagged test binaries, the self-check, the
+# conformance runner and its data, beamml-bench, the PyTorch reference),
+# built here with the CUDA toolkit and no GPU into out/gpu/ (under 64 MiB).
+# There: bash out/gpu/gpu-run.sh [STAGE...] (README: Bringing up a GPU machine).
+.PHONY: gpu-bundle
+gpu-bundle:
+	bash scripts/gpu-bundle.sh

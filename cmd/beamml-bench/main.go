@@ -1,0 +1,398 @@
+// Command beamml-bench times one ONNX model on beamml's CPU or CUDA
+// backend: for each batch size it feeds random inputs of the model's
+// declared shapes (the batch axis set, other dynamic dimensions set by
+// -dynamic), runs the model, and prints a table of the first run's time
+// (which builds the plan for that shape), the median and 90th percentile
+// of the timed runs, and items per second at the median. A run is
+// end to end: host tensors in, host tensors out, as RunInference sees it.
+//
+//	go run ./cmd/beamml-bench -model m.onnx -device cpu -batch 1,8 -n 20
+//	CGO_ENABLED=1 go build -tags cuda -o beamml-bench ./cmd/beamml-bench   # also registers the GPU
+//	beamml-bench -model m.onnx -device cuda -batch 1,8,64 -json out.json -dump dir
+//
+// -dump DIR writes the inputs and outputs of one batch (-dump-batch, by
+// default the first of -batch; its inputs drawn from -seed) as .npy files
+// with DIR/dump.json naming them, so that another runtime (scripts/gpu's
+// PyTorch and ONNX Runtime reference) can run the same inputs and compare.
+// -load-kernels, in a binary built with the cuda tag, times opening the
+// GPU and loading each kernel module (the driver JIT-compiles its PTX; set
+// CUDA_CACHE_DISABLE=1 for a cold compile) and exits.
+//
+// Exit status: 0 when every batch ran, 1 when the model or a batch failed
+// (the other batches still run), 2 for a usage error or a device that is
+// not available. A binary built with the cuda tag exits 2 before main on a
+// machine whose driver does not answer cuInit (inference/cuda/cu).
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/cuda"
+	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/onnx"
+)
+
+// Exit statuses.
+const (
+	exitOK     = 0
+	exitFailed = 1
+	exitUsage  = 2 // also: the device is not available
+)
+
+// config is what the flags ask for.
+type config struct {
+	model     string
+	device    inference.Device
+	batches   []int
+	runs      int    // timed runs per batch size
+	warmup    int    // untimed runs after the first, per batch size
+	dynamic   int    // size of dynamic dimensions other than the batch axis
+	seed      uint64 // of the random inputs
+	dumpDir   string
+	dumpBatch int
+}
+
+// report is what one benchmark measured; -json writes it.
+type report struct {
+	Model      string   `json:"model"`
+	Device     string   `json:"device"`      // the backend that ran: cpu or cuda
+	DeviceName string   `json:"device_name"` // the GPU and its cuBLAS, or the CPU's threads
+	OpenMS     float64  `json:"open_ms"`     // resolving the device: for CUDA, opening it and loading the kernel modules
+	LoadMS     float64  `json:"load_ms"`     // reading, decoding and compiling the model (weights uploaded)
+	HostNodes  []string `json:"host_nodes,omitempty"`
+	Batches    []batch  `json:"batches"`
+	Dump       string   `json:"dump,omitempty"` // the folder -dump wrote
+}
+
+// batch is the timing of one batch size. Times are of one Run, in
+// milliseconds; ItemsPerSec is Batch over P50MS.
+type batch struct {
+	Batch       int     `json:"batch"`
+	Runs        int     `json:"runs"`
+	FirstMS     float64 `json:"first_ms"`
+	P50MS       float64 `json:"p50_ms"`
+	P90MS       float64 `json:"p90_ms"`
+	MinMS       float64 `json:"min_ms"`
+	ItemsPerSec float64 `json:"items_per_s"`
+	Error       string  `json:"error,omitempty"`
+}
+
+// errNoDevice marks a device that could not be resolved: exit status 2.
+var errNoDevice = errors.New("device not available")
+
+func main() { os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run parses args, benchmarks, prints the table on stdout and returns the
+// exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("beamml-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	model := fs.String("model", "", "the ONNX model file")
+	device := fs.String("device", string(inference.Auto), "cpu, cuda or auto")
+	batchList := fs.String("batch", "1,8", "batch sizes, comma-separated")
+	runs := fs.Int("n", 20, "timed runs per batch size")
+	warmup := fs.Int("warmup", 3, "untimed runs per batch size after the first (which is timed on its own)")
+	dynamic := fs.Int("dynamic", 1, "size of every dynamic input dimension other than the batch axis")
+	seed := fs.Uint64("seed", 1, "seed of the random inputs")
+	jsonPath := fs.String("json", "", "also write the report as JSON to this file")
+	dumpDir := fs.String("dump", "", "write one batch's inputs and outputs as .npy files, and dump.json, to this folder")
+	dumpBatch := fs.Int("dump-batch", 0, "the batch size -dump writes (default: the first of -batch)")
+	loadKernels := fs.Bool("load-kernels", false, "time opening the GPU and loading each kernel module, then exit (cuda build)")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	usage := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "beamml-bench: "+format+"\n", a...)
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		return usage("unexpected arguments %q", fs.Args())
+	}
+	if *loadKernels {
+		return printKernelLoads(stdout, stderr)
+	}
+	batches, err := positiveInts(*batchList)
+	switch {
+	case *model == "":
+		return usage("-model is required")
+	case err != nil:
+		return usage("-batch: %v", err)
+	case *runs < 0 || *warmup < 0 || *dynamic < 1 || *dumpBatch < 0:
+		return usage("-n and -warmup must be at least 0, -dynamic at least 1, -dump-batch at least 0")
+	}
+	cfg := config{model: *model, device: inference.Device(*device), batches: batches, runs: *runs, warmup: *warmup,
+		dynamic: *dynamic, seed: *seed, dumpDir: *dumpDir, dumpBatch: cmp.Or(*dumpBatch, batches[0])}
+
+	rep, err := bench(ctx, cfg)
+	if errors.Is(err, errNoDevice) {
+		fmt.Fprintf(stderr, "beamml-bench: %v\n", err)
+		return exitUsage
+	}
+	if rep.Model != "" {
+		printReport(stdout, rep)
+	}
+	if *jsonPath != "" && rep.Model != "" {
+		data, jerr := json.MarshalIndent(rep, "", "  ")
+		if jerr == nil {
+			jerr = os.WriteFile(*jsonPath, append(data, '\n'), 0o644)
+		}
+		if jerr != nil {
+			fmt.Fprintf(stderr, "beamml-bench: -json: %v\n", jerr)
+			return exitFailed
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "beamml-bench: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+// bench loads cfg.model on cfg.device and times it at each batch size. A
+// batch size that fails has its error in the report and the others still
+// run; the error returned then names the first such failure. An error
+// before any batch ran (the device, the model) leaves the report empty,
+// or without batches.
+func bench(ctx context.Context, cfg config) (report, error) {
+	start := time.Now()
+	backend, err := inference.ResolveDevice(cfg.device)
+	if err != nil {
+		return report{}, fmt.Errorf("%w: %w", errNoDevice, err)
+	}
+	rep := report{Model: cfg.model, Device: string(backend.Device()), OpenMS: ms(time.Since(start))}
+	rep.DeviceName = deviceName(backend)
+
+	start = time.Now()
+	m, err := load(cfg.model, backend)
+	if err != nil {
+		return rep, err
+	}
+	defer m.Close()
+	rep.LoadMS = ms(time.Since(start))
+	if h, ok := m.(interface{ HostNodes() []string }); ok {
+		rep.HostNodes = h.HostNodes()
+	}
+
+	var firstErr error
+	for _, b := range cfg.batches {
+		r := timeBatch(ctx, m, cfg, b)
+		if r.Error != "" && firstErr == nil {
+			firstErr = fmt.Errorf("batch %d: %s", b, r.Error)
+		}
+		rep.Batches = append(rep.Batches, r)
+	}
+	if cfg.dumpDir != "" {
+		if err := dump(ctx, m, cfg, rep.Device); err != nil {
+			return rep, fmt.Errorf("-dump: %w", err)
+		}
+		rep.Dump = cfg.dumpDir
+	}
+	return rep, firstErr
+}
+
+// load reads, decodes and compiles the model file for backend.
+func load(path string, backend inference.Backend) (inference.Model, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	g, err := onnx.Decode(data, filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	c, ok := backend.(graph.Compiler)
+	if !ok {
+		return nil, fmt.Errorf("the %s backend does not compile ONNX graphs", backend.Device())
+	}
+	return c.Compile(g)
+}
+
+// deviceName says what the backend runs on: the GPU and its cuBLAS, or
+// the CPU's architecture and the threads its parallel loops use.
+func deviceName(backend inference.Backend) string {
+	if cb, ok := backend.(*cuda.Backend); ok {
+		dev, err := cb.Open()
+		if err != nil {
+			return err.Error()
+		}
+		if b, ok := dev.(interface{ BLAS() string }); ok {
+			return dev.Name() + ", " + b.BLAS()
+		}
+		return dev.Name()
+	}
+	return fmt.Sprintf("%s/%s, GOMAXPROCS %d", runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0))
+}
+
+// timeBatch runs the model at batch size b: once on its own, cfg.warmup
+// times untimed, cfg.runs times timed.
+func timeBatch(ctx context.Context, m inference.Model, cfg config, b int) batch {
+	r := batch{Batch: b}
+	feeds, err := randomFeeds(m.Inputs(), b, cfg.dynamic, cfg.seed)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	once := func() (time.Duration, error) {
+		start := time.Now()
+		_, err := m.Run(ctx, feeds)
+		return time.Since(start), err
+	}
+	first, err := once()
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	r.FirstMS = ms(first)
+	for range cfg.warmup {
+		if _, err := once(); err != nil {
+			r.Error = err.Error()
+			return r
+		}
+	}
+	times := make([]float64, 0, cfg.runs)
+	for range cfg.runs {
+		d, err := once()
+		if err != nil {
+			r.Error = err.Error()
+			return r
+		}
+		times = append(times, ms(d))
+	}
+	if len(times) == 0 {
+		return r
+	}
+	slices.Sort(times)
+	r.Runs = len(times)
+	r.P50MS, r.P90MS, r.MinMS = percentile(times, 50), percentile(times, 90), times[0]
+	if r.P50MS > 0 {
+		r.ItemsPerSec = float64(b) * 1000 / r.P50MS
+	}
+	return r
+}
+
+// percentile is the nearest-rank p-th percentile of sorted: the smallest
+// value with at least p% of the values at or below it.
+func percentile(sorted []float64, p int) float64 {
+	i := (p*len(sorted)+99)/100 - 1
+	return sorted[max(i, 0)]
+}
+
+// randomFeeds makes an input for each of the model's inputs: axis 0 of
+// size batch, other dynamic dimensions of size dynamic; floats uniform in
+// [-1, 1), integers in [0, 4) (valid indices into any table of four or
+// more rows, such as token ids), bools and bytes uniform. The generator is
+// seeded by seed and batch, so a batch size always gets the same inputs.
+func randomFeeds(inputs []inference.TensorInfo, batch, dynamic int, seed uint64) (map[string]inference.Tensor, error) {
+	r := rand.New(rand.NewPCG(seed, uint64(batch)))
+	feeds := make(map[string]inference.Tensor, len(inputs))
+	for _, in := range inputs {
+		if len(in.Shape) == 0 {
+			return nil, fmt.Errorf("input %q is a scalar or has no declared shape, so it has no batch axis", in.Name)
+		}
+		shape := slices.Clone(in.Shape)
+		for i, d := range shape {
+			if d == inference.Dynamic {
+				shape[i] = dynamic
+			}
+		}
+		shape[0] = batch
+		n, err := inference.NumElements(shape)
+		if err != nil {
+			return nil, fmt.Errorf("input %q: %w", in.Name, err)
+		}
+		var t inference.Tensor
+		switch in.DType {
+		case inference.Float32:
+			t, err = inference.New(shape, fill(n, func() float32 { return 2*r.Float32() - 1 }))
+		case inference.Int64:
+			t, err = inference.New(shape, fill(n, func() int64 { return r.Int64N(4) }))
+		case inference.Int32:
+			t, err = inference.New(shape, fill(n, func() int32 { return r.Int32N(4) }))
+		case inference.Bool:
+			t, err = inference.New(shape, fill(n, func() bool { return r.IntN(2) == 1 }))
+		case inference.Uint8:
+			t, err = inference.New(shape, fill(n, func() uint8 { return uint8(r.UintN(256)) }))
+		default:
+			return nil, fmt.Errorf("input %q has element type %v, for which no random input is made", in.Name, in.DType)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("input %q: %w", in.Name, err)
+		}
+		feeds[in.Name] = t
+	}
+	return feeds, nil
+}
+
+func fill[T inference.Element](n int, f func() T) []T {
+	v := make([]T, n)
+	for i := range v {
+		v[i] = f()
+	}
+	return v
+}
+
+// printReport writes the report as a person reads it.
+func printReport(w io.Writer, rep report) {
+	fmt.Fprintf(w, "model   %s\n", rep.Model)
+	fmt.Fprintf(w, "device  %s: %s\n", rep.Device, rep.DeviceName)
+	fmt.Fprintf(w, "open    %.1f ms (resolving the device; for cuda: context, cuBLAS, kernel modules)\n", rep.OpenMS)
+	if rep.LoadMS > 0 {
+		fmt.Fprintf(w, "load    %.1f ms (read, decode, compile, weights)\n", rep.LoadMS)
+	}
+	if len(rep.HostNodes) > 0 {
+		fmt.Fprintf(w, "host    %d node(s) run on the host: %s\n", len(rep.HostNodes), strings.Join(rep.HostNodes, ", "))
+	}
+	if len(rep.Batches) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "batch\truns\tfirst ms\tp50 ms\tp90 ms\tmin ms\titems/s\t")
+	for _, b := range rep.Batches {
+		if b.Error != "" {
+			fmt.Fprintf(tw, "%d\t\t\t\t\t\t\tERROR: %s\n", b.Batch, b.Error)
+			continue
+		}
+		if b.Runs == 0 {
+			fmt.Fprintf(tw, "%d\t0\t%.2f\t-\t-\t-\t-\t\n", b.Batch, b.FirstMS)
+			continue
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%.2f\t%.3f\t%.3f\t%.3f\t%.1f\t\n", b.Batch, b.Runs, b.FirstMS, b.P50MS, b.P90MS, b.MinMS, b.ItemsPerSec)
+	}
+	tw.Flush()
+	if rep.Dump != "" {
+		fmt.Fprintf(w, "\ndump    %s\n", filepath.Join(rep.Dump, dumpIndex))
+	}
+}
+
+// positiveInts parses a comma-separated list of positive integers.
+func positiveInts(s string) ([]int, error) {
+	var v []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive integer", f)
+		}
+		v = append(v, n)
+	}
+	return v, nil
+}
+
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
