@@ -5,7 +5,7 @@ package main
 import (
 	"time"
 
-	"github.com/beamml/beamml/inference/cuda/cu" // also registers the CUDA backend on device 0
+	"github.com/beamml/beamml/inference/cuda/cu" // also registers the CUDA backend on every device
 	"github.com/beamml/beamml/internal/kernels"
 )
 

@@ -14,6 +14,13 @@
 // default the first of -batch; its inputs drawn from -seed) as .npy files
 // with DIR/dump.json naming them, so that another runtime (scripts/gpu's
 // PyTorch and ONNX Runtime reference) can run the same inputs and compare.
+// -device sim (in a build with cgo) runs the CUDA executor on the
+// simulated device, with the host-emulated kernels: its times mean nothing,
+// but the report's host nodes are the GPU path's, and -compare cpu checks
+// its outputs. -compare cpu runs the first batch size's inputs on the CPU
+// backend too and fails (exit 1) when an output differs by more than
+// -rtol and -atol (by default 1e-3 and 1e-4, the self-check's
+// tolerances); -no-host-nodes fails when a node ran on the host.
 // -load-kernels, in a binary built with the cuda tag, times opening the
 // GPU and loading each kernel module (the driver JIT-compiles its PTX; set
 // CUDA_CACHE_DISABLE=1 for a cold compile) and exits.
@@ -46,6 +53,7 @@ import (
 	"github.com/beamml/beamml/inference/cuda"
 	"github.com/beamml/beamml/inference/graph"
 	"github.com/beamml/beamml/inference/onnx"
+	"github.com/beamml/beamml/internal/check"
 )
 
 // Exit statuses.
@@ -66,7 +74,15 @@ type config struct {
 	seed      uint64 // of the random inputs
 	dumpDir   string
 	dumpBatch int
+	compare   bool    // run the first batch on the CPU backend too and compare
+	rtol      float64 // -compare's tolerances
+	atol      float64
+	noHost    bool // fail when a node ran on the host
 }
+
+// simBackend returns the CUDA executor on the simulated device; set in
+// builds with cgo (sim.go).
+var simBackend func() (inference.Backend, error)
 
 // report is what one benchmark measured; -json writes it.
 type report struct {
@@ -76,6 +92,7 @@ type report struct {
 	OpenMS     float64  `json:"open_ms"`     // resolving the device: for CUDA, opening it and loading the kernel modules
 	LoadMS     float64  `json:"load_ms"`     // reading, decoding and compiling the model (weights uploaded)
 	HostNodes  []string `json:"host_nodes,omitempty"`
+	Compared   string   `json:"compared,omitempty"` // what -compare found
 	Batches    []batch  `json:"batches"`
 	Dump       string   `json:"dump,omitempty"` // the folder -dump wrote
 }
@@ -104,7 +121,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("beamml-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	model := fs.String("model", "", "the ONNX model file")
-	device := fs.String("device", string(inference.Auto), "cpu, cuda or auto")
+	device := fs.String("device", string(inference.Auto), "cpu, cuda, auto, or sim (the CUDA executor on the simulated device; cgo builds)")
 	batchList := fs.String("batch", "1,8", "batch sizes, comma-separated")
 	runs := fs.Int("n", 20, "timed runs per batch size")
 	warmup := fs.Int("warmup", 3, "untimed runs per batch size after the first (which is timed on its own)")
@@ -113,6 +130,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	jsonPath := fs.String("json", "", "also write the report as JSON to this file")
 	dumpDir := fs.String("dump", "", "write one batch's inputs and outputs as .npy files, and dump.json, to this folder")
 	dumpBatch := fs.Int("dump-batch", 0, "the batch size -dump writes (default: the first of -batch)")
+	compare := fs.String("compare", "", "cpu: also run the first batch size on the CPU backend and compare the outputs")
+	noHost := fs.Bool("no-host-nodes", false, "fail when a node of the model ran on the host")
+	rtol := fs.Float64("rtol", 1e-3, "-compare's relative tolerance")
+	atol := fs.Float64("atol", 1e-4, "-compare's absolute tolerance")
 	loadKernels := fs.Bool("load-kernels", false, "time opening the GPU and loading each kernel module, then exit (cuda build)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
@@ -135,9 +156,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return usage("-batch: %v", err)
 	case *runs < 0 || *warmup < 0 || *dynamic < 1 || *dumpBatch < 0:
 		return usage("-n and -warmup must be at least 0, -dynamic at least 1, -dump-batch at least 0")
+	case *compare != "" && *compare != string(inference.CPU):
+		return usage("-compare: %q, want cpu", *compare)
 	}
 	cfg := config{model: *model, device: inference.Device(*device), batches: batches, runs: *runs, warmup: *warmup,
-		dynamic: *dynamic, seed: *seed, dumpDir: *dumpDir, dumpBatch: cmp.Or(*dumpBatch, batches[0])}
+		dynamic: *dynamic, seed: *seed, dumpDir: *dumpDir, dumpBatch: cmp.Or(*dumpBatch, batches[0]),
+		compare: *compare != "", rtol: *rtol, atol: *atol, noHost: *noHost}
 
 	rep, err := bench(ctx, cfg)
 	if errors.Is(err, errNoDevice) {
@@ -171,7 +195,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // or without batches.
 func bench(ctx context.Context, cfg config) (report, error) {
 	start := time.Now()
-	backend, err := inference.ResolveDevice(cfg.device)
+	backend, err := resolve(cfg.device)
 	if err != nil {
 		return report{}, fmt.Errorf("%w: %w", errNoDevice, err)
 	}
@@ -203,7 +227,61 @@ func bench(ctx context.Context, cfg config) (report, error) {
 		}
 		rep.Dump = cfg.dumpDir
 	}
+	if cfg.compare {
+		err := compareCPU(ctx, m, cfg)
+		rep.Compared = "outputs match the cpu backend's at batch " + strconv.Itoa(cfg.batches[0])
+		if err != nil {
+			rep.Compared = err.Error()
+			firstErr = cmp.Or(firstErr, err)
+		}
+	}
+	if cfg.noHost && len(rep.HostNodes) > 0 {
+		firstErr = cmp.Or(firstErr, fmt.Errorf("%d node(s) ran on the host: %s", len(rep.HostNodes), strings.Join(rep.HostNodes, ", ")))
+	}
 	return rep, firstErr
+}
+
+// resolve returns the backend of device, the simulated one for "sim".
+func resolve(device inference.Device) (inference.Backend, error) {
+	if device != "sim" {
+		return inference.ResolveDevice(device)
+	}
+	if simBackend == nil {
+		return nil, fmt.Errorf("device sim runs the emulated CUDA kernels and needs a build with cgo and a C++ compiler: %w", inference.ErrNoDevice)
+	}
+	return simBackend()
+}
+
+// compareCPU runs the first batch size's inputs on m and on the model
+// compiled by the CPU backend, and compares every output.
+func compareCPU(ctx context.Context, m inference.Model, cfg config) error {
+	cpuBackend, err := inference.ResolveDevice(inference.CPU)
+	if err != nil {
+		return err
+	}
+	ref, err := load(cfg.model, cpuBackend)
+	if err != nil {
+		return fmt.Errorf("-compare: cpu: %w", err)
+	}
+	defer ref.Close()
+	feeds, err := randomFeeds(m.Inputs(), cfg.batches[0], cfg.dynamic, cfg.seed)
+	if err != nil {
+		return fmt.Errorf("-compare: %w", err)
+	}
+	got, err := m.Run(ctx, feeds)
+	if err != nil {
+		return fmt.Errorf("-compare: %w", err)
+	}
+	want, err := ref.Run(ctx, feeds)
+	if err != nil {
+		return fmt.Errorf("-compare: cpu: %w", err)
+	}
+	for _, o := range ref.Outputs() {
+		if err := check.Compare(got[o.Name], want[o.Name], cfg.rtol, cfg.atol); err != nil {
+			return fmt.Errorf("-compare: output %q differs from the cpu backend's: %w", o.Name, err)
+		}
+	}
+	return nil
 }
 
 // load reads, decodes and compiles the model file for backend.
@@ -357,6 +435,11 @@ func printReport(w io.Writer, rep report) {
 	}
 	if len(rep.HostNodes) > 0 {
 		fmt.Fprintf(w, "host    %d node(s) run on the host: %s\n", len(rep.HostNodes), strings.Join(rep.HostNodes, ", "))
+	} else if rep.Device == string(inference.CUDA) {
+		fmt.Fprintf(w, "host    no node runs on the host\n")
+	}
+	if rep.Compared != "" {
+		fmt.Fprintf(w, "compare %s\n", rep.Compared)
 	}
 	if len(rep.Batches) == 0 {
 		return
