@@ -81,31 +81,55 @@ generate:
 	GOBIN=$(CURDIR)/out/bin $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 	PATH=$(CURDIR)/out/bin:$$PATH $(GO) generate ./internal/onnxpb/
 
-# The CUDA kernels: PTX for compute_60 (committed, embedded), and what
-# kernelgen derives from the sources: the Go constants of their codes and
-# entry points (internal/kernels/codes_gen.go) and the emulator's
-# registration files. go test ./internal/kernels/... checks the latter two
-# without nvcc. Needs nvcc (Debian's nvidia-cuda-toolkit
-# 11.8 from non-free) and clang-14 or g++-11 as its host compiler.
+# The CUDA kernels (internal/kernels/README.md): for each NAME.cu, the
+# compute_60 PTX (ptx/NAME.ptx: readable, checked by ptxas, where the entry
+# points are read from) and the image the device loads (fatbin/NAME.fatbin:
+# SASS for FATBIN_SASS, so no process waits for the JIT on those GPUs; PTX
+# for FATBIN_PTX, which the driver JITs on the others: compute_60 for
+# P100/P4/V100, compute_90, CUDA 11.8's newest, for GPUs after Hopper;
+# every image compressed), all committed and embedded; and what kernelgen
+# derives from the sources: the Go constants of their codes and entry
+# points (internal/kernels/codes_gen.go) and the emulator's registration
+# files. Both nvcc outputs are the same bytes on every run and in every
+# checkout, so CI regenerates them and diffs. go test ./internal/kernels/...
+# checks kernelgen's files, and that every fatbin holds exactly FATBIN_SASS
+# and FATBIN_PTX (internal/kernels's SASSArchs and PTXArchs), without nvcc.
+# Needs nvcc (Debian's nvidia-cuda-toolkit 11.8 from non-free) and clang-14
+# or g++-11 as its host compiler.
 NVCC ?= nvcc
 CCBIN ?= $(shell command -v clang-14 || command -v g++-11)
 KERNEL_DIR := internal/kernels
 KERNEL_SRCS := $(wildcard $(KERNEL_DIR)/*.cu)
 PTX_TARGETS := sm_60 sm_70 sm_75 sm_80 sm_86 sm_89 sm_90
+FATBIN_SASS := 75 80 86 89 90
+FATBIN_PTX := 60 90
+FATBIN_GENCODE := $(foreach a,$(FATBIN_SASS),-gencode arch=compute_$(a),code=sm_$(a)) \
+	$(foreach a,$(FATBIN_PTX),-gencode arch=compute_$(a),code=compute_$(a))
 kernels:
 	$(GO) run ./$(KERNEL_DIR)/kernelgen $(KERNEL_DIR)
-	for ptx in $(KERNEL_DIR)/ptx/*.ptx; do \
-		[ -e $(KERNEL_DIR)/$$(basename $$ptx .ptx).cu ] || rm -f $$ptx; \
+	mkdir -p $(KERNEL_DIR)/fatbin
+	for out in $(KERNEL_DIR)/ptx/*.ptx $(KERNEL_DIR)/fatbin/*.fatbin; do \
+		name=$$(basename $$out); [ -e $(KERNEL_DIR)/$${name%.*}.cu ] || rm -f $$out; \
 	done
 	for src in $(KERNEL_SRCS); do \
-		$(NVCC) -ccbin $(CCBIN) -ptx -arch=compute_60 -O3 -o $(KERNEL_DIR)/ptx/$$(basename $$src .cu).ptx $$src || exit 1; \
+		name=$$(basename $$src .cu); \
+		$(NVCC) -ccbin $(CCBIN) -ptx -arch=compute_60 -O3 -o $(KERNEL_DIR)/ptx/$$name.ptx $$src || exit 1; \
+		$(NVCC) -ccbin $(CCBIN) -fatbin $(FATBIN_GENCODE) -Xfatbin=-compress-all -O3 -o $(KERNEL_DIR)/fatbin/$$name.fatbin $$src || exit 1; \
 	done
 
-# Assemble the committed PTX for every GPU generation we support.
+# Assemble the committed PTX for every GPU generation we support, and list
+# what each committed fatbin holds (cuobjdump): SASS for exactly
+# FATBIN_SASS, PTX for exactly FATBIN_PTX.
+FATBIN_WANT := $(sort $(foreach a,$(FATBIN_SASS),elf:sm_$(a)) $(foreach a,$(FATBIN_PTX),ptx:sm_$(a)))
 ptxas:
 	@for ptx in $(KERNEL_DIR)/ptx/*.ptx; do for arch in $(PTX_TARGETS); do \
 		ptxas -arch=$$arch -o /dev/null $$ptx || { echo "ptxas $$arch $$ptx failed"; exit 1; }; \
 	done; echo "ptxas ok: $$ptx for $(PTX_TARGETS)"; done
+	@for fb in $(KERNEL_DIR)/fatbin/*.fatbin; do \
+		got=$$(cuobjdump --list-elf --list-ptx $$fb | sed -n 's/^ELF file.*\.\(sm_[0-9]*\)\.cubin$$/elf:\1/p; s/^PTX file.*\.\(sm_[0-9]*\)\.ptx$$/ptx:\1/p' | sort | xargs); \
+		[ "$$got" = "$(FATBIN_WANT)" ] || { echo "cuobjdump $$fb: $$got; want $(FATBIN_WANT)"; exit 1; }; \
+		echo "cuobjdump ok: $$fb holds $$got ($$(wc -c <$$fb) bytes)"; \
+	done
 
 # The GPU build: links gorgonia.org/cu and the CUDA driver library, and
 # links the cuda-tagged tests, which run only where a GPU is (their binary

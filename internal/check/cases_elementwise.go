@@ -273,6 +273,20 @@ func elementwiseMixedCases() {
 			{T: randInts[int32](408, -6, 6, 2, 5)}, {T: randInts[int32](409, -2, 12, 5)}}},
 		Case{Name: "binary/Pow/int64-int32", Op: "Pow", Inputs: []Input{
 			{T: randInts[int64](410, -6, 6, 2, 5)}, {T: randInts[int32](411, 0, 12, 2, 1)}}},
+		// An integer base with a float exponent truncates the double power
+		// as Go's int64(v) and int32(v) do on amd64: NaN, infinities and
+		// powers out of the base type's range give its least value (the
+		// GPU's bare conversion would saturate and give 0 for NaN). 2^62 and
+		// -2^63 are the int64 range's edges, 2^30 and -2^31 the int32's;
+		// 2^40 fits int64 but not int32.
+		Case{Name: "binary/Pow/int64-f32-nonfinite", Op: "Pow", Inputs: []Input{
+			{T: Ints([]int{10}, 2, 0, 2, -2, 10, 3, 2, -2, -3, -2)},
+			{T: tensorOf([]int{10}, nan, -1, 70, 0.5, pinf, ninf, 62, 63, 3, 71)}}},
+		Case{Name: "binary/Pow/int64-f32-nonfinite-broadcast", Op: "Pow", Inputs: []Input{
+			{T: Ints([]int{3, 1}, 2, -2, 0)}, {T: tensorOf([]int{4}, nan, pinf, ninf, 63)}}},
+		Case{Name: "binary/Pow/int32-f32-nonfinite", Op: "Pow", Inputs: []Input{
+			{T: tensorOf([]int{10}, int32(2), 2, 2, -2, 0, 7, -2, 3, -2, 10)},
+			{T: tensorOf([]int{10}, float32(31), 30, 40, 31, -0.5, nan, 0.5, ninf, 33, pinf)}}},
 	)
 
 	// The variadic operators: Sum, Max, Min and Mean.

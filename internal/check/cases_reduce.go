@@ -98,6 +98,18 @@ func reduceCases() {
 			Case{Name: name + "int32-gather", Op: r.op, Opset: 18,
 				Inputs: []Input{{T: randInts[int32](s+25, ilo, ihi, 2, 3, 2, 3)}, axes(0, 2)}},
 		)
+		if r.op == "ReduceL2" {
+			// Sums of squares that wrap past 2^63 are negative, their square
+			// root NaN, which truncates to the least int64 (Go's int64(v) on
+			// amd64), then to 0 in int32; the GPU's bare conversion would
+			// give 0 for the int64.
+			Add(
+				Case{Name: name + "int64-wrapped", Op: r.op, Opset: 18, Inputs: []Input{
+					{T: Ints([]int{3, 2}, 3037000500, 0, 3037000500, 3037000500, 3037000499, 1)}, axes(1)}},
+				Case{Name: name + "int32-wrapped", Op: r.op, Opset: 18, Inputs: []Input{
+					{T: tensorOf([]int{2, 3}, int32(-2147483648), -2147483648, 0, 2147483647, 2147483647, 3)}, axes(1)}},
+			)
+		}
 		if r.op != "ReduceMean" { // the CPU backend reports an integer mean of nothing
 			Add(Case{Name: name + "int64-empty-set", Op: r.op, Opset: 18,
 				Inputs: []Input{{T: must(inference.New([]int{2, 0}, []int64{}))}, axes(1)}})

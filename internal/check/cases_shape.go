@@ -310,6 +310,14 @@ func resizeCases() {
 			[]Input{x(1914, 1, 1, 3, 3), none, floats(1, 1, 0.5, 3)}},
 		{"tf-crop-and-resize", 13, attrs("mode", AStr("linear"), "coordinate_transformation_mode", AStr("tf_crop_and_resize"), "extrapolation_value", AFloat(9)),
 			[]Input{x(1915, 1, 1, 4, 5), floats(0, 0, -0.2, 0.1, 1, 1, 0.9, 1.3), none, ints(1, 1, 5, 6)}},
+		// Non-finite roi: every source coordinate is NaN or infinite, so
+		// outside the input: all extrapolated, none converted to an index.
+		{"tf-crop-and-resize-nonfinite-roi", 13, attrs("mode", AStr("linear"), "coordinate_transformation_mode", AStr("tf_crop_and_resize"), "extrapolation_value", AFloat(-7)),
+			[]Input{x(1922, 1, 1, 4, 5), floats(0, 0, nan, ninf, 1, 1, pinf, 0.5), none, ints(1, 1, 3, 4)}},
+		{"tf-crop-and-resize-inf-roi", 13, attrs("coordinate_transformation_mode", AStr("tf_crop_and_resize")),
+			[]Input{x(1923, 1, 1, 4, 5), floats(0, 0, 0, 0, 1, 1, 1, pinf), none, ints(1, 1, 3, 4)}},
+		// A strong antialiased downscale: 1/scale taps on each side.
+		{"linear-antialias-down-by-20", 18, attrs("mode", AStr("linear"), "antialias", AInt(1)), []Input{x(1924, 1, 1, 3, 60), none, floats(1, 1, 1, 0.05)}},
 		{"axes-not-larger", 18, attrs("mode", AStr("linear"), "axes", AInts(-1, 2), "keep_aspect_ratio_policy", AStr("not_larger")),
 			[]Input{x(1916, 1, 2, 4, 6), none, none, ints(9, 5)}},
 		{"axes-not-smaller", 18, attrs("axes", AInts(2, 3), "keep_aspect_ratio_policy", AStr("not_smaller")),

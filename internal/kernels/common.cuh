@@ -41,6 +41,23 @@
 // parameters (shape and strides, padded with 1 and 0 on the left).
 #define MAXRANK 6
 
+// d2ll and d2i convert a double to int64 and int32 as Go does on amd64
+// (CVTTSD2SQ, CVTTSD2SL), the CPU backend's int64(v) and int32(v): toward
+// zero, and the type's least value for NaN, ±Inf and values out of its
+// range. Every float-to-integer conversion of the kernels goes through
+// them (or shape.cu's f2ll, the same for a float): a bare one is undefined
+// in C++ for those values, and the GPU's cvt.rzi saturates and gives 0
+// for NaN, so neither would agree with the CPU backend.
+DEVICE long long d2ll(double v) {
+	if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) return -9223372036854775807LL - 1;
+	return (long long)v;
+}
+
+DEVICE int d2i(double v) {
+	if (!(v > -2147483649.0 && v < 2147483648.0)) return -2147483647 - 1;
+	return (int)v;
+}
+
 DEVICE long long llmin(long long a, long long b) { return a < b ? a : b; }
 DEVICE long long llmax(long long a, long long b) { return a > b ? a : b; }
 

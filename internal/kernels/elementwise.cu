@@ -292,7 +292,8 @@ DEVICE long long load_integer(long long t, const void *p, long long i) {
 // (binary_f32). The result has the base's type xt (float32, int64 or
 // int32); the exponent has type yt. Two integers give the exact power
 // (wrapping), anything else the double power, truncated for an integer
-// base: the CPU backend's rules.
+// base as Go converts it (d2ll, d2i: NaN, infinities and powers out of
+// range give the least value): the CPU backend's rules.
 KERNEL binary_pow_mixed(long long xt, long long yt, void *__restrict__ z, const void *__restrict__ x,
                         const void *__restrict__ y, BCAST_PARAMS) {
 	GRID_STRIDE(i, n) {
@@ -306,8 +307,8 @@ KERNEL binary_pow_mixed(long long xt, long long yt, void *__restrict__ z, const 
 		double r = pow(load_number(xt, x, xi), load_number(yt, y, yi));
 		switch (xt) {
 		case T_F32: ((float *)z)[i] = (float)r; break;
-		case T_I64: ((long long *)z)[i] = (long long)r; break;
-		default: ((int *)z)[i] = (int)(long long)r; break;
+		case T_I64: ((long long *)z)[i] = d2ll(r); break;
+		default: ((int *)z)[i] = d2i(r); break;
 		}
 	}
 }

@@ -12,6 +12,12 @@
 #include <cstddef>
 #include <utility>
 
+// Contract a*b+c into an fma wherever the optimizer can, as nvcc does
+// (g++ does so for C++ by default; emu/emu.go).
+#if defined(__clang__)
+#pragma clang fp contract(fast)
+#endif
+
 struct emu_dim3 {
 	unsigned int x, y, z;
 };
@@ -29,6 +35,21 @@ void emu_syncthreads(void);
 #define __syncthreads() emu_syncthreads()
 
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+// __dmul_rn is a product that is never fused into an fma, as on the GPU:
+// the emulator is built with contraction (emu/emu.go), and the empty asm
+// hides the product from it.
+static inline double __dmul_rn(double a, double b) {
+	double r = a * b;
+#if defined(__x86_64__)
+	__asm__("" : "+x"(r));
+#elif defined(__aarch64__)
+	__asm__("" : "+w"(r));
+#else
+	volatile double v = r;
+	r = v;
+#endif
+	return r;
+}
 static inline float __fdividef(float a, float b) { return a / b; }
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 static inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }

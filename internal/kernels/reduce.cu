@@ -132,7 +132,8 @@ SYNC_KERNEL reduce_block_f32(long long op, float *__restrict__ y, const float *_
 
 // Integer reductions accumulate exactly in 64 bits, wrapping, and store
 // the low bits (int32 wraps as the CPU backend's conversion does). Mean
-// truncates toward zero; L2 truncates the double square root.
+// truncates toward zero; L2 truncates the double square root (d2ll: the
+// least int64 for the NaN of a sum of squares that wrapped negative).
 DEVICE long long load_int(long long t, const void *p, long long i) {
 	return t == T_I64 ? ((const long long *)p)[i] : (long long)((const int *)p)[i];
 }
@@ -167,7 +168,7 @@ DEVICE long long ri_fold(long long op, long long acc, long long v) {
 DEVICE void ri_store(long long op, long long t, void *y, long long o, long long acc, long long k) {
 	switch (op) {
 	case R_MEAN: acc /= k; break; // the lowering passes k > 0
-	case R_L2: acc = (long long)sqrt((double)acc); break;
+	case R_L2: acc = d2ll(sqrt((double)acc)); break;
 	}
 	if (t == T_I64) ((long long *)y)[o] = acc;
 	else ((int *)y)[o] = (int)acc;

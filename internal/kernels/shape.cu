@@ -53,13 +53,10 @@ DEVICE long long load_index(const void *idx, long long j, long long type) {
 }
 
 // mul_rn is a product that the compiler may not fuse into a following add
-// (nvcc contracts a*b+c into an fma by default): the Range and Resize
-// kernels repeat the CPU backend's float64 arithmetic exactly.
-#ifdef __CUDACC__
+// (nvcc contracts a*b+c into an fma by default, and so does the emulator):
+// the Range and Resize kernels repeat the CPU backend's float64 arithmetic
+// exactly.
 DEVICE double mul_rn(double a, double b) { return __dmul_rn(a, b); }
-#else
-DEVICE double mul_rn(double a, double b) { return a * b; }
-#endif
 
 // ---- strided copies -----------------------------------------------------------
 
@@ -483,7 +480,7 @@ KERNEL resize_axis(void *y, const void *x, long long yd, long long xd, long long
 	const long long n = outer * outW * inner;
 	const double radius = mode == RS_CUBIC ? 2.0 : 1.0;
 	const double s = antialias && mode != RS_NEAREST ? fmin(scale, 1.0) : 1.0;
-	const long long start = (long long)floor(-radius / s) + 1;
+	const long long start = d2ll(floor(-radius / s)) + 1;
 	const long long width = mode == RS_NEAREST ? 1 : 2 - 2 * start;
 	GRID_STRIDE(i, n) {
 		long long k = i % inner, r = i / inner, yo = r % outW, o = r / outW;
@@ -494,7 +491,7 @@ KERNEL resize_axis(void *y, const void *x, long long yd, long long xd, long long
 			acc = extrap;
 		} else {
 			double fl = floor(xc), ratio = xc - fl;
-			long long base = (long long)fl;
+			long long base = d2ll(fl);
 			if (ratio == 0) {
 				base--;
 				ratio = 1;

@@ -3,7 +3,6 @@
 package cu
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"runtime"
@@ -325,17 +324,21 @@ func (d *Device) CopyDtoDAsync(dst, src cuda.Ptr, n int64, s cuda.Stream) error 
 	})
 }
 
-// LoadModule loads m's PTX (cuModuleLoadData: the driver compiles it for
-// the device, or takes it from its cache) and looks up its kernels. A PTX
-// the driver rejects fails with the JIT compiler's log.
+// LoadModule loads m's fatbin (cuModuleLoadData): the driver takes the
+// SASS for the device where the fatbin has it, and otherwise compiles the
+// newest PTX the device can run (or takes it from its cache); then looks
+// up the module's kernels. A module the driver rejects fails with the JIT
+// compiler's log for its compute_60 PTX.
 func (d *Device) LoadModule(m kernels.Module) error {
 	return d.bind("cuModuleLoadData", func() error {
-		mod, err := gocu.LoadData(string(bytes.TrimRight(m.PTX, "\x00")))
+		// gorgonia.org/cu copies the image, NULs and all, into C memory
+		// (malloc's alignment is all a fatbin needs).
+		mod, err := gocu.LoadData(string(m.Fatbin))
 		if err != nil {
-			err := driverErr(fmt.Sprintf("cuModuleLoadData(module %s, %d bytes of PTX)", m.Name, len(m.PTX)), err)
+			err := driverErr(fmt.Sprintf("cuModuleLoadData(module %s, %d bytes of fatbin)", m.Name, len(m.Fatbin)), err)
 			if e, ok := err.(*Error); ok {
 				if log := jitLog(m.PTX); log != "" {
-					e.Detail += "; JIT log: " + log
+					e.Detail += "; JIT log of its compute_60 PTX: " + log
 				}
 			}
 			return err

@@ -10,8 +10,17 @@
 // tests, the conformance runner's sim device and the benchmarks.
 package emu
 
+// nvcc contracts a*b+c into a fused multiply-add by default (--fmad=true),
+// and so does the emulator: g++ contracts C++ by default where the target
+// has FMA instructions (emu.h asks clang to as well), which arm64 always
+// has and amd64 from x86-64-v3 (Haswell, 2013) on, hence -march there (cgo
+// refuses -mfma and -ffp-contract). Where a kernel needs a product rounded
+// alone, as the CPU backend rounds it, it says so with __dmul_rn, which
+// emu.h keeps unfused on the host.
+
 /*
 #cgo CXXFLAGS: -std=c++17 -O2 -fno-strict-aliasing -Wno-unused-variable
+#cgo amd64 CXXFLAGS: -march=x86-64-v3
 #include <stdlib.h>
 #include "emu_c.h"
 */
