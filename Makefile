@@ -63,6 +63,12 @@ BENCH_ARGS ?=
 bench-cpu:
 	bash scripts/bench-cpu.sh $(BENCH_ARGS)
 
+# Every model of bench-cpu through the GPU path on the simulated device:
+# no node on the host, the CPU backend's outputs (scripts/sim-models.sh).
+.PHONY: sim-models
+sim-models:
+	bash scripts/sim-models.sh
+
 # One line per ONNX conformance test, then the counts.
 conformance:
 	$(GO) run ./testing/conformance --dir $(CONFORMANCE_DIR)

@@ -118,6 +118,9 @@ type Result struct {
 	Detail string
 	// hostOps lists the nodes run on the host (nil for the CPU backend).
 	hostOps *[]string
+	// fallback says why the whole model ran on the CPU backend, where a
+	// GPU backend sent it there (control flow, sequences).
+	fallback string
 }
 
 func (r Result) String() string {
@@ -271,6 +274,9 @@ func runTest(dir string, backend inference.Backend, seen func(set string, outs m
 	var hostOps *[]string
 	if h, ok := model.(hostReporter); ok {
 		defer func() { ops := h.HostNodes(); hostOps = &ops; r.hostOps = hostOps }()
+	}
+	if f, ok := model.(interface{ Fallback() string }); ok && f.Fallback() != "" {
+		defer func() { r.fallback = f.Fallback() }()
 	}
 	sets, _ := filepath.Glob(filepath.Join(dir, "test_data_set_*"))
 	if len(sets) == 0 {
