@@ -11,9 +11,10 @@
 #   env          GPU, driver, glibc, toolkit tools, cuBLAS and the other
 #                libraries found, Python packages; every binary's shared
 #                libraries and libcuda symbols resolve (ldd -r). No GPU needed.
-#   load         the kernel modules' PTX loaded by the driver: JIT time per
-#                module with no cache, filling a cache, and from it; ptxas
-#                for the GPU's sm where ptxas is installed
+#   load         the kernel modules' fatbins loaded by the driver: load time
+#                per module with no cache, filling a cache, and from it
+#                (machine code for sm_75-sm_90 needs no JIT); ptxas for the
+#                GPU's sm where ptxas is installed
 #   unit         every cuda-tagged test binary (go test -c), in its package
 #                folder; UNIT_CONFORMANCE=1 adds cu.test's TestConformance,
 #                which the conformance stage covers

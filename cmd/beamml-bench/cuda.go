@@ -27,7 +27,7 @@ func timeKernelModules() (string, time.Duration, []moduleLoad, error) {
 		if err := d.LoadModule(m); err != nil {
 			return d.Name(), open, loads, err
 		}
-		loads = append(loads, moduleLoad{Name: m.Name, PTXBytes: len(m.PTX), Took: time.Since(start)})
+		loads = append(loads, moduleLoad{Name: m.Name, FatbinBytes: len(m.Fatbin), Took: time.Since(start)})
 	}
 	return d.Name() + ", " + d.BLAS(), open, loads, nil
 }

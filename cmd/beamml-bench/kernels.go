@@ -7,13 +7,14 @@ import (
 	"time"
 )
 
-// moduleLoad is the time the driver took to load one kernel module: it
-// JIT-compiles the module's compute_60 PTX for the device, unless its
-// compute cache (~/.nv/ComputeCache) holds the result.
+// moduleLoad is the time the driver took to load one kernel module's
+// fatbin: it takes the machine code for the device's architecture where the
+// fatbin has it (sm_75 to sm_90), and otherwise JIT-compiles its PTX,
+// unless its compute cache (~/.nv/ComputeCache) holds the result.
 type moduleLoad struct {
-	Name     string
-	PTXBytes int
-	Took     time.Duration
+	Name        string
+	FatbinBytes int
+	Took        time.Duration
 }
 
 // loadKernelModules opens the GPU and loads every kernel module into it,
@@ -36,10 +37,10 @@ func printKernelLoads(stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "device  %s\nopen    %.1f ms (primary context, cuBLAS handle)\n\n", device, ms(open))
 	tw := tabwriter.NewWriter(stdout, 0, 0, 3, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "module\tPTX bytes\tload ms\t")
+	fmt.Fprintln(tw, "module\tfatbin bytes\tload ms\t")
 	var total time.Duration
 	for _, l := range loads {
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t\n", l.Name, l.PTXBytes, ms(l.Took))
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t\n", l.Name, l.FatbinBytes, ms(l.Took))
 		total += l.Took
 	}
 	fmt.Fprintf(tw, "all\t\t%.1f\t\n", ms(total))

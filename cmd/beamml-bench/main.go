@@ -21,8 +21,10 @@
 // backend too and fails (exit 1) when an output differs by more than
 // -rtol and -atol (by default 1e-3 and 1e-4, the self-check's
 // tolerances); -no-host-nodes fails when a node ran on the host.
+//
 // -load-kernels, in a binary built with the cuda tag, times opening the
-// GPU and loading each kernel module (the driver JIT-compiles its PTX; set
+// GPU and loading each kernel module's fatbin (machine code where it has the
+// device's architecture, else the driver JIT-compiles its PTX; set
 // CUDA_CACHE_DISABLE=1 for a cold compile) and exits.
 //
 // Exit status: 0 when every batch ran, 1 when the model or a batch failed
