@@ -10,7 +10,8 @@ import (
 )
 
 // The error channel. A kernel that finds data the CPU backend reports as an
-// error (an index out of range, an integer divisor of 0) records the run's
+// error (an index out of range, an integer divisor of 0, a sequence length
+// outside the sequence) records the run's
 // first failure in its workspace's error word (kernels/common.cuh report)
 // and goes on with a defined result; the executor reads the word back and
 // returns the error, naming the node.
@@ -79,6 +80,8 @@ func (p *plan) deviceError(w []byte) error {
 		return fmt.Errorf("cuda: node %v: %s: index %d out of range for dimension %d: %w", s.node, s.what, value, bound, inference.ErrIndexOutOfRange)
 	case kernels.E_DIVZERO:
 		return fmt.Errorf("cuda: node %v: %s holds 0 (output element %d)", s.node, s.what, value)
+	case kernels.E_RANGE:
+		return fmt.Errorf("cuda: node %v: %s holds %d, outside [0, %d]: %w", s.node, s.what, value, bound, inference.ErrShape)
 	}
 	return fmt.Errorf("cuda: node %v: %s: the device reported error kind %d (value %d, bound %d)", s.node, s.what, kind, value, bound)
 }

@@ -24,6 +24,9 @@ type errorCase struct {
 	bad      inference.Tensor
 	sentinel error    // what the error wraps, nil for none
 	says     []string // what its message says
+	// The good run's tolerances against the CPU: 0 (exact) for index and
+	// integer ops; float32's for the recurrent cell.
+	rtol, atol float64
 }
 
 func int32s(shape []int, v ...int32) inference.Tensor {
@@ -77,11 +80,16 @@ func errorCases() []errorCase {
 			{T: i64([]int{3}, 7, -7, 8)}, {T: i64([]int{}, 3)}}},
 			input: 1, bad: i64([]int{}, 0),
 			says: []string{"integer modulo by zero"}},
+		{c: check.Case{Name: "LSTM/sequence_lens", Op: "LSTM", Attrs: gatherAttrs("hidden_size", 3), Inputs: []check.Input{
+			{T: check.Rand(9, -1, 1, 3, 2, 2)}, {T: check.Rand(10, -1, 1, 1, 12, 2)}, {T: check.Rand(11, -1, 1, 1, 12, 3)},
+			{T: check.Rand(12, -1, 1, 1, 24)}, {T: int32s([]int{2}, 3, 1)}}},
+			input: 4, bad: int32s([]int{2}, 3, 4), sentinel: inference.ErrShape,
+			says: []string{`input 4 (sequence_lens) "in4" holds 4, outside [0, 3]`}, rtol: 1e-4, atol: 1e-5},
 	}
 }
 
-// An index out of range or an integer divisor of 0 computed on the device
-// fails the run with an error naming the node, of the same kind as the
+// An index out of range, an integer divisor of 0 or a sequence length
+// past the sequence computed on the device fails the run with an error naming the node, of the same kind as the
 // CPU backend's (integer division by zero wraps no sentinel there either);
 // the next run of the same workspace succeeds.
 func TestDeviceReportsBadData(t *testing.T) {
@@ -135,7 +143,7 @@ func TestDeviceReportsBadData(t *testing.T) {
 				if err != nil {
 					t.Fatalf("round %d: the run after a failed one: %v", round, err)
 				}
-				if err := check.Compare(got["out0"], want["out0"], 0, 0); err != nil {
+				if err := check.Compare(got["out0"], want["out0"], ec.rtol, ec.atol); err != nil {
 					t.Errorf("round %d: %v", round, err)
 				}
 			}

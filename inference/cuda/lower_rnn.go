@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/beamml/beamml/inference"
@@ -24,8 +25,9 @@ import (
 // scratch), in the outputs' layout, so the last step leaves the outputs in
 // place. sequence_lens known on the host is checked at plan time (a value
 // outside [0, seq] sends the node to the host, where the CPU kernel
-// rejects it); computed on the device, a value past seq runs every step
-// and a negative one none, where the CPU fails the run. The launches grow with the sequence: 2 per step (4 for a GRU
+// rejects it); computed on the device (fed with the batch), the first
+// step's cell kernel checks it and reports a value outside [0, seq] on the
+// error channel (errword.go), and the run fails as on the CPU. The launches grow with the sequence: 2 per step (4 for a GRU
 // without linear_before_reset), which a CUDA graph of the plan would
 // replay without the launch costs.
 
@@ -120,6 +122,7 @@ func lowerRecurrent(l *lowering, cell int) error {
 		return l.NoKernel("X %v: empty sequence or input", x.Shape)
 	}
 	lensType := int64(0)
+	lensCheck := noErrorWord // the cell kernel's error-channel parameters
 	if lens.Present() {
 		code, ok := typeCode(lens.DType)
 		if !ok || (code != kernels.T_I32 && code != kernels.T_I64) || lens.Len() != int64(batch) {
@@ -131,6 +134,8 @@ func lowerRecurrent(l *lowering, cell int) error {
 			if err != nil || slices.ContainsFunc(lv, func(n int64) bool { return n < 0 || n > int64(seq) }) {
 				return l.NoKernel("sequence_lens %v outside [0, %d]", v, seq)
 			}
+		} else {
+			lensCheck = l.errorWord(fmt.Sprintf("input 4 (sequence_lens) %q", lens.Name))
 		}
 	}
 	// Activations by direction: a group of directions shares one launch.
@@ -239,7 +244,7 @@ func lowerRecurrent(l *lowering, cell int) error {
 				intArg(batch), intArg(hidden), ptrArg(xw), intArg(xt), intArg(xb), ptrArg(gates), intArg(b2i(hPrev.Present())),
 				optional(bias), optional(peep), optional(hPrev), ptrArg(hState), optional(cPrev), optional(cState),
 				intArg(sd), intArg(sr), y, intArg(yt), intArg(yd), intArg(yb), optional(lens), intArg(lensType),
-				floatArg(o.Clip), intArg(b2i(o.LinearBeforeReset)), intArg(b2i(o.InputForget))}
+				lensCheck[0], lensCheck[1], floatArg(o.Clip), intArg(b2i(o.LinearBeforeReset)), intArg(b2i(o.InputForget))}
 			if err := l.Launch(kernels.RnnCellF32, int64(g.nd*batch*hidden), append(args, g.args...)...); err != nil {
 				return err
 			}

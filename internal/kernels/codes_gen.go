@@ -15,6 +15,7 @@ const (
 	MAXRANK   = 6
 	E_INDEX   = 1 // value: the index; bound: the dimension it indexes
 	E_DIVZERO = 2 // value: the output element whose divisor is 0
+	E_RANGE   = 3 // value: a count outside [0, bound] (LSTM's sequence_lens)
 
 	// elementwise.cu
 	U_RELU            = 0

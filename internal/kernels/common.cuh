@@ -93,6 +93,7 @@ DEVICE long long strided_offset(long long i, long long d0, long long d1, long lo
 // the other three; a later kernel of the same run finds the word taken.
 #define E_INDEX 1   // value: the index; bound: the dimension it indexes
 #define E_DIVZERO 2 // value: the output element whose divisor is 0
+#define E_RANGE 3   // value: a count outside [0, bound] (LSTM's sequence_lens)
 
 DEVICE void report(long long *err, long long site, long long kind, long long value, long long bound) {
 	if (!err || *(volatile long long *)err != 0) return;

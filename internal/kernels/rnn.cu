@@ -89,15 +89,19 @@ KERNEL rnn_cell_f32(long long cell, long long step, long long seq, long long d0,
                     long long xb, const float *__restrict__ gates, long long rec, const float *__restrict__ bias,
                     const float *__restrict__ peep, const float *hprev, float *hout, const float *cprev, float *cout,
                     long long sd, long long sr, float *__restrict__ y, long long yt, long long yd, long long yb,
-                    const void *__restrict__ lens, long long lt, double clip, long long lbr, long long inputForget,
-                    long long fc, double fa, double fb, long long gc, double ga, double gb, long long hc, double ha,
-                    double hb) {
+                    const void *__restrict__ lens, long long lt, long long *err, long long site, double clip,
+                    long long lbr, long long inputForget, long long fc, double fa, double fb, long long gc, double ga,
+                    double gb, long long hc, double ha, double hb) {
 	long long gh = (cell == CELL_RNN ? 1 : cell == CELL_GRU ? 3 : 4) * hidden;
 	float fclip = (float)clip, fA = (float)fa, fB = (float)fb, gA = (float)ga, gB = (float)gb, hA = (float)ha,
 	      hB = (float)hb;
 	GRID_STRIDE(i, nd * batch * hidden) {
 		long long j = i % hidden, b = (i / hidden) % batch, d = d0 + i / (hidden * batch);
 		long long t = (rev >> d) & 1 ? seq - 1 - step : step;
+		if (err && step == 0 && j == 0 && d == d0) { // sequence_lens computed on the device: checked once per row
+			long long len = rnn_len(lens, lt, b, seq);
+			if (len < 0 || len > seq) report(err, site, E_RANGE, len, seq);
+		}
 		long long s = d * sd + b * sr + j;
 		float hp = hprev ? hprev[s] : 0.0f;
 		float cp = cprev ? cprev[s] : 0.0f;
