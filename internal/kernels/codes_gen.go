@@ -123,7 +123,7 @@ const (
 	// shape.cu
 	IDX_I64                 = 0
 	IDX_I32                 = 1
-	IDX_F32                 = 2 // OneHot's indices: truncated toward zero (f2ll)
+	IDX_F32                 = 2 // OneHot's indices: truncated toward zero (d2ll)
 	PAD_CONSTANT            = 0
 	PAD_EDGE                = 1
 	PAD_REFLECT             = 2

@@ -44,8 +44,8 @@
 // d2ll and d2i convert a double to int64 and int32 as Go does on amd64
 // (CVTTSD2SQ, CVTTSD2SL), the CPU backend's int64(v) and int32(v): toward
 // zero, and the type's least value for NaN, ±Inf and values out of its
-// range. Every float-to-integer conversion of the kernels goes through
-// them (or shape.cu's f2ll, the same for a float): a bare one is undefined
+// range (a float converts through double, exactly). Every float-to-integer
+// conversion of the kernels goes through them: a bare one is undefined
 // in C++ for those values, and the GPU's cvt.rzi saturates and gives 0
 // for NaN, so neither would agree with the CPU backend.
 DEVICE long long d2ll(double v) {

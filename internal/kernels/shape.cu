@@ -34,20 +34,12 @@ DEVICE void store_elem(void *y, long long i, u64 v, long long w) {
 // Index types of the index operands.
 #define IDX_I64 0
 #define IDX_I32 1
-#define IDX_F32 2 // OneHot's indices: truncated toward zero (f2ll)
-
-// f2ll converts as Go's int64(float32) does on amd64 (CVTTSS2SQ), which the
-// CPU backend's Cast uses: toward zero, and -2^63 for NaN and for values
-// outside the int64 range (a bare cvt.rzi would saturate and give 0 for NaN).
-DEVICE long long f2ll(float v) {
-	if (!(v >= -9223372036854775808.0f && v < 9223372036854775808.0f)) return -9223372036854775807LL - 1;
-	return (long long)v;
-}
+#define IDX_F32 2 // OneHot's indices: truncated toward zero (d2ll)
 
 DEVICE long long load_index(const void *idx, long long j, long long type) {
 	switch (type) {
 	case IDX_I32: return ((const int *)idx)[j];
-	case IDX_F32: return f2ll(((const float *)idx)[j]);
+	case IDX_F32: return d2ll(((const float *)idx)[j]);
 	}
 	return ((const long long *)idx)[j];
 }
@@ -137,7 +129,7 @@ KERNEL shape_fill(void *y, long long w, long long n, long long bits) {
 // ---- Cast -----------------------------------------------------------------------
 
 // cast_convert: y[i] = x[i] converted from type from to type to, as the CPU
-// backend's Cast does: floats to integers through int64 (f2ll), integers
+// backend's Cast does: floats to integers through int64 (d2ll), integers
 // narrow by wrapping, bool is x != 0 (NaN is true), true is 1.
 KERNEL cast_convert(void *y, const void *x, long long n, long long from, long long to) {
 	GRID_STRIDE(i, n) {
@@ -154,7 +146,7 @@ KERNEL cast_convert(void *y, const void *x, long long n, long long from, long lo
 		case T_F32: ((float *)y)[i] = isf ? f : (float)v; break;
 		case T_BOOL: ((unsigned char *)y)[i] = isf ? f != 0.0f : v != 0; break;
 		default: {
-			long long t = isf ? f2ll(f) : v;
+			long long t = isf ? d2ll(f) : v;
 			switch (to) {
 			case T_I64: ((long long *)y)[i] = t; break;
 			case T_I32: ((int *)y)[i] = (int)(unsigned int)(u64)t; break;
