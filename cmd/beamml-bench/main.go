@@ -392,39 +392,13 @@ func randomFeeds(inputs []inference.TensorInfo, batch, dynamic int, seed uint64)
 			}
 		}
 		shape[0] = batch
-		n, err := inference.NumElements(shape)
+		t, err := check.RandomInput(r, in.Name, in.DType, shape)
 		if err != nil {
-			return nil, fmt.Errorf("input %q: %w", in.Name, err)
-		}
-		var t inference.Tensor
-		switch in.DType {
-		case inference.Float32:
-			t, err = inference.New(shape, fill(n, func() float32 { return 2*r.Float32() - 1 }))
-		case inference.Int64:
-			t, err = inference.New(shape, fill(n, func() int64 { return r.Int64N(4) }))
-		case inference.Int32:
-			t, err = inference.New(shape, fill(n, func() int32 { return r.Int32N(4) }))
-		case inference.Bool:
-			t, err = inference.New(shape, fill(n, func() bool { return r.IntN(2) == 1 }))
-		case inference.Uint8:
-			t, err = inference.New(shape, fill(n, func() uint8 { return uint8(r.UintN(256)) }))
-		default:
-			return nil, fmt.Errorf("input %q has element type %v, for which no random input is made", in.Name, in.DType)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("input %q: %w", in.Name, err)
+			return nil, err
 		}
 		feeds[in.Name] = t
 	}
 	return feeds, nil
-}
-
-func fill[T inference.Element](n int, f func() T) []T {
-	v := make([]T, n)
-	for i := range v {
-		v[i] = f()
-	}
-	return v
 }
 
 // printReport writes the report as a person reads it.

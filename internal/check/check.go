@@ -181,6 +181,45 @@ func Rand(seed uint64, lo, hi float32, shape ...int) inference.Tensor {
 	return t
 }
 
+// RandomInput returns a tensor of a model input's element type and the
+// given shape, from r: floats uniform in [-1, 1), integers in [0, 4) (valid
+// indices into any table of four or more rows, such as token ids), bools
+// and bytes uniform. The self-check and beamml-bench feed models with it.
+// Other element types fail, naming the input.
+func RandomInput(r *rand.Rand, name string, dtype inference.DType, shape []int) (inference.Tensor, error) {
+	n, err := inference.NumElements(shape)
+	if err != nil {
+		return inference.Tensor{}, fmt.Errorf("input %q: %w", name, err)
+	}
+	var t inference.Tensor
+	switch dtype {
+	case inference.Float32:
+		t, err = inference.New(shape, fill(n, func() float32 { return 2*r.Float32() - 1 }))
+	case inference.Int64:
+		t, err = inference.New(shape, fill(n, func() int64 { return r.Int64N(4) }))
+	case inference.Int32:
+		t, err = inference.New(shape, fill(n, func() int32 { return r.Int32N(4) }))
+	case inference.Bool:
+		t, err = inference.New(shape, fill(n, func() bool { return r.IntN(2) == 1 }))
+	case inference.Uint8:
+		t, err = inference.New(shape, fill(n, func() uint8 { return uint8(r.UintN(256)) }))
+	default:
+		return inference.Tensor{}, fmt.Errorf("input %q has element type %v, for which no random input is made", name, dtype)
+	}
+	if err != nil {
+		return inference.Tensor{}, fmt.Errorf("input %q: %w", name, err)
+	}
+	return t, nil
+}
+
+func fill[T inference.Element](n int, f func() T) []T {
+	v := make([]T, n)
+	for i := range v {
+		v[i] = f()
+	}
+	return v
+}
+
 // Ints returns an int64 tensor.
 func Ints(shape []int, v ...int64) inference.Tensor {
 	t, err := inference.New(shape, v)
