@@ -69,6 +69,13 @@ bench-cpu:
 sim-models:
 	bash scripts/sim-models.sh
 
+# What the GPU path asks of the device per steady-state batch (launches,
+# GEMMs, copies, memory) on the simulated device, as the README's table
+# (scripts/sim-work.sh).
+.PHONY: sim-work
+sim-work:
+	bash scripts/sim-work.sh
+
 # One line per ONNX conformance test, then the counts.
 conformance:
 	$(GO) run ./testing/conformance --dir $(CONFORMANCE_DIR)

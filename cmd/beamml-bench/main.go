@@ -56,6 +56,7 @@ import (
 	"github.com/beamml/beamml/inference/graph"
 	"github.com/beamml/beamml/inference/onnx"
 	"github.com/beamml/beamml/internal/check"
+	"github.com/beamml/beamml/internal/sim"
 )
 
 // Exit statuses.
@@ -82,9 +83,9 @@ type config struct {
 	noHost    bool // fail when a node ran on the host
 }
 
-// simBackend returns the CUDA executor on the simulated device; set in
-// builds with cgo (sim.go).
-var simBackend func() (inference.Backend, error)
+// simBackend returns the CUDA executor on the simulated device, and the
+// device; set in builds with cgo (sim.go).
+var simBackend func() (inference.Backend, *sim.Device, error)
 
 // report is what one benchmark measured; -json writes it.
 type report struct {
@@ -95,8 +96,25 @@ type report struct {
 	LoadMS     float64  `json:"load_ms"`     // reading, decoding and compiling the model (weights uploaded)
 	HostNodes  []string `json:"host_nodes,omitempty"`
 	Compared   string   `json:"compared,omitempty"` // what -compare found
+	Work       *work    `json:"device_work,omitempty"`
 	Batches    []batch  `json:"batches"`
 	Dump       string   `json:"dump,omitempty"` // the folder -dump wrote
+}
+
+// work is what the device did for one steady-state batch (-device sim,
+// which counts it): the GPU path's cost in calls, whatever the timings.
+type work struct {
+	Batch      int `json:"batch"`
+	Launches   int `json:"launches"`
+	Gemms      int `json:"gemms"`
+	CopiesHtoD int `json:"copies_htod"`
+	CopiesDtoH int `json:"copies_dtoh"`
+	CopiesDtoD int `json:"copies_dtod"`
+	Syncs      int `json:"syncs"`
+	// DeviceBytes is the device memory the model holds besides its weights
+	// (workspaces: the memory plan's intermediates, staging; the plans'
+	// constants) after the batch.
+	DeviceBytes int64 `json:"device_bytes"`
 }
 
 // batch is the timing of one batch size. Times are of one Run, in
@@ -197,7 +215,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // or without batches.
 func bench(ctx context.Context, cfg config) (report, error) {
 	start := time.Now()
-	backend, err := resolve(cfg.device)
+	backend, simDev, err := resolve(cfg.device)
 	if err != nil {
 		return report{}, fmt.Errorf("%w: %w", errNoDevice, err)
 	}
@@ -229,6 +247,13 @@ func bench(ctx context.Context, cfg config) (report, error) {
 		}
 		rep.Dump = cfg.dumpDir
 	}
+	if simDev != nil {
+		w, err := measureWork(ctx, m, simDev, cfg)
+		if err != nil {
+			return rep, fmt.Errorf("device work: %w", err)
+		}
+		rep.Work = &w
+	}
 	if cfg.compare {
 		err := compareCPU(ctx, m, cfg)
 		rep.Compared = "outputs match the cpu backend's at batch " + strconv.Itoa(cfg.batches[0])
@@ -243,15 +268,46 @@ func bench(ctx context.Context, cfg config) (report, error) {
 	return rep, firstErr
 }
 
-// resolve returns the backend of device, the simulated one for "sim".
-func resolve(device inference.Device) (inference.Backend, error) {
+// resolve returns the backend of device, and for "sim" the simulated
+// device it runs on.
+func resolve(device inference.Device) (inference.Backend, *sim.Device, error) {
 	if device != "sim" {
-		return inference.ResolveDevice(device)
+		b, err := inference.ResolveDevice(device)
+		return b, nil, err
 	}
 	if simBackend == nil {
-		return nil, fmt.Errorf("device sim runs the emulated CUDA kernels and needs a build with cgo and a C++ compiler: %w", inference.ErrNoDevice)
+		return nil, nil, fmt.Errorf("device sim runs the emulated CUDA kernels and needs a build with cgo and a C++ compiler: %w", inference.ErrNoDevice)
 	}
 	return simBackend()
+}
+
+// measureWork counts what the simulated device does for one batch of the
+// first batch size, after one warm-up batch of it (so the plan and the
+// workspace exist): a steady-state batch.
+func measureWork(ctx context.Context, m inference.Model, dev *sim.Device, cfg config) (work, error) {
+	b := cfg.batches[0]
+	feeds, err := randomFeeds(m.Inputs(), b, cfg.dynamic, cfg.seed)
+	if err != nil {
+		return work{}, err
+	}
+	if _, err := m.Run(ctx, feeds); err != nil {
+		return work{}, err
+	}
+	before := dev.Stats()
+	if _, err := m.Run(ctx, feeds); err != nil {
+		return work{}, err
+	}
+	after := dev.Stats()
+	return work{
+		Batch:       b,
+		Launches:    after.Launches - before.Launches,
+		Gemms:       after.Gemms - before.Gemms,
+		CopiesHtoD:  after.CopiesHtoD - before.CopiesHtoD,
+		CopiesDtoH:  after.CopiesDtoH - before.CopiesDtoH,
+		CopiesDtoD:  after.CopiesDtoD - before.CopiesDtoD,
+		Syncs:       after.Syncs - before.Syncs,
+		DeviceBytes: after.AllocatedBytes - m.ByteSize(),
+	}, nil
 }
 
 // compareCPU runs the first batch size's inputs on m and on the model
@@ -416,6 +472,10 @@ func printReport(w io.Writer, rep report) {
 	}
 	if rep.Compared != "" {
 		fmt.Fprintf(w, "compare %s\n", rep.Compared)
+	}
+	if k := rep.Work; k != nil {
+		fmt.Fprintf(w, "work    a steady batch of %d: %d launches, %d GEMMs, copies %d host→device, %d device→host, %d device→device, %d syncs; %.1f MiB of device memory besides the weights\n",
+			k.Batch, k.Launches, k.Gemms, k.CopiesHtoD, k.CopiesDtoH, k.CopiesDtoD, k.Syncs, float64(k.DeviceBytes)/(1<<20))
 	}
 	if len(rep.Batches) == 0 {
 		return

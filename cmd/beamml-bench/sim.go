@@ -13,9 +13,9 @@ import (
 // runs the host-emulated kernels (DESIGN.md rule 6). Its times say nothing
 // about a GPU; its host nodes and outputs are the GPU path's.
 func init() {
-	simBackend = func() (inference.Backend, error) {
+	simBackend = func() (inference.Backend, *sim.Device, error) {
 		dev := sim.New(sim.Options{Runner: emu.NewRunner()})
 		b := cuda.NewBackend(func() (cuda.Device, error) { return dev, nil })
-		return b, b.Available()
+		return b, dev, b.Available()
 	}
 }

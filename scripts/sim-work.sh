@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# make sim-work: what the GPU path asks of the device for one steady-state
+# batch, counted on the simulated device (cmd/beamml-bench -device sim):
+# kernel launches, cuBLAS GEMMs, copies each way, syncs, and the device
+# memory a model holds besides its weights, for ResNet-50, MobileNetV2, the
+# BERT-style encoder and the ViT of make bench-cpu, at batch 2 (sequence
+# 16 for the encoder). The counts do not depend on the batch size. Prints
+# the markdown table the README quotes.
+#
+# Needs what scripts/sim-models.sh needs (Go with cgo, Debian's
+# python3-torchvision to export the models into out/bench-cpu).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+dir=out/bench-cpu
+mkdir -p "$dir"
+if ! /usr/bin/python3 -c 'import torchvision' 2>/dev/null; then
+	echo "sim-work: /usr/bin/python3 lacks torchvision (apt-get install python3-torchvision)" >&2
+	exit 1
+fi
+/usr/bin/python3 scripts/export_bench_models.py "$dir" >/dev/null || exit 1
+go build -o out/bin/beamml-bench ./cmd/beamml-bench || exit 1
+
+echo "| model | launches | GEMMs | host→device | device→host | device→device | syncs | device MiB besides weights |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+failed=0
+for model in resnet50 mobilenet_v2 bert vit; do
+	json=$(mktemp)
+	if ! out/bin/beamml-bench -device sim -model "$dir/$model.onnx" -batch 2 -dynamic 16 -n 0 -warmup 0 -json "$json" >/dev/null; then
+		echo "| $model | failed: see out/bin/beamml-bench -device sim -model $dir/$model.onnx | | | | | | |"
+		failed=1
+		continue
+	fi
+	/usr/bin/python3 - "$model" "$json" <<'PY'
+import json, sys
+w = json.load(open(sys.argv[2]))["device_work"]
+print(f"| {sys.argv[1]} | {w['launches']} | {w['gemms']} | {w['copies_htod']} | {w['copies_dtoh']} | "
+      f"{w['copies_dtod']} | {w['syncs']} | {w['device_bytes'] / 2**20:.1f} |")
+PY
+	rm -f "$json"
+done
+exit $failed
