@@ -8,8 +8,11 @@ import (
 
 // Lowerings of the views: Reshape, Flatten, Squeeze, Unsqueeze, Identity
 // and inference-mode Dropout, whose output is the input, maybe with
-// another shape: a device copy, for every element type (Dropout's mask is
-// shape.cu's shape_fill; whether Dropout trains is opsem.DropoutMode's).
+// another shape. The memory plan places a view's output at its input's
+// bytes (graph.PlanMemoryViews), so it lowers to nothing; where it could
+// not (the view's output is a graph output), and for Dropout, it is a
+// device copy, for every element type (Dropout's mask is shape.cu's
+// shape_fill; whether Dropout trains is opsem.DropoutMode's).
 
 func init() {
 	for _, op := range []string{"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"} {
@@ -19,11 +22,15 @@ func init() {
 }
 
 // lowerView lowers the operators whose output is the input with another
-// shape: a device copy.
+// shape: nothing when the plan put the output at the input's bytes, else
+// a device copy.
 func lowerView(l *lowering) error {
 	x, y := l.In[0], l.Out[0]
 	if x.DType != y.DType || x.Len() != y.Len() {
 		return l.NoKernel("%v%v viewed as %v%v", x.DType, x.Shape, y.DType, y.Shape)
+	}
+	if x.loc == y.loc {
+		return nil
 	}
 	return l.Copy(y, x)
 }

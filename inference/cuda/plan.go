@@ -195,7 +195,7 @@ func (m *Model) layout(c *shapeClass, feeds map[string]inference.Tensor, batch i
 		}
 		shapes[name] = graph.Shape{DType: b.dtypes[name], Dims: dims}
 	}
-	mem := graph.PlanMemory(m.g, shapes, batch)
+	mem := graph.PlanMemoryViews(m.g, shapes, batch) // a view's output is its input's bytes
 	if missing := slices.DeleteFunc(mem.Unplanned, func(v string) bool { return b.host[v] != nil }); len(missing) > 0 {
 		return nil, fmt.Errorf("cuda: no shape for %q: %w", missing, inference.ErrShape)
 	}
@@ -223,6 +223,11 @@ func (m *Model) layout(c *shapeClass, feeds map[string]inference.Tensor, batch i
 			b.locs[o.Name] = loc{reg: regWorkspace, off: size}
 			size += alignUp(n)
 		}
+	}
+	// A view's output lies where its input lies: in the arena, an input
+	// slot or an output slot (the view lowers to nothing).
+	for y, x := range mem.Aliases {
+		b.locs[y] = b.locs[x]
 	}
 	for _, o := range m.g.Outputs {
 		s, ok := b.shapes[o.Name]
