@@ -41,6 +41,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -85,7 +86,13 @@ type config struct {
 
 // simBackend returns the CUDA executor on the simulated device, and the
 // device; set in builds with cgo (sim.go).
-var simBackend func() (inference.Backend, *sim.Device, error)
+var simBackend func() (inference.Backend, *simDevice, error)
+
+// simDevice is the simulated device and its kernel runner's launch counts.
+type simDevice struct {
+	*sim.Device
+	launched func() map[string]int // cumulative launches by kernel
+}
 
 // report is what one benchmark measured; -json writes it.
 type report struct {
@@ -115,6 +122,8 @@ type work struct {
 	// (workspaces: the memory plan's intermediates, staging; the plans'
 	// constants) after the batch.
 	DeviceBytes int64 `json:"device_bytes"`
+	// Kernels counts the batch's launches by kernel.
+	Kernels map[string]int `json:"kernels"`
 }
 
 // batch is the timing of one batch size. Times are of one Run, in
@@ -270,7 +279,7 @@ func bench(ctx context.Context, cfg config) (report, error) {
 
 // resolve returns the backend of device, and for "sim" the simulated
 // device it runs on.
-func resolve(device inference.Device) (inference.Backend, *sim.Device, error) {
+func resolve(device inference.Device) (inference.Backend, *simDevice, error) {
 	if device != "sim" {
 		b, err := inference.ResolveDevice(device)
 		return b, nil, err
@@ -284,7 +293,7 @@ func resolve(device inference.Device) (inference.Backend, *sim.Device, error) {
 // measureWork counts what the simulated device does for one batch of the
 // first batch size, after one warm-up batch of it (so the plan and the
 // workspace exist): a steady-state batch.
-func measureWork(ctx context.Context, m inference.Model, dev *sim.Device, cfg config) (work, error) {
+func measureWork(ctx context.Context, m inference.Model, dev *simDevice, cfg config) (work, error) {
 	b := cfg.batches[0]
 	feeds, err := randomFeeds(m.Inputs(), b, cfg.dynamic, cfg.seed)
 	if err != nil {
@@ -293,12 +302,19 @@ func measureWork(ctx context.Context, m inference.Model, dev *sim.Device, cfg co
 	if _, err := m.Run(ctx, feeds); err != nil {
 		return work{}, err
 	}
-	before := dev.Stats()
+	before, launchedBefore := dev.Stats(), dev.launched()
 	if _, err := m.Run(ctx, feeds); err != nil {
 		return work{}, err
 	}
 	after := dev.Stats()
+	kernels := map[string]int{}
+	for k, n := range dev.launched() {
+		if d := n - launchedBefore[k]; d > 0 {
+			kernels[k] = d
+		}
+	}
 	return work{
+		Kernels:     kernels,
 		Batch:       b,
 		Launches:    after.Launches - before.Launches,
 		Gemms:       after.Gemms - before.Gemms,
@@ -476,6 +492,13 @@ func printReport(w io.Writer, rep report) {
 	if k := rep.Work; k != nil {
 		fmt.Fprintf(w, "work    a steady batch of %d: %d launches, %d GEMMs, copies %d host→device, %d device→host, %d device→device, %d syncs; %.1f MiB of device memory besides the weights\n",
 			k.Batch, k.Launches, k.Gemms, k.CopiesHtoD, k.CopiesDtoH, k.CopiesDtoD, k.Syncs, float64(k.DeviceBytes)/(1<<20))
+		names := slices.Sorted(maps.Keys(k.Kernels))
+		slices.SortStableFunc(names, func(a, b string) int { return k.Kernels[b] - k.Kernels[a] })
+		var by []string
+		for _, name := range names {
+			by = append(by, fmt.Sprintf("%s %d", name, k.Kernels[name]))
+		}
+		fmt.Fprintf(w, "        launches by kernel: %s\n", strings.Join(by, ", "))
 	}
 	if len(rep.Batches) == 0 {
 		return

@@ -13,9 +13,10 @@ import (
 // runs the host-emulated kernels (DESIGN.md rule 6). Its times say nothing
 // about a GPU; its host nodes and outputs are the GPU path's.
 func init() {
-	simBackend = func() (inference.Backend, *sim.Device, error) {
-		dev := sim.New(sim.Options{Runner: emu.NewRunner()})
+	simBackend = func() (inference.Backend, *simDevice, error) {
+		runner := emu.NewRunner()
+		dev := sim.New(sim.Options{Runner: runner})
 		b := cuda.NewBackend(func() (cuda.Device, error) { return dev, nil })
-		return b, dev, b.Available()
+		return b, &simDevice{dev, runner.Launched}, b.Available()
 	}
 }
