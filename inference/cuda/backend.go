@@ -204,10 +204,10 @@ func (b *Backend) Compile(g *graph.Graph) (inference.Model, error) {
 // with the CPU's reference kernels, then the rewrites whose result the
 // device runs: dead nodes removed, BatchNormalization folded (plain
 // ONNX), LayerNormalization and Gelu recognised (lower_norm.go and
-// lower_elementwise.go have kernels for them), and the one epilogue the
-// Conv lowering honours, the clamp of a Relu or a Clip. Attention
-// recognition and the other epilogues are the CPU's: here their nodes
-// would run on the host.
+// lower_elementwise.go have kernels for them), and the epilogues the Conv
+// lowering honours: a residual Add and the clamp of a Relu or a Clip
+// (the bias is Conv's own). Attention recognition and the other epilogues
+// are the CPU's: here their nodes would run on the host.
 func graphPasses() []passes.Pass {
 	return []passes.Pass{
 		passes.FoldConstants(cpu.RunNode),
@@ -215,7 +215,7 @@ func graphPasses() []passes.Pass {
 		passes.FoldBatchNorm(),
 		passes.RecognizeLayerNorm(),
 		passes.RecognizeGelu(),
-		passes.FuseEpilogues(passes.Epilogues{Ops: []string{"Conv"}, Activations: []string{"Relu", "Clip"}}),
+		passes.FuseEpilogues(passes.Epilogues{Ops: []string{"Conv"}, Residual: true, Activations: []string{"Relu", "Clip"}}),
 	}
 }
 

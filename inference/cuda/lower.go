@@ -113,6 +113,14 @@ type kernelArg struct {
 // ptrArg passes the device address of o.
 func ptrArg(o operand) kernelArg { return kernelArg{ptr: true, at: o.loc} }
 
+// optionalArg is ptrArg for a present operand, a null pointer otherwise.
+func optionalArg(o operand) kernelArg {
+	if !o.Present() {
+		return intArg(0)
+	}
+	return ptrArg(o)
+}
+
 // intArg passes an integer (a long long parameter).
 func intArg[T ~int | ~int64 | ~int32 | ~uint32](v T) kernelArg {
 	return kernelArg{lit: uint64(int64(v))}

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"math"
+	"slices"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph/passes"
@@ -150,8 +151,22 @@ func lowerConv(l *lowering) error {
 	}
 	geom := spatialArgs(win.in, win.kernel, win.out, win.stride, win.dilation, win.padBegin)
 	if group > 1 && cg == 1 {
+		res, err := fusedResidual(l, y)
+		if err != nil {
+			return err
+		}
+		direct := clamp // a residual comes before the clamp: the epilogue's launch clamps
+		if res.Present() {
+			direct = []kernelArg{intArg(0), floatArg(0.0), floatArg(0.0)}
+		}
 		args := append([]kernelArg{ptrArg(y), ptrArg(x), ptrArg(w), bias, intArg(y.Len()), intArg(c), intArg(m), intArg(cg), intArg(mg)}, geom...)
-		return l.Launch(kernels.ConvDirectF32, y.Len(), append(args, clamp...)...)
+		if err := l.Launch(kernels.ConvDirectF32, y.Len(), append(args, direct...)...); err != nil {
+			return err
+		}
+		if !res.Present() {
+			return nil
+		}
+		return convEpilogue(l, y, intArg(0), osp, int64(m), clamp, clampOn)
 	}
 	pointwise := ksz == 1 && win.stride == [3]int64{1, 1, 1} && win.padBegin == [3]int64{} && win.padEnd == [3]int64{}
 	g := gemmOp{Gemm: Gemm{M: int(osp), N: mg, K: int(rows), Alpha: 1, LDA: int(osp), LDB: int(rows), LDC: int(osp)},
@@ -179,11 +194,55 @@ func lowerConv(l *lowering) error {
 			}
 		}
 	}
-	if bias.ptr || clampOn {
-		args := append([]kernelArg{ptrArg(y), bias, intArg(y.Len()), intArg(osp), intArg(m)}, clamp...)
-		return l.Launch(kernels.ConvBiasActF32, y.Len(), args...)
+	return convEpilogue(l, y, bias, osp, int64(m), clamp, clampOn)
+}
+
+// convEpilogue finishes a GEMM convolution y in place with the epilogue
+// the graph passes fused into the node: the bias (a null pointer: none),
+// the residual (FusedResidual) and the clamp, in one conv_bias_act_f32
+// launch, or none when there is nothing to do. A residual of another
+// shape than y (it broadcasts, as Add's operands do) is added by a
+// broadcasting Add between the bias and the clamp.
+func convEpilogue(l *lowering, y operand, bias kernelArg, size, channels int64, clamp []kernelArg, clampOn bool) error {
+	res, err := fusedResidual(l, y)
+	if err != nil {
+		return err
 	}
-	return nil
+	noClamp := []kernelArg{intArg(0), floatArg(0.0), floatArg(0.0)}
+	if res.Present() && !slices.Equal(res.Shape, y.Shape) {
+		if bias.ptr {
+			if err := l.Launch(kernels.ConvBiasActF32, y.Len(), append([]kernelArg{ptrArg(y), bias, intArg(0), intArg(y.Len()), intArg(size), intArg(channels)}, noClamp...)...); err != nil {
+				return err
+			}
+		}
+		if err := launchBroadcast(l, kernels.BinaryF32, kernels.B_ADD, y, y, res); err != nil {
+			return err
+		}
+		bias, res = intArg(0), operand{}
+	}
+	if !bias.ptr && !res.Present() && !clampOn {
+		return nil
+	}
+	args := append([]kernelArg{ptrArg(y), bias, optionalArg(res), intArg(y.Len()), intArg(size), intArg(channels)}, clamp...)
+	return l.Launch(kernels.ConvBiasActF32, y.Len(), args...)
+}
+
+// fusedResidual returns the residual input the graph passes fused into the
+// node (FusedResidual), or an absent operand: a float32 tensor that y's
+// shape broadcasts from.
+func fusedResidual(l *lowering, y operand) (operand, error) {
+	i := int(l.Int(passes.FusedResidual, -1))
+	if !l.Node.Has(passes.FusedResidual) || i < 0 || i >= len(l.In) {
+		return operand{}, nil // as the CPU backend reads it (cpu.fusedInput)
+	}
+	res := l.input(i)
+	if !res.Present() || res.DType != inference.Float32 {
+		return operand{}, l.NoKernel("fused residual %v", res.DType)
+	}
+	if shape, err := opsem.BroadcastShape(y.Shape, res.Shape); err != nil || !slices.Equal(shape, y.Shape) {
+		return operand{}, l.NoKernel("fused residual %v does not broadcast to the output %v", res.Shape, y.Shape)
+	}
+	return res, nil
 }
 
 // lowerConvTranspose runs, per image and group, the GEMM col[n, g]

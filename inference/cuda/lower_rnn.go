@@ -193,12 +193,6 @@ func lowerRecurrent(l *lowering, cell int) error {
 	if len(l.Out) > 0 && l.Out[0].Present() {
 		y = ptrArg(l.Out[0])
 	}
-	optional := func(o operand) kernelArg {
-		if o.Present() {
-			return ptrArg(o)
-		}
-		return kernelArg{}
-	}
 
 	// X·Wᵀ for every step and direction: [rows, dirs·gh], column-major
 	// (W·Xᵀ).
@@ -230,7 +224,7 @@ func lowerRecurrent(l *lowering, cell int) error {
 				for _, g := range groups {
 					if err := l.Launch(kernels.RnnGruResetF32, int64(g.nd*batch*hidden), intArg(s), intArg(seq), intArg(g.d0), intArg(g.nd),
 						intArg(dirs), intArg(rev), intArg(batch), intArg(hidden), ptrArg(xw), intArg(xt), intArg(xb), ptrArg(gates),
-						optional(bias), ptrArg(hPrev), intArg(sd), intArg(sr), ptrArg(tmp), floatArg(o.Clip), g.args[0], g.args[1], g.args[2]); err != nil {
+						optionalArg(bias), ptrArg(hPrev), intArg(sd), intArg(sr), ptrArg(tmp), floatArg(o.Clip), g.args[0], g.args[1], g.args[2]); err != nil {
 						return err
 					}
 				}
@@ -242,8 +236,8 @@ func lowerRecurrent(l *lowering, cell int) error {
 		for _, g := range groups {
 			args := []kernelArg{intArg(cell), intArg(s), intArg(seq), intArg(g.d0), intArg(g.nd), intArg(dirs), intArg(rev),
 				intArg(batch), intArg(hidden), ptrArg(xw), intArg(xt), intArg(xb), ptrArg(gates), intArg(b2i(hPrev.Present())),
-				optional(bias), optional(peep), optional(hPrev), ptrArg(hState), optional(cPrev), optional(cState),
-				intArg(sd), intArg(sr), y, intArg(yt), intArg(yd), intArg(yb), optional(lens), intArg(lensType),
+				optionalArg(bias), optionalArg(peep), optionalArg(hPrev), ptrArg(hState), optionalArg(cPrev), optionalArg(cState),
+				intArg(sd), intArg(sr), y, intArg(yt), intArg(yd), intArg(yb), optionalArg(lens), intArg(lensType),
 				lensCheck[0], lensCheck[1], floatArg(o.Clip), intArg(b2i(o.LinearBeforeReset)), intArg(b2i(o.InputForget))}
 			if err := l.Launch(kernels.RnnCellF32, int64(g.nd*batch*hidden), append(args, g.args...)...); err != nil {
 				return err

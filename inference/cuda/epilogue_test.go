@@ -1,0 +1,100 @@
+//go:build cgo
+
+package cuda_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/cuda"
+	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/internal/check"
+	"github.com/beamml/beamml/internal/kernels"
+)
+
+// residualNet has a residual Add (and a Relu or Clip after it) after each
+// kind of convolution the lowering has: im2col with a bias, a 1×1 without
+// one, a depthwise one (the direct kernel), and one whose residual
+// broadcasts.
+func residualNet(t testing.TB) *graph.Graph {
+	t.Helper()
+	ints := func(v ...int64) graph.Attr { return graph.Attr{Type: graph.AttrInts, Ints: v} }
+	pad := func() map[string]graph.Attr { return map[string]graph.Attr{"pads": ints(1, 1, 1, 1)} } // a map per node: passes add to it
+	g := &graph.Graph{
+		Name:    "residual",
+		Opsets:  map[string]int64{"": 17},
+		Inputs:  []graph.Value{{Name: "x", DType: inference.Float32, Shape: []int{inference.Dynamic, 4, 6, 6}}},
+		Outputs: []graph.Value{{Name: "y", DType: inference.Float32}},
+		Initializers: map[string]inference.Tensor{
+			"w1": check.Rand(1, -0.5, 0.5, 4, 4, 3, 3), "b1": check.Rand(2, -0.1, 0.1, 4),
+			"w2": check.Rand(3, -0.5, 0.5, 4, 4, 1, 1),
+			"w3": check.Rand(4, -0.5, 0.5, 4, 1, 3, 3), "b3": check.Rand(5, -0.1, 0.1, 4),
+			"w4": check.Rand(6, -0.5, 0.5, 4, 4, 3, 3), "b4": check.Rand(7, -0.1, 0.1, 4),
+			"lo": check.Floats([]int{}, 0), "hi": check.Floats([]int{}, 0.5),
+		},
+		Nodes: []*graph.Node{
+			{Name: "conv1", OpType: "Conv", Inputs: []string{"x", "w1", "b1"}, Outputs: []string{"c1"}, Attrs: pad()},
+			{Name: "add1", OpType: "Add", Inputs: []string{"c1", "x"}, Outputs: []string{"s1"}},
+			{Name: "relu1", OpType: "Relu", Inputs: []string{"s1"}, Outputs: []string{"r1"}},
+			{Name: "conv2", OpType: "Conv", Inputs: []string{"r1", "w2"}, Outputs: []string{"c2"}},
+			{Name: "add2", OpType: "Add", Inputs: []string{"r1", "c2"}, Outputs: []string{"s2"}},
+			{Name: "relu2", OpType: "Relu", Inputs: []string{"s2"}, Outputs: []string{"r2"}},
+			{Name: "conv3", OpType: "Conv", Inputs: []string{"r2", "w3", "b3"}, Outputs: []string{"c3"},
+				Attrs: map[string]graph.Attr{"pads": ints(1, 1, 1, 1), "group": {Type: graph.AttrInt, Int: 4}}},
+			{Name: "add3", OpType: "Add", Inputs: []string{"c3", "r2"}, Outputs: []string{"s3"}},
+			{Name: "clip3", OpType: "Clip", Inputs: []string{"s3", "lo", "hi"}, Outputs: []string{"r3"}},
+			{Name: "pool", OpType: "ReduceMean", Inputs: []string{"r3"}, Outputs: []string{"m"},
+				Attrs: map[string]graph.Attr{"axes": ints(2, 3)}},
+			{Name: "conv4", OpType: "Conv", Inputs: []string{"r3", "w4", "b4"}, Outputs: []string{"c4"}, Attrs: pad()},
+			{Name: "add4", OpType: "Add", Inputs: []string{"c4", "m"}, Outputs: []string{"s4"}}, // m [N, 4, 1, 1] broadcasts
+			{Name: "relu4", OpType: "Relu", Inputs: []string{"s4"}, Outputs: []string{"y"}},
+		},
+	}
+	if err := g.Sort(nil); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// A residual Add and the Relu or Clip after it run in the convolution's
+// epilogue launch (issue 15, item 4): one conv_bias_act_f32 per
+// convolution whose residual has its shape, and none of the Adds, Relus
+// and Clips as launches of their own; a residual that broadcasts is added
+// by one broadcasting Add between the bias and the clamp. The results are
+// the CPU backend's.
+func TestConvResidualEpilogue(t *testing.T) {
+	b, _ := newSim(t, 0)
+	m := compile(t, b, residualNet(t))
+	ctx := context.Background()
+	for i := range 2 {
+		feeds := batchOf(residualNet(t), 2, uint64(i))
+		before := runner.Launched()
+		got, err := m.Run(ctx, feeds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		matchCPU(t, residualNet, feeds, got)
+		if host := m.(*cuda.Model).Stats().HostNodes; len(host) > 0 {
+			t.Fatalf("nodes on the host: %q", host)
+		}
+		if i == 0 {
+			continue // the first batch of a shape plans it
+		}
+		launched := map[string]int{}
+		for k, n := range runner.Launched() {
+			if d := n - before[k]; d > 0 {
+				launched[k] = d
+			}
+		}
+		// conv1, conv2 and conv3's epilogues, conv4's bias and its clamp.
+		if launched[kernels.ConvBiasActF32] != 5 || launched[kernels.BinaryF32] != 1 {
+			t.Errorf("launches %v: want 5 of %s and 1 of %s (conv4's broadcast residual)", launched, kernels.ConvBiasActF32, kernels.BinaryF32)
+		}
+		for _, k := range []string{kernels.BinarySameF32, kernels.UnaryF32, kernels.UnaryClipF32} {
+			if launched[k] > 0 {
+				t.Errorf("%d launches of %s: an Add, Relu or Clip was not fused", launched[k], k)
+			}
+		}
+	}
+}
