@@ -289,6 +289,8 @@ func TestConstructionPanics(t *testing.T) {
 		{"negative failure rate", stub.Echo(2), []runinference.Option{runinference.MaxFailureRate(-0.1, 10)}, "MaxFailureRate(-0.1, 10): the fraction"},
 		{"NaN failure rate", stub.Echo(2), []runinference.Option{runinference.MaxFailureRate(math.NaN(), 10)}, "MaxFailureRate(NaN, 10): the fraction"},
 		{"no minimum of elements", stub.Echo(2), []runinference.Option{runinference.MaxFailureRate(0.1, 0)}, "MaxFailureRate(0.1, 0): minElements must be at least 1"},
+		{"bad precision", stub.Echo(2), []runinference.Option{runinference.Precision("bf16")}, `Precision("bf16")`},
+		{"bad precision option", withOption(stub.Echo(2), "precision", "int8"), nil, `option precision: inference: precision "int8"`},
 		{"empty spec", inference.Spec{}, nil, "no format"},
 		{"no uri", inference.Spec{Format: "stub"}, nil, "no URI"},
 	} {

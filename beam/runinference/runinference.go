@@ -149,6 +149,7 @@ type config struct {
 	MaxBatchSize  int
 	MaxBatchBytes int64 // 0: no limit
 	Device        inference.Device
+	Precision     inference.Precision // "": the spec's own
 	// InferenceTimeout is the deadline of each Model.Run; 0 means
 	// DefaultInferenceTimeout.
 	InferenceTimeout time.Duration
@@ -293,6 +294,22 @@ func Device(d inference.Device) Option {
 	}
 }
 
+// Precision chooses the arithmetic of the model's products on a GPU
+// (inference.FP32, the default, or inference.TF32: tensor cores with TF32
+// inputs; inference.FP16 is not implemented yet and fails the load). It
+// sets the spec's option inference.PrecisionOption, which a spec may carry
+// itself; the option wins over the spec's. The CPU backend computes in
+// float32 in every precision.
+func Precision(p inference.Precision) Option {
+	return func(c *config) error {
+		if _, err := inference.ParsePrecision(string(p)); err != nil || p == "" {
+			return fmt.Errorf("Precision(%q): want %q, %q or %q", p, inference.FP32, inference.TF32, inference.FP16)
+		}
+		c.Precision = p
+		return nil
+	}
+}
+
 func newConfig(spec inference.Spec, opts []Option) (inference.Spec, config) {
 	c := config{MinBatchSize: 1, MaxBatchSize: DefaultMaxBatchSize}
 	if err := spec.Validate(); err != nil {
@@ -317,6 +334,12 @@ func newConfig(spec inference.Spec, opts []Option) (inference.Spec, config) {
 	}
 	if c.Device != "" {
 		spec = spec.WithDevice(c.Device)
+	}
+	if c.Precision != "" {
+		spec = spec.WithPrecision(c.Precision)
+	}
+	if _, err := spec.Precision(); err != nil {
+		panic(fmt.Errorf("RunInference: %w", err))
 	}
 	return spec, c
 }

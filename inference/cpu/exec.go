@@ -64,6 +64,15 @@ func (b Backend) Compile(g *graph.Graph) (inference.Model, error) {
 	return m, nil
 }
 
+// CompileWith is Compile: the CPU backend computes in float32 in every
+// precision (inference.Precision).
+func (b Backend) CompileWith(g *graph.Graph, o graph.Options) (inference.Model, error) {
+	if _, err := inference.ParsePrecision(string(o.Precision)); err != nil {
+		return nil, fmt.Errorf("cpu: %w", err)
+	}
+	return b.Compile(g)
+}
+
 // Check reports the first node of g (or of its subgraphs) that the CPU
 // backend cannot run: an operator outside the ai.onnx domain or without a
 // kernel, as an *inference.UnsupportedOpError. A backend that runs on the

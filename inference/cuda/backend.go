@@ -172,6 +172,21 @@ func (b *Backend) function(dev int, name string) (Function, error) {
 // each input shape are built on first use. The model is a *Model on one
 // device, a *Replicas on several.
 func (b *Backend) Compile(g *graph.Graph) (inference.Model, error) {
+	return b.CompileWith(g, graph.Options{})
+}
+
+// CompileWith is Compile in the precision o asks for: inference.FP32 or
+// inference.TF32 (every GEMM on tensor cores with TF32 inputs);
+// inference.FP16 is not implemented yet and fails with
+// inference.ErrUnsupportedOp.
+func (b *Backend) CompileWith(g *graph.Graph, o graph.Options) (inference.Model, error) {
+	precision, err := inference.ParsePrecision(string(o.Precision))
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %w", err)
+	}
+	if precision == inference.FP16 {
+		return nil, &inference.UnsupportedOpError{Op: "precision", Detail: "fp16 is not implemented yet on the GPU; use fp32 or tf32"}
+	}
 	devs, err := b.Devices()
 	if err != nil {
 		return nil, err
@@ -185,12 +200,13 @@ func (b *Backend) Compile(g *graph.Graph) (inference.Model, error) {
 	if err := passes.Optimize(g, graphPasses()...); err != nil {
 		return nil, err
 	}
+	tf32 := precision == inference.TF32
 	if len(devs) == 1 {
-		return newModel(b, 0, devs[0], g)
+		return newModel(b, 0, devs[0], g, tf32)
 	}
 	var models []*Model
 	for i, dev := range devs {
-		m, err := newModel(b, i, dev, g)
+		m, err := newModel(b, i, dev, g, tf32)
 		if err != nil {
 			newReplicas(models).Close()
 			return nil, fmt.Errorf("cuda: replica on %s: %w", dev.Name(), err)
@@ -219,4 +235,4 @@ func graphPasses() []passes.Pass {
 	}
 }
 
-var _ graph.Compiler = (*Backend)(nil)
+var _ graph.OptionsCompiler = (*Backend)(nil)

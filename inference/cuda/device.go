@@ -38,6 +38,11 @@ type Gemm struct {
 	LDC            int
 	StrideC        int64
 	Batch          int
+	// TF32 lets the product round A and B to TensorFloat-32 and run on
+	// tensor cores, accumulating in float32 (inference.TF32; cuBLAS's
+	// CUBLAS_TF32_TENSOR_OP_MATH). Without it the product is float32
+	// throughout.
+	TF32 bool
 }
 
 // Shapes returns the rows and columns of the stored A and B matrices (op

@@ -38,6 +38,16 @@ func load(ctx context.Context, spec inference.Spec, backend inference.Backend) (
 	if !ok {
 		return nil, fmt.Errorf("onnx: backend %q does not run ONNX graphs: %w", backend.Device(), inference.ErrNoDevice)
 	}
+	precision, err := spec.Precision()
+	if err != nil {
+		return nil, fmt.Errorf("onnx: %w", err)
+	}
+	if oc, ok := c.(graph.OptionsCompiler); ok {
+		return oc.CompileWith(g, graph.Options{Precision: precision})
+	}
+	if precision != inference.FP32 {
+		return nil, fmt.Errorf("onnx: backend %q has no precision %s: %w", backend.Device(), precision, inference.ErrUnsupportedOp)
+	}
 	return c.Compile(g)
 }
 

@@ -13,6 +13,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"sync"
@@ -388,6 +389,9 @@ func (d *Device) Gemm(s cuda.Stream, g cuda.Gemm) error {
 		if err != nil {
 			return fmt.Errorf("sim: gemm C: %w", err)
 		}
+		if g.TF32 {
+			a, bm = toTF32(a), toTF32(bm)
+		}
 		gemm(g, a, bm, c)
 	}
 	d.count(func(s *Stats) { s.Gemms++ })
@@ -406,6 +410,22 @@ func (d *Device) floats(p cuda.Ptr, ld, rows, cols int) ([]float32, error) {
 		return nil, err
 	}
 	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), n), nil
+}
+
+// toTF32 returns a copy of v rounded to TensorFloat-32, as tensor cores
+// read a TF32 product's inputs: float32's sign and exponent, the top 10
+// bits of its mantissa, rounded to nearest with ties away from zero (PTX's
+// cvt.rna.tf32.f32). NaN and the infinities stay as they are.
+func toTF32(v []float32) []float32 {
+	out := make([]float32, len(v))
+	for i, f := range v {
+		bits := math.Float32bits(f)
+		if bits&0x7f800000 != 0x7f800000 { // finite
+			bits = (bits + 0x1000) &^ 0x1fff
+		}
+		out[i] = math.Float32frombits(bits)
+	}
+	return out
 }
 
 func gemm(g cuda.Gemm, a, b, c []float32) {

@@ -362,6 +362,60 @@ func TestOpenAll(t *testing.T) {
 	}
 }
 
+// TF32 reaches cuBLAS (issue 15, item 1): a 256-deep product of 1 + 2^-12
+// by 1 is 256·(1 + 2^-12) in float32 and 256 on tensor cores, which round
+// the inputs to TF32's 10-bit mantissa; GPUs before sm_80 have none and
+// compute in float32 either way.
+func TestTF32Gemm(t *testing.T) {
+	d := open(t)
+	const n = 256
+	x := float32(1 + math.Pow(2, -12))
+	a, b := make([]float32, n*n), make([]float32, n*n)
+	for i := range a {
+		a[i], b[i] = x, 1
+	}
+	alloc := func(v []float32) cuda.Ptr {
+		p, err := d.Alloc(int64(4 * len(v)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Free(p) })
+		if err := d.CopyHtoD(p, floatBytes(v)); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	pa, pb, pc := alloc(a), alloc(b), alloc(make([]float32, n*n))
+	s, err := d.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.DestroyStream(s)
+	product := func(tf32 bool) float32 {
+		g := cuda.Gemm{M: n, N: n, K: n, Alpha: 1, A: pa, LDA: n, B: pb, LDB: n, C: pc, LDC: n, Batch: 1, TF32: tf32}
+		if err := d.Gemm(s, g); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Sync(s); err != nil {
+			t.Fatal(err)
+		}
+		out := make([]byte, 4*n*n)
+		if err := d.CopyDtoH(out, pc); err != nil {
+			t.Fatal(err)
+		}
+		return bytesFloat(out)[0]
+	}
+	fp32, tf32, again := product(false), product(true), product(false)
+	t.Logf("%s: float32 %.7g, TF32 %.7g", d.Name(), fp32, tf32)
+	if want := float32(n) * x; math.Abs(float64(fp32-want)) > 1e-4 || fp32 != again {
+		t.Errorf("float32 product %.7g then %.7g, want %.7g both times (the handle's math mode must go back)", fp32, again, want)
+	}
+	var major int
+	if _, err := fmt.Sscanf(d.Name()[strings.LastIndex(d.Name(), "sm_")+3:], "%1d", &major); err == nil && major >= 8 && tf32 != n {
+		t.Errorf("TF32 product on %s is %.7g, want %d: cuBLAS did not round the inputs to TF32", d.Name(), tf32, n)
+	}
+}
+
 // Concurrent streams multiply on handles of their own (issue 14, item 8):
 // each stream's first product creates its handle, no two streams share
 // one, and products queued from many goroutines at once are right. The

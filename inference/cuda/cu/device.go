@@ -85,6 +85,7 @@ type stream struct {
 	s    gocu.Stream
 	mu   sync.Mutex     // held by a product: cuBLAS handles are not for concurrent use
 	blas *cublas.Handle // nil until the stream's first product
+	tf32 bool           // blas's math mode (cuda.Gemm.TF32)
 }
 
 // Open opens device ordinal (as CUDA_VISIBLE_DEVICES numbers them): it
@@ -420,6 +421,9 @@ func (d *Device) Gemm(s cuda.Stream, g cuda.Gemm) error {
 			if err := d.blas.SetStream(nil); err != nil {
 				return blasErr("", err)
 			}
+			if err := d.blas.SetTF32(g.TF32); err != nil {
+				return blasErr("", err)
+			}
 			return gemm(d.blas, cs, g)
 		}
 		st.mu.Lock()
@@ -427,6 +431,12 @@ func (d *Device) Gemm(s cuda.Stream, g cuda.Gemm) error {
 		h, err := d.streamBLAS(st)
 		if err != nil {
 			return err
+		}
+		if st.tf32 != g.TF32 {
+			if err := h.SetTF32(g.TF32); err != nil {
+				return blasErr("", err)
+			}
+			st.tf32 = g.TF32
 		}
 		return gemm(h, cs, g)
 	})

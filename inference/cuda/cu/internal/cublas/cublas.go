@@ -266,6 +266,19 @@ func (l *Lib) Create() (*Handle, error) {
 	return h, nil
 }
 
+// SetTF32 sets the handle's math mode: CUBLAS_TF32_TENSOR_OP_MATH (single
+// precision products on tensor cores with TF32 inputs, on GPUs that have
+// them) when tf32, CUBLAS_DEFAULT_MATH (float32 throughout) otherwise.
+func (h *Handle) SetTF32(tf32 bool) error {
+	if h.h == nil {
+		return ErrClosed
+	}
+	if tf32 {
+		return h.l.status("cublasSetMathMode(CUBLAS_TF32_TENSOR_OP_MATH)", C.beammlSetMathMode(&h.l.c, h.h, C.CUBLAS_TF32_TENSOR_OP_MATH))
+	}
+	return h.l.status("cublasSetMathMode(CUBLAS_DEFAULT_MATH)", C.beammlSetMathMode(&h.l.c, h.h, C.CUBLAS_DEFAULT_MATH))
+}
+
 // Version is the loaded library's version, e.g. 120402 for 12.4.2.
 func (h *Handle) Version() (int, error) {
 	if h.h == nil {
