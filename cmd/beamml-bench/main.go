@@ -118,6 +118,10 @@ type work struct {
 	CopiesDtoH int `json:"copies_dtoh"`
 	CopiesDtoD int `json:"copies_dtod"`
 	Syncs      int `json:"syncs"`
+	// Calls counts the calls that queued work (launches, products, async
+	// copies one by one, or a CUDA graph's replay: sim.Stats.Calls).
+	Calls         int `json:"calls"`
+	GraphLaunches int `json:"graph_launches"`
 	// DeviceBytes is the device memory the model holds besides its weights
 	// (workspaces: the memory plan's intermediates, staging; the plans'
 	// constants) after the batch.
@@ -291,16 +295,18 @@ func resolve(device inference.Device) (inference.Backend, *simDevice, error) {
 }
 
 // measureWork counts what the simulated device does for one batch of the
-// first batch size, after one warm-up batch of it (so the plan and the
-// workspace exist): a steady-state batch.
+// first batch size, after two warm-up batches of it (so the plan, the
+// workspace and its CUDA graph exist): a steady-state batch.
 func measureWork(ctx context.Context, m inference.Model, dev *simDevice, cfg config) (work, error) {
 	b := cfg.batches[0]
 	feeds, err := randomFeeds(m.Inputs(), b, cfg.dynamic, cfg.seed)
 	if err != nil {
 		return work{}, err
 	}
-	if _, err := m.Run(ctx, feeds); err != nil {
-		return work{}, err
+	for range 2 {
+		if _, err := m.Run(ctx, feeds); err != nil {
+			return work{}, err
+		}
 	}
 	before, launchedBefore := dev.Stats(), dev.launched()
 	if _, err := m.Run(ctx, feeds); err != nil {
@@ -314,15 +320,17 @@ func measureWork(ctx context.Context, m inference.Model, dev *simDevice, cfg con
 		}
 	}
 	return work{
-		Kernels:     kernels,
-		Batch:       b,
-		Launches:    after.Launches - before.Launches,
-		Gemms:       after.Gemms - before.Gemms,
-		CopiesHtoD:  after.CopiesHtoD - before.CopiesHtoD,
-		CopiesDtoH:  after.CopiesDtoH - before.CopiesDtoH,
-		CopiesDtoD:  after.CopiesDtoD - before.CopiesDtoD,
-		Syncs:       after.Syncs - before.Syncs,
-		DeviceBytes: after.AllocatedBytes - m.ByteSize(),
+		Kernels:       kernels,
+		Batch:         b,
+		Launches:      after.Launches - before.Launches,
+		Gemms:         after.Gemms - before.Gemms,
+		CopiesHtoD:    after.CopiesHtoD - before.CopiesHtoD,
+		CopiesDtoH:    after.CopiesDtoH - before.CopiesDtoH,
+		CopiesDtoD:    after.CopiesDtoD - before.CopiesDtoD,
+		Syncs:         after.Syncs - before.Syncs,
+		Calls:         after.Calls - before.Calls,
+		GraphLaunches: after.GraphLaunches - before.GraphLaunches,
+		DeviceBytes:   after.AllocatedBytes - m.ByteSize(),
 	}, nil
 }
 
@@ -492,6 +500,7 @@ func printReport(w io.Writer, rep report) {
 	if k := rep.Work; k != nil {
 		fmt.Fprintf(w, "work    a steady batch of %d: %d launches, %d GEMMs, copies %d host→device, %d device→host, %d device→device, %d syncs; %.1f MiB of device memory besides the weights\n",
 			k.Batch, k.Launches, k.Gemms, k.CopiesHtoD, k.CopiesDtoH, k.CopiesDtoD, k.Syncs, float64(k.DeviceBytes)/(1<<20))
+		fmt.Fprintf(w, "        %d call(s) to the device queued it (%d CUDA graph launch(es))\n", k.Calls, k.GraphLaunches)
 		names := slices.Sorted(maps.Keys(k.Kernels))
 		slices.SortStableFunc(names, func(a, b string) int { return k.Kernels[b] - k.Kernels[a] })
 		var by []string

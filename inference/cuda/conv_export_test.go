@@ -7,3 +7,11 @@ func SetColLimit(floats int64) (restore func()) {
 	colLimit = floats
 	return func() { colLimit = old }
 }
+
+// SetGraphsOff turns CUDA graphs off (BEAMML_CUDA_GRAPHS=0) or on, and
+// returns the function that restores the setting.
+func SetGraphsOff(off bool) (restore func()) {
+	old := graphsOff
+	graphsOff = off
+	return func() { graphsOff = old }
+}

@@ -111,3 +111,20 @@ type Device interface {
 	// Close releases the device context.
 	Close() error
 }
+
+// Graph is a captured sequence of a stream's work (a CUDA graph,
+// instantiated), replayed by one call.
+type Graph interface{}
+
+// Grapher is a Device that captures a stream's work into graphs and
+// replays them: what lets the executor queue a batch with one call instead
+// of one per kernel, GEMM and copy (cuStreamBeginCapture, cuGraphLaunch).
+// While a stream is captured, the work queued on it is recorded, not run,
+// and must not be waited for; a replay reads the host buffers of its
+// copies when it runs, so a caller refills them and replays.
+type Grapher interface {
+	BeginCapture(s Stream) error
+	EndCapture(s Stream) (Graph, error)
+	LaunchGraph(g Graph, s Stream) error
+	DestroyGraph(g Graph) error
+}

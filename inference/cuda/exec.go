@@ -281,36 +281,47 @@ func (m *Model) execute(ctx context.Context, p *plan, ws *workspace, feeds map[s
 		ws.wordClear = true
 	}
 	for _, in := range p.inputs {
-		if in.bytes == 0 {
-			continue
-		}
-		stage := ws.hostIn[in.stage : in.stage+in.bytes]
-		copy(stage, tensorBytes(feeds[in.name]))
-		if err := m.dev.CopyHtoDAsync(f.addr(in.at), stage, ws.stream); err != nil {
-			return nil, m.stopped(p, ws, f, fmt.Errorf("cuda: copy input %q to the device: %w", in.name, err))
+		if in.bytes > 0 {
+			copy(ws.hostIn[in.stage:in.stage+in.bytes], tensorBytes(feeds[in.name]))
 		}
 	}
-	run := limit.New(ctx, 0) // for the nodes that run on the host
-	for i := range p.steps {
-		if err := ctx.Err(); err != nil {
-			return nil, m.stopped(p, ws, f, err)
+	// The run's work, queued call by call, or captured into the graph that
+	// later runs replay (graph.go).
+	eager := func() error {
+		for _, in := range p.inputs {
+			if in.bytes == 0 {
+				continue
+			}
+			if err := m.dev.CopyHtoDAsync(f.addr(in.at), ws.hostIn[in.stage:in.stage+in.bytes], ws.stream); err != nil {
+				return fmt.Errorf("cuda: copy input %q to the device: %w", in.name, err)
+			}
 		}
-		if err := m.guardedDo(run, &p.steps[i], f, ws); err != nil {
-			return nil, m.stopped(p, ws, f, err)
+		run := limit.New(ctx, 0) // for the nodes that run on the host
+		for i := range p.steps {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := m.guardedDo(run, &p.steps[i], f, ws); err != nil {
+				return err
+			}
 		}
+		for _, out := range p.outputs {
+			if out.bytes == 0 {
+				continue
+			}
+			if err := m.dev.CopyDtoHAsync(ws.hostOut[out.stage:out.stage+out.bytes], f.addr(out.at), ws.stream); err != nil {
+				return fmt.Errorf("cuda: copy output %q from the device: %w", out.name, err)
+			}
+		}
+		if len(p.sites) > 0 {
+			if err := m.dev.CopyDtoHAsync(word, f.word, ws.stream); err != nil {
+				return fmt.Errorf("cuda: copy the error word from the device: %w", err)
+			}
+		}
+		return nil
 	}
-	for _, out := range p.outputs {
-		if out.bytes == 0 {
-			continue
-		}
-		if err := m.dev.CopyDtoHAsync(ws.hostOut[out.stage:out.stage+out.bytes], f.addr(out.at), ws.stream); err != nil {
-			return nil, m.stopped(p, ws, f, fmt.Errorf("cuda: copy output %q from the device: %w", out.name, err))
-		}
-	}
-	if len(p.sites) > 0 {
-		if err := m.dev.CopyDtoHAsync(word, f.word, ws.stream); err != nil {
-			return nil, m.stopped(p, ws, f, fmt.Errorf("cuda: copy the error word from the device: %w", err))
-		}
+	if err := m.queue(p, ws, eager); err != nil {
+		return nil, m.stopped(p, ws, f, err)
 	}
 	if err := m.dev.Sync(ws.stream); err != nil {
 		ws.wordClear = false

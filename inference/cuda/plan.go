@@ -56,6 +56,17 @@ type plan struct {
 	evicted    bool
 }
 
+// capturable reports whether a run of p can be captured into a CUDA graph:
+// every step runs on the device (a host step waits for the stream).
+func (p *plan) capturable() bool {
+	for _, s := range p.steps {
+		if s.kind == stepHost {
+			return false
+		}
+	}
+	return true
+}
+
 type ioSlot struct {
 	name  string
 	at    loc
@@ -115,6 +126,7 @@ func (m *Model) release(p *plan) {
 }
 
 func (m *Model) freePlan(p *plan) {
+	m.pool.dropGraphs(p)
 	if p.consts != 0 {
 		m.dev.Free(p.consts)
 		p.consts = 0

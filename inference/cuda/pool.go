@@ -21,6 +21,10 @@ type workspace struct {
 	hostIn    []byte
 	hostOut   []byte
 	args      []uint64 // a launch's arguments, reused from launch to launch
+	// graphs holds, per plan, the CUDA graph of a run of the plan in this
+	// workspace (graph.go); runs counts the plan's runs here until then.
+	graphs map[*plan]Graph
+	runs   map[*plan]int
 }
 
 // pool keeps the workspaces of a model. Runs take one and put it back, so
@@ -109,6 +113,9 @@ func (p *pool) alloc(size, in, out int64) (*workspace, error) {
 
 func (p *pool) free(w *workspace) error {
 	var errs []error
+	for pl := range w.graphs {
+		errs = append(errs, w.dropGraph(p.dev, pl))
+	}
 	if w.hostIn != nil {
 		errs = append(errs, p.dev.FreeHost(w.hostIn))
 	}

@@ -54,10 +54,17 @@ type Stats struct {
 	CopiesDtoH            int
 	CopiesDtoD            int
 	BytesHtoD, BytesDtoH  int64
-	Launches              int
-	Gemms                 int
+	Launches              int // kernels run, queued one by one or replayed in a graph
+	Gemms                 int // products, likewise
 	Streams               int // streams created
 	Syncs                 int
+	// Calls counts the calls that queue work on a stream, what a real
+	// driver is asked for: launches, products and async copies made one
+	// by one, and graph launches (a replayed graph is one call, whatever
+	// it holds; work captured into a graph is no call).
+	Calls         int
+	Graphs        int // graphs captured
+	GraphLaunches int // graph replays
 }
 
 // Device is a simulated GPU. It is safe for concurrent use.
@@ -295,18 +302,37 @@ func (d *Device) CopyDtoH(dst []byte, src cuda.Ptr) error {
 	return nil
 }
 
-// CopyHtoDAsync copies at once: the simulated streams are synchronous.
+// CopyHtoDAsync copies at once: the simulated streams are synchronous. On
+// a stream being captured it is recorded instead: src is read when the
+// graph is replayed.
 func (d *Device) CopyHtoDAsync(dst cuda.Ptr, src []byte, s cuda.Stream) error {
+	if d.record(s, func() error { return d.CopyHtoD(dst, src) }) {
+		return nil
+	}
+	d.count(func(s *Stats) { s.Calls++ })
 	return d.CopyHtoD(dst, src)
 }
 
-// CopyDtoHAsync copies at once.
+// CopyDtoHAsync copies at once, or is recorded on a stream being captured.
 func (d *Device) CopyDtoHAsync(dst []byte, src cuda.Ptr, s cuda.Stream) error {
+	if d.record(s, func() error { return d.CopyDtoH(dst, src) }) {
+		return nil
+	}
+	d.count(func(s *Stats) { s.Calls++ })
 	return d.CopyDtoH(dst, src)
 }
 
-// CopyDtoDAsync copies device memory.
+// CopyDtoDAsync copies device memory, or is recorded on a stream being
+// captured.
 func (d *Device) CopyDtoDAsync(dst, src cuda.Ptr, n int64, s cuda.Stream) error {
+	if d.record(s, func() error { return d.copyDtoD(dst, src, n) }) {
+		return nil
+	}
+	d.count(func(s *Stats) { s.Calls++ })
+	return d.copyDtoD(dst, src, n)
+}
+
+func (d *Device) copyDtoD(dst, src cuda.Ptr, n int64) error {
 	if err := d.failed(); err != nil {
 		return err
 	}
@@ -352,6 +378,15 @@ func (d *Device) Launch(f cuda.Function, grid, block cuda.Dim3, s cuda.Stream, a
 	if d.opts.Runner == nil {
 		return fmt.Errorf("sim: launch of %s: the device has no kernel runner", name)
 	}
+	args = slices.Clone(args) // the caller reuses its slice; a recorded launch keeps these
+	if d.record(s, func() error { return d.launch(name, grid, block, args) }) {
+		return nil
+	}
+	d.count(func(s *Stats) { s.Calls++ })
+	return d.launch(name, grid, block, args)
+}
+
+func (d *Device) launch(name string, grid, block cuda.Dim3, args []uint64) error {
 	if err := d.failed(); err != nil {
 		return err
 	}
@@ -367,12 +402,21 @@ func (d *Device) Launch(f cuda.Function, grid, block cuda.Dim3, s cuda.Stream, a
 	return d.opts.Runner.Launch(name, [3]uint32{grid.X, grid.Y, grid.Z}, [3]uint32{block.X, block.Y, block.Z}, args)
 }
 
-// Gemm runs the product in Go, with cuBLAS's column-major layout.
+// Gemm runs the product in Go, with cuBLAS's column-major layout, or
+// records it on a stream being captured.
 func (d *Device) Gemm(s cuda.Stream, g cuda.Gemm) error {
-	aRows, aCols, bRows, bCols, err := g.Shapes()
-	if err != nil {
+	if _, _, _, _, err := g.Shapes(); err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
+	if d.record(s, func() error { return d.gemm(g) }) {
+		return nil
+	}
+	d.count(func(s *Stats) { s.Calls++ })
+	return d.gemm(g)
+}
+
+func (d *Device) gemm(g cuda.Gemm) error {
+	aRows, aCols, bRows, bCols, _ := g.Shapes()
 	if err := d.failed(); err != nil {
 		return err
 	}
@@ -470,7 +514,90 @@ func gemm(g cuda.Gemm, a, b, c []float32) {
 	}
 }
 
-type stream struct{ id int }
+type stream struct {
+	id      int
+	capture *graph // the graph being captured, if any
+}
+
+// graph is a captured sequence of work, replayed in order by LaunchGraph.
+type graph struct{ ops []func() error }
+
+// record adds op to the graph s is capturing, and reports whether it did.
+func (d *Device) record(s cuda.Stream, op func() error) bool {
+	st, ok := s.(*stream)
+	if !ok {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if st.capture == nil {
+		return false
+	}
+	st.capture.ops = append(st.capture.ops, op)
+	return true
+}
+
+// BeginCapture starts capturing the work queued on s into a graph: it is
+// recorded, not run, until EndCapture (cuda.Grapher).
+func (d *Device) BeginCapture(s cuda.Stream) error {
+	st, ok := s.(*stream)
+	if !ok {
+		return fmt.Errorf("sim: capture on %v, which is not a sim stream", s)
+	}
+	if err := d.failed(); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if st.capture != nil {
+		return fmt.Errorf("sim: stream %d is already being captured", st.id)
+	}
+	st.capture = &graph{}
+	return nil
+}
+
+// EndCapture ends the capture on s and returns the graph.
+func (d *Device) EndCapture(s cuda.Stream) (cuda.Graph, error) {
+	st, ok := s.(*stream)
+	if !ok {
+		return nil, fmt.Errorf("sim: end of a capture on %v, which is not a sim stream", s)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	g := st.capture
+	if g == nil {
+		return nil, fmt.Errorf("sim: stream %d is not being captured", st.id)
+	}
+	st.capture = nil
+	d.stats.Graphs++
+	return g, nil
+}
+
+// LaunchGraph replays g on s: one call, running every op it recorded.
+func (d *Device) LaunchGraph(g cuda.Graph, s cuda.Stream) error {
+	gr, ok := g.(*graph)
+	if !ok {
+		return fmt.Errorf("sim: launch of graph %v, which is not a sim graph", g)
+	}
+	if err := d.failed(); err != nil {
+		return err
+	}
+	d.count(func(s *Stats) { s.Calls++; s.GraphLaunches++ })
+	for _, op := range gr.ops {
+		if err := op(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DestroyGraph releases g.
+func (d *Device) DestroyGraph(g cuda.Graph) error {
+	if _, ok := g.(*graph); !ok {
+		return fmt.Errorf("sim: destroy of graph %v, which is not a sim graph", g)
+	}
+	return nil
+}
 
 // NewStream returns a stream; simulated streams run work at once.
 func (d *Device) NewStream() (cuda.Stream, error) {
@@ -481,12 +608,20 @@ func (d *Device) NewStream() (cuda.Stream, error) {
 	defer d.mu.Unlock()
 	d.nstream++
 	d.stats.Streams++
-	return &stream{d.nstream}, nil
+	return &stream{id: d.nstream}, nil
 }
 
 // Sync waits for s: there is nothing to wait for, but a fault raised by
 // an earlier launch (InjectFault) surfaces here.
 func (d *Device) Sync(s cuda.Stream) error {
+	if st, ok := s.(*stream); ok {
+		d.mu.Lock()
+		capturing := st.capture != nil
+		d.mu.Unlock()
+		if capturing { // as CUDA refuses it (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+			return fmt.Errorf("sim: sync of stream %d while it is being captured", st.id)
+		}
+	}
 	d.count(func(s *Stats) { s.Syncs++ })
 	return d.failed()
 }
@@ -516,4 +651,7 @@ func (d *Device) Close() error {
 	return nil
 }
 
-var _ cuda.Device = (*Device)(nil)
+var (
+	_ cuda.Device  = (*Device)(nil)
+	_ cuda.Grapher = (*Device)(nil)
+)

@@ -547,7 +547,10 @@ func TestOpsMatchCPU(t *testing.T) {
 
 // TestConcurrentRuns runs one model from many goroutines at once: each
 // call finds the context on whatever thread it lands on, and the runs'
-// streams and cuBLAS calls do not mix.
+// streams and cuBLAS calls do not mix. Every workspace captures a CUDA
+// graph per batch size on its second run of it and replays it after, on
+// whatever OS thread the goroutine is on (relaxed capture), so the results
+// check the graphs too.
 func TestConcurrentRuns(t *testing.T) {
 	b := newBackend(t)
 	want, err := cpu.Backend{}.Compile(mlp(t))

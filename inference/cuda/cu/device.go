@@ -498,6 +498,56 @@ func (d *Device) DestroyStream(s cuda.Stream) error {
 	})
 }
 
+// BeginCapture starts capturing the work queued on s into a CUDA graph
+// (cuStreamBeginCapture, relaxed mode): cuda.Grapher.
+func (d *Device) BeginCapture(s cuda.Stream) error {
+	cs, err := d.stream(s)
+	if err != nil {
+		return err
+	}
+	return d.bind("cuStreamBeginCapture", func() error { return beginCapture(cs) })
+}
+
+// EndCapture ends the capture of s and instantiates its graph.
+func (d *Device) EndCapture(s cuda.Stream) (cuda.Graph, error) {
+	cs, err := d.stream(s)
+	if err != nil {
+		return nil, err
+	}
+	var g *graph
+	err = d.bind("cuStreamEndCapture", func() error {
+		var err error
+		g, err = endCapture(cs)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// LaunchGraph replays g on s (cuGraphLaunch).
+func (d *Device) LaunchGraph(g cuda.Graph, s cuda.Stream) error {
+	gr, ok := g.(*graph)
+	if !ok {
+		return fmt.Errorf("cu: launch of graph %v, which is not a graph of this package", g)
+	}
+	cs, err := d.stream(s)
+	if err != nil {
+		return err
+	}
+	return d.bind("cuGraphLaunch", func() error { return launchGraph(gr, cs) })
+}
+
+// DestroyGraph releases g (cuGraphExecDestroy).
+func (d *Device) DestroyGraph(g cuda.Graph) error {
+	gr, ok := g.(*graph)
+	if !ok {
+		return fmt.Errorf("cu: destroy of graph %v, which is not a graph of this package", g)
+	}
+	return d.bind("cuGraphExecDestroy", func() error { return destroyGraph(gr) })
+}
+
 // MemInfo reports the device's free and total memory (cuMemGetInfo). Free
 // counts what other processes (MPS clients included) hold as used.
 func (d *Device) MemInfo() (cuda.MemInfo, error) {
@@ -547,4 +597,7 @@ func (d *Device) Close() error {
 	return errors.Join(errs...)
 }
 
-var _ cuda.Device = (*Device)(nil)
+var (
+	_ cuda.Device  = (*Device)(nil)
+	_ cuda.Grapher = (*Device)(nil)
+)

@@ -21,6 +21,24 @@ static CUresult beammlAllocHost(void **p, unsigned long long bytes) {
 
 static CUresult beammlFreeHost(void *p) { return cuMemFreeHost(p); }
 
+// CUDA graphs: capture a stream's work, instantiate it, replay it. The
+// capture is relaxed: other threads may allocate (other workspaces) while
+// one stream is captured, and Go may end it on another OS thread than it
+// began on.
+static CUresult beammlBeginCapture(CUstream s) { return cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED); }
+
+static CUresult beammlEndCapture(CUstream s, CUgraphExec *exec) {
+	CUgraph g = 0;
+	CUresult r = cuStreamEndCapture(s, &g);
+	if (r != CUDA_SUCCESS) return r;
+	r = cuGraphInstantiateWithFlags(exec, g, 0);
+	cuGraphDestroy(g);
+	return r;
+}
+
+static CUresult beammlGraphLaunch(CUgraphExec e, CUstream s) { return cuGraphLaunch(e, s); }
+static CUresult beammlGraphDestroy(CUgraphExec e) { return cuGraphExecDestroy(e); }
+
 // beammlStreamStatus is cuStreamQuery, whose CUDA_ERROR_NOT_READY (work
 // still queued) is no error.
 static CUresult beammlStreamStatus(CUstream s) {
@@ -71,8 +89,44 @@ func freeHost(b []byte) error {
 // streamStatus reports an error that s, or its context, holds: after a
 // sticky error every stream answers it. The context must be current.
 func streamStatus(s gocu.Stream) error {
-	if r := C.beammlStreamStatus(C.CUstream(unsafe.Pointer(s.C()))); r != C.CUDA_SUCCESS {
+	if r := C.beammlStreamStatus(cstream(s)); r != C.CUDA_SUCCESS {
 		return cuResultErr("cuStreamQuery", r)
+	}
+	return nil
+}
+
+// graph is the Graph of a Device: an instantiated CUDA graph.
+type graph struct{ exec C.CUgraphExec }
+
+func cstream(s gocu.Stream) C.CUstream { return C.CUstream(unsafe.Pointer(s.C())) }
+
+// beginCapture starts capturing s; the context must be current.
+func beginCapture(s gocu.Stream) error {
+	if r := C.beammlBeginCapture(cstream(s)); r != C.CUDA_SUCCESS {
+		return cuResultErr("cuStreamBeginCapture(CU_STREAM_CAPTURE_MODE_RELAXED)", r)
+	}
+	return nil
+}
+
+// endCapture ends the capture of s and instantiates the graph.
+func endCapture(s gocu.Stream) (*graph, error) {
+	g := &graph{}
+	if r := C.beammlEndCapture(cstream(s), &g.exec); r != C.CUDA_SUCCESS {
+		return nil, cuResultErr("cuStreamEndCapture, cuGraphInstantiateWithFlags", r)
+	}
+	return g, nil
+}
+
+func launchGraph(g *graph, s gocu.Stream) error {
+	if r := C.beammlGraphLaunch(g.exec, cstream(s)); r != C.CUDA_SUCCESS {
+		return cuResultErr("cuGraphLaunch", r)
+	}
+	return nil
+}
+
+func destroyGraph(g *graph) error {
+	if r := C.beammlGraphDestroy(g.exec); r != C.CUDA_SUCCESS {
+		return cuResultErr("cuGraphExecDestroy", r)
 	}
 	return nil
 }
