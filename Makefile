@@ -10,7 +10,7 @@ PIPELINE_PKGS := ./beam/runinference/ ./examples/classify/ ./examples/quickstart
 # The GPU executor's package runs only its concurrency tests under the race
 # detector: its 848 one-operator cases take minutes there and share no state.
 RACE_PKGS := $(shell $(GO) list ./inference/... | grep -v 'inference/cuda$$') ./beam/runinference/ ./testing/stub/
-CUDA_RACE_TESTS := TestConcurrentBatchesShareWeights|TestSteadyStateCopiesAndAllocations|TestOutOfMemory|TestMaxBatch|TestReplicaPerDevice|TestDeviceFaultIsFatal
+CUDA_RACE_TESTS := TestConcurrentBatchesShareWeights|TestSteadyStateCopiesAndAllocations|TestOutOfMemory|TestMaxBatch|TestReplicaPerDevice|TestDeviceFaultIsFatal|TestGraphReplay
 
 # go-nvml's header marks NVML calls deprecated; its cgo build would print
 # hundreds of warnings.
