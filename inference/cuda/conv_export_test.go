@@ -15,3 +15,11 @@ func SetGraphsOff(off bool) (restore func()) {
 	graphsOff = off
 	return func() { graphsOff = old }
 }
+
+// SetIm2col32 lets im2col use 32-bit index arithmetic (on) or not, and
+// returns the function that restores the setting.
+func SetIm2col32(on bool) (restore func()) {
+	old := im2col32
+	im2col32 = on
+	return func() { im2col32 = old }
+}

@@ -185,7 +185,11 @@ func lowerConv(l *lowering) error {
 			nc := min(chunk, n-n0)
 			src := x.Offset(int64(n0)*int64(c)*isp, []int{nc, c, int(isp)})
 			args := append([]kernelArg{ptrArg(col), ptrArg(src), intArg(int64(nc) * perImage)}, geom...)
-			if err := l.Launch(kernels.ConvIm2colF32, int64(nc)*perImage, args...); err != nil {
+			im2col := kernels.ConvIm2colF32
+			if im2col32 && win.fits32(int64(nc)*int64(c)*isp, int64(nc)*perImage) {
+				im2col = kernels.ConvIm2col32F32 // 32-bit divisions: a fraction of 64-bit ones
+			}
+			if err := l.Launch(im2col, int64(nc)*perImage, args...); err != nil {
 				return err
 			}
 			g.OpA, g.COff = col, int64(n0)*cImg
@@ -196,6 +200,10 @@ func lowerConv(l *lowering) error {
 	}
 	return convEpilogue(l, y, bias, osp, int64(m), clamp, clampOn)
 }
+
+// im2col32 lets im2col take 32-bit index arithmetic where it holds
+// (convWindow.fits32); tests turn it off to check the 64-bit kernel.
+var im2col32 = true
 
 // convEpilogue finishes a GEMM convolution y in place with the epilogue
 // the graph passes fused into the node: the bias (a null pointer: none),

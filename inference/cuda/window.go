@@ -61,3 +61,21 @@ func (w convWindow) outIs(s []int) bool {
 	}
 	return true
 }
+
+// fits32 reports whether 32-bit index arithmetic over the window holds:
+// the elements of the input (elems) and of the output or column matrix
+// (total) fewer than 2^31, and every coordinate o·stride − padBegin +
+// t·dilation within ±2^31 (conv_im2col32_f32).
+func (w convWindow) fits32(elems, total int64) bool {
+	const limit = 1 << 31
+	if elems >= limit || total >= limit {
+		return false
+	}
+	for d := range 3 {
+		reach := (w.out[d]-1)*w.stride[d] + (w.kernel[d]-1)*w.dilation[d]
+		if reach >= limit || w.padBegin[d] >= limit || w.in[d] >= limit {
+			return false
+		}
+	}
+	return true
+}

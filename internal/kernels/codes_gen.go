@@ -185,6 +185,7 @@ const (
 
 	// nn.cu
 	ConvIm2colF32   = "conv_im2col_f32"
+	ConvIm2col32F32 = "conv_im2col32_f32"
 	ConvDirectF32   = "conv_direct_f32"
 	ConvBiasActF32  = "conv_bias_act_f32"
 	ConvCol2imF32   = "conv_col2im_f32"

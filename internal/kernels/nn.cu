@@ -26,27 +26,53 @@ DEVICE float nn_clamp(float v, float lo, float hi) {
 	return v;
 }
 
+// im2col_tap is element i of im2col's col: row (c, tz, ty, tx) and column
+// (oz, oy, ox) read x at z = oz·sd − pd + tz·dd (likewise y and x), zero in
+// the padding. U holds i and every index of col and x (unsigned), S the
+// coordinates, which the padding makes negative (signed): 32-bit types
+// where they fit (conv_im2col32_f32), whose divisions cost a fraction of
+// 64-bit ones.
+template <class U, class S>
+DEVICE float im2col_tap(const float *__restrict__ x, U i, U id, U ih, U iw, U kd, U kh, U kw, U od, U oh, U ow,
+                        S sd, S sh, S sw, S dd, S dh, S dw, S pd, S ph, S pw) {
+	U r = i;
+	S ox = (S)(r % ow); r /= ow;
+	S oy = (S)(r % oh); r /= oh;
+	S oz = (S)(r % od); r /= od;
+	S tx = (S)(r % kw); r /= kw;
+	S ty = (S)(r % kh); r /= kh;
+	S tz = (S)(r % kd); r /= kd;
+	S z = oz * sd - pd + tz * dd, y = oy * sh - ph + ty * dh, xx = ox * sw - pw + tx * dw;
+	if (z < 0 || z >= (S)id || y < 0 || y >= (S)ih || xx < 0 || xx >= (S)iw) return 0.0f;
+	return x[r * (id * ih * iw) + ((U)z * ih + (U)y) * iw + (U)xx];
+}
+
 // conv_im2col_f32 fills col, [images·channels][kd·kh·kw][od·oh·ow], with
-// the taps of x, [images·channels][id·ih·iw]: row (c, tz, ty, tx) and
-// column (oz, oy, ox) read x at z = oz·sd − pd + tz·dd (likewise y and x),
-// zero in the padding. total is the number of elements of col.
+// the taps of x, [images·channels][id·ih·iw] (im2col_tap), in 64-bit index
+// arithmetic. total is the number of elements of col.
 KERNEL conv_im2col_f32(float *__restrict__ col, const float *__restrict__ x, long long total, long long id,
                        long long ih, long long iw, long long kd, long long kh, long long kw, long long od,
                        long long oh, long long ow, long long sd, long long sh, long long sw, long long dd,
                        long long dh, long long dw, long long pd, long long ph, long long pw) {
-	long long isp = id * ih * iw;
+	typedef unsigned long long U;
 	GRID_STRIDE(i, total) {
-		long long r = i;
-		long long ox = r % ow; r /= ow;
-		long long oy = r % oh; r /= oh;
-		long long oz = r % od; r /= od;
-		long long tx = r % kw; r /= kw;
-		long long ty = r % kh; r /= kh;
-		long long tz = r % kd; r /= kd;
-		long long z = oz * sd - pd + tz * dd, y = oy * sh - ph + ty * dh, xx = ox * sw - pw + tx * dw;
-		float v = 0.0f;
-		if (z >= 0 && z < id && y >= 0 && y < ih && xx >= 0 && xx < iw) v = x[r * isp + (z * ih + y) * iw + xx];
-		col[i] = v;
+		col[i] = im2col_tap<U, long long>(x, (U)i, (U)id, (U)ih, (U)iw, (U)kd, (U)kh, (U)kw, (U)od, (U)oh, (U)ow, sd, sh,
+		                                  sw, dd, dh, dw, pd, ph, pw);
+	}
+}
+
+// conv_im2col32_f32 is conv_im2col_f32 in 32-bit index arithmetic, for
+// col and x of fewer than 2^31 elements, and coordinates within ±2^31
+// (the lowering checks).
+KERNEL conv_im2col32_f32(float *__restrict__ col, const float *__restrict__ x, long long total, long long id,
+                         long long ih, long long iw, long long kd, long long kh, long long kw, long long od,
+                         long long oh, long long ow, long long sd, long long sh, long long sw, long long dd,
+                         long long dh, long long dw, long long pd, long long ph, long long pw) {
+	typedef unsigned int U;
+	unsigned int n = (unsigned int)total, step = blockDim.x * gridDim.x;
+	for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+		col[i] = im2col_tap<U, int>(x, i, (U)id, (U)ih, (U)iw, (U)kd, (U)kh, (U)kw, (U)od, (U)oh, (U)ow, (int)sd, (int)sh,
+		                            (int)sw, (int)dd, (int)dh, (int)dw, (int)pd, (int)ph, (int)pw);
 	}
 }
 
