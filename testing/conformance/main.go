@@ -242,6 +242,15 @@ func RunTest(dir string, backend inference.Backend) Result {
 // run that computed other values left behind: a kernel that leaves part
 // of a reused buffer unwritten shows there.
 func runTest(dir string, backend inference.Backend, seen func(set string, outs map[string]inference.Tensor), primed bool) (r Result) {
+	return runTestWithin(dir, backend, seen, primed, nil)
+}
+
+// tolerance gives a test's float32 tolerances from its graph, as decoded.
+type tolerance func(g *graph.Graph) (rtol, atol float64)
+
+// runTestWithin is runTest comparing floats within tol's tolerances (nil:
+// the package's rtol and atol).
+func runTestWithin(dir string, backend inference.Backend, seen func(set string, outs map[string]inference.Tensor), primed bool, tol tolerance) (r Result) {
 	defer func() {
 		if p := recover(); p != nil {
 			r = Result{Status: Fail, Detail: fmt.Sprintf("panic: %v", p)}
@@ -261,6 +270,10 @@ func runTest(dir string, backend inference.Backend, seen func(set string, outs m
 	g, err := onnx.Decode(data, dir)
 	if err != nil {
 		return verdict(err)
+	}
+	rt, at := rtol, atol
+	if tol != nil {
+		rt, at = tol(g)
 	}
 	c, ok := backend.(graph.Compiler)
 	if !ok {
@@ -306,7 +319,7 @@ func runTest(dir string, backend inference.Backend, seen func(set string, outs m
 			if err != nil {
 				return verdict(fmt.Errorf("%s output %d: %w", filepath.Base(set), k, err))
 			}
-			if msg := Compare(outs[o.Name], want); msg != "" {
+			if msg := compareWithin(outs[o.Name], want, rt, at); msg != "" {
 				return Result{Status: Fail, Detail: fmt.Sprintf("%s output %q: %s", filepath.Base(set), o.Name, msg)}
 			}
 		}
