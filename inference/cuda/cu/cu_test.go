@@ -374,17 +374,7 @@ func TestTF32Gemm(t *testing.T) {
 	for i := range a {
 		a[i], b[i] = x, 1
 	}
-	alloc := func(v []float32) cuda.Ptr {
-		p, err := d.Alloc(int64(4 * len(v)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { d.Free(p) })
-		if err := d.CopyHtoD(p, floatBytes(v)); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	alloc := func(v []float32) cuda.Ptr { return upload(t, d, v) }
 	pa, pb, pc := alloc(a), alloc(b), alloc(make([]float32, n*n))
 	s, err := d.NewStream()
 	if err != nil {
@@ -438,17 +428,7 @@ func TestGemmHandlePerStream(t *testing.T) {
 			want[j*n+i] = float32(s)
 		}
 	}
-	alloc := func(v []float32) cuda.Ptr {
-		p, err := d.Alloc(int64(4 * len(v)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { d.Free(p) })
-		if err := d.CopyHtoD(p, floatBytes(v)); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	alloc := func(v []float32) cuda.Ptr { return upload(t, d, v) }
 	pa, pb := alloc(a), alloc(b)
 	handles := make([]uintptr, streams)
 	var wg sync.WaitGroup
@@ -514,6 +494,20 @@ func TestGemmHandlePerStream(t *testing.T) {
 	if err := d.Sync(nil); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// upload copies v to new device memory, freed when the test ends.
+func upload(t *testing.T, d *cu.Device, v []float32) cuda.Ptr {
+	t.Helper()
+	p, err := d.Alloc(int64(4 * len(v)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Free(p) })
+	if err := d.CopyHtoD(p, floatBytes(v)); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func floatBytes(v []float32) []byte {
