@@ -16,6 +16,10 @@ var (
 	// lookup on token ids past the vocabulary): the element is wrong, not
 	// the model.
 	ErrIndexOutOfRange = errors.New("inference: index out of range")
+	// ErrDivisionByZero: an integer Div or Mod divides by an element that
+	// is 0, in the data (the element is wrong) or in the model's
+	// constants.
+	ErrDivisionByZero = errors.New("inference: division by zero")
 	// ErrUnexpectedInput: an example carries a tensor under a name the model
 	// has no input for.
 	ErrUnexpectedInput = errors.New("inference: unexpected input")

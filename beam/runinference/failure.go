@@ -64,6 +64,9 @@ const (
 	// it indexes, such as a token id past the vocabulary
 	// (inference.ErrIndexOutOfRange).
 	KindIndexOutOfRange FailureKind = "index_out_of_range"
+	// KindDivisionByZero: an integer Div or Mod of the model divides by an
+	// element that is 0 (inference.ErrDivisionByZero).
+	KindDivisionByZero FailureKind = "division_by_zero"
 	// KindUnexpectedInput: the element has a tensor the model has no
 	// input for (inference.ErrUnexpectedInput): a row id belongs in the
 	// key of the keyed variants, not in the example.
@@ -107,6 +110,8 @@ func kindOf(err error) FailureKind {
 		return KindOutOfMemory
 	case errors.Is(err, inference.ErrIndexOutOfRange):
 		return KindIndexOutOfRange
+	case errors.Is(err, inference.ErrDivisionByZero):
+		return KindDivisionByZero
 	case errors.Is(err, inference.ErrUnexpectedInput):
 		return KindUnexpectedInput
 	case errors.Is(err, inference.ErrMissingInput):

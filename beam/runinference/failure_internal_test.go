@@ -46,6 +46,7 @@ func TestKindOf(t *testing.T) {
 		want FailureKind
 	}{
 		{"index out of range", indexErr, KindIndexOutOfRange},
+		{"division by zero", fmt.Errorf(`cpu: node "div" (Div): integer division by zero: input 1 holds 0: %w`, inference.ErrDivisionByZero), KindDivisionByZero},
 		{"extra input (Conform)", extraInput, KindUnexpectedInput},
 		{"missing input (Conform)", missingInput, KindMissingInput},
 		{"missing output", fmt.Errorf(`output "logits": %w`, inference.ErrMissingOutput), KindMissingOutput},

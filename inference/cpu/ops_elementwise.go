@@ -388,7 +388,7 @@ func ewArithOf[T number](n opsem.Node, in []inference.Tensor, op ewArithOp, inte
 	p.run = n.Run
 	a, b := dataOf[T](in[0]), dataOf[T](in[1])
 	if integer && op == ewDiv && p.n > 0 && slices.Contains(b, 0) {
-		return nil, fmt.Errorf("integer division by zero: input 1 holds 0")
+		return nil, fmt.Errorf("integer division by zero: input 1 holds 0: %w", inference.ErrDivisionByZero)
 	}
 	return ewArith(n, p, a, b)
 }
@@ -672,7 +672,7 @@ func ewMod(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 
 func ewModInt[T int64 | int32 | uint8](n opsem.Node, p *broadcastPlan, a, b []T, fmod bool) ([]inference.Tensor, error) {
 	if p.n > 0 && slices.Contains(b, 0) {
-		return nil, fmt.Errorf("integer modulo by zero: input 1 holds 0")
+		return nil, fmt.Errorf("integer modulo by zero: input 1 holds 0: %w", inference.ErrDivisionByZero)
 	}
 	return zip(n, p, a, b, func(x, y T) T {
 		r := x % y

@@ -79,7 +79,7 @@ func (p *plan) deviceError(w []byte) error {
 	case kernels.E_INDEX:
 		return fmt.Errorf("cuda: node %v: %s: index %d out of range for dimension %d: %w", s.node, s.what, value, bound, inference.ErrIndexOutOfRange)
 	case kernels.E_DIVZERO:
-		return fmt.Errorf("cuda: node %v: %s holds 0 (output element %d)", s.node, s.what, value)
+		return fmt.Errorf("cuda: node %v: %s holds 0 (output element %d): %w", s.node, s.what, value, inference.ErrDivisionByZero)
 	case kernels.E_RANGE:
 		return fmt.Errorf("cuda: node %v: %s holds %d, outside [0, %d]: %w", s.node, s.what, value, bound, inference.ErrShape)
 	}

@@ -70,15 +70,15 @@ func errorCases() []errorCase {
 			says: []string{"index 9 out of range for dimension 4"}},
 		{c: check.Case{Name: "Div/int64", Op: "Div", Inputs: []check.Input{
 			{T: i64([]int{2, 3}, 7, -7, 8, 9, 10, 11)}, {T: i64([]int{3}, 2, -1, 5)}}},
-			input: 1, bad: i64([]int{3}, 2, 0, 5),
+			input: 1, bad: i64([]int{3}, 2, 0, 5), sentinel: inference.ErrDivisionByZero,
 			says: []string{`integer division by zero: input 1 "in1" holds 0`}},
 		{c: check.Case{Name: "Div/int32", Op: "Div", Inputs: []check.Input{
 			{T: int32s([]int{3}, 7, -7, 8)}, {T: int32s([]int{3}, 2, -1, 5)}}},
-			input: 1, bad: int32s([]int{3}, 2, -1, 0),
+			input: 1, bad: int32s([]int{3}, 2, -1, 0), sentinel: inference.ErrDivisionByZero,
 			says: []string{"integer division by zero", "output element 2"}},
 		{c: check.Case{Name: "Mod/int64", Op: "Mod", Inputs: []check.Input{
 			{T: i64([]int{3}, 7, -7, 8)}, {T: i64([]int{}, 3)}}},
-			input: 1, bad: i64([]int{}, 0),
+			input: 1, bad: i64([]int{}, 0), sentinel: inference.ErrDivisionByZero,
 			says: []string{"integer modulo by zero"}},
 		{c: check.Case{Name: "LSTM/sequence_lens", Op: "LSTM", Attrs: gatherAttrs("hidden_size", 3), Inputs: []check.Input{
 			{T: check.Rand(9, -1, 1, 3, 2, 2)}, {T: check.Rand(10, -1, 1, 1, 12, 2)}, {T: check.Rand(11, -1, 1, 1, 12, 3)},
@@ -90,7 +90,7 @@ func errorCases() []errorCase {
 
 // An index out of range, an integer divisor of 0 or a sequence length
 // past the sequence computed on the device fails the run with an error naming the node, of the same kind as the
-// CPU backend's (integer division by zero wraps no sentinel there either);
+// CPU backend's, wrapping the same sentinel;
 // the next run of the same workspace succeeds.
 func TestDeviceReportsBadData(t *testing.T) {
 	ctx := context.Background()
