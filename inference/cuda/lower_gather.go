@@ -12,8 +12,9 @@ import (
 )
 
 // Lowerings of the indexed operators: Gather, GatherElements, GatherND and
-// their scattering twins (Scatter, ScatterElements, ScatterND) (kernels/shape.cu gather_*). An index out of
-// range is an error of the model's input, which the CPU backend reports:
+// their scattering twins Scatter, ScatterElements and ScatterND
+// (kernels/shape.cu gather_*). An index out of range is an error of the
+// model's input, which the CPU backend reports:
 // indices known on the host at plan time (initializers, shape arithmetic)
 // are checked here, and the kernels check the others, reporting one out of
 // range on the error word (errword.go). The addressing is opsem's:
@@ -188,16 +189,16 @@ func launchElements(l *lowering, y, x operand, data []int, ind operand, scatter 
 		return err
 	}
 	e := indexErrors(l, ind, valid, fmt.Sprintf("indices %q into data %v, axis %d", ind.Name, data, axis))
-	args := func(mode int, win operand) []kernelArg {
-		a := []kernelArg{ptrArg(y), ptrArg(x), ptrArg(ind), intArg(itype), intArg(w), intArg(etype), intArg(n), intArg(mode), winArg(win), e[0], e[1], intArg(st[axis]), intArg(dim)}
+	args := func(mode int, count int64, win operand) []kernelArg {
+		a := []kernelArg{ptrArg(y), ptrArg(x), ptrArg(ind), intArg(itype), intArg(w), intArg(etype), intArg(count), intArg(mode), winArg(win), e[0], e[1], intArg(st[axis]), intArg(dim)}
 		a = append(a, maxRankArgs(d, 1)...)
 		return append(a, maxRankArgs(sets[1], 0)...)
 	}
 	if mode != kernels.GM_SCATTER {
-		return l.Launch(kernels.GatherElements, n, args(mode, operand{})...)
+		return l.Launch(kernels.GatherElements, n, args(mode, n, operand{})...)
 	}
-	places := opsem.Count(data)
-	return launchScatter(l, kernels.GatherElements, n, n, places, valid && distinct(offs), args)
+	_, known := ind.Host()
+	return launchScatter(l, kernels.GatherElements, n, n, opsem.Count(data), known && valid && distinct(offs), args)
 }
 
 // winArg passes the scatter's claims, or a null pointer when there are none.
@@ -221,16 +222,17 @@ func distinct(offs []int) bool {
 }
 
 // launchScatter queues the writes of a scatter (kernel, gather_elements or
-// gather_nd, whose parameters args gives for a mode and the claims) of
-// updates updates (n elements) into places places (elements or slices).
+// gather_nd, whose parameters args gives for a mode, the count of threads'
+// items and the claims) of updates updates (n elements) into places places
+// (elements or slices).
 // Where the host knows the addresses distinct, every update is written at
 // once (GM_SCATTER); otherwise the last update addressing each place wins,
 // as in the CPU's in-order writes: the claims, an int per place, are set
 // to -1 (shape_fill), each update raises its place's claim to its number
 // (GM_CLAIM, over the updates), and the winners write (GM_WINNERS).
-func launchScatter(l *lowering, kernel string, n, updates int64, places int, unique bool, args func(mode int, win operand) []kernelArg) error {
+func launchScatter(l *lowering, kernel string, n, updates int64, places int, unique bool, args func(mode int, count int64, win operand) []kernelArg) error {
 	if unique {
-		return l.Launch(kernel, n, args(kernels.GM_SCATTER, operand{})...)
+		return l.Launch(kernel, n, args(kernels.GM_SCATTER, n, operand{})...)
 	}
 	if n == 0 {
 		return nil
@@ -242,10 +244,10 @@ func launchScatter(l *lowering, kernel string, n, updates int64, places int, uni
 	if err := l.Launch(kernels.ShapeFill, win.Len(), ptrArg(win), intArg(4), intArg(win.Len()), intArg(-1)); err != nil {
 		return err
 	}
-	if err := l.Launch(kernel, updates, args(kernels.GM_CLAIM, win)...); err != nil {
+	if err := l.Launch(kernel, updates, args(kernels.GM_CLAIM, updates, win)...); err != nil {
 		return err
 	}
-	return l.Launch(kernel, n, args(kernels.GM_WINNERS, win)...)
+	return l.Launch(kernel, n, args(kernels.GM_WINNERS, n, win)...)
 }
 
 // lowerGatherND gathers the slices opsem.NDOffsets addresses.
@@ -317,12 +319,9 @@ func launchND(l *lowering, y, x operand, data []int, ind operand, batchDims int,
 	}
 	e := indexErrors(l, ind, valid, fmt.Sprintf("index tuples %q into data %v, axes %d to %d", ind.Name, data, batchDims, batchDims+a.M-1))
 	st := rowMajorStrides(data)
-	args := func(mode int, win operand) []kernelArg {
-		args := []kernelArg{ptrArg(y), ptrArg(x), ptrArg(ind), intArg(itype), intArg(w), intArg(etype), intArg(n), intArg(mode), winArg(win), e[0], e[1],
+	args := func(mode int, count int64, win operand) []kernelArg {
+		args := []kernelArg{ptrArg(y), ptrArg(x), ptrArg(ind), intArg(itype), intArg(w), intArg(etype), intArg(count), intArg(mode), winArg(win), e[0], e[1],
 			intArg(inner), intArg(a.M), intArg(a.PerBatch), intArg(a.BatchSize)}
-		if mode == kernels.GM_CLAIM {
-			args[6] = intArg(tuples)
-		}
 		for _, v := range [][]int64{int64Dims(data[batchDims : batchDims+a.M]), st[batchDims : batchDims+a.M]} {
 			for k := range kernels.MAXRANK {
 				if k < len(v) {
@@ -335,9 +334,10 @@ func launchND(l *lowering, y, x operand, data []int, ind operand, batchDims int,
 		return args
 	}
 	if mode != kernels.GM_SCATTER {
-		return l.Launch(kernels.GatherNd, n, args(mode, operand{})...)
+		return l.Launch(kernels.GatherNd, n, args(mode, n, operand{})...)
 	}
-	return launchScatter(l, kernels.GatherNd, n, tuples, opsem.Count(data[:a.M]), valid && distinct(a.Offsets), args)
+	_, known := ind.Host()
+	return launchScatter(l, kernels.GatherNd, n, tuples, opsem.Count(data[:batchDims+a.M]), known && valid && distinct(a.Offsets), args)
 }
 
 // scatterModes are the gather_* modes of the scatter reductions that do
