@@ -34,12 +34,6 @@ const (
 // LSTM 4 (i, o, f, c).
 func (c rnCell) gates() int { return [...]int{1, 3, 4}[c] }
 
-// activations are the default activation functions of one direction: RNN
-// f; GRU f, g; LSTM f, g, h.
-func (c rnCell) activations() []string {
-	return [...][]string{{"Tanh"}, {"Sigmoid", "Tanh"}, {"Sigmoid", "Tanh", "Tanh"}}[c]
-}
-
 // rnActivation is an activation function of a recurrent cell.
 type rnActivation func(x float64) float64
 
@@ -161,7 +155,7 @@ type rnDirBuffers struct{ xw, gates, newH, newC, tmp []float32 }
 // newRnPlan checks a recurrent node's inputs (in, with X, R and the data
 // of the optional ones given) and attributes, and plans its runs.
 func newRnPlan(n opsem.Node, in []inference.Tensor, cell rnCell, x, w, r inference.Tensor, bd, h0d, c0d, pd []float32) (*rnPlan, error) {
-	o, err := opsem.Recurrent(n, cell.activations())
+	o, err := opsem.Recurrent(n)
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +211,7 @@ func newRnPlan(n opsem.Node, in []inference.Tensor, cell rnCell, x, w, r inferen
 	p.clip = o.Clip
 	p.linearBeforeReset = o.LinearBeforeReset
 	p.inputForget = o.InputForget
-	p.fast = cell == rnLSTM && p.clip == 0 && pd == nil && o.Default(cell.activations())
+	p.fast = cell == rnLSTM && p.clip == 0 && pd == nil && o.Default(opsem.RecurrentDefaults[n.OpType])
 	p.seq, p.batch, p.inSize, p.hidden, p.gh = seq, batch, inSize, hidden, g*hidden
 	p.yShape = []int{seq, dirs, batch, hidden}
 	if p.layout == 1 {

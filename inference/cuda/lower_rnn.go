@@ -37,13 +37,8 @@ func init() {
 	registerLowering("LSTM", func(l *lowering) error { return lowerRecurrent(l, kernels.CELL_LSTM) })
 }
 
-// recurrentGates and recurrentDefaults are each cell's gate count and
-// default activations, by kernels.CELL_* code.
-var (
-	recurrentGates    = [...]int{kernels.CELL_RNN: 1, kernels.CELL_GRU: 3, kernels.CELL_LSTM: 4}
-	recurrentDefaults = [...][]string{kernels.CELL_RNN: {"Tanh"}, kernels.CELL_GRU: {"Sigmoid", "Tanh"},
-		kernels.CELL_LSTM: {"Sigmoid", "Tanh", "Tanh"}}
-)
+// recurrentGates is each cell's gate count, by kernels.CELL_* code.
+var recurrentGates = [...]int{kernels.CELL_RNN: 1, kernels.CELL_GRU: 3, kernels.CELL_LSTM: 4}
 
 // recurrentActivations are rnn.cu's codes of opsem.RecurrentActivation's
 // names.
@@ -55,7 +50,7 @@ var recurrentActivations = map[string]int{
 }
 
 func lowerRecurrent(l *lowering, cell int) error {
-	o, err := opsem.Recurrent(l.Node, recurrentDefaults[cell])
+	o, err := opsem.Recurrent(l.Node)
 	if err != nil {
 		return l.NoKernel("%v", err)
 	}

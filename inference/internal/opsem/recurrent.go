@@ -51,13 +51,24 @@ var recurrentParams = map[string]struct {
 	"elu":             {1, 0, 1, 0},
 }
 
-// Recurrent reads the options of n, a recurrent node whose cell has the
-// default activations defaults for one direction (RNN {Tanh}, GRU
-// {Sigmoid, Tanh}, LSTM {Sigmoid, Tanh, Tanh}). The activations attribute
-// names them (case-insensitive) for every direction, or once for both;
+// RecurrentDefaults are the default activations of one direction of each
+// recurrent operator: RNN f; GRU f, g; LSTM f, g, h.
+var RecurrentDefaults = map[string][]string{
+	"RNN":  {"Tanh"},
+	"GRU":  {"Sigmoid", "Tanh"},
+	"LSTM": {"Sigmoid", "Tanh", "Tanh"},
+}
+
+// Recurrent reads the options of n, an RNN, GRU or LSTM node, whose cell
+// has RecurrentDefaults' activations unless its activations attribute
+// names others (case-insensitive) for every direction, or once for both;
 // each consumes the next activation_alpha and activation_beta values it
 // takes.
-func Recurrent(n Node, defaults []string) (RecurrentOptions, error) {
+func Recurrent(n Node) (RecurrentOptions, error) {
+	defaults, ok := RecurrentDefaults[n.OpType]
+	if !ok {
+		return RecurrentOptions{}, fmt.Errorf("%v is not a recurrent operator: %w", n.Node, inference.ErrBadModel)
+	}
 	o := RecurrentOptions{Dirs: 1, Layout: n.Int("layout", 0), Clip: float64(n.Float("clip", 0)),
 		LinearBeforeReset: n.Int("linear_before_reset", 0) != 0, InputForget: n.Int("input_forget", 0) != 0}
 	switch d := n.Str("direction", "forward"); d {
