@@ -187,7 +187,7 @@ func fusedActivation(n opsem.Node) (func(y []float32), error) {
 	if !ok {
 		return nil, n.Unsupported("fused activation %q", op)
 	}
-	u, err := attrs(activationNode(n, op))
+	u, err := attrs(activationNode(n))
 	if err != nil {
 		return nil, err
 	}
@@ -229,16 +229,11 @@ var gateBuffers = freeList[[]float32]{make: func() *[]float32 {
 	return &buf
 }}
 
-// activationNode is the activation node op that n's epilogue replaced,
-// with its attributes.
-func activationNode(n opsem.Node, op string) opsem.Node {
-	attrs := map[string]graph.Attr{}
-	for fused, name := range map[string]string{passes.FusedAlpha: "alpha", passes.FusedBeta: "beta", passes.FusedApproximate: "approximate"} {
-		if a, ok := n.Attrs[fused]; ok {
-			attrs[name] = a
-		}
-	}
-	return opsem.Node{Node: &graph.Node{Name: n.Name, OpType: op, Attrs: attrs}, Opset: n.Opset, Run: n.Run}
+// activationNode is the activation node that n's epilogue replaced
+// (passes.Activation), with n's opset.
+func activationNode(n opsem.Node) opsem.Node {
+	act, _ := passes.Activation(n.Node)
+	return opsem.Node{Node: act, Opset: n.Opset, Run: n.Run}
 }
 
 // unfusedEpilogue applies n's epilogue to outs[0], the output its kernel
@@ -281,7 +276,7 @@ func unfusedEpilogue(n opsem.Node, in []inference.Tensor, applied *epilogue, out
 			return nil, n.Unsupported("fused activation %q", op)
 		}
 		v := outs[0]
-		if err := step(op, activationNode(n, op).Attrs, n.Opset, v); err != nil {
+		if err := step(op, activationNode(n).Attrs, n.Opset, v); err != nil {
 			return nil, fmt.Errorf("fused %s: %w", op, err)
 		}
 		if n.Int(passes.FusedGate, 0) != 0 {

@@ -19,27 +19,6 @@ func init() {
 	register("RotaryEmbedding", atRotaryEmbedding)
 }
 
-// atHeadView addresses the [seq, size] matrix of one (batch, head) pair in
-// a [batch, heads, seq, size] tensor (rank 4) or a [batch, seq, heads·size]
-// tensor (rank 3): row s starts at base + s·ld.
-type atHeadView struct {
-	rank, heads, seq, size int
-}
-
-func (v atHeadView) base(b, h int) int {
-	if v.rank == 4 {
-		return (b*v.heads + h) * v.seq * v.size
-	}
-	return b*v.seq*v.heads*v.size + h*v.size
-}
-
-func (v atHeadView) ld() int {
-	if v.rank == 4 {
-		return v.size
-	}
-	return v.heads * v.size
-}
-
 // atAttention is Attention-23/24: Y = softmax(softcap(scale·Q·Kᵀ) + bias)·V
 // per batch and query head, with
 //
@@ -115,8 +94,8 @@ func atAttention(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 						copy(pk, pkd[bh*past*headSize:(bh+1)*past*headSize])
 						copy(pv, pvd[bh*past*vHeadSize:(bh+1)*past*vHeadSize])
 					}
-					kb, kld := kView.base(b, h), kView.ld()
-					vb, vld := vView.base(b, h), vView.ld()
+					kb, kld := kView.Base(b, h), kView.LD()
+					vb, vld := vView.Base(b, h), vView.LD()
 					for s := range kvSeq {
 						copy(pk[(past+s)*headSize:(past+s+1)*headSize], kd[kb+s*kld:kb+s*kld+headSize])
 						copy(pv[(past+s)*vHeadSize:(past+s+1)*vHeadSize], vd[vb+s*vld:vb+s*vld+vHeadSize])
@@ -214,7 +193,7 @@ func btoi(b bool) int {
 type atPlan struct {
 	rank, batch, qHeads, kvHeads, qSeq, kvSeq, headSize, vHeadSize int
 	group, past, total                                             int
-	kView, vView, qView, yView                                     atHeadView
+	kView, vView, qView, yView                                     opsem.HeadView
 	scale, softcap                                                 float32
 	mode                                                           int64
 	wantQK                                                         bool
@@ -235,43 +214,6 @@ type atPlan struct {
 
 // newAtPlan checks Attention's inputs and plans for their shapes.
 func newAtPlan(n opsem.Node, in []inference.Tensor) (*atPlan, error) {
-	q, k, v := in[0], in[1], in[2]
-	rank := q.Rank()
-	if rank != 3 && rank != 4 {
-		return nil, fmt.Errorf("input 0 (Q) is %v, want rank 3 or 4: %w", q, inference.ErrShape)
-	}
-	if k.Rank() != rank || v.Rank() != rank {
-		return nil, fmt.Errorf("Q %v, K %v and V %v differ in rank: %w", q, k, v, inference.ErrShape)
-	}
-	qs, ks, vs := q.Shape(), k.Shape(), v.Shape()
-	batch := qs[0]
-	var qHeads, kvHeads, qSeq, kvSeq, headSize, vHeadSize int
-	if rank == 4 {
-		qHeads, qSeq, headSize = qs[1], qs[2], qs[3]
-		kvHeads, kvSeq = ks[1], ks[2]
-		vHeadSize = vs[3]
-		if ks[0] != batch || ks[3] != headSize || vs[0] != batch || vs[1] != kvHeads || vs[2] != kvSeq {
-			return nil, fmt.Errorf("Q %v, K %v and V %v do not agree in batch, heads, sequence or head size: %w", q, k, v, inference.ErrShape)
-		}
-	} else {
-		qHeads, kvHeads = int(n.Int("q_num_heads", 0)), int(n.Int("kv_num_heads", 0))
-		if qHeads <= 0 || kvHeads <= 0 {
-			return nil, fmt.Errorf("3-D inputs need q_num_heads and kv_num_heads > 0, have %d and %d: %w", qHeads, kvHeads, inference.ErrBadModel)
-		}
-		qSeq, kvSeq = qs[1], ks[1]
-		if qs[2]%qHeads != 0 || ks[2]%kvHeads != 0 || vs[2]%kvHeads != 0 {
-			return nil, fmt.Errorf("Q %v, K %v, V %v: hidden sizes do not divide into %d query and %d key/value heads: %w", q, k, v, qHeads, kvHeads, inference.ErrShape)
-		}
-		headSize, vHeadSize = qs[2]/qHeads, vs[2]/kvHeads
-		if ks[0] != batch || vs[0] != batch || vs[1] != kvSeq || ks[2]/kvHeads != headSize {
-			return nil, fmt.Errorf("Q %v, K %v and V %v do not agree in batch, sequence or head size: %w", q, k, v, inference.ErrShape)
-		}
-	}
-	if kvHeads == 0 || qHeads%kvHeads != 0 {
-		return nil, fmt.Errorf("%d query heads are not a multiple of %d key/value heads: %w", qHeads, kvHeads, inference.ErrShape)
-	}
-	group := qHeads / kvHeads
-
 	pastK, _, err := floatArg(n, in, 4, "past_key")
 	if err != nil {
 		return nil, err
@@ -280,37 +222,26 @@ func newAtPlan(n opsem.Node, in []inference.Tensor) (*atPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	past := 0
-	if present(pastK) != present(pastV) {
-		return nil, fmt.Errorf("past_key and past_value must be given together: %w", inference.ErrBadModel)
-	}
+	var pk, pv []int
 	if present(pastK) {
-		if pastK.Rank() != 4 {
-			return nil, fmt.Errorf("input 4 (past_key) is %v, want rank 4: %w", pastK, inference.ErrShape)
-		}
-		past = pastK.Shape()[2]
-		if err := wantShape(pastK, 4, "past_key", batch, kvHeads, past, headSize); err != nil {
-			return nil, err
-		}
-		if err := wantShape(pastV, 5, "past_value", batch, kvHeads, past, vHeadSize); err != nil {
-			return nil, err
-		}
+		pk = pastK.Shape()
 	}
-	total := past + kvSeq
-
+	if present(pastV) {
+		pv = pastV.Shape()
+	}
+	d, err := opsem.Attention(n, in[0].Shape(), in[1].Shape(), in[2].Shape(), pk, pv)
+	if err != nil {
+		return nil, err
+	}
+	rank, batch, qHeads, kvHeads, qSeq, kvSeq := d.Rank, d.Batch, d.QHeads, d.KVHeads, d.QSeq, d.KVSeq
+	headSize, vHeadSize, group, past, total := d.HeadSize, d.VHeadSize, d.Group, d.Past, d.Total
+	qView, kView, vView, yView := d.Views()
 	p := &atPlan{
 		rank: rank, batch: batch, qHeads: qHeads, kvHeads: kvHeads, qSeq: qSeq, kvSeq: kvSeq,
 		headSize: headSize, vHeadSize: vHeadSize, group: group, past: past, total: total,
-		kView: atHeadView{rank, kvHeads, kvSeq, headSize},
-		vView: atHeadView{rank, kvHeads, kvSeq, vHeadSize},
-		qView: atHeadView{rank, qHeads, qSeq, headSize},
-		yView: atHeadView{rank, qHeads, qSeq, vHeadSize},
+		kView: kView, vView: vView, qView: qView, yView: yView,
+		scale: d.Scale, softcap: d.Softcap,
 	}
-	p.scale = float32(1 / math.Sqrt(float64(headSize)))
-	if n.Has("scale") {
-		p.scale = n.Float("scale", p.scale)
-	}
-	p.softcap = n.Float("softcap", 0)
 	p.mode = n.Int("qk_matmul_output_mode", 0)
 	p.wantQK = wantsOutput(n, 3)
 	if p.wantQK && (p.mode < 0 || p.mode > 3) {
@@ -351,8 +282,8 @@ func (p *atPlan) heads(lo, hi, threads int) {
 		kvh := b*kvHeads + h/group
 		kh := presentK[kvh*total*headSize : (kvh+1)*total*headSize]
 		vh := presentV[kvh*total*vHeadSize : (kvh+1)*total*vHeadSize]
-		qb := qView.base(b, h)
-		nnSgemmThreads(threads, false, true, qSeq, total, headSize, scale, qd[qb:], qView.ld(), kh, headSize, 0, scores, total)
+		qb := qView.Base(b, h)
+		nnSgemmThreads(threads, false, true, qSeq, total, headSize, scale, qd[qb:], qView.LD(), kh, headSize, 0, scores, total)
 		for i := range qSeq {
 			row := scores[i*total : (i+1)*total]
 			var out []float32
@@ -394,8 +325,8 @@ func (p *atPlan) heads(lo, hi, threads int) {
 				copy(out, row)
 			}
 		}
-		yb := yView.base(b, h)
-		nnSgemmThreads(threads, false, false, qSeq, vHeadSize, total, 1, scores, total, vh, vHeadSize, 0, y[yb:], yView.ld())
+		yb := yView.Base(b, h)
+		nnSgemmThreads(threads, false, false, qSeq, vHeadSize, total, 1, scores, total, vh, vHeadSize, 0, y[yb:], yView.LD())
 	}
 }
 
@@ -453,30 +384,13 @@ func atAttentionBias(n opsem.Node, in []inference.Tensor, batch, heads, qSeq, to
 	// The mask, aligned at the right to [batch, heads, q_seq, total]; its
 	// last dimension may be shorter than total (the rest is masked).
 	if present(mask) {
-		ms := mask.Shape()
-		if len(ms) < 1 || len(ms) > 4 {
-			return nil, fmt.Errorf("input 3 (attn_mask) is %v, want rank 1 to 4: %w", mask, inference.ErrShape)
+		m, err := opsem.AttentionMaskOf(n, mask.Shape(), mask.DType(), opsem.AttentionDims{Batch: batch, QHeads: heads, QSeq: qSeq, Total: total})
+		if err != nil {
+			return nil, err
 		}
-		s.maskLen = ms[len(ms)-1]
-		if s.maskLen > total {
-			return nil, fmt.Errorf("input 3 (attn_mask) is %v, longer than the %d keys: %w", mask, total, inference.ErrShape)
-		}
-		full := [4]int{batch, heads, qSeq, s.maskLen}
-		padded := []int{1, 1, 1, 1}
-		copy(padded[4-len(ms):], ms)
-		for d := range 3 {
-			if padded[d] != 1 && padded[d] != full[d] {
-				return nil, fmt.Errorf("input 3 (attn_mask) is %v, not broadcastable to [%d %d %d %d]: %w", mask, batch, heads, qSeq, total, inference.ErrShape)
-			}
-		}
-		s.perBatch = s.perBatch || padded[0] != 1
-		s.perHead = padded[1] != 1
-		switch mask.DType() {
-		case inference.Float32, inference.Bool:
-		default:
-			return nil, n.Unsupported("attn_mask of element type %v", mask.DType())
-		}
-		s.maskDims = [3]int{padded[0], padded[1], padded[2]}
+		s.maskLen, s.maskDims = m.Len, m.Dims
+		s.perBatch = s.perBatch || m.Dims[0] != 1
+		s.perHead = m.Dims[1] != 1
 	}
 
 	batches, hs := 1, 1
@@ -646,7 +560,7 @@ func atRotaryEmbedding(n opsem.Node, in []inference.Tensor) ([]inference.Tensor,
 		cacheRow = func(b, s int) int { return (b*seq + s) * half }
 	}
 
-	view := atHeadView{len(xs), heads, seq, headSize}
+	view := opsem.HeadView{Rank: len(xs), Heads: heads, Seq: seq, Size: headSize}
 	out, err := limit.Make[float32](n.Run, len(xd))
 	if err != nil {
 		return nil, err
@@ -659,7 +573,7 @@ func atRotaryEmbedding(n opsem.Node, in []inference.Tensor) ([]inference.Tensor,
 			c := cd[cacheRow(b, s):][:half]
 			sn := sd[cacheRow(b, s):][:half]
 			for h := range heads {
-				off := view.base(b, h) + s*view.ld()
+				off := view.Base(b, h) + s*view.LD()
 				src, dst := xd[off:off+headSize], out[off:off+headSize]
 				for i := range half {
 					i1, i2 := i, i+half

@@ -220,10 +220,10 @@ func (b *Backend) CompileWith(g *graph.Graph, o graph.Options) (inference.Model,
 // with the CPU's reference kernels, then the rewrites whose result the
 // device runs: dead nodes removed, BatchNormalization folded (plain
 // ONNX), LayerNormalization and Gelu recognised (lower_norm.go and
-// lower_elementwise.go have kernels for them), and the epilogues the Conv
-// lowering honours: a residual Add and the clamp of a Relu or a Clip
-// (the bias is Conv's own). Attention recognition and the other epilogues
-// are the CPU's: here their nodes would run on the host.
+// lower_elementwise.go have kernels for them), scaled dot-product
+// attention recognised as Attention (lower_attention.go), and every
+// epilogue of Conv, Gemm and MatMul, which their lowerings apply in one
+// launch after the GEMM (epilogue.go).
 func graphPasses() []passes.Pass {
 	return []passes.Pass{
 		passes.FoldConstants(cpu.RunNode),
@@ -231,7 +231,8 @@ func graphPasses() []passes.Pass {
 		passes.FoldBatchNorm(),
 		passes.RecognizeLayerNorm(),
 		passes.RecognizeGelu(),
-		passes.FuseEpilogues(passes.Epilogues{Ops: []string{"Conv"}, Residual: true, Activations: []string{"Relu", "Clip"}}),
+		passes.RecognizeAttention(),
+		passes.FuseEpilogues(passes.AllEpilogues),
 	}
 }
 

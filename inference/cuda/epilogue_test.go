@@ -58,7 +58,7 @@ func residualNet(t testing.TB) *graph.Graph {
 }
 
 // A residual Add and the Relu or Clip after it run in the convolution's
-// epilogue launch (issue 15, item 4): one conv_bias_act_f32 per
+// epilogue launch (issue 15, item 4): one epilogue_f32 per
 // convolution whose residual has its shape, and none of the Adds, Relus
 // and Clips as launches of their own; a residual that broadcasts is added
 // by one broadcasting Add between the bias and the clamp. The results are
@@ -81,20 +81,94 @@ func TestConvResidualEpilogue(t *testing.T) {
 		if i == 0 {
 			continue // the first batch of a shape plans it
 		}
-		launched := map[string]int{}
-		for k, n := range runner.Launched() {
-			if d := n - before[k]; d > 0 {
-				launched[k] = d
-			}
-		}
+		launched := launchedSince(before)
 		// conv1, conv2 and conv3's epilogues, conv4's bias and its clamp.
-		if launched[kernels.ConvBiasActF32] != 5 || launched[kernels.BinaryF32] != 1 {
-			t.Errorf("launches %v: want 5 of %s and 1 of %s (conv4's broadcast residual)", launched, kernels.ConvBiasActF32, kernels.BinaryF32)
+		if launched[kernels.EpilogueF32] != 5 || launched[kernels.BinaryF32] != 1 {
+			t.Errorf("launches %v: want 5 of %s and 1 of %s (conv4's broadcast residual)", launched, kernels.EpilogueF32, kernels.BinaryF32)
 		}
 		for _, k := range []string{kernels.BinarySameF32, kernels.UnaryF32, kernels.UnaryClipF32} {
 			if launched[k] > 0 {
 				t.Errorf("%d launches of %s: an Add, Relu or Clip was not fused", launched[k], k)
 			}
+		}
+	}
+}
+
+// launchedSince returns the launches by kernel since before (a
+// runner.Launched()).
+func launchedSince(before map[string]int) map[string]int {
+	launched := map[string]int{}
+	for k, n := range runner.Launched() {
+		if d := n - before[k]; d > 0 {
+			launched[k] = d
+		}
+	}
+	return launched
+}
+
+// ffnNet is a transformer's feed-forward block as exporters write it:
+// MatMul and bias Add, Gelu in its erf form, MatMul and bias Add, the
+// residual Add; then a MatMul whose bias Add and Sigmoid·x (SiLU) fuse.
+func ffnNet(t testing.TB) *graph.Graph {
+	t.Helper()
+	c := func(name string, v float32) *graph.Node {
+		return &graph.Node{Name: name, OpType: "Constant", Outputs: []string{name},
+			Attrs: map[string]graph.Attr{"value": {Type: graph.AttrTensor, Tensor: check.Floats([]int{}, v)}}}
+	}
+	g := &graph.Graph{
+		Name:    "ffn",
+		Opsets:  map[string]int64{"": 17},
+		Inputs:  []graph.Value{{Name: "x", DType: inference.Float32, Shape: []int{inference.Dynamic, 5, 8}}},
+		Outputs: []graph.Value{{Name: "y", DType: inference.Float32}},
+		Initializers: map[string]inference.Tensor{
+			"w1": check.Rand(1, -0.5, 0.5, 8, 16), "b1": check.Rand(2, -0.1, 0.1, 16),
+			"w2": check.Rand(3, -0.5, 0.5, 16, 8), "b2": check.Rand(4, -0.1, 0.1, 8),
+			"w3": check.Rand(5, -0.5, 0.5, 8, 6), "b3": check.Rand(6, -0.1, 0.1, 6),
+		},
+		Nodes: []*graph.Node{
+			{Name: "mm1", OpType: "MatMul", Inputs: []string{"x", "w1"}, Outputs: []string{"m1"}},
+			{Name: "bias1", OpType: "Add", Inputs: []string{"b1", "m1"}, Outputs: []string{"h"}},
+			c("sqrt2", 1.4142135), c("one", 1), c("half", 0.5),
+			{Name: "div", OpType: "Div", Inputs: []string{"h", "sqrt2"}, Outputs: []string{"d"}},
+			{Name: "erf", OpType: "Erf", Inputs: []string{"d"}, Outputs: []string{"e"}},
+			{Name: "add1", OpType: "Add", Inputs: []string{"e", "one"}, Outputs: []string{"e1"}},
+			{Name: "mul1", OpType: "Mul", Inputs: []string{"h", "e1"}, Outputs: []string{"g0"}},
+			{Name: "mul2", OpType: "Mul", Inputs: []string{"g0", "half"}, Outputs: []string{"g"}},
+			{Name: "mm2", OpType: "MatMul", Inputs: []string{"g", "w2"}, Outputs: []string{"m2"}},
+			{Name: "bias2", OpType: "Add", Inputs: []string{"m2", "b2"}, Outputs: []string{"o"}},
+			{Name: "res", OpType: "Add", Inputs: []string{"o", "x"}, Outputs: []string{"r"}},
+			{Name: "mm3", OpType: "MatMul", Inputs: []string{"r", "w3"}, Outputs: []string{"m3"}},
+			{Name: "bias3", OpType: "Add", Inputs: []string{"m3", "b3"}, Outputs: []string{"s"}},
+			{Name: "sig", OpType: "Sigmoid", Inputs: []string{"s"}, Outputs: []string{"sg"}},
+			{Name: "silu", OpType: "Mul", Inputs: []string{"s", "sg"}, Outputs: []string{"y"}},
+		},
+	}
+	if err := g.Sort(nil); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// A MatMul's bias, residual and activation (Gelu; a gated Sigmoid, SiLU)
+// run in one epilogue_f32 launch after its GEMM (issue 15, item 4): three
+// GEMMs and three epilogue launches in all, and the results are the CPU
+// backend's.
+func TestMatMulEpilogue(t *testing.T) {
+	b, _ := newSim(t, 0)
+	m := compile(t, b, ffnNet(t))
+	for i := range 2 {
+		feeds := batchOf(ffnNet(t), 3, uint64(i))
+		before := runner.Launched()
+		got, err := m.Run(context.Background(), feeds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		matchCPU(t, ffnNet, feeds, got)
+		if host := m.(*cuda.Model).Stats().HostNodes; len(host) > 0 {
+			t.Fatalf("nodes on the host: %q", host)
+		}
+		if launched := launchedSince(before); i > 0 && (len(launched) != 1 || launched[kernels.EpilogueF32] != 3) {
+			t.Errorf("launches %v: want 3 of %s and nothing else", launched, kernels.EpilogueF32)
 		}
 	}
 }

@@ -1,11 +1,7 @@
 package cuda
 
 import (
-	"math"
-	"slices"
-
 	"github.com/beamml/beamml/inference"
-	"github.com/beamml/beamml/inference/graph/passes"
 	"github.com/beamml/beamml/inference/internal/opsem"
 	"github.com/beamml/beamml/internal/kernels"
 )
@@ -74,17 +70,6 @@ func convBias(l *lowering, i, channels int) (kernelArg, error) {
 	return ptrArg(b), nil
 }
 
-// fusedClamp returns the clamp arguments of conv_direct_f32 and
-// conv_bias_act_f32 (on, lo, hi) and whether the clamp is on.
-func fusedClamp(l *lowering) ([]kernelArg, bool) {
-	if !l.Node.Has(passes.FusedMin) {
-		return []kernelArg{intArg(0), floatArg(0.0), floatArg(0.0)}, false
-	}
-	lo := l.Float(passes.FusedMin, float32(math.Inf(-1)))
-	hi := l.Float(passes.FusedMax, float32(math.Inf(1)))
-	return []kernelArg{intArg(1), floatArg(lo), floatArg(hi)}, true
-}
-
 // gemmUnits queues g for images × groups products: product (n, k) reads A
 // at AOff + n·aImg + k·aGrp and B at BOff + k·bGrp, and writes C at
 // COff + n·cImg + k·cGrp. Each call is strided batched over the longer of
@@ -139,7 +124,10 @@ func lowerConv(l *lowering) error {
 	if err != nil {
 		return err
 	}
-	clamp, clampOn := fusedClamp(l)
+	ep, err := productEpilogue(l, y, bias, 0, int64(m))
+	if err != nil {
+		return err
+	}
 	if y.Len() == 0 {
 		return nil
 	}
@@ -151,22 +139,20 @@ func lowerConv(l *lowering) error {
 	}
 	geom := spatialArgs(win.in, win.kernel, win.out, win.stride, win.dilation, win.padBegin)
 	if group > 1 && cg == 1 {
-		res, err := fusedResidual(l, y)
-		if err != nil {
-			return err
-		}
-		direct := clamp // a residual comes before the clamp: the epilogue's launch clamps
-		if res.Present() {
-			direct = []kernelArg{intArg(0), floatArg(0.0), floatArg(0.0)}
+		// The direct kernel adds the bias, and clamps when that is all.
+		clamp := []kernelArg{intArg(0), floatArg(0.0), floatArg(0.0)}
+		rest := ep
+		rest.bias = intArg(0)
+		if ep.pointwise() && ep.clamp {
+			clamp = []kernelArg{intArg(1), floatArg(ep.lo), floatArg(ep.hi)}
+			rest.clamp = false
 		}
 		args := append([]kernelArg{ptrArg(y), ptrArg(x), ptrArg(w), bias, intArg(y.Len()), intArg(c), intArg(m), intArg(cg), intArg(mg)}, geom...)
-		if err := l.Launch(kernels.ConvDirectF32, y.Len(), append(args, direct...)...); err != nil {
+		if err := l.Launch(kernels.ConvDirectF32, y.Len(), append(args, clamp...)...); err != nil {
 			return err
 		}
-		if !res.Present() {
-			return nil
-		}
-		return convEpilogue(l, y, intArg(0), osp, int64(m), clamp, clampOn)
+		rest.size = osp
+		return rest.apply(l, y)
 	}
 	pointwise := ksz == 1 && win.stride == [3]int64{1, 1, 1} && win.padBegin == [3]int64{} && win.padEnd == [3]int64{}
 	g := gemmOp{Gemm: Gemm{M: int(osp), N: mg, K: int(rows), Alpha: 1, LDA: int(osp), LDB: int(rows), LDC: int(osp)},
@@ -198,60 +184,13 @@ func lowerConv(l *lowering) error {
 			}
 		}
 	}
-	return convEpilogue(l, y, bias, osp, int64(m), clamp, clampOn)
+	ep.size = osp
+	return ep.apply(l, y)
 }
 
 // im2col32 lets im2col take 32-bit index arithmetic where it holds
 // (convWindow.fits32); tests turn it off to check the 64-bit kernel.
 var im2col32 = true
-
-// convEpilogue finishes a GEMM convolution y in place with the epilogue
-// the graph passes fused into the node: the bias (a null pointer: none),
-// the residual (FusedResidual) and the clamp, in one conv_bias_act_f32
-// launch, or none when there is nothing to do. A residual of another
-// shape than y (it broadcasts, as Add's operands do) is added by a
-// broadcasting Add between the bias and the clamp.
-func convEpilogue(l *lowering, y operand, bias kernelArg, size, channels int64, clamp []kernelArg, clampOn bool) error {
-	res, err := fusedResidual(l, y)
-	if err != nil {
-		return err
-	}
-	noClamp := []kernelArg{intArg(0), floatArg(0.0), floatArg(0.0)}
-	if res.Present() && !slices.Equal(res.Shape, y.Shape) {
-		if bias.ptr {
-			if err := l.Launch(kernels.ConvBiasActF32, y.Len(), append([]kernelArg{ptrArg(y), bias, intArg(0), intArg(y.Len()), intArg(size), intArg(channels)}, noClamp...)...); err != nil {
-				return err
-			}
-		}
-		if err := launchBroadcast(l, kernels.BinaryF32, kernels.B_ADD, y, y, res); err != nil {
-			return err
-		}
-		bias, res = intArg(0), operand{}
-	}
-	if !bias.ptr && !res.Present() && !clampOn {
-		return nil
-	}
-	args := append([]kernelArg{ptrArg(y), bias, optionalArg(res), intArg(y.Len()), intArg(size), intArg(channels)}, clamp...)
-	return l.Launch(kernels.ConvBiasActF32, y.Len(), args...)
-}
-
-// fusedResidual returns the residual input the graph passes fused into the
-// node (FusedResidual), or an absent operand: a float32 tensor that y's
-// shape broadcasts from.
-func fusedResidual(l *lowering, y operand) (operand, error) {
-	i := int(l.Int(passes.FusedResidual, -1))
-	if !l.Node.Has(passes.FusedResidual) || i < 0 || i >= len(l.In) {
-		return operand{}, nil // as the CPU backend reads it (cpu.fusedInput)
-	}
-	res := l.input(i)
-	if !res.Present() || res.DType != inference.Float32 {
-		return operand{}, l.NoKernel("fused residual %v", res.DType)
-	}
-	if shape, err := opsem.BroadcastShape(y.Shape, res.Shape); err != nil || !slices.Equal(shape, y.Shape) {
-		return operand{}, l.NoKernel("fused residual %v does not broadcast to the output %v", res.Shape, y.Shape)
-	}
-	return res, nil
-}
 
 // lowerConvTranspose runs, per image and group, the GEMM col[n, g]
 // (M/group·∏kernel × ∏in) = W[g]ᵀ · X[n, g] (in cuBLAS's terms colᵀ =

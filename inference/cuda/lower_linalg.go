@@ -18,7 +18,8 @@ func init() {
 }
 
 // lowerGemm computes Y = alpha·A'·B' + beta·C as the column-major
-// Yᵀ = alpha·B'ᵀ·A'ᵀ + beta·Cᵀ, after gemm_fill_f32 has broadcast C into Y.
+// Yᵀ = alpha·B'ᵀ·A'ᵀ + beta·Cᵀ, after gemm_fill_f32 has broadcast C into Y,
+// then the fused epilogue (epilogue.go) in one launch.
 func lowerGemm(l *lowering) error {
 	a, b, y := l.In[0], l.In[1], l.Out[0]
 	if a.DType != inference.Float32 || b.DType != inference.Float32 {
@@ -32,6 +33,14 @@ func lowerGemm(l *lowering) error {
 		return l.NoKernel("A %v, B %v: empty inner dimension", a.Shape, b.Shape)
 	}
 	if err := checkOut(l, 0, inference.Float32, []int{g.M, g.N}); err != nil {
+		return err
+	}
+	bias, err := fusedBias(l, y)
+	if err != nil {
+		return err
+	}
+	ep, err := productEpilogue(l, y, bias, 1, int64(g.N))
+	if err != nil {
 		return err
 	}
 	beta := g.Beta
@@ -61,15 +70,19 @@ func lowerGemm(l *lowering) error {
 			return err
 		}
 	}
-	return l.Gemm(gemmOp{Gemm: Gemm{TransA: g.TransB, TransB: g.TransA, M: g.N, N: g.M, K: g.K, Alpha: g.Alpha, Beta: beta,
-		LDA: max(1, b.Shape[1]), LDB: max(1, a.Shape[1]), LDC: g.N}, OpA: b, OpB: a, OpC: y})
+	if err := l.Gemm(gemmOp{Gemm: Gemm{TransA: g.TransB, TransB: g.TransA, M: g.N, N: g.M, K: g.K, Alpha: g.Alpha, Beta: beta,
+		LDA: max(1, b.Shape[1]), LDB: max(1, a.Shape[1]), LDC: g.N}, OpA: b, OpB: a, OpC: y}); err != nil {
+		return err
+	}
+	return ep.apply(l, y)
 }
 
 // lowerMatMul multiplies as opsem.MatMul says: each product of the
 // broadcast batch is the column-major Y_bᵀ = B_bᵀ·A_bᵀ. Consecutive
 // products whose operands lie at constant strides share one strided
 // batched call; with one B and contiguous A the batch is a single product
-// of (batch·m) rows.
+// of (batch·m) rows. The fused epilogue (epilogue.go) follows in one
+// launch.
 func lowerMatMul(l *lowering) error {
 	a, b, y := l.In[0], l.In[1], l.Out[0]
 	if a.DType != inference.Float32 || b.DType != inference.Float32 {
@@ -85,9 +98,25 @@ func lowerMatMul(l *lowering) error {
 	if err := checkOut(l, 0, inference.Float32, s.Out); err != nil {
 		return err
 	}
+	bias, err := fusedBias(l, y)
+	if err != nil {
+		return err
+	}
+	ep, err := productEpilogue(l, y, bias, 1, int64(s.N))
+	if err != nil {
+		return err
+	}
 	if y.Len() == 0 {
 		return nil
 	}
+	if err := matMulGemms(l, a, b, y, s); err != nil {
+		return err
+	}
+	return ep.apply(l, y)
+}
+
+// matMulGemms queues the GEMMs of lowerMatMul.
+func matMulGemms(l *lowering, a, b, y operand, s opsem.MatMulShape) error {
 	m, k, n := s.M, s.K, s.N
 	aOff, bOff := s.AOffsets, s.BOffsets
 	nb := len(aOff)

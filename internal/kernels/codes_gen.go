@@ -88,9 +88,12 @@ const (
 	GPOOL_MAX = 1
 
 	// norm.cu
-	SOFTMAX     = 0
-	LOG_SOFTMAX = 1
-	HARDMAX     = 2
+	SOFTMAX         = 0
+	LOG_SOFTMAX     = 1
+	HARDMAX         = 2
+	ATTN_MASK_NONE  = 0
+	ATTN_MASK_FLOAT = 1 // added to the scores
+	ATTN_MASK_BOOL  = 2 // 0 where true, −inf where false
 
 	// reduce.cu
 	R_SUM       = 0
@@ -157,6 +160,7 @@ const (
 const (
 	// elementwise.cu
 	UnaryF32       = "unary_f32"
+	EpilogueF32    = "epilogue_f32"
 	UnaryClipF32   = "unary_clip_f32"
 	UnaryClipI64   = "unary_clip_i64"
 	UnaryClipI32   = "unary_clip_i32"
@@ -187,7 +191,6 @@ const (
 	ConvIm2colF32   = "conv_im2col_f32"
 	ConvIm2col32F32 = "conv_im2col32_f32"
 	ConvDirectF32   = "conv_direct_f32"
-	ConvBiasActF32  = "conv_bias_act_f32"
 	ConvCol2imF32   = "conv_col2im_f32"
 	PoolF32         = "pool_f32"
 	PoolMaxIndexF32 = "pool_max_index_f32"
@@ -195,11 +198,12 @@ const (
 	GemmFillF32     = "gemm_fill_f32"
 
 	// norm.cu
-	NormBatchF32 = "norm_batch_f32"
-	NormRowsF32  = "norm_rows_f32"
-	NormLpF32    = "norm_lp_f32"
-	LrnF32       = "lrn_f32"
-	SoftmaxF32   = "softmax_f32"
+	NormBatchF32        = "norm_batch_f32"
+	NormRowsF32         = "norm_rows_f32"
+	NormLpF32           = "norm_lp_f32"
+	LrnF32              = "lrn_f32"
+	SoftmaxF32          = "softmax_f32"
+	AttentionSoftmaxF32 = "attention_softmax_f32"
 
 	// reduce.cu
 	ReduceF32      = "reduce_f32"

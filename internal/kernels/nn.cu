@@ -120,22 +120,6 @@ KERNEL conv_direct_f32(float *__restrict__ y, const float *__restrict__ x, const
 	}
 }
 
-// conv_bias_act_f32 finishes a GEMM convolution in place, as the fused
-// epilogue y = clamp(conv + bias + residual) (graph/passes FuseEpilogues):
-// y[i] += bias[c] (bias may be null) for y [images][channels][size], then
-// += residual[i] (residual, of y's shape, may be null), then the clamp when
-// clamp is 1.
-KERNEL conv_bias_act_f32(float *__restrict__ y, const float *__restrict__ bias, const float *__restrict__ residual,
-                         long long total, long long size, long long channels, long long clamp, double lo, double hi) {
-	float flo = (float)lo, fhi = (float)hi;
-	GRID_STRIDE(i, total) {
-		float v = y[i];
-		if (bias) v += bias[(i / size) % channels];
-		if (residual) v += residual[i];
-		y[i] = clamp ? nn_clamp(v, flo, fhi) : v;
-	}
-}
-
 // conv_col2im_f32 is ConvTranspose's gather: y[n, m, o] = bias[m] + Σ_t
 // col[n, m, t, i] over the taps t whose input position i, with
 // i·s − p + t·d = o, lies inside the input (id, ih, iw). col is [images]

@@ -190,3 +190,58 @@ SYNC_KERNEL softmax_f32(long long kind, float *__restrict__ y, const float *__re
 		}
 	}
 }
+
+// Attention mask kinds (attention_softmax_f32's mask_kind).
+#define ATTN_MASK_NONE 0
+#define ATTN_MASK_FLOAT 1 // added to the scores
+#define ATTN_MASK_BOOL 2  // 0 where true, −inf where false
+
+// attention_softmax_f32 turns Attention's scores s = scale·Q·Kᵀ into its
+// weights in place, a block per row: rows = units·q_seq rows of total
+// scores, unit u = b·heads + h. Each score x becomes softcap·tanh(x /
+// softcap) when softcap > 0, then gets the bias: the mask's value
+// mask[b·mb + h·mh + i·mi + j] for a column j < mask_len (−inf past it),
+// and with causal −inf where j > i. Softmax follows over the row; a row
+// whose bias is −inf everywhere gets zero weights (ONNX's Attention-23
+// rule, where the decomposition would give NaN). Lowering in
+// inference/cuda/lower_attention.go.
+SYNC_KERNEL attention_softmax_f32(float *__restrict__ s, const void *__restrict__ mask, long long mask_kind,
+                                  long long rows, long long q_seq, long long heads, long long total,
+                                  long long mask_len, long long mb, long long mh, long long mi, long long causal,
+                                  double softcap) {
+	__shared__ float buf[BLOCK];
+	float cap = (float)softcap;
+	const float *mf = (const float *)mask;
+	const unsigned char *mbool = (const unsigned char *)mask;
+	for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+		long long i = r % q_seq, u = r / q_seq;
+		long long b = u / heads, h = u % heads;
+		long long at = b * mb + h * mh + i * mi;
+		float *row = s + r * total;
+		float m = -NORM_INF, open = 0.0f;
+		for (long long j = threadIdx.x; j < total; j += BLOCK) {
+			float x = row[j];
+			if (cap > 0.0f) x = cap * tanhf(x / cap);
+			float bias = 0.0f;
+			if (mask_kind != ATTN_MASK_NONE) {
+				if (j >= mask_len) bias = -NORM_INF;
+				else if (mask_kind == ATTN_MASK_FLOAT) bias = mf[at + j];
+				else bias = mbool[at + j] ? 0.0f : -NORM_INF;
+			}
+			if (causal && j > i) bias = -NORM_INF;
+			if (bias != -NORM_INF) open = 1.0f;
+			x += bias;
+			row[j] = x;
+			m = fmaxf(m, x);
+		}
+		if (norm_block_max(buf, open) == 0.0f) {
+			for (long long j = threadIdx.x; j < total; j += BLOCK) row[j] = 0.0f;
+			continue;
+		}
+		m = norm_block_max(buf, m);
+		float sum = 0.0f;
+		for (long long j = threadIdx.x; j < total; j += BLOCK) sum += expf(row[j] - m);
+		sum = norm_block_sum(buf, sum);
+		for (long long j = threadIdx.x; j < total; j += BLOCK) row[j] = expf(row[j] - m) / sum;
+	}
+}

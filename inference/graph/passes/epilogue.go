@@ -341,6 +341,25 @@ func setActivation(p *graph.Node, act opsem.Node) {
 	}
 }
 
+// Activation returns the activation node p's epilogue applies last
+// (FusedActivation), named as p and with the attributes of the node it
+// replaced (alpha, beta, approximate), and whether it gates (FusedGate):
+// what a backend runs with its standalone kernel for the operator. It is
+// nil when p carries none.
+func Activation(p *graph.Node) (act *graph.Node, gate bool) {
+	op := p.Str(FusedActivation, "")
+	if op == "" {
+		return nil, false
+	}
+	attrs := map[string]graph.Attr{}
+	for fused, name := range map[string]string{FusedAlpha: "alpha", FusedBeta: "beta", FusedApproximate: "approximate"} {
+		if a, ok := p.Attrs[fused]; ok {
+			attrs[name] = a
+		}
+	}
+	return &graph.Node{Name: p.Name, OpType: op, Attrs: attrs}, p.Int(FusedGate, 0) != 0
+}
+
 // gateOf returns the nodes of Mul(v, gate(v)) when they are v's only
 // readers and the gate's output has no other: gate a Sigmoid (SiLU), or a
 // HardSigmoid of alpha 1/6 and beta 1/2 (HardSwish).

@@ -1,0 +1,143 @@
+package cuda
+
+import (
+	"math"
+	"slices"
+
+	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/graph/passes"
+	"github.com/beamml/beamml/inference/internal/opsem"
+	"github.com/beamml/beamml/internal/kernels"
+)
+
+// The epilogues passes.FuseEpilogues folds into Conv, Gemm and MatMul, as
+// the device applies them after the product's GEMM: in one epilogue_f32
+// launch, y = act(clamp(y + bias + residual)), in the CPU backend's order
+// (cpu.fusedEpilogue).
+
+// epilogue is the work a product's node carries past its GEMM.
+type epilogue struct {
+	bias     kernelArg // one per channel; a null pointer for none
+	size     int64     // elements per channel and image: the bias is bias[(i / size) % channels]
+	channels int64
+	residual operand // FusedResidual, absent for none
+	clamp    bool    // FusedMin and FusedMax
+	lo, hi   float32
+	act      int // a U_* code (FusedActivation), −1 for none
+	a, b     float64
+	gate     bool
+}
+
+// productEpilogue reads the epilogue l's node carries for its output y,
+// with the bias the product's lowering found (a null pointer: none), of
+// one value per channel of y's [images][channels][size].
+func productEpilogue(l *lowering, y operand, bias kernelArg, size, channels int64) (epilogue, error) {
+	e := epilogue{bias: bias, size: max(size, 1), channels: max(channels, 1), act: -1}
+	res, err := fusedResidual(l, y)
+	if err != nil {
+		return e, err
+	}
+	e.residual = res
+	if l.Node.Has(passes.FusedMin) {
+		e.clamp = true
+		e.lo = l.Float(passes.FusedMin, float32(math.Inf(-1)))
+		e.hi = l.Float(passes.FusedMax, float32(math.Inf(1)))
+	}
+	act, gate := passes.Activation(l.Node.Node)
+	if act == nil {
+		return e, nil
+	}
+	code, ok := unaryOps[act.OpType]
+	if !ok {
+		return e, l.NoKernel("fused activation %s", act.OpType)
+	}
+	n := opsem.Node{Node: act, Opset: l.Opset}
+	if code == kernels.U_GELU {
+		tanh, err := opsem.GeluTanh(n)
+		if err != nil {
+			return e, l.NoKernel("%v", err)
+		}
+		if tanh {
+			code = kernels.U_GELU_TANH
+		}
+	}
+	e.act, e.gate = code, gate
+	e.a, e.b = opsem.ActivationAttrs(n)
+	return e, nil
+}
+
+// pointwise reports whether the epilogue is at most a bias and a clamp: a
+// function of each element and its channel alone, which a consumer that
+// gathers the elements may apply as it reads them (lower_conv.go's
+// deferred epilogues).
+func (e epilogue) pointwise() bool { return !e.residual.Present() && e.act < 0 }
+
+// none reports whether there is nothing to do.
+func (e epilogue) none() bool {
+	return !e.bias.ptr && !e.residual.Present() && !e.clamp && e.act < 0
+}
+
+// apply finishes y in place: one epilogue_f32 launch, or none when there
+// is nothing to do. A residual of another shape than y (it broadcasts, as
+// Add's operands do) is added by a broadcasting Add between the bias and
+// the rest.
+func (e epilogue) apply(l *lowering, y operand) error {
+	if e.residual.Present() && !slices.Equal(e.residual.Shape, y.Shape) {
+		if e.bias.ptr {
+			first := epilogue{bias: e.bias, size: e.size, channels: e.channels, act: -1}
+			if err := first.apply(l, y); err != nil {
+				return err
+			}
+		}
+		if err := launchBroadcast(l, kernels.BinaryF32, kernels.B_ADD, y, y, e.residual); err != nil {
+			return err
+		}
+		e.bias, e.residual = intArg(0), operand{}
+	}
+	if e.none() {
+		return nil
+	}
+	clamp := 0
+	if e.clamp {
+		clamp = 1
+	}
+	gate := 0
+	if e.gate {
+		gate = 1
+	}
+	return l.Launch(kernels.EpilogueF32, y.Len(), ptrArg(y), e.bias, optionalArg(e.residual), intArg(y.Len()),
+		intArg(e.size), intArg(e.channels), intArg(clamp), floatArg(e.lo), floatArg(e.hi),
+		intArg(e.act), floatArg(e.a), floatArg(e.b), intArg(gate))
+}
+
+// fusedResidual returns the residual input the graph passes fused into the
+// node (FusedResidual), or an absent operand: a float32 tensor that y's
+// shape broadcasts from.
+func fusedResidual(l *lowering, y operand) (operand, error) {
+	i := int(l.Int(passes.FusedResidual, -1))
+	if !l.Node.Has(passes.FusedResidual) || i < 0 || i >= len(l.In) {
+		return operand{}, nil // as the CPU backend reads it (cpu.fusedInput)
+	}
+	res := l.input(i)
+	if !res.Present() || res.DType != inference.Float32 {
+		return operand{}, l.NoKernel("fused residual %v", res.DType)
+	}
+	if shape, err := opsem.BroadcastShape(y.Shape, res.Shape); err != nil || !slices.Equal(shape, y.Shape) {
+		return operand{}, l.NoKernel("fused residual %v does not broadcast to the output %v", res.Shape, y.Shape)
+	}
+	return res, nil
+}
+
+// fusedBias returns the bias input the graph passes fused into a Gemm or
+// MatMul (FusedBias), one per column of y, or a null pointer for none.
+func fusedBias(l *lowering, y operand) (kernelArg, error) {
+	i := int(l.Int(passes.FusedBias, -1))
+	if !l.Node.Has(passes.FusedBias) || i < 0 || i >= len(l.In) {
+		return intArg(0), nil
+	}
+	b := l.input(i)
+	if y.Rank() == 0 || !b.Present() || b.DType != inference.Float32 || b.Rank() != 1 || b.Shape[0] != y.Shape[y.Rank()-1] {
+		return intArg(0), l.NoKernel("fused bias %v %v for the output %v", b.DType, b.Shape, y.Shape)
+	}
+	return ptrArg(b), nil
+}
