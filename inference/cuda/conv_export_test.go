@@ -23,3 +23,12 @@ func SetIm2col32(on bool) (restore func()) {
 	im2col32 = on
 	return func() { im2col32 = old }
 }
+
+// SetDeferEpilogues lets products hand pointwise epilogues to their
+// output's reader (on) or not, and returns the function that restores
+// the setting.
+func SetDeferEpilogues(on bool) (restore func()) {
+	old := deferEpilogues
+	deferEpilogues = on
+	return func() { deferEpilogues = old }
+}

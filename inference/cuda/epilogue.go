@@ -97,17 +97,17 @@ func (e epilogue) apply(l *lowering, y operand) error {
 	if e.none() {
 		return nil
 	}
-	clamp := 0
-	if e.clamp {
-		clamp = 1
-	}
-	gate := 0
-	if e.gate {
-		gate = 1
-	}
 	return l.Launch(kernels.EpilogueF32, y.Len(), ptrArg(y), e.bias, optionalArg(e.residual), intArg(y.Len()),
-		intArg(e.size), intArg(e.channels), intArg(clamp), floatArg(e.lo), floatArg(e.hi),
-		intArg(e.act), floatArg(e.a), floatArg(e.b), intArg(gate))
+		intArg(e.size), intArg(e.channels), intArg(btoi(e.clamp)), floatArg(e.lo), floatArg(e.hi),
+		intArg(e.act), floatArg(e.a), floatArg(e.b), intArg(btoi(e.gate)))
+}
+
+// btoi is 1 for true, 0 for false: a kernel's flag.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // fusedResidual returns the residual input the graph passes fused into the
@@ -141,3 +141,49 @@ func fusedBias(l *lowering, y operand) (kernelArg, error) {
 	}
 	return ptrArg(b), nil
 }
+
+// A pointwise epilogue (a bias and a clamp) of a product whose output has
+// one reader may run in that reader instead, when the reader gathers its
+// input with a kernel that can apply it on the way (conv_im2col*_f32): the
+// product's epilogue launch, and a pass over its output, go. The product
+// queues its epilogue step and offers it (deferEpilogue); a reader that
+// takes it (takeEpilogue) has the plan builder drop the step once the
+// reader's lowering succeeds, so a reader sent to the host reads finished
+// values.
+
+// offeredEpilogue is a pointwise epilogue offered to the reader of value,
+// applied by step (of the node's steps while lowering, of the plan's
+// after).
+type offeredEpilogue struct {
+	value string
+	step  int
+	ep    epilogue
+}
+
+// applyOrOffer applies e to y, and offers it to y's reader when it is
+// pointwise and y has exactly one reader and is not a graph output.
+func (e epilogue) applyOrOffer(l *lowering, y operand) error {
+	before := len(l.steps)
+	if err := e.apply(l, y); err != nil {
+		return err
+	}
+	if len(l.steps) == before+1 && e.pointwise() && deferEpilogues && l.p.m.readers[y.Name] == 1 {
+		l.offer = &offeredEpilogue{value: y.Name, step: before, ep: e}
+	}
+	return nil
+}
+
+// takeEpilogue returns the epilogue offered to the reader of x, which this
+// node then applies, and whether there is one.
+func (l *lowering) takeEpilogue(x operand) (epilogue, bool) {
+	o, ok := l.p.offered[x.Name]
+	if !ok || o.ep.channels != int64(x.Shape[1]) {
+		return epilogue{}, false
+	}
+	l.absorbed = append(l.absorbed, x.Name)
+	return o.ep, true
+}
+
+// deferEpilogues lets products offer their epilogues; tests turn it off to
+// compare.
+var deferEpilogues = true

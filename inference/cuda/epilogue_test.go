@@ -172,3 +172,81 @@ func TestMatMulEpilogue(t *testing.T) {
 		}
 	}
 }
+
+// deferNet has pointwise epilogues (a bias and a Relu or Clip) that the
+// reader of a convolution's output applies as it gathers it: a 1×1
+// convolution's for the im2col of a 3×3 one, whose own goes to a depthwise
+// convolution's direct kernel. conv_d's output has two readers, so its
+// epilogue stays a launch; conv_c's output is a graph output, read by
+// nothing, so its clamp stays in its kernel.
+func deferNet(t testing.TB) *graph.Graph {
+	t.Helper()
+	ints := func(v ...int64) graph.Attr { return graph.Attr{Type: graph.AttrInts, Ints: v} }
+	g := &graph.Graph{
+		Name:    "defer",
+		Opsets:  map[string]int64{"": 17},
+		Inputs:  []graph.Value{{Name: "x", DType: inference.Float32, Shape: []int{inference.Dynamic, 3, 7, 7}}},
+		Outputs: []graph.Value{{Name: "y", DType: inference.Float32}, {Name: "z", DType: inference.Float32}},
+		Initializers: map[string]inference.Tensor{
+			"wa": check.Rand(1, -0.5, 0.5, 4, 3, 1, 1), "ba": check.Rand(2, -0.5, 0.5, 4),
+			"wb": check.Rand(3, -0.5, 0.5, 4, 4, 3, 3), "bb": check.Rand(4, -0.5, 0.5, 4),
+			"wc": check.Rand(5, -0.5, 0.5, 4, 1, 3, 3), "bc": check.Rand(6, -0.1, 0.1, 4),
+			"wd": check.Rand(7, -0.5, 0.5, 4, 3, 1, 1), "bd": check.Rand(8, -0.5, 0.5, 4),
+			"we": check.Rand(9, -0.5, 0.5, 4, 4, 3, 3),
+			"lo": check.Floats([]int{}, 0), "hi": check.Floats([]int{}, 0.6),
+		},
+		Nodes: []*graph.Node{
+			{Name: "conv_a", OpType: "Conv", Inputs: []string{"x", "wa", "ba"}, Outputs: []string{"a"}},
+			{Name: "relu_a", OpType: "Relu", Inputs: []string{"a"}, Outputs: []string{"ra"}},
+			{Name: "conv_b", OpType: "Conv", Inputs: []string{"ra", "wb", "bb"}, Outputs: []string{"b"},
+				Attrs: map[string]graph.Attr{"pads": ints(1, 1, 1, 1)}},
+			{Name: "clip_b", OpType: "Clip", Inputs: []string{"b", "lo", "hi"}, Outputs: []string{"rb"}},
+			{Name: "conv_c", OpType: "Conv", Inputs: []string{"rb", "wc", "bc"}, Outputs: []string{"c"},
+				Attrs: map[string]graph.Attr{"pads": ints(1, 1, 1, 1), "group": {Type: graph.AttrInt, Int: 4}}},
+			{Name: "relu_c", OpType: "Relu", Inputs: []string{"c"}, Outputs: []string{"y"}},
+			{Name: "conv_d", OpType: "Conv", Inputs: []string{"x", "wd", "bd"}, Outputs: []string{"d"}},
+			{Name: "relu_d", OpType: "Relu", Inputs: []string{"d"}, Outputs: []string{"rd"}},
+			{Name: "conv_e", OpType: "Conv", Inputs: []string{"rd", "we"}, Outputs: []string{"e"},
+				Attrs: map[string]graph.Attr{"pads": ints(1, 1, 1, 1)}},
+			{Name: "add", OpType: "Add", Inputs: []string{"e", "rd"}, Outputs: []string{"z"}},
+		},
+	}
+	if err := g.Sort(nil); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// A pointwise epilogue whose output has one reader runs in that reader's
+// gather (im2col, or the direct kernel of a depthwise convolution)
+// instead of a launch of its own; one with two readers stays a launch.
+// The results are the CPU backend's, and the same with deferral off.
+func TestDeferredEpilogues(t *testing.T) {
+	for _, deferring := range []bool{true, false} {
+		restore := cuda.SetDeferEpilogues(deferring)
+		b, _ := newSim(t, 0)
+		m := compile(t, b, deferNet(t))
+		for i := range 2 {
+			feeds := batchOf(deferNet(t), 2, uint64(i))
+			before := runner.Launched()
+			got, err := m.Run(context.Background(), feeds)
+			if err != nil {
+				t.Fatal(err)
+			}
+			matchCPU(t, deferNet, feeds, got)
+			if i == 0 {
+				continue
+			}
+			// conv_a's and conv_b's epilogues deferred; conv_d's
+			// stays, and conv_e's residual is an epilogue of its own.
+			want := 2
+			if !deferring {
+				want = 4
+			}
+			if launched := launchedSince(before); launched[kernels.EpilogueF32] != want {
+				t.Errorf("deferring %t: launches %v: want %d of %s", deferring, launched, want, kernels.EpilogueF32)
+			}
+		}
+		restore()
+	}
+}

@@ -33,6 +33,10 @@ type Model struct {
 	batched bool
 	// tf32 runs every GEMM in TF32 (inference.TF32).
 	tf32 bool
+	// readers counts each value's reads: by node inputs, and one for a
+	// graph output. A value read once may hand its producer's pointwise
+	// epilogue to its reader (lower_conv.go's deferred epilogues).
+	readers map[string]int
 
 	weights     Ptr
 	weightOff   map[string]int64
@@ -81,6 +85,15 @@ func newModel(b *Backend, ord int, dev Device, g *graph.Graph, tf32 bool) (*Mode
 				break
 			}
 		}
+	}
+	m.readers = map[string]int{}
+	for _, n := range g.Nodes {
+		for _, in := range n.Inputs {
+			m.readers[in]++
+		}
+	}
+	for _, o := range g.Outputs {
+		m.readers[o.Name]++
 	}
 	if err := m.uploadWeights(); err != nil {
 		return nil, err

@@ -145,6 +145,11 @@ type lowering struct {
 	// sites of this node's kernels on the error word, numbered after the
 	// plan's (errorWord)
 	sites []errorSite
+	// offer is the pointwise epilogue step this node lets the reader of
+	// its output apply instead; absorbed lists the inputs whose offered
+	// epilogue this node applies (deferEpilogue, takeEpilogue).
+	offer    *offeredEpilogue
+	absorbed []string
 }
 
 // input returns operand i, or an absent operand when the node has fewer.

@@ -148,11 +148,12 @@ func lowerConv(l *lowering) error {
 			rest.clamp = false
 		}
 		args := append([]kernelArg{ptrArg(y), ptrArg(x), ptrArg(w), bias, intArg(y.Len()), intArg(c), intArg(m), intArg(cg), intArg(mg)}, geom...)
-		if err := l.Launch(kernels.ConvDirectF32, y.Len(), append(args, clamp...)...); err != nil {
+		args = append(append(args, clamp...), convPrologue(l, x)...)
+		if err := l.Launch(kernels.ConvDirectF32, y.Len(), args...); err != nil {
 			return err
 		}
 		rest.size = osp
-		return rest.apply(l, y)
+		return rest.applyOrOffer(l, y)
 	}
 	pointwise := ksz == 1 && win.stride == [3]int64{1, 1, 1} && win.padBegin == [3]int64{} && win.padEnd == [3]int64{}
 	g := gemmOp{Gemm: Gemm{M: int(osp), N: mg, K: int(rows), Alpha: 1, LDA: int(osp), LDB: int(rows), LDC: int(osp)},
@@ -164,13 +165,15 @@ func lowerConv(l *lowering) error {
 			return err
 		}
 	} else {
+		pro := convPrologue(l, x)
+		prologue := []kernelArg{pro[0], intArg(c), pro[1], pro[2], pro[3]}
 		perImage := int64(c) * ksz * osp
 		chunk := int(max(1, min(int64(n), colLimit/perImage)))
 		col := l.Scratch(inference.Float32, []int{chunk * int(perImage)})
 		for n0 := 0; n0 < n; n0 += chunk {
 			nc := min(chunk, n-n0)
 			src := x.Offset(int64(n0)*int64(c)*isp, []int{nc, c, int(isp)})
-			args := append([]kernelArg{ptrArg(col), ptrArg(src), intArg(int64(nc) * perImage)}, geom...)
+			args := append(append([]kernelArg{ptrArg(col), ptrArg(src), intArg(int64(nc) * perImage)}, geom...), prologue...)
 			im2col := kernels.ConvIm2colF32
 			if im2col32 && win.fits32(int64(nc)*int64(c)*isp, int64(nc)*perImage) {
 				im2col = kernels.ConvIm2col32F32 // 32-bit divisions: a fraction of 64-bit ones
@@ -185,7 +188,19 @@ func lowerConv(l *lowering) error {
 		}
 	}
 	ep.size = osp
-	return ep.apply(l, y)
+	return ep.applyOrOffer(l, y)
+}
+
+// convPrologue returns the arguments (bias, clamp, lo, hi) of the
+// epilogue x's producer offered to this Conv, which its kernel applies to
+// each element of x it reads (epilogue.go's deferred epilogues): none
+// when there is none.
+func convPrologue(l *lowering, x operand) []kernelArg {
+	pre, ok := l.takeEpilogue(x)
+	if !ok {
+		return []kernelArg{intArg(0), intArg(0), floatArg(0.0), floatArg(0.0)}
+	}
+	return []kernelArg{pre.bias, intArg(btoi(pre.clamp)), floatArg(pre.lo), floatArg(pre.hi)}
 }
 
 // im2col32 lets im2col take 32-bit index arithmetic where it holds

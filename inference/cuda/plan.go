@@ -141,6 +141,11 @@ type planBuilder struct {
 	host   map[string]*inference.Tensor
 	locs   map[string]loc
 	sites  []errorSite // of the nodes lowered so far
+	// offered holds the epilogues offered to the readers of values
+	// (lowering.offer) by the value, with the plan step that applies them;
+	// dropped the steps a reader took over.
+	offered map[string]offeredEpilogue
+	dropped map[int]bool
 }
 
 // build plans a run at the feeds' shapes.
@@ -152,7 +157,8 @@ func (m *Model) build(c *shapeClass, feeds map[string]inference.Tensor, batch in
 // (for sizing only).
 func (m *Model) layout(c *shapeClass, feeds map[string]inference.Tensor, batch int, dry bool) (*plan, error) {
 	b := &planBuilder{m: m, shapes: map[string][]int{}, dtypes: map[string]inference.DType{},
-		host: map[string]*inference.Tensor{}, locs: map[string]loc{}}
+		host: map[string]*inference.Tensor{}, locs: map[string]loc{},
+		offered: map[string]offeredEpilogue{}, dropped: map[int]bool{}}
 	for name, s := range c.shapes {
 		b.shapes[name] = s.At(batch)
 		b.dtypes[name] = s.DType
@@ -279,12 +285,31 @@ func (m *Model) layout(c *shapeClass, feeds map[string]inference.Tensor, batch i
 			l.steps = []step{{kind: stepHost, host: &hostStep{node: n, why: why, in: l.In, out: l.Out}}}
 			l.scratch = 0
 			l.sites = nil
+			l.offer, l.absorbed = nil, nil
 		} else if err != nil {
 			return nil, err
+		}
+		if l.offer != nil {
+			o := *l.offer
+			o.step += len(p.steps)
+			b.offered[l.offer.value] = o
+		}
+		for _, v := range l.absorbed {
+			b.dropped[b.offered[v].step] = true
+			delete(b.offered, v)
 		}
 		b.sites = append(b.sites, l.sites...)
 		p.steps = append(p.steps, l.steps...)
 		scratch = max(scratch, l.scratch)
+	}
+	if len(b.dropped) > 0 {
+		kept := p.steps[:0]
+		for i, s := range p.steps {
+			if !b.dropped[i] {
+				kept = append(kept, s)
+			}
+		}
+		p.steps = kept
 	}
 	p.scratchOff = size
 	p.size = errorWordSpace + size + scratch

@@ -31,10 +31,13 @@ DEVICE float nn_clamp(float v, float lo, float hi) {
 // the padding. U holds i and every index of col and x (unsigned), S the
 // coordinates, which the padding makes negative (signed): 32-bit types
 // where they fit (conv_im2col32_f32), whose divisions cost a fraction of
-// 64-bit ones.
+// 64-bit ones. A tap inside x is the producer's pointwise epilogue, which
+// the lowering deferred to this gather: v + bias[c] (bias may be null;
+// channels is x's), then the clamp to [lo, hi] when clamp is 1.
 template <class U, class S>
 DEVICE float im2col_tap(const float *__restrict__ x, U i, U id, U ih, U iw, U kd, U kh, U kw, U od, U oh, U ow,
-                        S sd, S sh, S sw, S dd, S dh, S dw, S pd, S ph, S pw) {
+                        S sd, S sh, S sw, S dd, S dh, S dw, S pd, S ph, S pw, const float *__restrict__ bias,
+                        U channels, bool clamp, float lo, float hi) {
 	U r = i;
 	S ox = (S)(r % ow); r /= ow;
 	S oy = (S)(r % oh); r /= oh;
@@ -44,20 +47,25 @@ DEVICE float im2col_tap(const float *__restrict__ x, U i, U id, U ih, U iw, U kd
 	S tz = (S)(r % kd); r /= kd;
 	S z = oz * sd - pd + tz * dd, y = oy * sh - ph + ty * dh, xx = ox * sw - pw + tx * dw;
 	if (z < 0 || z >= (S)id || y < 0 || y >= (S)ih || xx < 0 || xx >= (S)iw) return 0.0f;
-	return x[r * (id * ih * iw) + ((U)z * ih + (U)y) * iw + (U)xx];
+	float v = x[r * (id * ih * iw) + ((U)z * ih + (U)y) * iw + (U)xx];
+	if (bias) v += bias[r % channels];
+	return clamp ? nn_clamp(v, lo, hi) : v;
 }
 
 // conv_im2col_f32 fills col, [images·channels][kd·kh·kw][od·oh·ow], with
-// the taps of x, [images·channels][id·ih·iw] (im2col_tap), in 64-bit index
+// the taps of x, [images·channels][id·ih·iw] (im2col_tap, with the
+// epilogue the producer of x deferred), in 64-bit index
 // arithmetic. total is the number of elements of col.
 KERNEL conv_im2col_f32(float *__restrict__ col, const float *__restrict__ x, long long total, long long id,
                        long long ih, long long iw, long long kd, long long kh, long long kw, long long od,
                        long long oh, long long ow, long long sd, long long sh, long long sw, long long dd,
-                       long long dh, long long dw, long long pd, long long ph, long long pw) {
+                       long long dh, long long dw, long long pd, long long ph, long long pw,
+                       const float *__restrict__ bias, long long channels, long long clamp, double lo, double hi) {
 	typedef unsigned long long U;
+	float flo = (float)lo, fhi = (float)hi;
 	GRID_STRIDE(i, total) {
 		col[i] = im2col_tap<U, long long>(x, (U)i, (U)id, (U)ih, (U)iw, (U)kd, (U)kh, (U)kw, (U)od, (U)oh, (U)ow, sd, sh,
-		                                  sw, dd, dh, dw, pd, ph, pw);
+		                                  sw, dd, dh, dw, pd, ph, pw, bias, (U)channels, clamp != 0, flo, fhi);
 	}
 }
 
@@ -67,12 +75,15 @@ KERNEL conv_im2col_f32(float *__restrict__ col, const float *__restrict__ x, lon
 KERNEL conv_im2col32_f32(float *__restrict__ col, const float *__restrict__ x, long long total, long long id,
                          long long ih, long long iw, long long kd, long long kh, long long kw, long long od,
                          long long oh, long long ow, long long sd, long long sh, long long sw, long long dd,
-                         long long dh, long long dw, long long pd, long long ph, long long pw) {
+                         long long dh, long long dw, long long pd, long long ph, long long pw,
+                         const float *__restrict__ bias, long long channels, long long clamp, double lo, double hi) {
 	typedef unsigned int U;
 	unsigned int n = (unsigned int)total, step = blockDim.x * gridDim.x;
+	float flo = (float)lo, fhi = (float)hi;
 	for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
 		col[i] = im2col_tap<U, int>(x, i, (U)id, (U)ih, (U)iw, (U)kd, (U)kh, (U)kw, (U)od, (U)oh, (U)ow, (int)sd, (int)sh,
-		                            (int)sw, (int)dd, (int)dh, (int)dw, (int)pd, (int)ph, (int)pw);
+		                            (int)sw, (int)dd, (int)dh, (int)dw, (int)pd, (int)ph, (int)pw, bias, (U)channels,
+		                            clamp != 0, flo, fhi);
 	}
 }
 
@@ -80,15 +91,20 @@ KERNEL conv_im2col32_f32(float *__restrict__ col, const float *__restrict__ x, l
 // are too small to pay for one (depthwise: one input channel per group):
 // y[n, m, o] = bias[m] + Σ_{c < cg, t} w[m, c, t] · x[n, g·cg + c, o·s − p
 // + t·d] with g = m / mg, then the fused clamp when clamp is 1. bias may be
-// null. total is the number of elements of y.
+// null. total is the number of elements of y. Each tap read inside x is
+// first the producer's pointwise epilogue, which the lowering deferred to
+// this kernel: v + in_bias[channel] (in_bias may be null), then the clamp
+// to [in_lo, in_hi] when in_clamp is 1.
 KERNEL conv_direct_f32(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ w,
                        const float *__restrict__ bias, long long total, long long channels, long long outChannels,
                        long long cg, long long mg, long long id, long long ih, long long iw, long long kd,
                        long long kh, long long kw, long long od, long long oh, long long ow, long long sd,
                        long long sh, long long sw, long long dd, long long dh, long long dw, long long pd,
-                       long long ph, long long pw, long long clamp, double lo, double hi) {
+                       long long ph, long long pw, long long clamp, double lo, double hi,
+                       const float *__restrict__ in_bias, long long in_clamp, double in_lo, double in_hi) {
 	long long isp = id * ih * iw, ksz = kd * kh * kw;
-	float flo = (float)lo, fhi = (float)hi;
+	float flo = (float)lo, fhi = (float)hi, ilo = (float)in_lo, ihi = (float)in_hi;
+	bool prologue = in_bias != 0 || in_clamp;
 	GRID_STRIDE(i, total) {
 		long long r = i;
 		long long ox = r % ow; r /= ow;
@@ -100,6 +116,7 @@ KERNEL conv_direct_f32(float *__restrict__ y, const float *__restrict__ x, const
 		for (long long c = 0; c < cg; c++) {
 			const float *xp = x + (n * channels + g * cg + c) * isp;
 			const float *wp = w + (m * cg + c) * ksz;
+			float ib = in_bias ? in_bias[g * cg + c] : 0.0f;
 			for (long long tz = 0; tz < kd; tz++) {
 				long long z = oz * sd - pd + tz * dd;
 				if (z < 0 || z >= id) continue;
@@ -110,7 +127,13 @@ KERNEL conv_direct_f32(float *__restrict__ y, const float *__restrict__ x, const
 					const float *wrow = wp + (tz * kh + ty) * kw;
 					for (long long tx = 0; tx < kw; tx++) {
 						long long xx = ox * sw - pw + tx * dw;
-						if (xx >= 0 && xx < iw) acc += wrow[tx] * xrow[xx];
+						if (xx < 0 || xx >= iw) continue;
+						float v = xrow[xx];
+						if (prologue) {
+							v += ib;
+							if (in_clamp) v = nn_clamp(v, ilo, ihi);
+						}
+						acc += wrow[tx] * v;
 					}
 				}
 			}
