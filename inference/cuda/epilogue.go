@@ -20,7 +20,8 @@ type epilogue struct {
 	bias     kernelArg // one per channel; a null pointer for none
 	size     int64     // elements per channel and image: the bias is bias[(i / size) % channels]
 	channels int64
-	residual operand // FusedResidual, absent for none
+	residual operand   // FusedResidual, absent for none
+	resBias  kernelArg // the bias the residual's producer deferred to this read; a null pointer for none
 	clamp    bool    // FusedMin and FusedMax
 	lo, hi   float32
 	act      int // a U_* code (FusedActivation), −1 for none
@@ -32,7 +33,7 @@ type epilogue struct {
 // with the bias the product's lowering found (a null pointer: none), of
 // one value per channel of y's [images][channels][size].
 func productEpilogue(l *lowering, y operand, bias kernelArg, size, channels int64) (epilogue, error) {
-	e := epilogue{bias: bias, size: max(size, 1), channels: max(channels, 1), act: -1}
+	e := epilogue{bias: bias, size: max(size, 1), channels: max(channels, 1), act: -1, resBias: intArg(0)}
 	res, err := fusedResidual(l, y)
 	if err != nil {
 		return e, err
@@ -80,7 +81,8 @@ func (e epilogue) none() bool {
 // apply finishes y in place: one epilogue_f32 launch, or none when there
 // is nothing to do. A residual of another shape than y (it broadcasts, as
 // Add's operands do) is added by a broadcasting Add between the bias and
-// the rest.
+// the rest; one of y's shape takes the bias its producer offered
+// (takeResidualBias).
 func (e epilogue) apply(l *lowering, y operand) error {
 	if e.residual.Present() && !slices.Equal(e.residual.Shape, y.Shape) {
 		if e.bias.ptr {
@@ -92,14 +94,15 @@ func (e epilogue) apply(l *lowering, y operand) error {
 		if err := launchBroadcast(l, kernels.BinaryF32, kernels.B_ADD, y, y, e.residual); err != nil {
 			return err
 		}
-		e.bias, e.residual = intArg(0), operand{}
+		e.bias, e.residual, e.resBias = intArg(0), operand{}, intArg(0)
 	}
+	e.takeResidualBias(l, y)
 	if e.none() {
 		return nil
 	}
 	return l.Launch(kernels.EpilogueF32, y.Len(), ptrArg(y), e.bias, optionalArg(e.residual), intArg(y.Len()),
 		intArg(e.size), intArg(e.channels), intArg(btoi(e.clamp)), floatArg(e.lo), floatArg(e.hi),
-		intArg(e.act), floatArg(e.a), floatArg(e.b), intArg(btoi(e.gate)))
+		intArg(e.act), floatArg(e.a), floatArg(e.b), intArg(btoi(e.gate)), e.resBias)
 }
 
 // btoi is 1 for true, 0 for false: a kernel's flag.
@@ -171,6 +174,21 @@ func (e epilogue) applyOrOffer(l *lowering, y operand) error {
 		l.offer = &offeredEpilogue{value: y.Name, step: before, ep: e}
 	}
 	return nil
+}
+
+// takeResidualBias takes the epilogue offered to the reader of e's
+// residual when it is a bias alone, of e's channels, which e then adds
+// with the residual.
+func (e *epilogue) takeResidualBias(l *lowering, y operand) {
+	if !e.residual.Present() || !slices.Equal(e.residual.Shape, y.Shape) {
+		return
+	}
+	o, ok := l.p.offered[e.residual.Name]
+	if !ok || o.ep.clamp || !o.ep.bias.ptr || o.ep.size != e.size || o.ep.channels != e.channels {
+		return
+	}
+	l.absorbed = append(l.absorbed, e.residual.Name)
+	e.resBias = o.ep.bias
 }
 
 // takeEpilogue returns the epilogue offered to the reader of x, which this

@@ -114,19 +114,20 @@ KERNEL unary_f32(long long op, float *__restrict__ y, const float *__restrict__ 
 // [size] with the channels the bias indexes) in place with the epilogue
 // the graph passes fused into its node (inference/graph/passes
 // FuseEpilogues), in the CPU backend's order: v = y[i] + bias[(i / size) %
-// channels] + residual[i] (bias and residual may be null), then the clamp
+// channels] + residual[i] (bias and residual may be null; the residual's
+// producer may have deferred its own bias, res_bias, to this read), then the clamp
 // to [lo, hi] when clamp is 1 (NaN stays NaN, as Relu and Clip keep it),
 // then the activation act (a U_* code with attributes a and b; −1 for
 // none), which gates, v·act(v), when gate is 1. A MatMul's bias, one per
 // column, is size 1.
 KERNEL epilogue_f32(float *__restrict__ y, const float *__restrict__ bias, const float *__restrict__ residual,
                     long long total, long long size, long long channels, long long clamp, double lo, double hi,
-                    long long act, double a, double b, long long gate) {
+                    long long act, double a, double b, long long gate, const float *__restrict__ res_bias) {
 	float flo = (float)lo, fhi = (float)hi, fa = (float)a, fb = (float)b;
 	GRID_STRIDE(i, total) {
 		float v = y[i];
 		if (bias) v += bias[(i / size) % channels];
-		if (residual) v += residual[i];
+		if (residual) v += res_bias ? residual[i] + res_bias[(i / size) % channels] : residual[i];
 		if (clamp) {
 			if (v < flo) v = flo;
 			if (v > fhi) v = fhi;
