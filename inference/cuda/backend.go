@@ -200,13 +200,12 @@ func (b *Backend) CompileWith(g *graph.Graph, o graph.Options) (inference.Model,
 	if err := passes.Optimize(g, graphPasses()...); err != nil {
 		return nil, err
 	}
-	tf32 := precision == inference.TF32
 	if len(devs) == 1 {
-		return newModel(b, 0, devs[0], g, tf32)
+		return newModel(b, 0, devs[0], g, precision)
 	}
 	var models []*Model
 	for i, dev := range devs {
-		m, err := newModel(b, i, dev, g, tf32)
+		m, err := newModel(b, i, dev, g, precision)
 		if err != nil {
 			newReplicas(models).Close()
 			return nil, fmt.Errorf("cuda: replica on %s: %w", dev.Name(), err)

@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 
+	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/internal/kernels"
 )
 
@@ -38,18 +39,24 @@ type Gemm struct {
 	LDC            int
 	StrideC        int64
 	Batch          int
-	// TF32 lets the product round A and B to TensorFloat-32 and run on
-	// tensor cores, accumulating in float32 (inference.TF32; cuBLAS's
-	// CUBLAS_TF32_TENSOR_OP_MATH). Without it the product is float32
-	// throughout.
-	TF32 bool
+	// Precision is the arithmetic of the product; C is float32 in each:
+	//   - "" or inference.FP32: float32 throughout.
+	//   - inference.TF32: A and B rounded to TensorFloat-32 on tensor
+	//     cores, accumulated in float32 (cuBLAS's
+	//     CUBLAS_TF32_TENSOR_OP_MATH; GPUs before sm_80 compute in float32).
+	Precision inference.Precision
 }
 
 // Shapes returns the rows and columns of the stored A and B matrices (op
 // applied or not), after checking the sizes and leading dimensions as
-// cuBLAS does: a bad product fails with this message on every device
-// instead of CUBLAS_STATUS_INVALID_VALUE.
+// cuBLAS does, and the precision: a bad product fails with this message on
+// every device instead of CUBLAS_STATUS_INVALID_VALUE.
 func (g Gemm) Shapes() (aRows, aCols, bRows, bCols int, err error) {
+	switch g.Precision {
+	case "", inference.FP32, inference.TF32:
+	default:
+		return 0, 0, 0, 0, fmt.Errorf("gemm in precision %q: want %q or %q", g.Precision, inference.FP32, inference.TF32)
+	}
 	if g.M < 0 || g.N < 0 || g.K < 0 || g.Batch < 1 {
 		return 0, 0, 0, 0, fmt.Errorf("gemm with M=%d N=%d K=%d batch %d", g.M, g.N, g.K, g.Batch)
 	}

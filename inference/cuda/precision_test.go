@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/beamml/beamml/inference"
@@ -108,5 +109,18 @@ func TestPrecisionReachesTheGEMM(t *testing.T) {
 	}
 	if _, err := b.CompileWith(build(), graph.Options{Precision: "bf16"}); err == nil {
 		t.Error("precision bf16 compiled")
+	}
+}
+
+// A device refuses a product in a precision it does not know instead of
+// running it in float32 (Gemm.Shapes checks it for every device).
+func TestGemmRefusesUnknownPrecision(t *testing.T) {
+	g := cuda.Gemm{M: 1, N: 1, K: 1, Alpha: 1, LDA: 1, LDB: 1, LDC: 1, Batch: 1, Precision: "bf16"}
+	if _, _, _, _, err := g.Shapes(); err == nil || !strings.Contains(err.Error(), `precision "bf16"`) {
+		t.Errorf("Shapes of a product in bf16: %v, want an error naming the precision", err)
+	}
+	_, dev := newSim(t, 0)
+	if err := dev.Gemm(nil, g); err == nil {
+		t.Error("the simulated device ran a product in bf16")
 	}
 }

@@ -433,7 +433,7 @@ func (d *Device) gemm(g cuda.Gemm) error {
 		if err != nil {
 			return fmt.Errorf("sim: gemm C: %w", err)
 		}
-		if g.TF32 {
+		if g.Precision == inference.TF32 {
 			a, bm = toTF32(a), toTF32(bm)
 		}
 		gemm(g, a, bm, c)

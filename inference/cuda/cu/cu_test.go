@@ -381,8 +381,8 @@ func TestTF32Gemm(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.DestroyStream(s)
-	product := func(tf32 bool) float32 {
-		g := cuda.Gemm{M: n, N: n, K: n, Alpha: 1, A: pa, LDA: n, B: pb, LDB: n, C: pc, LDC: n, Batch: 1, TF32: tf32}
+	product := func(p inference.Precision) float32 {
+		g := cuda.Gemm{M: n, N: n, K: n, Alpha: 1, A: pa, LDA: n, B: pb, LDB: n, C: pc, LDC: n, Batch: 1, Precision: p}
 		if err := d.Gemm(s, g); err != nil {
 			t.Fatal(err)
 		}
@@ -395,7 +395,7 @@ func TestTF32Gemm(t *testing.T) {
 		}
 		return bytesFloat(out)[0]
 	}
-	fp32, tf32, again := product(false), product(true), product(false)
+	fp32, tf32, again := product(inference.FP32), product(inference.TF32), product(inference.FP32)
 	t.Logf("%s: float32 %.7g, TF32 %.7g", d.Name(), fp32, tf32)
 	if want := float32(n) * x; math.Abs(float64(fp32-want)) > 1e-4 || fp32 != again {
 		t.Errorf("float32 product %.7g then %.7g, want %.7g both times (the handle's math mode must go back)", fp32, again, want)

@@ -112,6 +112,10 @@ func gemm(h *cublas.Handle, s gocu.Stream, g cuda.Gemm) error {
 	return err
 }
 
+// useTF32 says whether g's handle wants CUBLAS_TF32_TENSOR_OP_MATH; every
+// other product wants CUBLAS_DEFAULT_MATH.
+func useTF32(g cuda.Gemm) bool { return g.Precision == inference.TF32 }
+
 // blasErr describes a failed cuBLAS call from an error of package cublas:
 // the call is prefix, the function's name, then args (its arguments). nil
 // stays nil.
