@@ -44,6 +44,9 @@ type Gemm struct {
 	//   - inference.TF32: A and B rounded to TensorFloat-32 on tensor
 	//     cores, accumulated in float32 (cuBLAS's
 	//     CUBLAS_TF32_TENSOR_OP_MATH; GPUs before sm_80 compute in float32).
+	//   - inference.FP16: A and B rounded to float16 (to nearest even;
+	//     from ±65520 on they become ±Inf, at or below 2^-25 in magnitude
+	//     0) on tensor cores, accumulated in float32.
 	Precision inference.Precision
 }
 
@@ -53,9 +56,9 @@ type Gemm struct {
 // every device instead of CUBLAS_STATUS_INVALID_VALUE.
 func (g Gemm) Shapes() (aRows, aCols, bRows, bCols int, err error) {
 	switch g.Precision {
-	case "", inference.FP32, inference.TF32:
+	case "", inference.FP32, inference.TF32, inference.FP16:
 	default:
-		return 0, 0, 0, 0, fmt.Errorf("gemm in precision %q: want %q or %q", g.Precision, inference.FP32, inference.TF32)
+		return 0, 0, 0, 0, fmt.Errorf("gemm in precision %q: want %q, %q or %q", g.Precision, inference.FP32, inference.TF32, inference.FP16)
 	}
 	if g.M < 0 || g.N < 0 || g.K < 0 || g.Batch < 1 {
 		return 0, 0, 0, 0, fmt.Errorf("gemm with M=%d N=%d K=%d batch %d", g.M, g.N, g.K, g.Batch)
