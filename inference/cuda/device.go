@@ -20,11 +20,12 @@ type Dim3 struct{ X, Y, Z uint32 }
 // Function is a kernel of a loaded module.
 type Function interface{}
 
-// Gemm is one call of cublasSgemmStridedBatched, in cuBLAS's column-major
-// terms: for each b < Batch, C_b = Alpha·op(A_b)·op(B_b) + Beta·C_b, where
-// C_b is M×N with leading dimension LDC and starts StrideC elements after
-// C_{b-1}; op(A) is A (M×K) or, with TransA, Aᵀ. The row-major product
-// Y = X·W of the executor is the column-major Yᵀ = Wᵀ·Xᵀ.
+// Gemm is one call of cublasSgemmStridedBatched (cublasGemmStridedBatchedEx
+// in FP16), in cuBLAS's column-major terms: for each b < Batch,
+// C_b = Alpha·op(A_b)·op(B_b) + Beta·C_b, where C_b is M×N with leading
+// dimension LDC and starts StrideC elements after C_{b-1}; op(A) is A
+// (M×K) or, with TransA, Aᵀ. The row-major product Y = X·W of the
+// executor is the column-major Yᵀ = Wᵀ·Xᵀ.
 type Gemm struct {
 	TransA, TransB bool
 	M, N, K        int
@@ -46,7 +47,8 @@ type Gemm struct {
 	//     CUBLAS_TF32_TENSOR_OP_MATH; GPUs before sm_80 compute in float32).
 	//   - inference.FP16: A and B rounded to float16 (to nearest even;
 	//     from ±65520 on they become ±Inf, at or below 2^-25 in magnitude
-	//     0) on tensor cores, accumulated in float32.
+	//     0) on tensor cores, accumulated in float32 (cublasGemmEx with float32
+	//     matrices and CUBLAS_COMPUTE_32F_FAST_16F).
 	Precision inference.Precision
 }
 
