@@ -47,8 +47,8 @@ type Gemm struct {
 	//     CUBLAS_TF32_TENSOR_OP_MATH; GPUs before sm_80 compute in float32).
 	//   - inference.FP16: A and B rounded to float16 (to nearest even;
 	//     from ±65520 on they become ±Inf, at or below 2^-25 in magnitude
-	//     0) on tensor cores, accumulated in float32 (cublasGemmEx with float32
-	//     matrices and CUBLAS_COMPUTE_32F_FAST_16F).
+	//     0) on tensor cores, accumulated in float32 (cublasGemmEx with
+	//     float32 matrices and CUBLAS_COMPUTE_32F_FAST_16F).
 	Precision inference.Precision
 }
 
