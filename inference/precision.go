@@ -20,9 +20,20 @@ const (
 	// older GPUs compute in float32). Everything else is float32. Relative
 	// errors of products grow to about 1e-3.
 	TF32 Precision = "tf32"
-	// FP16: weights and activations in float16 on tensor cores, with
-	// float32 accumulation. Not implemented yet: a GPU backend fails the
-	// load with ErrUnsupportedOp.
+	// FP16: the same matrix products on tensor cores with their inputs
+	// rounded to float16 (to nearest even), accumulated in float32
+	// (cublasGemmEx on float32 matrices with CUBLAS_COMPUTE_32F_FAST_16F,
+	// which allows cuBLAS the conversion; tensor cores from Volta on, and
+	// on older GPUs cuBLAS may compute in float32). Weights and
+	// activations stay float32 in memory and everything else is float32:
+	// the products convert their inputs as they read them (storing them in
+	// half is not implemented yet, so FP16 saves neither memory nor
+	// bandwidth; it gains the tensor cores' half-precision rate). Half
+	// keeps TF32's 11 significant bits, so relative errors of products are
+	// about 1e-3 as in TF32, but not its range: an input beyond ±65504
+	// becomes ±Inf, one below 2^-14 (6.1e-5) in magnitude keeps fewer
+	// bits, and one at or below 2^-25 becomes 0. A model whose products'
+	// inputs leave that range needs FP32 or TF32.
 	FP16 Precision = "fp16"
 )
 

@@ -10,11 +10,13 @@ import (
 // it the spec keeps its own.
 func TestPrecisionOptionSetsSpec(t *testing.T) {
 	spec := inference.Spec{URI: "m.onnx", Format: "onnx"}
-	got, _ := newConfig(spec.WithPrecision(inference.FP32), []Option{Precision(inference.TF32)})
-	if p, err := got.Precision(); p != inference.TF32 || err != nil {
-		t.Errorf("Precision(tf32) over a spec in fp32: %q, %v", p, err)
+	for _, want := range []inference.Precision{inference.TF32, inference.FP16} {
+		got, _ := newConfig(spec.WithPrecision(inference.FP32), []Option{Precision(want)})
+		if p, err := got.Precision(); p != want || err != nil {
+			t.Errorf("Precision(%s) over a spec in fp32: %q, %v", want, p, err)
+		}
 	}
-	got, _ = newConfig(spec.WithPrecision(inference.TF32), nil)
+	got, _ := newConfig(spec.WithPrecision(inference.TF32), nil)
 	if p, _ := got.Precision(); p != inference.TF32 {
 		t.Errorf("the spec's own tf32 became %q", p)
 	}

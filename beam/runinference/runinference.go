@@ -295,8 +295,8 @@ func Device(d inference.Device) Option {
 }
 
 // Precision chooses the arithmetic of the model's products on a GPU
-// (inference.FP32, the default, or inference.TF32: tensor cores with TF32
-// inputs; inference.FP16 is not implemented yet and fails the load). It
+// (inference.FP32, the default; inference.TF32 or inference.FP16: tensor
+// cores with the products' inputs rounded to TF32 or to float16). It
 // sets the spec's option inference.PrecisionOption, which a spec may carry
 // itself; the option wins over the spec's. The CPU backend computes in
 // float32 in every precision.

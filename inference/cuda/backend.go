@@ -175,17 +175,15 @@ func (b *Backend) Compile(g *graph.Graph) (inference.Model, error) {
 	return b.CompileWith(g, graph.Options{})
 }
 
-// CompileWith is Compile in the precision o asks for: inference.FP32 or
-// inference.TF32 (every GEMM on tensor cores with TF32 inputs);
-// inference.FP16 is not implemented yet and fails with
-// inference.ErrUnsupportedOp.
+// CompileWith is Compile in the precision o asks for, which every GEMM
+// (Gemm.Precision) runs in: inference.FP32, inference.TF32 (tensor cores
+// with TF32 inputs) or inference.FP16 (tensor cores with float16 inputs).
+// In each, accumulation, every other operator, the weights and the
+// activations stay float32.
 func (b *Backend) CompileWith(g *graph.Graph, o graph.Options) (inference.Model, error) {
 	precision, err := inference.ParsePrecision(string(o.Precision))
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
-	}
-	if precision == inference.FP16 {
-		return nil, &inference.UnsupportedOpError{Op: "precision", Detail: "fp16 is not implemented yet on the GPU; use fp32 or tf32"}
 	}
 	devs, err := b.Devices()
 	if err != nil {
@@ -200,13 +198,12 @@ func (b *Backend) CompileWith(g *graph.Graph, o graph.Options) (inference.Model,
 	if err := passes.Optimize(g, graphPasses()...); err != nil {
 		return nil, err
 	}
-	tf32 := precision == inference.TF32
 	if len(devs) == 1 {
-		return newModel(b, 0, devs[0], g, tf32)
+		return newModel(b, 0, devs[0], g, precision)
 	}
 	var models []*Model
 	for i, dev := range devs {
-		m, err := newModel(b, i, dev, g, tf32)
+		m, err := newModel(b, i, dev, g, precision)
 		if err != nil {
 			newReplicas(models).Close()
 			return nil, fmt.Errorf("cuda: replica on %s: %w", dev.Name(), err)

@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 
+	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/internal/kernels"
 )
 
@@ -19,11 +20,12 @@ type Dim3 struct{ X, Y, Z uint32 }
 // Function is a kernel of a loaded module.
 type Function interface{}
 
-// Gemm is one call of cublasSgemmStridedBatched, in cuBLAS's column-major
-// terms: for each b < Batch, C_b = Alpha·op(A_b)·op(B_b) + Beta·C_b, where
-// C_b is M×N with leading dimension LDC and starts StrideC elements after
-// C_{b-1}; op(A) is A (M×K) or, with TransA, Aᵀ. The row-major product
-// Y = X·W of the executor is the column-major Yᵀ = Wᵀ·Xᵀ.
+// Gemm is one call of cublasSgemmStridedBatched (cublasGemmStridedBatchedEx
+// in FP16), in cuBLAS's column-major terms: for each b < Batch,
+// C_b = Alpha·op(A_b)·op(B_b) + Beta·C_b, where C_b is M×N with leading
+// dimension LDC and starts StrideC elements after C_{b-1}; op(A) is A
+// (M×K) or, with TransA, Aᵀ. The row-major product Y = X·W of the
+// executor is the column-major Yᵀ = Wᵀ·Xᵀ.
 type Gemm struct {
 	TransA, TransB bool
 	M, N, K        int
@@ -38,18 +40,28 @@ type Gemm struct {
 	LDC            int
 	StrideC        int64
 	Batch          int
-	// TF32 lets the product round A and B to TensorFloat-32 and run on
-	// tensor cores, accumulating in float32 (inference.TF32; cuBLAS's
-	// CUBLAS_TF32_TENSOR_OP_MATH). Without it the product is float32
-	// throughout.
-	TF32 bool
+	// Precision is the arithmetic of the product; C is float32 in each:
+	//   - "" or inference.FP32: float32 throughout.
+	//   - inference.TF32: A and B rounded to TensorFloat-32 on tensor
+	//     cores, accumulated in float32 (cuBLAS's
+	//     CUBLAS_TF32_TENSOR_OP_MATH; GPUs before sm_80 compute in float32).
+	//   - inference.FP16: A and B rounded to float16 (to nearest even;
+	//     from ±65520 on they become ±Inf, at or below 2^-25 in magnitude
+	//     0) on tensor cores, accumulated in float32 (cublasGemmEx with
+	//     float32 matrices and CUBLAS_COMPUTE_32F_FAST_16F).
+	Precision inference.Precision
 }
 
 // Shapes returns the rows and columns of the stored A and B matrices (op
 // applied or not), after checking the sizes and leading dimensions as
-// cuBLAS does: a bad product fails with this message on every device
-// instead of CUBLAS_STATUS_INVALID_VALUE.
+// cuBLAS does, and the precision: a bad product fails with this message on
+// every device instead of CUBLAS_STATUS_INVALID_VALUE.
 func (g Gemm) Shapes() (aRows, aCols, bRows, bCols int, err error) {
+	switch g.Precision {
+	case "", inference.FP32, inference.TF32, inference.FP16:
+	default:
+		return 0, 0, 0, 0, fmt.Errorf("gemm in precision %q: want %q, %q or %q", g.Precision, inference.FP32, inference.TF32, inference.FP16)
+	}
 	if g.M < 0 || g.N < 0 || g.K < 0 || g.Batch < 1 {
 		return 0, 0, 0, 0, fmt.Errorf("gemm with M=%d N=%d K=%d batch %d", g.M, g.N, g.K, g.Batch)
 	}

@@ -22,7 +22,7 @@ type epilogue struct {
 	channels int64
 	residual operand   // FusedResidual, absent for none
 	resBias  kernelArg // the bias the residual's producer deferred to this read; a null pointer for none
-	clamp    bool    // FusedMin and FusedMax
+	clamp    bool      // FusedMin and FusedMax
 	lo, hi   float32
 	act      int // a U_* code (FusedActivation), −1 for none
 	a, b     float64

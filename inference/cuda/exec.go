@@ -31,8 +31,8 @@ type Model struct {
 	// batched is true when every input has a dynamic first dimension: plans
 	// then share shapes computed symbolically in the batch size.
 	batched bool
-	// tf32 runs every GEMM in TF32 (inference.TF32).
-	tf32 bool
+	// precision is every GEMM's (Gemm.Precision): FP32, TF32 or FP16.
+	precision inference.Precision
 	// readers counts each value's reads: by node inputs, and one for a
 	// graph output. A value read once may hand its producer's pointwise
 	// epilogue to its reader (lower_conv.go's deferred epilogues).
@@ -66,8 +66,8 @@ var random = map[string]bool{
 	"Bernoulli": true, "Multinomial": true,
 }
 
-func newModel(b *Backend, ord int, dev Device, g *graph.Graph, tf32 bool) (*Model, error) {
-	m := &Model{b: b, ord: ord, dev: dev, tf32: tf32, cpu: cpu.NewModel(g), g: g, opset: g.Opset(), batched: g.Batched(),
+func newModel(b *Backend, ord int, dev Device, g *graph.Graph, precision inference.Precision) (*Model, error) {
+	m := &Model{b: b, ord: ord, dev: dev, precision: precision, cpu: cpu.NewModel(g), g: g, opset: g.Opset(), batched: g.Batched(),
 		classes: map[string]*shapeClass{}, plans: map[string]*plan{}}
 	m.pool.dev = dev
 	m.pool.cond = sync.NewCond(&m.pool.mu)
@@ -428,7 +428,7 @@ func (m *Model) do(run *limit.Run, s *step, f frame, ws *workspace) error {
 		}
 	case stepGemm:
 		g := s.gemm.Gemm
-		g.TF32 = m.tf32
+		g.Precision = m.precision
 		g.A = f.addr(s.gemm.OpA.loc) + Ptr(4*s.gemm.AOff)
 		g.B = f.addr(s.gemm.OpB.loc) + Ptr(4*s.gemm.BOff)
 		g.C = f.addr(s.gemm.OpC.loc) + Ptr(4*s.gemm.COff)

@@ -362,14 +362,11 @@ func TestOpenAll(t *testing.T) {
 	}
 }
 
-// TF32 reaches cuBLAS (issue 15, item 1): a 256-deep product of 1 + 2^-12
-// by 1 is 256·(1 + 2^-12) in float32 and 256 on tensor cores, which round
-// the inputs to TF32's 10-bit mantissa; GPUs before sm_80 have none and
-// compute in float32 either way.
-func TestTF32Gemm(t *testing.T) {
-	d := open(t)
-	const n = 256
-	x := float32(1 + math.Pow(2, -12))
+// onesProduct returns C[0] of Alpha·A·B for n×n matrices A of x and B of
+// ones on one stream of d, in each precision asked for in turn: n·x·Alpha
+// when the inputs reach the product unrounded. Asking for float32 again
+// after another precision shows the stream's handle goes back.
+func onesProduct(t *testing.T, d *cu.Device, n int, x, alpha float32, precisions ...inference.Precision) []float32 {
 	a, b := make([]float32, n*n), make([]float32, n*n)
 	for i := range a {
 		a[i], b[i] = x, 1
@@ -381,8 +378,9 @@ func TestTF32Gemm(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.DestroyStream(s)
-	product := func(tf32 bool) float32 {
-		g := cuda.Gemm{M: n, N: n, K: n, Alpha: 1, A: pa, LDA: n, B: pb, LDB: n, C: pc, LDC: n, Batch: 1, TF32: tf32}
+	var got []float32
+	for _, p := range precisions {
+		g := cuda.Gemm{M: n, N: n, K: n, Alpha: alpha, A: pa, LDA: n, B: pb, LDB: n, C: pc, LDC: n, Batch: 1, Precision: p}
 		if err := d.Gemm(s, g); err != nil {
 			t.Fatal(err)
 		}
@@ -393,16 +391,69 @@ func TestTF32Gemm(t *testing.T) {
 		if err := d.CopyDtoH(out, pc); err != nil {
 			t.Fatal(err)
 		}
-		return bytesFloat(out)[0]
+		got = append(got, bytesFloat(out)[0])
 	}
-	fp32, tf32, again := product(false), product(true), product(false)
+	return got
+}
+
+// smMajor is the compute capability's major of d ("… sm_86" → 8), 0 when
+// its name does not say.
+func smMajor(d *cu.Device) int {
+	var major int
+	if _, err := fmt.Sscanf(d.Name()[strings.LastIndex(d.Name(), "sm_")+3:], "%1d", &major); err != nil {
+		return 0
+	}
+	return major
+}
+
+// TF32 reaches cuBLAS (issue 15, item 1): a 256-deep product of 1 + 2^-12
+// by 1 is 256·(1 + 2^-12) in float32 and 256 on tensor cores, which round
+// the inputs to TF32's 10-bit mantissa; GPUs before sm_80 have none and
+// compute in float32 either way.
+func TestTF32Gemm(t *testing.T) {
+	d := open(t)
+	const n = 256
+	x := float32(1 + math.Pow(2, -12))
+	got := onesProduct(t, d, n, x, 1, inference.FP32, inference.TF32, inference.FP32)
+	fp32, tf32, again := got[0], got[1], got[2]
 	t.Logf("%s: float32 %.7g, TF32 %.7g", d.Name(), fp32, tf32)
 	if want := float32(n) * x; math.Abs(float64(fp32-want)) > 1e-4 || fp32 != again {
 		t.Errorf("float32 product %.7g then %.7g, want %.7g both times (the handle's math mode must go back)", fp32, again, want)
 	}
-	var major int
-	if _, err := fmt.Sscanf(d.Name()[strings.LastIndex(d.Name(), "sm_")+3:], "%1d", &major); err == nil && major >= 8 && tf32 != n {
+	if smMajor(d) >= 8 && tf32 != n {
 		t.Errorf("TF32 product on %s is %.7g, want %d: cuBLAS did not round the inputs to TF32", d.Name(), tf32, n)
+	}
+}
+
+// FP16 reaches cuBLAS (issue 15, item 1): 256-deep products of x by 1 on
+// tensor cores with half inputs (CUBLAS_COMPUTE_32F_FAST_16F). For
+// x = 1 + 2^-12 half holds 1, as TF32 does: 256 against float32's
+// 256·(1 + 2^-12). For x = 2^-20·(1 + 2^-10), scaled back by
+// Alpha = 2^20, TF32 holds x but half, whose subnormals step by 2^-24,
+// holds 2^-20: 256 against 256·(1 + 2^-10) in float32 and TF32. GPUs
+// before sm_70 have no tensor cores and compute in float32.
+func TestFP16Gemm(t *testing.T) {
+	d := open(t)
+	const n = 256
+	for _, c := range []struct {
+		x, alpha         float32
+		fp32, tf32, fp16 float32
+	}{
+		{float32(1 + math.Pow(2, -12)), 1, n * float32(1+math.Pow(2, -12)), n, n},
+		{float32(math.Pow(2, -20) * (1 + math.Pow(2, -10))), 1 << 20, n * float32(1+math.Pow(2, -10)), n * float32(1+math.Pow(2, -10)), n},
+	} {
+		got := onesProduct(t, d, n, c.x, c.alpha, inference.FP32, inference.FP16, inference.TF32, inference.FP32)
+		fp32, fp16, tf32, again := got[0], got[1], got[2], got[3]
+		t.Logf("%s: x = %g: float32 %.7g, FP16 %.7g, TF32 %.7g", d.Name(), c.x, fp32, fp16, tf32)
+		if fp32 != c.fp32 || again != c.fp32 {
+			t.Errorf("x = %g: float32 product %.7g then %.7g, want %.7g both times", c.x, fp32, again, c.fp32)
+		}
+		if smMajor(d) >= 7 && fp16 != c.fp16 {
+			t.Errorf("x = %g: FP16 product on %s is %.7g, want %.7g: cuBLAS did not round the inputs to half", c.x, d.Name(), fp16, c.fp16)
+		}
+		if smMajor(d) >= 8 && tf32 != c.tf32 {
+			t.Errorf("x = %g: TF32 product after FP16 on %s is %.7g, want %.7g", c.x, d.Name(), tf32, c.tf32)
+		}
 	}
 }
 

@@ -83,10 +83,12 @@ func checkGemm(g cuda.Gemm) error {
 	return nil
 }
 
-// gemm queues g on h, which is bound to s; the context must be current and
-// h held by the caller alone.
+// gemm queues g on h, which is bound to s and in g's math mode (useTF32);
+// the context must be current and h held by the caller alone. FP16 is a
+// compute type of the call (cublasGemmEx); FP32 and TF32 are Sgemm's in
+// the handle's math mode.
 func gemm(h *cublas.Handle, s gocu.Stream, g cuda.Gemm) error {
-	err := h.Sgemm(cublas.Gemm{
+	cg := cublas.Gemm{
 		TransA: g.TransA, TransB: g.TransB,
 		M: int32(g.M), N: int32(g.N), K: int32(g.K),
 		Alpha: g.Alpha, Beta: g.Beta,
@@ -94,7 +96,13 @@ func gemm(h *cublas.Handle, s gocu.Stream, g cuda.Gemm) error {
 		LDA: int32(g.LDA), LDB: int32(g.LDB), LDC: int32(g.LDC),
 		StrideA: int64(g.StrideA), StrideB: int64(g.StrideB), StrideC: int64(g.StrideC),
 		Batch: int32(g.Batch),
-	})
+	}
+	var err error
+	if g.Precision == inference.FP16 {
+		err = h.GemmFast16F(cg)
+	} else {
+		err = h.Sgemm(cg)
+	}
 	if err == nil {
 		return nil
 	}
@@ -111,6 +119,10 @@ func gemm(h *cublas.Handle, s gocu.Stream, g cuda.Gemm) error {
 	}
 	return err
 }
+
+// useTF32 says whether g's handle wants CUBLAS_TF32_TENSOR_OP_MATH; every
+// other product wants CUBLAS_DEFAULT_MATH.
+func useTF32(g cuda.Gemm) bool { return g.Precision == inference.TF32 }
 
 // blasErr describes a failed cuBLAS call from an error of package cublas:
 // the call is prefix, the function's name, then args (its arguments). nil

@@ -85,7 +85,7 @@ type stream struct {
 	s    gocu.Stream
 	mu   sync.Mutex     // held by a product: cuBLAS handles are not for concurrent use
 	blas *cublas.Handle // nil until the stream's first product
-	tf32 bool           // blas's math mode (cuda.Gemm.TF32)
+	tf32 bool           // blas's math mode is CUBLAS_TF32_TENSOR_OP_MATH (useTF32)
 }
 
 // Open opens device ordinal (as CUDA_VISIBLE_DEVICES numbers them): it
@@ -399,8 +399,9 @@ func (d *Device) Launch(f cuda.Function, grid, block cuda.Dim3, s cuda.Stream, a
 	})
 }
 
-// Gemm queues a float32 product on s through cuBLAS (cublasSgemm_v2, or
-// cublasSgemmStridedBatched when g.Batch > 1), with the column-major
+// Gemm queues a product of float32 matrices on s through cuBLAS
+// (cublasSgemm_v2, or cublasSgemmStridedBatched when g.Batch > 1; in FP16
+// cublasGemmEx or cublasGemmStridedBatchedEx), with the column-major
 // semantics of cuda.Gemm.
 func (d *Device) Gemm(s cuda.Stream, g cuda.Gemm) error {
 	if err := checkGemm(g); err != nil {
@@ -421,7 +422,7 @@ func (d *Device) Gemm(s cuda.Stream, g cuda.Gemm) error {
 			if err := d.blas.SetStream(nil); err != nil {
 				return blasErr("", err)
 			}
-			if err := d.blas.SetTF32(g.TF32); err != nil {
+			if err := d.blas.SetTF32(useTF32(g)); err != nil {
 				return blasErr("", err)
 			}
 			return gemm(d.blas, cs, g)
@@ -432,11 +433,11 @@ func (d *Device) Gemm(s cuda.Stream, g cuda.Gemm) error {
 		if err != nil {
 			return err
 		}
-		if st.tf32 != g.TF32 {
-			if err := h.SetTF32(g.TF32); err != nil {
+		if tf32 := useTF32(g); st.tf32 != tf32 {
+			if err := h.SetTF32(tf32); err != nil {
 				return blasErr("", err)
 			}
-			st.tf32 = g.TF32
+			st.tf32 = tf32
 		}
 		return gemm(h, cs, g)
 	})

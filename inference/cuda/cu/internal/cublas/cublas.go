@@ -2,7 +2,8 @@
 
 // Package cublas loads cuBLAS at run time with dlopen and calls the few
 // functions the GPU backend uses: handle creation, math mode, stream binding
-// and single-precision GEMM (plain and strided-batched).
+// and GEMM on float32 matrices (plain and strided-batched; in float32, or on
+// tensor cores with half inputs).
 //
 // Linking -lcublas would tie the worker binary to the cuBLAS soname of the
 // toolkit it was built with: a worker built on a host with Debian's CUDA 11.8
@@ -10,8 +11,9 @@
 // container, before main runs and with nothing in the job's logs but the
 // loader's message. Loaded here, the same binary runs against libcublas.so.12
 // in the container and libcublas.so.11 on a CUDA 11 host: these v2 entry
-// points have kept their signatures since CUDA 10. Load says which files it
-// tried when none loads.
+// points have kept their signatures since CUDA 10 (cublasGemmEx's and
+// cublasGemmStridedBatchedEx's since CUDA 11, which made their compute type
+// a cublasComputeType_t). Load says which files it tried when none loads.
 //
 // The package does not initialise the driver and does not import
 // gorgonia.org/cu, so its tests run on a machine without a GPU (DESIGN.md
@@ -36,6 +38,12 @@ typedef cublasStatus_t (*beammlSgemmFn)(cublasHandle_t, cublasOperation_t, cubla
 typedef cublasStatus_t (*beammlSgemmBatchedFn)(cublasHandle_t, cublasOperation_t, cublasOperation_t,
 	int, int, int, const float *, const float *, int, long long, const float *, int, long long,
 	const float *, float *, int, long long, int);
+typedef cublasStatus_t (*beammlGemmExFn)(cublasHandle_t, cublasOperation_t, cublasOperation_t,
+	int, int, int, const void *, const void *, cudaDataType, int, const void *, cudaDataType, int,
+	const void *, void *, cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+typedef cublasStatus_t (*beammlGemmBatchedExFn)(cublasHandle_t, cublasOperation_t, cublasOperation_t,
+	int, int, int, const void *, const void *, cudaDataType, int, long long, const void *, cudaDataType, int, long long,
+	const void *, void *, cudaDataType, int, long long, int, cublasComputeType_t, cublasGemmAlgo_t);
 typedef const char *(*beammlStatusNameFn)(cublasStatus_t);
 
 // beammlLib holds the library and its entry points. The status-name
@@ -49,6 +57,8 @@ typedef struct {
 	beammlSetStreamFn setStream;
 	beammlSgemmFn sgemm;
 	beammlSgemmBatchedFn sgemmBatched;
+	beammlGemmExFn gemmEx;
+	beammlGemmBatchedExFn gemmBatchedEx;
 	beammlStatusNameFn statusName;
 	beammlStatusNameFn statusString;
 } beammlLib;
@@ -70,6 +80,8 @@ static char *beammlOpen(const char *path, beammlLib *l) {
 		{(void **)&l->setStream, "cublasSetStream_v2", 0},
 		{(void **)&l->sgemm, "cublasSgemm_v2", 0},
 		{(void **)&l->sgemmBatched, "cublasSgemmStridedBatched", 0},
+		{(void **)&l->gemmEx, "cublasGemmEx", 0},
+		{(void **)&l->gemmBatchedEx, "cublasGemmStridedBatchedEx", 0},
 		{(void **)&l->statusName, "cublasGetStatusName", 1},
 		{(void **)&l->statusString, "cublasGetStatusString", 1},
 	};
@@ -116,6 +128,25 @@ static cublasStatus_t beammlSgemm(beammlLib *l, cublasHandle_t h, int transA, in
 	return l->sgemmBatched(h, opA, opB, m, n, k, &alpha,
 		(const float *)a, lda, strideA, (const float *)b, ldb, strideB,
 		&beta, (float *)c, ldc, strideC, batch);
+}
+
+// beammlGemmFast16F is beammlSgemm through cublasGemmEx (or
+// cublasGemmStridedBatchedEx): A, B and C float32, computed with
+// CUBLAS_COMPUTE_32F_FAST_16F.
+static cublasStatus_t beammlGemmFast16F(beammlLib *l, cublasHandle_t h, int transA, int transB, int m, int n, int k,
+		float alpha, unsigned long long a, int lda, long long strideA,
+		unsigned long long b, int ldb, long long strideB,
+		float beta, unsigned long long c, int ldc, long long strideC, int batch) {
+	cublasOperation_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+	cublasOperation_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+	if (batch == 1) {
+		return l->gemmEx(h, opA, opB, m, n, k, &alpha,
+			(const void *)a, CUDA_R_32F, lda, (const void *)b, CUDA_R_32F, ldb,
+			&beta, (void *)c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F_FAST_16F, CUBLAS_GEMM_DEFAULT);
+	}
+	return l->gemmBatchedEx(h, opA, opB, m, n, k, &alpha,
+		(const void *)a, CUDA_R_32F, lda, strideA, (const void *)b, CUDA_R_32F, ldb, strideB,
+		&beta, (void *)c, CUDA_R_32F, ldc, strideC, batch, CUBLAS_COMPUTE_32F_FAST_16F, CUBLAS_GEMM_DEFAULT);
 }
 */
 import "C"
@@ -323,6 +354,27 @@ func (h *Handle) Sgemm(g Gemm) error {
 		call = "cublasSgemmStridedBatched"
 	}
 	return h.l.status(call, C.beammlSgemm(&h.l.c, h.h, cbool(g.TransA), cbool(g.TransB),
+		C.int(g.M), C.int(g.N), C.int(g.K),
+		C.float(g.Alpha), C.ulonglong(g.A), C.int(g.LDA), C.longlong(g.StrideA),
+		C.ulonglong(g.B), C.int(g.LDB), C.longlong(g.StrideB),
+		C.float(g.Beta), C.ulonglong(g.C), C.int(g.LDC), C.longlong(g.StrideC), C.int(g.Batch)))
+}
+
+// GemmFast16F queues g on the bound stream with float32 A, B and C and the
+// compute type CUBLAS_COMPUTE_32F_FAST_16F (cublasGemmEx when g.Batch is
+// 1, cublasGemmStridedBatchedEx otherwise): cuBLAS may convert A and B to
+// half and multiply on tensor cores, accumulating in float32 (its header
+// allows TF32 instead; GPUs without tensor cores compute in float32).
+// Inputs beyond half's range (±65504) become ±Inf.
+func (h *Handle) GemmFast16F(g Gemm) error {
+	if h.h == nil {
+		return ErrClosed
+	}
+	call := "cublasGemmEx(CUBLAS_COMPUTE_32F_FAST_16F)"
+	if g.Batch > 1 {
+		call = "cublasGemmStridedBatchedEx(CUBLAS_COMPUTE_32F_FAST_16F)"
+	}
+	return h.l.status(call, C.beammlGemmFast16F(&h.l.c, h.h, cbool(g.TransA), cbool(g.TransB),
 		C.int(g.M), C.int(g.N), C.int(g.K),
 		C.float(g.Alpha), C.ulonglong(g.A), C.int(g.LDA), C.longlong(g.StrideA),
 		C.ulonglong(g.B), C.int(g.LDB), C.longlong(g.StrideB),
