@@ -295,6 +295,11 @@ stage_bench() {
 		batches=1,8,32
 		step bench "$name-beamml" 270 "$bin/beamml-bench" -model "$models/$name.onnx" -device cuda -batch "$batches" \
 			-n 20 -warmup 3 -json "$res/bench/$name.beamml.json" -dump "$tmp/dump-$name" -dump-batch 8
+		local p
+		for p in tf32 fp16; do
+			step bench "$name-beamml-$p" 270 "$bin/beamml-bench" -model "$models/$name.onnx" -device cuda -batch "$batches" \
+				-n 20 -warmup 3 -precision "$p" -json "$res/bench/$name.beamml-$p.json"
+		done
 		step bench "$name-reference" 270 "$python" "$pay/py/bench_models.py" reference "$models" "$name" "$batches" "$tmp/dump-$name"
 		cp "$res/$name-reference.log" "$res/bench/$name.reference.jsonl"
 	done

@@ -72,9 +72,10 @@ type config struct {
 	model     string
 	device    inference.Device
 	batches   []int
-	runs      int    // timed runs per batch size
-	warmup    int    // untimed runs after the first, per batch size
-	dynamic   int    // size of dynamic dimensions other than the batch axis
+	runs      int // timed runs per batch size
+	warmup    int // untimed runs after the first, per batch size
+	dynamic   int // size of dynamic dimensions other than the batch axis
+	precision inference.Precision
 	seed      uint64 // of the random inputs
 	dumpDir   string
 	dumpBatch int
@@ -99,6 +100,7 @@ type report struct {
 	Model      string   `json:"model"`
 	Device     string   `json:"device"`      // the backend that ran: cpu or cuda
 	DeviceName string   `json:"device_name"` // the GPU and its cuBLAS, or the CPU's threads
+	Precision  string   `json:"precision"`   // the model's precision mode: fp32, tf32 or fp16
 	OpenMS     float64  `json:"open_ms"`     // resolving the device: for CUDA, opening it and loading the kernel modules
 	LoadMS     float64  `json:"load_ms"`     // reading, decoding and compiling the model (weights uploaded)
 	HostNodes  []string `json:"host_nodes,omitempty"`
@@ -167,6 +169,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	noHost := fs.Bool("no-host-nodes", false, "fail when a node of the model ran on the host")
 	rtol := fs.Float64("rtol", 1e-3, "-compare's relative tolerance")
 	atol := fs.Float64("atol", 1e-4, "-compare's absolute tolerance")
+	precision := fs.String("precision", string(inference.FP32), "the model's precision mode: fp32, tf32 or fp16 (GPU backends; the CPU computes float32)")
 	loadKernels := fs.Bool("load-kernels", false, "time opening the GPU and loading each kernel module, then exit (cuda build)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
@@ -192,8 +195,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case *compare != "" && *compare != string(inference.CPU):
 		return usage("-compare: %q, want cpu", *compare)
 	}
+	prec, err := inference.ParsePrecision(*precision)
+	if err != nil {
+		return usage("-precision: %v", err)
+	}
 	cfg := config{model: *model, device: inference.Device(*device), batches: batches, runs: *runs, warmup: *warmup,
-		dynamic: *dynamic, seed: *seed, dumpDir: *dumpDir, dumpBatch: cmp.Or(*dumpBatch, batches[0]),
+		dynamic: *dynamic, precision: prec, seed: *seed, dumpDir: *dumpDir, dumpBatch: cmp.Or(*dumpBatch, batches[0]),
 		compare: *compare != "", rtol: *rtol, atol: *atol, noHost: *noHost}
 
 	rep, err := bench(ctx, cfg)
@@ -232,11 +239,11 @@ func bench(ctx context.Context, cfg config) (report, error) {
 	if err != nil {
 		return report{}, fmt.Errorf("%w: %w", errNoDevice, err)
 	}
-	rep := report{Model: cfg.model, Device: string(backend.Device()), OpenMS: ms(time.Since(start))}
+	rep := report{Model: cfg.model, Device: string(backend.Device()), Precision: string(cfg.precision), OpenMS: ms(time.Since(start))}
 	rep.DeviceName = deviceName(backend)
 
 	start = time.Now()
-	m, err := load(cfg.model, backend)
+	m, err := load(cfg.model, backend, cfg.precision)
 	if err != nil {
 		return rep, err
 	}
@@ -341,7 +348,7 @@ func compareCPU(ctx context.Context, m inference.Model, cfg config) error {
 	if err != nil {
 		return err
 	}
-	ref, err := load(cfg.model, cpuBackend)
+	ref, err := load(cfg.model, cpuBackend, inference.FP32)
 	if err != nil {
 		return fmt.Errorf("-compare: cpu: %w", err)
 	}
@@ -366,8 +373,9 @@ func compareCPU(ctx context.Context, m inference.Model, cfg config) error {
 	return nil
 }
 
-// load reads, decodes and compiles the model file for backend.
-func load(path string, backend inference.Backend) (inference.Model, error) {
+// load reads, decodes and compiles the model file for backend, in
+// precision p.
+func load(path string, backend inference.Backend, p inference.Precision) (inference.Model, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -376,9 +384,15 @@ func load(path string, backend inference.Backend) (inference.Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	if oc, ok := backend.(graph.OptionsCompiler); ok {
+		return oc.CompileWith(g, graph.Options{Precision: p})
+	}
 	c, ok := backend.(graph.Compiler)
 	if !ok {
 		return nil, fmt.Errorf("the %s backend does not compile ONNX graphs", backend.Device())
+	}
+	if p != inference.FP32 {
+		return nil, fmt.Errorf("the %s backend computes float32 only, not %s", backend.Device(), p)
 	}
 	return c.Compile(g)
 }
@@ -484,7 +498,7 @@ func randomFeeds(inputs []inference.TensorInfo, batch, dynamic int, seed uint64)
 // printReport writes the report as a person reads it.
 func printReport(w io.Writer, rep report) {
 	fmt.Fprintf(w, "model   %s\n", rep.Model)
-	fmt.Fprintf(w, "device  %s: %s\n", rep.Device, rep.DeviceName)
+	fmt.Fprintf(w, "device  %s: %s, precision %s\n", rep.Device, rep.DeviceName, rep.Precision)
 	fmt.Fprintf(w, "open    %.1f ms (resolving the device; for cuda: context, cuBLAS, kernel modules)\n", rep.OpenMS)
 	if rep.LoadMS > 0 {
 		fmt.Fprintf(w, "load    %.1f ms (read, decode, compile, weights)\n", rep.LoadMS)

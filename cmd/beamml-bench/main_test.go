@@ -84,7 +84,7 @@ func TestDumpWritesInputsAndOutputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := load(digits, backend)
+	m, err := load(digits, backend, inference.FP32)
 	if err != nil {
 		t.Fatal(err)
 	}

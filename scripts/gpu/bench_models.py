@@ -12,7 +12,8 @@ GPU, and compares their outputs with beamml-bench's. Usage:
         -dump of NAME (dump.json), one per runtime comparing its outputs on
         beamml's inputs with beamml's outputs.
     bench_models.py table RESULTS_DIR
-        A markdown table of RESULTS_DIR/NAME.beamml.json (beamml-bench
+        A markdown table of RESULTS_DIR/NAME.beamml.json (beamml-bench in
+        fp32; NAME.beamml-tf32.json and NAME.beamml-fp16.json in the other modes
         -json) and RESULTS_DIR/NAME.reference.jsonl, one row per model and
         batch size, p50 ms per batch.
 
@@ -273,13 +274,18 @@ def table(results):
     rows, cols = {}, ["beamml"]
     notes = []
     for name in MODELS:
-        path = os.path.join(results, name + ".beamml.json")
-        if os.path.exists(path):
+        # NAME.beamml.json is fp32; NAME.beamml-tf32.json and -fp16 the other modes.
+        for suffix, col in (("", "beamml"), ("-tf32", "beamml tf32"), ("-fp16", "beamml fp16")):
+            path = os.path.join(results, name + ".beamml" + suffix + ".json")
+            if not os.path.exists(path):
+                continue
             rep = json.load(open(path))
-            notes.append(f"{name}: beamml on {rep['device']} ({rep['device_name']}), load {rep['load_ms']:.0f} ms, "
+            if col not in cols:
+                cols.append(col)
+            notes.append(f"{name}: {col} on {rep['device']} ({rep['device_name']}), load {rep['load_ms']:.0f} ms, "
                          f"{len(rep.get('host_nodes') or [])} node(s) on the host")
             for b in rep["batches"]:
-                rows.setdefault((name, b["batch"]), {})["beamml"] = b.get("error") and "error" or b["p50_ms"]
+                rows.setdefault((name, b["batch"]), {})[col] = b.get("error") and "error" or b["p50_ms"]
         path = os.path.join(results, name + ".reference.jsonl")
         if os.path.exists(path):
             for line in open(path):
