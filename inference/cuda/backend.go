@@ -226,6 +226,7 @@ func (b *Backend) CompileWith(g *graph.Graph, o graph.Options) (inference.Model,
 // are the CPU's: here their nodes would run on the host.
 func graphPasses() []passes.Pass {
 	return []passes.Pass{
+		passes.ComputeFloat16InFloat32(), // float16 in float32 with float16 rounding: the model's meaning
 		passes.FoldConstants(cpu.RunNode),
 		passes.EliminateDeadNodes(),
 		passes.FoldBatchNorm(),
