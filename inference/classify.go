@@ -52,6 +52,11 @@ func rows(helper string, t Tensor) (data []float64, width int, err error) {
 		for i, v := range d {
 			data[i] = float64(v)
 		}
+	case []Half:
+		data = make([]float64, len(d))
+		for i, v := range d {
+			data[i] = float64(v.Float32())
+		}
 	default:
 		return nil, 0, fmt.Errorf("inference: %s of %v: want numbers: %w", helper, t, ErrType)
 	}

@@ -36,6 +36,7 @@ func TestArgMax(t *testing.T) {
 		{tensor(t, []int{0, 4}, []float32{}), []int{}},                                          // no rows
 		{tensor(t, []int{2, 1, 3}, []float32{0, 0, 1, 1, 0, 0}), []int{2, 0}},                   // rank 3
 		{tensor(t, []int{3}, []uint8{7, 200, 3}), []int{1}},                                     // uint8 scores
+		{tensor(t, []int{3}, []inference.Half{0x3c00, 0xbc00, 0x4000}), []int{2}},               // float16 scores: 1, -1, 2
 		{tensor(t, []int{2, 2}, []int32{math.MinInt32, math.MinInt32 + 1, 0, -1}), []int{1, 0}}, // int32 extremes
 	} {
 		got, err := inference.ArgMax(c.t)

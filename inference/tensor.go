@@ -14,12 +14,16 @@ type DType uint8
 
 // The element types a Tensor can hold. Float32 carries activations and
 // weights; the integer, bool and uint8 types carry indices, masks and images.
+// Float16 (Go type Half) carries the inputs, weights and outputs of models
+// exported in half precision; the backends compute them in float32, rounded
+// to float16 after every operator (passes.ComputeFloat16InFloat32).
 const (
 	Float32 DType = iota + 1
 	Int64
 	Int32
 	Bool
 	Uint8
+	Float16
 )
 
 // String returns the ONNX name of the type ("float32" is "float" in ONNX;
@@ -36,11 +40,13 @@ func (d DType) String() string {
 		return "bool"
 	case Uint8:
 		return "uint8"
+	case Float16:
+		return "float16"
 	}
 	return fmt.Sprintf("DType(%d)", uint8(d))
 }
 
-// Size is the number of bytes of one element: 4, 8, 4, 1 and 1.
+// Size is the number of bytes of one element: 4, 8, 4, 1, 1 and 2.
 func (d DType) Size() int {
 	switch d {
 	case Float32, Int32:
@@ -49,13 +55,15 @@ func (d DType) Size() int {
 		return 8
 	case Bool, Uint8:
 		return 1
+	case Float16:
+		return 2
 	}
 	return 0
 }
 
 // Element is the set of Go types a Tensor can hold.
 type Element interface {
-	float32 | int64 | int32 | bool | uint8
+	float32 | int64 | int32 | bool | uint8 | Half
 }
 
 // DTypeOf returns the DType of the Go element type T.
@@ -70,6 +78,8 @@ func DTypeOf[T Element]() DType {
 		return Int32
 	case bool:
 		return Bool
+	case Half:
+		return Float16
 	default: // uint8, the only type left in Element.
 		return Uint8
 	}
@@ -86,11 +96,11 @@ func DTypeOf[T Element]() DType {
 type Tensor struct {
 	dtype DType
 	shape []int
-	// The elements: a []float32, []int64, []int32, []bool or []uint8 as
-	// dtype says, held as its first element and length rather than in an
-	// interface, which would allocate for every tensor made (WithData
-	// makes one over a new buffer for nothing). ptr is nil for the zero
-	// Tensor and for a nil slice.
+	// The elements: a []float32, []int64, []int32, []bool, []uint8 or
+	// []Half as dtype says, held as its first element and length rather
+	// than in an interface, which would allocate for every tensor made
+	// (WithData makes one over a new buffer for nothing). ptr is nil for
+	// the zero Tensor and for a nil slice.
 	ptr unsafe.Pointer
 	n   int
 }
@@ -112,6 +122,8 @@ func wrapAny(shape []int, data any) Tensor {
 	case []bool:
 		return wrap(shape, d)
 	case []uint8:
+		return wrap(shape, d)
+	case []Half:
 		return wrap(shape, d)
 	}
 	return Tensor{}
@@ -139,6 +151,8 @@ func (t Tensor) elements() any {
 		return view[bool](t)
 	case Uint8:
 		return view[uint8](t)
+	case Float16:
+		return view[Half](t)
 	}
 	return nil
 }
@@ -199,6 +213,8 @@ func makeData(dtype DType, n int) (any, error) {
 		return make([]bool, n), nil
 	case Uint8:
 		return make([]uint8, n), nil
+	case Float16:
+		return make([]Half, n), nil
 	}
 	return nil, fmt.Errorf("inference: %v: %w", dtype, ErrType)
 }
@@ -263,7 +279,7 @@ func (t Tensor) String() string {
 }
 
 // Equal reports whether a and b have the same type, shape and elements
-// (float32 compared bit for bit, so NaN equals itself).
+// (floats compared bit for bit, so NaN equals itself).
 func Equal(a, b Tensor) bool {
 	if a.dtype != b.dtype || !slices.Equal(a.shape, b.shape) {
 		return false
@@ -288,6 +304,8 @@ func Equal(a, b Tensor) bool {
 		return slices.Equal(view[bool](a), view[bool](b))
 	case Uint8:
 		return slices.Equal(view[uint8](a), view[uint8](b))
+	case Float16:
+		return slices.Equal(view[Half](a), view[Half](b))
 	}
 	return a.ptr == nil && b.ptr == nil
 }
@@ -319,6 +337,8 @@ func Stack(ts []Tensor) (Tensor, error) {
 		return stack[bool](shape, ts), nil
 	case Uint8:
 		return stack[uint8](shape, ts), nil
+	case Float16:
+		return stack[Half](shape, ts), nil
 	}
 	return Tensor{}, fmt.Errorf("inference: stack: %v: %w", first.dtype, ErrType)
 }
@@ -351,6 +371,8 @@ func Unstack(t Tensor) ([]Tensor, error) {
 		return unstack[bool](t), nil
 	case Uint8:
 		return unstack[uint8](t), nil
+	case Float16:
+		return unstack[Half](t), nil
 	}
 	return nil, fmt.Errorf("inference: unstack: %v: %w", t.dtype, ErrType)
 }
@@ -372,7 +394,8 @@ func unstack[T Element](t Tensor) []Tensor {
 
 // AppendBinary appends the tensor's encoding to b: the DType byte, the rank
 // and each dimension as uvarints, then the elements little-endian (bool as
-// one byte, 0 or 1). It implements encoding.BinaryAppender.
+// one byte, 0 or 1; float16 as its 16 bits). It implements
+// encoding.BinaryAppender.
 func (t Tensor) AppendBinary(b []byte) ([]byte, error) {
 	b = append(b, byte(t.dtype))
 	b = binary.AppendUvarint(b, uint64(len(t.shape)))
@@ -382,7 +405,17 @@ func (t Tensor) AppendBinary(b []byte) ([]byte, error) {
 	if t.n == 0 {
 		return b, nil
 	}
-	return binary.Append(b, binary.LittleEndian, t.elements())
+	return binary.Append(b, binary.LittleEndian, fixedSize(t.elements()))
+}
+
+// fixedSize returns data, a slice makeData returns, as one that
+// encoding/binary reads and writes without reflection: a []Half as the
+// []uint16 of its bits.
+func fixedSize(data any) any {
+	if h, ok := data.([]Half); ok {
+		return unsafe.Slice((*uint16)(unsafe.SliceData(h)), len(h))
+	}
+	return data
 }
 
 // MarshalBinary returns the encoding of AppendBinary.
@@ -444,7 +477,7 @@ func (t *Tensor) decode(b []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	k, err = binary.Decode(b[off:off+n*dtype.Size()], binary.LittleEndian, data)
+	k, err = binary.Decode(b[off:off+n*dtype.Size()], binary.LittleEndian, fixedSize(data))
 	if err != nil {
 		return 0, fmt.Errorf("inference: tensor encoding: %v: %w", err, ErrShape)
 	}
@@ -454,11 +487,11 @@ func (t *Tensor) decode(b []byte) (int, error) {
 
 // onnxTypes maps ONNX's TensorProto.DataType numbers to the DTypes a Tensor
 // holds.
-var onnxTypes = map[int64]DType{1: Float32, 2: Uint8, 6: Int32, 7: Int64, 9: Bool}
+var onnxTypes = map[int64]DType{1: Float32, 2: Uint8, 6: Int32, 7: Int64, 9: Bool, 10: Float16}
 
 // DTypeFromONNX maps an ONNX TensorProto.DataType number (FLOAT = 1, UINT8 =
-// 2, INT32 = 6, INT64 = 7, BOOL = 9) to its DType; ok is false for the
-// types a Tensor does not hold (double, float16, strings, …).
+// 2, INT32 = 6, INT64 = 7, BOOL = 9, FLOAT16 = 10) to its DType; ok is false
+// for the types a Tensor does not hold (double, bfloat16, strings, …).
 func DTypeFromONNX(code int64) (d DType, ok bool) {
 	d, ok = onnxTypes[code]
 	return d, ok

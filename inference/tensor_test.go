@@ -15,7 +15,7 @@ import (
 )
 
 // allDTypes lists every element type a Tensor can hold.
-var allDTypes = []inference.DType{inference.Float32, inference.Int64, inference.Int32, inference.Bool, inference.Uint8}
+var allDTypes = []inference.DType{inference.Float32, inference.Int64, inference.Int32, inference.Bool, inference.Uint8, inference.Float16}
 
 // mustNew is inference.New for data the test knows to fit the shape.
 func mustNew[T inference.Element](t testing.TB, shape []int, data []T) inference.Tensor {
@@ -85,6 +85,8 @@ func sample(t testing.TB, dtype inference.DType, shape []int, seed int) inferenc
 		return mustNew(t, shape, fill(n, func(i int) bool { return (seed+i)%3 == 0 }))
 	case inference.Uint8:
 		return mustNew(t, shape, fill(n, func(i int) uint8 { return uint8(seed*31 + i*7 + 1) }))
+	case inference.Float16:
+		return mustNew(t, shape, fill(n, func(i int) inference.Half { return inference.HalfFromFloat32(float32(seed*100+i) + 0.5) }))
 	}
 	t.Fatalf("no sample for %v", dtype)
 	return inference.Tensor{}
@@ -109,6 +111,7 @@ func TestDType(t *testing.T) {
 		{inference.Int32, "int32", 4},
 		{inference.Bool, "bool", 1},
 		{inference.Uint8, "uint8", 1},
+		{inference.Float16, "float16", 2},
 		{0, "DType(0)", 0},
 		{42, "DType(42)", 0},
 	}
@@ -129,9 +132,10 @@ func TestDTypeOf(t *testing.T) {
 		inference.DTypeOf[int32](),
 		inference.DTypeOf[bool](),
 		inference.DTypeOf[uint8](),
+		inference.DTypeOf[inference.Half](),
 	}
 	if !slices.Equal(got, allDTypes) {
-		t.Errorf("DTypeOf of float32, int64, int32, bool, uint8 = %v, want %v", got, allDTypes)
+		t.Errorf("DTypeOf of float32, int64, int32, bool, uint8, Half = %v, want %v", got, allDTypes)
 	}
 }
 
@@ -269,6 +273,8 @@ func TestZeros(t *testing.T) {
 			zero = mustNew(t, []int{2, 3}, make([]bool, 6))
 		case inference.Uint8:
 			zero = mustNew(t, []int{2, 3}, make([]uint8, 6))
+		case inference.Float16:
+			zero = mustNew(t, []int{2, 3}, make([]inference.Half, 6))
 		}
 		if !inference.Equal(tn, zero) {
 			t.Errorf("Zeros(%v, [2 3]) is not all zeros", dtype)
@@ -581,6 +587,7 @@ func TestTensorEncoding(t *testing.T) {
 		{mustNew(t, []int{3}, []bool{true, false, true}), []byte{4, 1, 3, 1, 0, 1}},
 		{mustNew(t, []int{200}, make([]uint8, 200)), append([]byte{5, 1, 0xc8, 0x01}, make([]byte, 200)...)},
 		{mustNew[uint8](t, []int{0, 4}, nil), []byte{5, 2, 0, 4}},
+		{mustNew(t, []int{3}, []inference.Half{0x3c00, 0xc000, 0x7e00}), []byte{6, 1, 3, 0, 0x3c, 0, 0xc0, 0, 0x7e}}, // 1, -2, NaN
 		{inference.Tensor{}, []byte{0, 0}},
 	}
 	for _, tt := range tests {
@@ -648,7 +655,7 @@ func TestTensorUnmarshalRejectsTrailingBytes(t *testing.T) {
 
 func TestTensorUnmarshalRejectsUnknownDType(t *testing.T) {
 	for _, b := range [][]byte{
-		{6, 0, 1},
+		{7, 0, 1},
 		{0xff, 1, 1, 0},
 		{0, 1, 1, 0}, // DType 0 is only the zero Tensor, which has rank 0.
 		{0},

@@ -203,6 +203,8 @@ func firstValues(t inference.Tensor, n int) string {
 		return firstOf[bool](t, n)
 	case inference.Uint8:
 		return firstOf[uint8](t, n)
+	case inference.Float16:
+		return firstOf[inference.Half](t, n)
 	}
 	return ""
 }

@@ -19,6 +19,7 @@ import (
 
 func init() {
 	register.Function1x1(formatSumProd)
+	register.Function1x1(formatHalves)
 }
 
 // tensorInfo declares a float32 value; batch 0 means a dynamic batch axis.
@@ -74,6 +75,36 @@ func TestONNXMultiInputMultiOutput(t *testing.T) {
 		"[1 2] [3 4] -> sum [4 6] prod [3 8]",
 		"[-1 0.5] [2 2] -> sum [1 2.5] prod [-2 1]",
 		"[0 0] [7 7] -> sum [7 7] prod [0 0]")
+	ptest.RunAndValidate(t, p)
+}
+
+func formatHalves(r runinference.PredictionResult) string {
+	x, _ := inference.Data[inference.Half](r.Example["x"])
+	y, _ := inference.Data[inference.Half](r.Outputs["y"])
+	return fmt.Sprintf("%v %v -> %v %v", r.Example["x"], x, r.Outputs["y"], y)
+}
+
+// A float16 model: its float16 examples and outputs cross the pipeline
+// (encoded by the tensor coder), and the product is rounded to float16.
+func TestONNXFloat16(t *testing.T) {
+	x := tensorInfo("x", 0, 2)
+	x.GetType().GetTensorType().ElemType = int32(onnxpb.TensorProto_FLOAT16)
+	y := tensorInfo("y", 0, 2)
+	y.GetType().GetTensorType().ElemType = int32(onnxpb.TensorProto_FLOAT16)
+	spec := memModel(t, "square.onnx", &onnxpb.GraphProto{
+		Name:   "square",
+		Node:   []*onnxpb.NodeProto{{Name: "square", OpType: "Mul", Input: []string{"x", "x"}, Output: []string{"y"}}},
+		Input:  []*onnxpb.ValueInfoProto{x},
+		Output: []*onnxpb.ValueInfoProto{y},
+	})
+	half := func(a, b float32) inference.Example {
+		return inference.Example{"x": inference.Row(inference.HalfFromFloat32(a), inference.HalfFromFloat32(b))}
+	}
+	p, s := beam.NewPipelineWithRoot()
+	results := runinference.RunInference(s, spec, beam.CreateList(s, []inference.Example{half(1.5, -3), half(0.1, 300)}))
+	passert.Equals(s, beam.ParDo(s, formatHalves, results),
+		"float16[2] [1.5 -3] -> float16[2] [2.25 9]",
+		"float16[2] [0.1 300] -> float16[2] [0.009995 +Inf]") // 0.1 is 0.0999755859375; 300² overflows
 	ptest.RunAndValidate(t, p)
 }
 

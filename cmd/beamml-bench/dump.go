@@ -79,6 +79,7 @@ var npyDescr = map[inference.DType]string{
 	inference.Int32:   "<i4",
 	inference.Bool:    "|b1",
 	inference.Uint8:   "|u1",
+	inference.Float16: "<f2",
 }
 
 // writeNPY writes t as a .npy file, format version 1.0: the magic string,
@@ -128,6 +129,8 @@ func writeElements(b *bytes.Buffer, t inference.Tensor) error {
 		data, err = inference.Data[bool](t)
 	case inference.Uint8:
 		data, err = inference.Data[uint8](t)
+	case inference.Float16:
+		data, err = inference.Data[inference.Half](t) // IEEE 754 binary16 bits, as numpy's float16
 	default:
 		return fmt.Errorf("no .npy type for %v", t.DType())
 	}

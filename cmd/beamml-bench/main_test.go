@@ -123,6 +123,23 @@ func TestNPYVector(t *testing.T) {
 	}
 }
 
+// float16 is NumPy's '<f2': the binary16 bits, little-endian.
+func TestNPYFloat16(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.npy")
+	v, _ := inference.New([]int{1, 3}, []inference.Half{0x3c00, 0xc000, 0x3800}) // 1, -2, 0.5
+	if err := writeNPY(path, v); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	header := string(data[10 : 10+binary.LittleEndian.Uint16(data[8:10])])
+	if want := "{'descr': '<f2', 'fortran_order': False, 'shape': (1, 3), }"; !strings.HasPrefix(header, want) {
+		t.Errorf("header %q, want %q and padding", header, want)
+	}
+	if got := data[10+len(header):]; !bytes.Equal(got, []byte{0, 0x3c, 0, 0xc0, 0, 0x38}) {
+		t.Errorf("data % x, want 00 3c 00 c0 00 38", got)
+	}
+}
+
 func TestExitStatuses(t *testing.T) {
 	for _, tc := range []struct {
 		args   []string

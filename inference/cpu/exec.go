@@ -196,6 +196,8 @@ func cloneTensor(t inference.Tensor) inference.Tensor {
 		c, _ = inference.New(t.Shape(), slices.Clone(dataOf[bool](t)))
 	case inference.Uint8:
 		c, _ = inference.New(t.Shape(), slices.Clone(dataOf[uint8](t)))
+	case inference.Float16:
+		c, _ = inference.New(t.Shape(), slices.Clone(dataOf[inference.Half](t)))
 	}
 	return c
 }
@@ -572,6 +574,8 @@ func dataAddr(t inference.Tensor) uintptr {
 		p = unsafe.Pointer(unsafe.SliceData(dataOf[bool](t)))
 	case inference.Uint8:
 		p = unsafe.Pointer(unsafe.SliceData(dataOf[uint8](t)))
+	case inference.Float16:
+		p = unsafe.Pointer(unsafe.SliceData(dataOf[inference.Half](t)))
 	}
 	return uintptr(p)
 }

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/beamml/beamml/inference"
-	"github.com/beamml/beamml/inference/graph"
 	"github.com/beamml/beamml/inference/internal/limit"
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
@@ -960,29 +958,13 @@ func ewFold[T number](n opsem.Node, p *broadcastPlan, in []inference.Tensor, f f
 
 // Cast and CastLike.
 
-// ewONNXTypeNames maps the type names of Cast-1's string 'to' attribute to
-// ONNX TensorProto.DataType numbers, for the supported element types.
-var ewONNXTypeNames = map[string]int64{"FLOAT": 1, "UINT8": 2, "INT32": 6, "INT64": 7, "BOOL": 9}
-
 func ewCast(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err := needInputs(in, 1); err != nil {
 		return nil, err
 	}
-	a, ok := n.Attrs["to"]
-	if !ok {
-		return nil, fmt.Errorf("no 'to' attribute: %w", inference.ErrBadModel)
-	}
-	code := a.Int
-	if a.Type == graph.AttrString { // Cast-1 names the type
-		c, ok := ewONNXTypeNames[strings.ToUpper(a.String)]
-		if !ok {
-			return nil, n.Unsupported("cast to ONNX type %s", a.String)
-		}
-		code = c
-	}
-	to, ok := inference.DTypeFromONNX(code)
-	if !ok {
-		return nil, n.Unsupported("cast to ONNX type %d", code)
+	to, err := opsem.CastTarget(n)
+	if err != nil {
+		return nil, err
 	}
 	return ewConvert(n, in, to)
 }
@@ -996,7 +978,10 @@ func ewCastLike(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error)
 
 // ewConvert casts the node's input 0 to the element type to, as its one
 // output: float to integer truncates toward zero, integers narrow by
-// wrapping, nonzero is true and true is 1.
+// wrapping, nonzero is true and true is 1. Float16 converts through
+// float32: exactly from float16, and to float16 rounding to nearest even
+// (inference.HalfFromFloat32; an integer of 2²⁴ or more, which float32
+// rounds, is beyond float16's range either way and becomes ±Inf).
 func ewConvert(n opsem.Node, in []inference.Tensor, to inference.DType) ([]inference.Tensor, error) {
 	x := in[0]
 	shape := keptShape(n, in, 0)
@@ -1023,6 +1008,16 @@ func ewConvert(n opsem.Node, in []inference.Tensor, to inference.DType) ([]infer
 			return nil, err
 		}
 		return ewConvertFrom(n, shape, u, to)
+	case inference.Float16:
+		h := dataOf[inference.Half](x)
+		if to == inference.Float32 {
+			return mapOutput(n, shape, h, inference.Half.Float32)
+		}
+		f, err := mapData(n.Run, shape, h, inference.Half.Float32) // scratch
+		if err != nil {
+			return nil, err
+		}
+		return ewConvertFrom(n, shape, f, to)
 	}
 	return nil, fmt.Errorf("input 0 is %v: %w", x, inference.ErrType)
 }
@@ -1039,6 +1034,8 @@ func ewConvertFrom[S number](n opsem.Node, shape []int, x []S, to inference.DTyp
 		return mapOutput(n, shape, x, func(v S) uint8 { return uint8(int64(v)) })
 	case inference.Bool:
 		return mapOutput(n, shape, x, func(v S) bool { return v != 0 })
+	case inference.Float16:
+		return mapOutput(n, shape, x, func(v S) inference.Half { return inference.HalfFromFloat32(float32(v)) })
 	}
 	return nil, fmt.Errorf("cast to %v: %w", to, inference.ErrType)
 }

@@ -395,6 +395,8 @@ func viewAs(x inference.Tensor, shape []int) (inference.Tensor, error) {
 		return viewAsOf[bool](x, shape)
 	case inference.Uint8:
 		return viewAsOf[uint8](x, shape)
+	case inference.Float16:
+		return viewAsOf[inference.Half](x, shape)
 	}
 	return inference.Tensor{}, fmt.Errorf("%v: %w", x, inference.ErrType)
 }
@@ -426,6 +428,8 @@ func viewOutput(n opsem.Node, x inference.Tensor, shape []int) ([]inference.Tens
 		return viewOutputOf[bool](n, x, shape)
 	case inference.Uint8:
 		return viewOutputOf[uint8](n, x, shape)
+	case inference.Float16:
+		return viewOutputOf[inference.Half](n, x, shape)
 	}
 	return nil, fmt.Errorf("%v: %w", x, inference.ErrType)
 }

@@ -113,7 +113,7 @@ func typeCode(t inference.DType) (int, bool) {
 // castCodes are cast_convert's type codes (common.cuh T_*).
 var castCodes = map[inference.DType]int64{
 	inference.Float32: kernels.T_F32, inference.Int64: kernels.T_I64, inference.Int32: kernels.T_I32,
-	inference.Uint8: kernels.T_U8, inference.Bool: kernels.T_BOOL,
+	inference.Uint8: kernels.T_U8, inference.Bool: kernels.T_BOOL, inference.Float16: kernels.T_F16,
 }
 
 // indexTypes are the index type codes of the kernels (shape.cu IDX_*).

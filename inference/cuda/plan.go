@@ -433,6 +433,11 @@ func tensorBytes(t inference.Tensor) []byte {
 		if len(d) > 0 {
 			p = unsafe.Pointer(&d[0])
 		}
+	case inference.Float16:
+		d, _ := inference.Data[inference.Half](t)
+		if len(d) > 0 {
+			p = unsafe.Pointer(&d[0])
+		}
 	}
 	if p == nil {
 		return nil

@@ -27,6 +27,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"google.golang.org/protobuf/proto"
 
@@ -345,7 +346,7 @@ func (d *decoder) tensor(tp *onnxpb.TensorProto) (inference.Tensor, error) {
 		have = len(tp.FloatData)
 	case inference.Int64:
 		have = len(tp.Int64Data)
-	default: // int32, bool, uint8 are stored in int32_data
+	default: // int32, bool, uint8 and float16 (its bits) are stored in int32_data
 		have = len(tp.Int32Data)
 	}
 	if have != n {
@@ -362,6 +363,15 @@ func (d *decoder) tensor(tp *onnxpb.TensorProto) (inference.Tensor, error) {
 		v := make([]bool, n)
 		for i, x := range tp.Int32Data {
 			v[i] = x != 0
+		}
+		return inference.New(shape, v)
+	case inference.Float16:
+		v := make([]inference.Half, n)
+		for i, x := range tp.Int32Data {
+			if x < 0 || x > math.MaxUint16 {
+				return inference.Tensor{}, fmt.Errorf("%v%v: int32_data[%d] is %d, not the 16 bits of a float16: %w", dt, shape, i, x, inference.ErrBadModel)
+			}
+			v[i] = inference.Half(x)
 		}
 		return inference.New(shape, v)
 	default:
@@ -390,6 +400,9 @@ func fromRaw(dt inference.DType, shape []int, raw []byte) (inference.Tensor, err
 		dst, _ = inference.Data[bool](t)
 	case inference.Uint8:
 		dst, _ = inference.Data[uint8](t)
+	case inference.Float16:
+		h, _ := inference.Data[inference.Half](t)
+		dst = unsafe.Slice((*uint16)(unsafe.SliceData(h)), len(h)) // encoding/binary's fast path
 	}
 	if _, err := binary.Decode(raw, binary.LittleEndian, dst); err != nil {
 		return t, fmt.Errorf("raw data: %v: %w", err, inference.ErrBadModel)

@@ -93,9 +93,9 @@ type Support struct {
 // load for being malformed fails here with the same error (wrapping
 // inference.ErrBadModel), as does one importing an ai.onnx opset newer
 // than graph.MaxOpset; an input or weight of an element type the runtime
-// lacks (float16, string) fails it with inference.ErrUnsupportedOp. An
-// operator that no backend implements does not fail it, and shows in
-// Backends.
+// lacks (float64, bfloat16, string) fails it with
+// inference.ErrUnsupportedOp. An operator that no backend implements does
+// not fail it, and shows in Backends.
 func Describe(ctx context.Context, uri string) (Description, error) {
 	data, dir, err := read(ctx, uri)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
@@ -128,13 +129,31 @@ func init() {
 		inference.Uint8: mustNew[uint8]([]int{5}, 0, 1, 127, 128, 255),
 		inference.Bool:  mustNew([]int{2, 2}, true, false, false, true),
 	}
-	onnxCodes := map[inference.DType]int64{inference.Float32: 1, inference.Uint8: 2, inference.Int32: 6, inference.Int64: 7, inference.Bool: 9}
-	for _, from := range allTypes {
-		for _, to := range allTypes {
+	// Float16: every class of value (zeros, subnormals, the largest,
+	// infinities, NaN), and float32s that round to float16 on a tie, to a
+	// subnormal, or overflow. The graphs compute float16 in float32
+	// (passes.ComputeFloat16InFloat32), which runs the Cast kernel from and
+	// to float16 (its other directions are checked on the kernel itself).
+	half := func(v ...float32) inference.Tensor {
+		h := make([]inference.Half, len(v))
+		for i, x := range v {
+			h[i] = inference.HalfFromFloat32(x)
+		}
+		return mustNew([]int{len(v)}, h...)
+	}
+	castIn[inference.Float16] = half(0, float32(math.Copysign(0, -1)), 1.5, -1.5, 2.7, -2.7, 255.9, 256.5, -129.3, 65504,
+		-65504, nan, inf, -inf, 0.3, 6e-8, -3e-6, 1000.7, -0.99, 4097)
+	onnxCodes := map[inference.DType]int64{inference.Float32: 1, inference.Uint8: 2, inference.Int32: 6, inference.Int64: 7,
+		inference.Bool: 9, inference.Float16: 10}
+	castTypes := append(slices.Clone(allTypes), inference.Float16)
+	for _, from := range castTypes {
+		for _, to := range castTypes {
 			Add(Case{Name: fmt.Sprintf("shape/Cast/%v-%v", from, to), Op: "Cast", Attrs: attrs("to", AInt(onnxCodes[to])),
 				Inputs: []Input{{T: castIn[from]}}})
 		}
 	}
+	Add(Case{Name: "shape/Cast/float32-float16-rounding", Op: "Cast", Attrs: attrs("to", AInt(10)), Inputs: []Input{{T: mustNew([]int{12}, []float32{
+		1 + 0x1p-11, 1 + 3*0x1p-11, 2049, 2051, 65519.996, 65520, 0x1p-25, 3 * 0x1p-25, 0x1p-14 - 0x1p-25, -(1 + 0x1p-11), 1e-30, -70000}...)}}})
 	Add(
 		Case{Name: "shape/Cast/large", Op: "Cast", Attrs: attrs("to", AInt(7)), Inputs: []Input{{T: Rand(1100, -1e6, 1e6, 70000)}}},
 		Case{Name: "shape/CastLike/float32-int32", Op: "CastLike", Opset: 15, Inputs: []Input{

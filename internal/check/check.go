@@ -135,21 +135,20 @@ func runOn(ctx context.Context, b graph.Compiler, c Case) (map[string]inference.
 	return m.Run(ctx, feeds)
 }
 
-// Compare checks got against want: same type and shape, floats within
-// |got-want| <= atol + rtol·|want| (NaN matching NaN, infinities equal),
-// everything else exactly.
+// Compare checks got against want: same type and shape, floats (float32
+// and float16) within |got-want| <= atol + rtol·|want| (NaN matching NaN,
+// infinities equal), everything else exactly.
 func Compare(got, want inference.Tensor, rtol, atol float64) error {
 	if got.DType() != want.DType() || !slices.Equal(got.Shape(), want.Shape()) {
 		return fmt.Errorf("got %v, want %v", got, want)
 	}
-	if want.DType() != inference.Float32 {
+	g, w := Float32s(got), Float32s(want)
+	if w == nil && want.Len() > 0 {
 		if !inference.Equal(got, want) {
 			return fmt.Errorf("got %v, want %v (exact)", got, want)
 		}
 		return nil
 	}
-	g, _ := inference.Data[float32](got)
-	w, _ := inference.Data[float32](want)
 	for i := range w {
 		a, b := float64(g[i]), float64(w[i])
 		switch {
@@ -158,6 +157,24 @@ func Compare(got, want inference.Tensor, rtol, atol float64) error {
 		case math.IsNaN(a) || math.IsNaN(b) || math.IsInf(a, 0) || math.IsInf(b, 0) || math.Abs(a-b) > atol+rtol*math.Abs(b):
 			return fmt.Errorf("element %d: got %g, want %g (rtol %g, atol %g)", i, a, b, rtol, atol)
 		}
+	}
+	return nil
+}
+
+// Float32s returns the values of a float32 or float16 tensor as float32
+// (float16 exactly), and nil for other element types.
+func Float32s(t inference.Tensor) []float32 {
+	switch t.DType() {
+	case inference.Float32:
+		v, _ := inference.Data[float32](t)
+		return v
+	case inference.Float16:
+		h, _ := inference.Data[inference.Half](t)
+		v := make([]float32, len(h))
+		for i, x := range h {
+			v[i] = x.Float32()
+		}
+		return v
 	}
 	return nil
 }
@@ -182,9 +199,9 @@ func Rand(seed uint64, lo, hi float32, shape ...int) inference.Tensor {
 }
 
 // RandomInput returns a tensor of a model input's element type and the
-// given shape, from r: floats uniform in [-1, 1), integers in [0, 4) (valid
-// indices into any table of four or more rows, such as token ids), bools
-// and bytes uniform. The self-check and beamml-bench feed models with it.
+// given shape, from r: floats (float32, float16) uniform in [-1, 1),
+// integers in [0, 4) (valid indices into any table of four or more rows,
+// such as token ids), bools and bytes uniform. The self-check and beamml-bench feed models with it.
 // Other element types fail, naming the input.
 func RandomInput(r *rand.Rand, name string, dtype inference.DType, shape []int) (inference.Tensor, error) {
 	n, err := inference.NumElements(shape)
@@ -203,6 +220,8 @@ func RandomInput(r *rand.Rand, name string, dtype inference.DType, shape []int) 
 		t, err = inference.New(shape, fill(n, func() bool { return r.IntN(2) == 1 }))
 	case inference.Uint8:
 		t, err = inference.New(shape, fill(n, func() uint8 { return uint8(r.UintN(256)) }))
+	case inference.Float16:
+		t, err = inference.New(shape, fill(n, func() inference.Half { return inference.HalfFromFloat32(2*r.Float32() - 1) }))
 	default:
 		return inference.Tensor{}, fmt.Errorf("input %q has element type %v, for which no random input is made", name, dtype)
 	}

@@ -12,6 +12,7 @@ const (
 	T_I32     = 2
 	T_U8      = 3
 	T_BOOL    = 4
+	T_F16     = 5
 	MAXRANK   = 6
 	E_INDEX   = 1 // value: the index; bound: the dimension it indexes
 	E_DIVZERO = 2 // value: the output element whose divisor is 0

@@ -31,11 +31,13 @@
 
 // Element type codes, for kernels that take an operand's type as a
 // parameter (cast_convert, binary_pow_mixed, reduce_int, shape_range).
+// T_F16 is float16, held as its bits in an unsigned short (half_to_float).
 #define T_F32 0
 #define T_I64 1
 #define T_I32 2
 #define T_U8 3
 #define T_BOOL 4
+#define T_F16 5
 
 // MAXRANK is the largest rank the strided kernels take as scalar
 // parameters (shape and strides, padded with 1 and 0 on the left).
@@ -56,6 +58,51 @@ DEVICE long long d2ll(double v) {
 DEVICE int d2i(double v) {
 	if (!(v > -2147483649.0 && v < 2147483648.0)) return -2147483647 - 1;
 	return (int)v;
+}
+
+// half_to_float and float_to_half convert float16, an IEEE 754 binary16
+// number held as its bits, to and from float with integer arithmetic, as
+// inference.Half.Float32 and inference.HalfFromFloat32 do: exactly, and
+// to the nearest float16, ties to even (±Inf from 65520 on; a NaN keeps
+// its sign and the top 10 bits of its payload, and is quiet when those are
+// all 0). Not cuda_fp16.h: the emulator compiles the kernels for the host
+// without it, and these give the same bits on the host and on every GPU.
+DEVICE float half_to_float(unsigned short h) {
+	const unsigned int sign = (unsigned int)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, frac = h & 0x3ffu;
+	if (exp == 0x1fu) return __int_as_float((int)(sign | 0x7f800000u | frac << 13));
+	if (exp == 0) { // zero or a subnormal: frac·2⁻²⁴, a normal float
+		return __int_as_float((int)(sign | (unsigned int)__float_as_int((float)frac * 5.9604644775390625e-8f)));
+	}
+	return __int_as_float((int)(sign | (exp + 112u) << 23 | frac << 13));
+}
+
+DEVICE unsigned short float_to_half(float f) {
+	const unsigned int b = (unsigned int)__float_as_int(f);
+	const unsigned int sign = (b >> 16) & 0x8000u, frac = b & 0x7fffffu;
+	const int exp = (int)((b >> 23) & 0xffu);
+	if (exp == 0xff) {
+		const unsigned int payload = frac >> 13;
+		return (unsigned short)(sign | 0x7c00u | (frac == 0 ? 0u : payload != 0 ? payload : 0x200u));
+	}
+	// e is the float16's biased exponent. A normal float16 keeps the top
+	// 11 bits of the 24-bit significand m, a subnormal one (e <= 0) 1-e
+	// fewer; past 24 bits the value is below 2⁻²⁵ and rounds to zero.
+	const int e = exp - 112;
+	if (e >= 0x1f) return (unsigned short)(sign | 0x7c00u);
+	const unsigned int m = exp != 0 ? frac | 0x800000u : frac;
+	int shift = 13;
+	if (e <= 0) {
+		shift = 14 - e;
+		if (shift > 24) return (unsigned short)sign;
+	}
+	unsigned int q = m >> shift;
+	const unsigned int rest = m & ((1u << shift) - 1u), half = 1u << (shift - 1);
+	if (rest > half || (rest == half && (q & 1u))) q++;
+	if (e <= 0) return (unsigned short)(sign | q); // a subnormal, or the least normal on a carry
+	// q holds the implicit bit, which adds one to the exponent field; a
+	// carry on rounding up makes the next exponent, past the last one +Inf.
+	const unsigned int bits = ((unsigned int)(e - 1) << 10) + q;
+	return (unsigned short)(sign | (bits >= 0x7c00u ? 0x7c00u : bits));
 }
 
 DEVICE long long llmin(long long a, long long b) { return a < b ? a : b; }

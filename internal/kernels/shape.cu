@@ -130,20 +130,24 @@ KERNEL shape_fill(void *y, long long w, long long n, long long bits) {
 
 // cast_convert: y[i] = x[i] converted from type from to type to, as the CPU
 // backend's Cast does: floats to integers through int64 (d2ll), integers
-// narrow by wrapping, bool is x != 0 (NaN is true), true is 1.
+// narrow by wrapping, bool is x != 0 (NaN is true), true is 1; float16
+// through float, exactly from it and rounding to nearest even to it
+// (float_to_half).
 KERNEL cast_convert(void *y, const void *x, long long n, long long from, long long to) {
 	GRID_STRIDE(i, n) {
 		float f = 0.0f;
 		long long v = 0;
 		switch (from) {
 		case T_F32: f = ((const float *)x)[i]; break;
+		case T_F16: f = half_to_float(((const unsigned short *)x)[i]); break;
 		case T_I64: v = ((const long long *)x)[i]; break;
 		case T_I32: v = ((const int *)x)[i]; break;
 		default: v = ((const unsigned char *)x)[i]; break; // uint8, and bool as 0 or 1
 		}
-		const int isf = from == T_F32;
+		const int isf = from == T_F32 || from == T_F16;
 		switch (to) {
 		case T_F32: ((float *)y)[i] = isf ? f : (float)v; break;
+		case T_F16: ((unsigned short *)y)[i] = float_to_half(isf ? f : (float)v); break;
 		case T_BOOL: ((unsigned char *)y)[i] = isf ? f != 0.0f : v != 0; break;
 		default: {
 			long long t = isf ? d2ll(f) : v;

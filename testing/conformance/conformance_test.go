@@ -204,6 +204,13 @@ func TestCompare(t *testing.T) {
 		}
 		return x
 	}
+	h := func(v ...inference.Half) inference.Tensor {
+		x, err := inference.New([]int{len(v)}, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
 	nan := float32(0)
 	nan = nan / nan
 	for _, tc := range []struct {
@@ -215,6 +222,11 @@ func TestCompare(t *testing.T) {
 		{f(1.0012), f(1), false}, // outside
 		{f(nan), f(nan), true},   // NaN matches NaN
 		{f(1, 2), f(1, 2, 3), false},
+		{h(0x4000), h(0x4000), true},  // float16: 2 and 2
+		{h(0x7e00), h(0x7e01), true},  // NaN and NaN
+		{h(0x3c01), h(0x3c00), true},  // 1+2⁻¹⁰ and 1: within atol 1e-4 + rtol 1e-3
+		{h(0x3c02), h(0x3c00), false}, // 1+2⁻⁹ and 1: outside
+		{h(0x3c00), f(1), false},      // float16 and float32
 	} {
 		if got := Compare(tc.got, tc.want) == ""; got != tc.ok {
 			t.Errorf("Compare(%v, %v) ok = %v, want %v", tc.got, tc.want, got, tc.ok)

@@ -14,7 +14,8 @@
 // "NAME: UNSUPPORTED: op X (detail)", and ends with "N passed, N failed, N
 // skipped". Outputs are compared as the suite's README says: same shape and
 // element type, and |got - want| <= atol + rtol·|want| with rtol 1e-3 and
-// atol 1e-4 for float32 (NaN equals NaN); integers and bools exactly. It
+// atol 1e-4 for float32 and float16 (NaN equals NaN); integers and bools
+// exactly. It
 // exits 1 when a test fails, 2 when the device is not available.
 package main
 
@@ -356,15 +357,14 @@ func readTensor(path string) (string, inference.Tensor, error) {
 // rule), and otherwise what differs first.
 func Compare(got, want inference.Tensor) string { return compareWithin(got, want, rtol, atol) }
 
-// compareWithin is Compare with float32 tolerances rtol and atol.
+// compareWithin is Compare with float tolerances rtol and atol.
 func compareWithin(got, want inference.Tensor, rtol, atol float64) string {
 	if got.DType() != want.DType() || !slices.Equal(got.Shape(), want.Shape()) {
 		return fmt.Sprintf("got %v, want %v", got, want)
 	}
 	switch want.DType() {
-	case inference.Float32:
-		g, _ := inference.Data[float32](got)
-		w, _ := inference.Data[float32](want)
+	case inference.Float32, inference.Float16:
+		g, w := floats(got), floats(want)
 		for i := range w {
 			gi, wi := float64(g[i]), float64(w[i])
 			if math.IsNaN(wi) && math.IsNaN(gi) {
@@ -383,6 +383,19 @@ func compareWithin(got, want inference.Tensor, rtol, atol float64) string {
 		return fmt.Sprintf("values differ: got %s, want %s", preview(got), preview(want))
 	}
 	return ""
+}
+
+// floats returns a float32 or float16 tensor's values as float32.
+func floats(t inference.Tensor) []float32 {
+	if h, err := inference.Data[inference.Half](t); err == nil {
+		f := make([]float32, len(h))
+		for i, v := range h {
+			f[i] = v.Float32()
+		}
+		return f
+	}
+	f, _ := inference.Data[float32](t)
+	return f
 }
 
 // preview shows an integer or bool tensor's first values, and other

@@ -51,9 +51,10 @@ func Output(name string, dtype inference.DType, shape ...int) Port {
 //
 // where j is the element's index within its row, counted row-major over
 // the dimensions after the batch. The value takes the output's type:
-// float32(S + j) for float32; int64(S) + j (S truncated toward zero) for
-// int64, wrapping to int32 and uint8 for those; whether int64(S) + j is
-// odd for bool. Sums are exact while they stay below 2⁵³ in magnitude.
+// float32(S + j) for float32, rounded to float16 for float16; int64(S) + j
+// (S truncated toward zero) for int64, wrapping to int32 and uint8 for
+// those; whether int64(S) + j is odd for bool. Sums are exact while they
+// stay below 2⁵³ in magnitude.
 //
 // Run checks its feeds as a compiled model does: a missing input fails
 // with inference.ErrMissingInput, an extra one with
@@ -90,7 +91,7 @@ func Shaped(ports ...Port) inference.Spec {
 var dtypes = map[string]inference.DType{}
 
 func init() {
-	for _, d := range []inference.DType{inference.Float32, inference.Int64, inference.Int32, inference.Bool, inference.Uint8} {
+	for _, d := range []inference.DType{inference.Float32, inference.Int64, inference.Int32, inference.Bool, inference.Uint8, inference.Float16} {
 		dtypes[d.String()] = d
 	}
 }
@@ -113,7 +114,7 @@ func checkPorts(ports []port) error {
 		seen[p.Name] = true
 		dt, ok := dtypes[p.DType]
 		if !ok {
-			return fmt.Errorf("%s %q has element type %q, want one of float32, int64, int32, bool, uint8", what, p.Name, p.DType)
+			return fmt.Errorf("%s %q has element type %q, want one of float32, int64, int32, bool, uint8, float16", what, p.Name, p.DType)
 		}
 		if len(p.Shape) == 0 {
 			return fmt.Errorf("%s %q has no dimensions, want at least the batch", what, p.Name)
@@ -239,6 +240,8 @@ func (m *Model) computeShaped(feeds map[string]inference.Tensor, rows int) (map[
 			t, err = inference.New(shape, fill(rows, width, sums, func(s float64, j int) uint8 { return uint8(int64(s) + int64(j)) }))
 		case inference.Bool:
 			t, err = inference.New(shape, fill(rows, width, sums, func(s float64, j int) bool { return (int64(s)+int64(j))%2 != 0 }))
+		case inference.Float16:
+			t, err = inference.New(shape, fill(rows, width, sums, func(s float64, j int) inference.Half { return inference.HalfFromFloat32(float32(s + float64(j))) }))
 		}
 		if err != nil {
 			return nil, fmt.Errorf("stub: output %q: %w", o.Name, err)
@@ -278,6 +281,8 @@ func floats(t inference.Tensor) []float64 {
 		return convert(t, func(v int32) float64 { return float64(v) })
 	case inference.Uint8:
 		return convert(t, func(v uint8) float64 { return float64(v) })
+	case inference.Float16:
+		return convert(t, func(v inference.Half) float64 { return float64(v.Float32()) })
 	case inference.Bool:
 		return convert(t, func(v bool) float64 {
 			if v {

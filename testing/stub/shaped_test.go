@@ -108,24 +108,28 @@ func TestShapedElementTypes(t *testing.T) {
 		stub.Input("f", inference.Float32, -1, 2),
 		stub.Input("flag", inference.Bool, -1, 1),
 		stub.Input("px", inference.Uint8, -1, 1),
+		stub.Input("h", inference.Float16, -1, 1),
 		stub.Output("i32", inference.Int32, -1, 2),
 		stub.Output("u8", inference.Uint8, -1, 2),
 		stub.Output("odd", inference.Bool, -1, 2),
 		stub.Output("f32", inference.Float32, -1, 2),
+		stub.Output("f16", inference.Float16, -1, 2),
 	))
 	out, err := m.Run(context.Background(), map[string]inference.Tensor{
 		"f":    tensor(t, []int{2, 2}, float32(-1.75), 0, 49.5, 0.25),
 		"flag": tensor(t, []int{2, 1}, true, false),
 		"px":   tensor(t, []int{2, 1}, uint8(0), 250),
+		"h":    tensor(t, []int{2, 1}, inference.Half(0x3800), 0xb800), // 0.5, -0.5
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Row 0: S = -1.75 + 1 + 0 = -0.75; row 1: S = 49.75 + 0 + 250 = 299.75.
+	// Row 0: S = -1.75 + 1 + 0 + 0.5 = -0.25; row 1: S = 49.75 + 0 + 250 - 0.5 = 299.25.
 	i32, _ := inference.Data[int32](out["i32"])
 	u8, _ := inference.Data[uint8](out["u8"])
 	odd, _ := inference.Data[bool](out["odd"])
 	f32, _ := inference.Data[float32](out["f32"])
+	f16, _ := inference.Data[inference.Half](out["f16"])
 	if want := []int32{0, 1, 299, 300}; !reflect.DeepEqual(i32, want) {
 		t.Errorf("int32 = %v, want %v (S truncated toward zero, plus j)", i32, want)
 	}
@@ -135,8 +139,11 @@ func TestShapedElementTypes(t *testing.T) {
 	if want := []bool{false, true, true, false}; !reflect.DeepEqual(odd, want) {
 		t.Errorf("bool = %v, want %v (whether int64(S)+j is odd)", odd, want)
 	}
-	if want := []float32{-0.75, 0.25, 299.75, 300.75}; !reflect.DeepEqual(f32, want) {
+	if want := []float32{-0.25, 0.75, 299.25, 300.25}; !reflect.DeepEqual(f32, want) {
 		t.Errorf("float32 = %v, want %v", f32, want)
+	}
+	if want := []inference.Half{0xb400, 0x3a00, 0x5cad, 0x5cb1}; !reflect.DeepEqual(f16, want) { // -0.25, 0.75, 299.25, 300.25: exact
+		t.Errorf("float16 = %v, want %v", f16, want)
 	}
 }
 

@@ -1,5 +1,6 @@
 // Package passes holds the graph rewrites that backends run at compile
-// time: constant folding, dead-node elimination, BatchNormalization
+// time: the float32 computation of float16 values (with float16
+// rounding), constant folding, dead-node elimination, BatchNormalization
 // folding, the recognition of the decomposed forms exporters write for
 // LayerNormalization, Gelu and Attention, and the fusion of bias,
 // residual and activation epilogues into Conv, Gemm and MatMul. It is for
@@ -11,10 +12,12 @@
 // Every rewrite keeps the values a run returns under their names and
 // leaves alone a value that is a graph output or is read inside a
 // subgraph; it takes for constants only the initializers that no feed may
-// override (graph.Graph's Overridable). The nodes a rewrite creates carry
-// standard ONNX operators where one exists (LayerNormalization, Gelu,
-// Attention), whatever opset the model imports, and names derived from the
-// nodes they replace.
+// override (graph.Graph's Overridable). (ComputeFloat16InFloat32, which
+// gives float16 its meaning rather than optimising, computes those values
+// in float32 too, and keeps their names and the graph's outputs' types.)
+// The nodes a rewrite creates carry standard ONNX operators where one
+// exists (LayerNormalization, Gelu, Attention, Cast), whatever opset the
+// model imports, and names derived from the nodes they replace.
 package passes
 
 import (

@@ -4,9 +4,39 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/graph"
 )
+
+// castTypeNames maps the type names of Cast-1's string 'to' attribute to
+// ONNX TensorProto.DataType numbers, for the element types a Tensor holds.
+var castTypeNames = map[string]int64{"FLOAT": 1, "UINT8": 2, "INT32": 6, "INT64": 7, "BOOL": 9, "FLOAT16": 10}
+
+// CastTarget returns the element type Cast converts to: its attribute to,
+// an ONNX TensorProto.DataType number from Cast-6 on, a type's name
+// ("FLOAT", "FLOAT16", …) in Cast-1. A node without it is a bad model; a
+// type a Tensor does not hold (double, bfloat16, string, …) is unsupported.
+func CastTarget(n Node) (inference.DType, error) {
+	a, ok := n.Attrs["to"]
+	if !ok {
+		return 0, fmt.Errorf("no 'to' attribute: %w", inference.ErrBadModel)
+	}
+	code := a.Int
+	if a.Type == graph.AttrString {
+		c, ok := castTypeNames[strings.ToUpper(a.String)]
+		if !ok {
+			return 0, n.Unsupported("cast to ONNX type %s", a.String)
+		}
+		code = c
+	}
+	to, ok := inference.DTypeFromONNX(code)
+	if !ok {
+		return 0, n.Unsupported("cast to ONNX type %d", code)
+	}
+	return to, nil
+}
 
 // ClipBounds returns the bounds of Clip-1 to Clip-10, which takes them as
 // the attributes min and max. Left out, a bound is ∓inf in Clip-1 and

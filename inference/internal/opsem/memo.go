@@ -123,6 +123,11 @@ func appendValues(k []int64, t inference.Tensor) []int64 {
 		for _, v := range d {
 			k = append(k, int64(v))
 		}
+	case inference.Float16:
+		d, _ := inference.Data[inference.Half](t)
+		for _, v := range d {
+			k = append(k, int64(v))
+		}
 	}
 	return k
 }

@@ -28,6 +28,16 @@ func Int64s(t inference.Tensor) ([]int64, error) {
 			}
 		}
 		return out, nil
+	case inference.Float16:
+		d, _ := inference.Data[inference.Half](t)
+		out := make([]int64, len(d))
+		for i, v := range d {
+			var ok bool
+			if out[i], ok = truncInt64(float64(v.Float32())); !ok {
+				return nil, fmt.Errorf("%v: element %d is %v, not an integer in int64's range: %w", t, i, v, inference.ErrShape)
+			}
+		}
+		return out, nil
 	case inference.Bool:
 		d, _ := inference.Data[bool](t)
 		out := make([]int64, len(d))
