@@ -392,6 +392,19 @@ func unstack[T Element](t Tensor) []Tensor {
 	return out
 }
 
+// Bytes returns the tensor's elements as the ByteSize bytes that hold
+// them in memory, in the machine's byte order (bool as one byte, 0 or 1;
+// float16 as its 16 bits), sharing the tensor's array; nil when it has no
+// elements. It is for code that moves whole tensors to and from another
+// memory, as a GPU backend does; like the slice Data returns, it is
+// written to only by the code that made the tensor.
+func (t Tensor) Bytes() []byte {
+	if t.ptr == nil || t.n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(t.ptr), t.ByteSize())
+}
+
 // AppendBinary appends the tensor's encoding to b: the DType byte, the rank
 // and each dimension as uvarints, then the elements little-endian (bool as
 // one byte, 0 or 1; float16 as its 16 bits). It implements

@@ -805,3 +805,34 @@ func TestWithData(t *testing.T) {
 		t.Errorf("WithData of 5 values for 6: %v, want ErrShape", err)
 	}
 }
+
+// Bytes is the elements as they lie in memory, for every element type:
+// ByteSize bytes, the same as the encoding's elements on a little-endian
+// machine (every one the project builds for), shared with the tensor; nil
+// without elements.
+func TestTensorBytes(t *testing.T) {
+	for _, dt := range allDTypes {
+		x := sample(t, dt, []int{2, 3}, 7)
+		got := x.Bytes()
+		enc, err := x.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(got)) != x.ByteSize() || !bytes.Equal(got, enc[len(enc)-len(got):]) {
+			t.Errorf("%v: Bytes %x, want the encoding's elements %x", dt, got, enc)
+		}
+		if len(got) > 0 {
+			got[0] ^= 1
+			if again := x.Bytes(); again[0] != got[0] {
+				t.Errorf("%v: Bytes does not share the tensor's array", dt)
+			}
+		}
+		empty, err := inference.Zeros(dt, []int{0, 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := empty.Bytes(); b != nil {
+			t.Errorf("%v: Bytes of an empty tensor is %x, want nil", dt, b)
+		}
+	}
+}

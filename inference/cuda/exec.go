@@ -117,7 +117,7 @@ func (m *Model) uploadWeights() error {
 	host := make([]byte, size)
 	for _, name := range names {
 		t := m.g.Initializers[name]
-		copy(host[m.weightOff[name]:], tensorBytes(t))
+		copy(host[m.weightOff[name]:], t.Bytes())
 	}
 	p, err := m.dev.Alloc(size)
 	if err != nil {
@@ -295,7 +295,7 @@ func (m *Model) execute(ctx context.Context, p *plan, ws *workspace, feeds map[s
 	}
 	for _, in := range p.inputs {
 		if in.bytes > 0 {
-			copy(ws.hostIn[in.stage:in.stage+in.bytes], tensorBytes(feeds[in.name]))
+			copy(ws.hostIn[in.stage:in.stage+in.bytes], feeds[in.name].Bytes())
 		}
 	}
 	// The run's work, queued call by call, or captured into the graph that
@@ -352,7 +352,7 @@ func (m *Model) execute(ctx context.Context, p *plan, ws *workspace, feeds map[s
 		if err != nil {
 			return nil, fmt.Errorf("cuda: output %q: %w", out.name, err)
 		}
-		copy(tensorBytes(t), ws.hostOut[out.stage:out.stage+out.bytes])
+		copy(t.Bytes(), ws.hostOut[out.stage:out.stage+out.bytes])
 		res[out.name] = t
 	}
 	return res, nil
@@ -465,7 +465,7 @@ func (m *Model) runHost(run *limit.Run, h *hostStep, f frame, ws *workspace) err
 			return fmt.Errorf("cuda: node %v: input %q: %w", h.node, o.Name, err)
 		}
 		if o.Bytes() > 0 {
-			if err := m.dev.CopyDtoH(tensorBytes(t), f.addr(o.loc)); err != nil {
+			if err := m.dev.CopyDtoH(t.Bytes(), f.addr(o.loc)); err != nil {
 				return fmt.Errorf("cuda: node %v: input %q: %w", h.node, o.Name, err)
 			}
 		}
@@ -488,7 +488,7 @@ func (m *Model) runHost(run *limit.Run, h *hostStep, f frame, ws *workspace) err
 			return fmt.Errorf("cuda: node %v: output %q is %v, planned %v%v: %w", h.node, o.Name, out[i], o.DType, o.Shape, inference.ErrShape)
 		}
 		if o.Bytes() > 0 {
-			if err := m.dev.CopyHtoD(f.addr(o.loc), tensorBytes(out[i])); err != nil {
+			if err := m.dev.CopyHtoD(f.addr(o.loc), out[i].Bytes()); err != nil {
 				return fmt.Errorf("cuda: node %v: output %q: %w", h.node, o.Name, err)
 			}
 		}

@@ -24,8 +24,8 @@ func lowerAttention(l *lowering) error {
 	if q.DType != inference.Float32 || k.DType != inference.Float32 || v.DType != inference.Float32 {
 		return l.NoKernel("Q %v, K %v, V %v", q.DType, k.DType, v.DType)
 	}
-	for i, name := range map[int]string{4: "past_key", 5: "past_value", 6: "nonpad_kv_seqlen"} {
-		if l.input(i).Present() {
+	for i, name := range []string{4: "past_key", 5: "past_value", 6: "nonpad_kv_seqlen"} {
+		if name != "" && l.input(i).Present() {
 			return l.NoKernel("input %d (%s)", i, name)
 		}
 	}

@@ -91,7 +91,7 @@ func lowerConstantOfShape(l *lowering) error {
 
 // firstBits returns the bits of t's first element.
 func firstBits(t inference.Tensor) uint64 {
-	b := tensorBytes(t)
+	b := t.Bytes()
 	var v uint64
 	for i := t.DType().Size() - 1; i >= 0; i-- {
 		v = v<<8 | uint64(b[i])

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"unsafe"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cpu"
@@ -323,7 +322,7 @@ func (m *Model) layout(c *shapeClass, feeds map[string]inference.Tensor, batch i
 	if constBytes > 0 && !dry {
 		host := make([]byte, constBytes)
 		for name, off := range constOff {
-			copy(host[off:], tensorBytes(*b.host[name]))
+			copy(host[off:], b.host[name].Bytes())
 		}
 		ptr, err := m.dev.Alloc(constBytes)
 		if err != nil {
@@ -402,45 +401,4 @@ func (b *planBuilder) evalHost(n *graph.Node) ([]inference.Tensor, error) {
 		}
 	}
 	return cpu.RunNode(nil, n, b.m.opset, in) // outputs of at most hostOutputLimit bytes
-}
-
-// tensorBytes returns the bytes of t's data, without copying.
-func tensorBytes(t inference.Tensor) []byte {
-	var p unsafe.Pointer
-	switch t.DType() {
-	case inference.Float32:
-		d, _ := inference.Data[float32](t)
-		if len(d) > 0 {
-			p = unsafe.Pointer(&d[0])
-		}
-	case inference.Int64:
-		d, _ := inference.Data[int64](t)
-		if len(d) > 0 {
-			p = unsafe.Pointer(&d[0])
-		}
-	case inference.Int32:
-		d, _ := inference.Data[int32](t)
-		if len(d) > 0 {
-			p = unsafe.Pointer(&d[0])
-		}
-	case inference.Bool:
-		d, _ := inference.Data[bool](t)
-		if len(d) > 0 {
-			p = unsafe.Pointer(&d[0])
-		}
-	case inference.Uint8:
-		d, _ := inference.Data[uint8](t)
-		if len(d) > 0 {
-			p = unsafe.Pointer(&d[0])
-		}
-	case inference.Float16:
-		d, _ := inference.Data[inference.Half](t)
-		if len(d) > 0 {
-			p = unsafe.Pointer(&d[0])
-		}
-	}
-	if p == nil {
-		return nil
-	}
-	return unsafe.Slice((*byte)(p), t.ByteSize())
 }

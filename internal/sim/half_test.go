@@ -5,65 +5,9 @@ import (
 	"testing"
 )
 
-// Every one of the 65536 halves survives the trip through float32: the
-// finite ones and the infinities bit for bit, the NaNs as NaNs of the same
-// sign and payload (quieted: cvt.rn.f16.f32 returns a quiet NaN).
-func TestHalfRoundTrip(t *testing.T) {
-	for i := range 1 << 16 {
-		h := uint16(i)
-		f := halfToFloat32(h)
-		back := float32ToHalf(f)
-		if h&0x7c00 == 0x7c00 && h&0x3ff != 0 { // NaN
-			if !math.IsNaN(float64(f)) || back != h|0x200 {
-				t.Errorf("NaN %#04x: float32 %#08x, back %#04x, want %#04x", h, math.Float32bits(f), back, h|0x200)
-			}
-			continue
-		}
-		if back != h {
-			t.Errorf("%#04x (%g): back %#04x", h, f, back)
-		}
-		if r := roundToHalf(f); math.Float32bits(r) != math.Float32bits(f) {
-			t.Errorf("roundToHalf(%g) = %g, want it unchanged", f, r)
-		}
-	}
-}
-
-// Between two adjacent positive halves, float32s round to the nearer, and
-// the midpoint to the one with the even last bit: across every binade,
-// the subnormals, the step from the largest subnormal to the smallest
-// normal, from 0 to 2^-24, and from 65504 to Inf (the next half up would
-// be 65536, so 65520 is the midpoint and rounds to Inf).
-func TestHalfRoundsToNearestEven(t *testing.T) {
-	for h := uint16(0); h < 0x7c00; h++ {
-		lo, hi := halfToFloat32(h), halfToFloat32(h+1)
-		if h+1 == 0x7c00 {
-			hi = 65536 // where the next binade would start
-		}
-		mid := float32((float64(lo) + float64(hi)) / 2) // exact: 24 bits hold it
-		even := h
-		if h&1 == 1 {
-			even = h + 1
-		}
-		for _, c := range []struct {
-			f    float32
-			want uint16
-		}{
-			{mid, even},
-			{math.Nextafter32(mid, 0), h},
-			{math.Nextafter32(mid, float32(math.Inf(1))), h + 1},
-		} {
-			if got := float32ToHalf(c.f); got != c.want {
-				t.Errorf("between %#04x and %#04x: %.10g → %#04x, want %#04x", h, h+1, c.f, got, c.want)
-			}
-			if got := float32ToHalf(-c.f); got != c.want|0x8000 {
-				t.Errorf("between -%#04x and -%#04x: %.10g → %#04x, want %#04x", h, h+1, -c.f, got, c.want|0x8000)
-			}
-		}
-	}
-}
-
-// The values the tests above do not reach: overflow, underflow (float32
-// subnormals included), signed zeros, the infinities and NaN.
+// The FP16 GEMM's rounding at its edges: overflow, underflow (float32
+// subnormals included), signed zeros, the infinities and NaN. Every bit
+// pattern and every tie are inference's tests (half_test.go).
 func TestRoundToHalfEdges(t *testing.T) {
 	inf := float32(math.Inf(1))
 	for _, c := range []struct{ f, want float32 }{

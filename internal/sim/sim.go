@@ -489,58 +489,8 @@ func toHalfPrecision(v []float32) []float32 {
 // cvt.rn.f16.f32 then back): ties to even, ±Inf from ±65520 on (the
 // midpoint above the largest half, 65504), subnormal halves (multiples of
 // 2^-24) below 2^-14, ±0 at or below 2^-25. NaN stays NaN, ±Inf and ±0
-// keep their sign.
-func roundToHalf(f float32) float32 { return halfToFloat32(float32ToHalf(f)) }
-
-// float32ToHalf is the IEEE 754 binary16 encoding of the half nearest f
-// (see roundToHalf).
-func float32ToHalf(f float32) uint16 {
-	bits := math.Float32bits(f)
-	sign := uint16(bits>>16) & 0x8000
-	exp := int(bits>>23) & 0xff
-	mant := bits & 0x7fffff
-	if exp == 0xff { // Inf, or NaN: keep the top of the payload, quiet
-		if mant != 0 {
-			return sign | 0x7e00 | uint16(mant>>13)
-		}
-		return sign | 0x7c00
-	}
-	e := exp - 127 + 15 // the half's biased exponent
-	if e >= 0x1f {
-		return sign | 0x7c00
-	}
-	// h is f in units of the half's last place (2^(e-25) when normal,
-	// 2^-24 when subnormal), truncated; the shift's bits decide rounding.
-	var h, shift uint32
-	if e > 0 {
-		h, shift = uint32(e)<<10|mant>>13, 13
-	} else {
-		if e < -10 { // below 2^-25, or a float32 subnormal: rounds to 0
-			return sign
-		}
-		mant |= 0x800000
-		h, shift = mant>>(14-e), uint32(14-e)
-	}
-	rest, half := mant&(1<<shift-1), uint32(1)<<(shift-1)
-	if rest > half || rest == half && h&1 == 1 {
-		h++ // a carry into the exponent is right, up to 0x7c00 (Inf)
-	}
-	return sign | uint16(h)
-}
-
-// halfToFloat32 is the float32 of the binary16 encoding h (exact).
-func halfToFloat32(h uint16) float32 {
-	sign := uint32(h&0x8000) << 16
-	exp, mant := uint32(h>>10)&0x1f, uint32(h&0x3ff)
-	switch {
-	case exp == 0x1f:
-		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
-	case exp == 0:
-		v := float32(mant) / (1 << 24)
-		return math.Float32frombits(sign | math.Float32bits(v))
-	}
-	return math.Float32frombits(sign | (exp-15+127)<<23 | mant<<13)
-}
+// keep their sign: inference.HalfFromFloat32's rounding.
+func roundToHalf(f float32) float32 { return inference.HalfFromFloat32(f).Float32() }
 
 func gemm(g cuda.Gemm, a, b, c []float32) {
 	opA := func(i, p int) float32 {

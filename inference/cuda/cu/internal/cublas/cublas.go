@@ -113,14 +113,27 @@ static const char *beammlStatusString(beammlLib *l, cublasStatus_t s) {
 	return l->statusString ? l->statusString(s) : "";
 }
 
-// The device pointers travel as unsigned long long (CUdeviceptr) and become
-// float pointers here, so the Go side never turns an integer into a pointer.
-static cublasStatus_t beammlSgemm(beammlLib *l, cublasHandle_t h, int transA, int transB, int m, int n, int k,
-		float alpha, unsigned long long a, int lda, long long strideA,
+// beammlSgemm queues a float32 product: cublasSgemm_v2 or its strided
+// batched form, or with fast16f cublasGemmEx or its strided batched form
+// on float32 matrices with CUBLAS_COMPUTE_32F_FAST_16F. The device
+// pointers travel as unsigned long long (CUdeviceptr) and become pointers
+// here, so the Go side never turns an integer into a pointer.
+static cublasStatus_t beammlSgemm(beammlLib *l, cublasHandle_t h, int fast16f, int transA, int transB, int m, int n,
+		int k, float alpha, unsigned long long a, int lda, long long strideA,
 		unsigned long long b, int ldb, long long strideB,
 		float beta, unsigned long long c, int ldc, long long strideC, int batch) {
 	cublasOperation_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
 	cublasOperation_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+	if (fast16f && batch == 1) {
+		return l->gemmEx(h, opA, opB, m, n, k, &alpha,
+			(const void *)a, CUDA_R_32F, lda, (const void *)b, CUDA_R_32F, ldb,
+			&beta, (void *)c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F_FAST_16F, CUBLAS_GEMM_DEFAULT);
+	}
+	if (fast16f) {
+		return l->gemmBatchedEx(h, opA, opB, m, n, k, &alpha,
+			(const void *)a, CUDA_R_32F, lda, strideA, (const void *)b, CUDA_R_32F, ldb, strideB,
+			&beta, (void *)c, CUDA_R_32F, ldc, strideC, batch, CUBLAS_COMPUTE_32F_FAST_16F, CUBLAS_GEMM_DEFAULT);
+	}
 	if (batch == 1) {
 		return l->sgemm(h, opA, opB, m, n, k, &alpha,
 			(const float *)a, lda, (const float *)b, ldb, &beta, (float *)c, ldc);
@@ -130,24 +143,6 @@ static cublasStatus_t beammlSgemm(beammlLib *l, cublasHandle_t h, int transA, in
 		&beta, (float *)c, ldc, strideC, batch);
 }
 
-// beammlGemmFast16F is beammlSgemm through cublasGemmEx (or
-// cublasGemmStridedBatchedEx): A, B and C float32, computed with
-// CUBLAS_COMPUTE_32F_FAST_16F.
-static cublasStatus_t beammlGemmFast16F(beammlLib *l, cublasHandle_t h, int transA, int transB, int m, int n, int k,
-		float alpha, unsigned long long a, int lda, long long strideA,
-		unsigned long long b, int ldb, long long strideB,
-		float beta, unsigned long long c, int ldc, long long strideC, int batch) {
-	cublasOperation_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
-	cublasOperation_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
-	if (batch == 1) {
-		return l->gemmEx(h, opA, opB, m, n, k, &alpha,
-			(const void *)a, CUDA_R_32F, lda, (const void *)b, CUDA_R_32F, ldb,
-			&beta, (void *)c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F_FAST_16F, CUBLAS_GEMM_DEFAULT);
-	}
-	return l->gemmBatchedEx(h, opA, opB, m, n, k, &alpha,
-		(const void *)a, CUDA_R_32F, lda, strideA, (const void *)b, CUDA_R_32F, ldb, strideB,
-		&beta, (void *)c, CUDA_R_32F, ldc, strideC, batch, CUBLAS_COMPUTE_32F_FAST_16F, CUBLAS_GEMM_DEFAULT);
-}
 */
 import "C"
 
@@ -345,20 +340,7 @@ type Gemm struct {
 
 // Sgemm queues g on the bound stream: cublasSgemm_v2 when g.Batch is 1,
 // cublasSgemmStridedBatched otherwise.
-func (h *Handle) Sgemm(g Gemm) error {
-	if h.h == nil {
-		return ErrClosed
-	}
-	call := "cublasSgemm_v2"
-	if g.Batch > 1 {
-		call = "cublasSgemmStridedBatched"
-	}
-	return h.l.status(call, C.beammlSgemm(&h.l.c, h.h, cbool(g.TransA), cbool(g.TransB),
-		C.int(g.M), C.int(g.N), C.int(g.K),
-		C.float(g.Alpha), C.ulonglong(g.A), C.int(g.LDA), C.longlong(g.StrideA),
-		C.ulonglong(g.B), C.int(g.LDB), C.longlong(g.StrideB),
-		C.float(g.Beta), C.ulonglong(g.C), C.int(g.LDC), C.longlong(g.StrideC), C.int(g.Batch)))
-}
+func (h *Handle) Sgemm(g Gemm) error { return h.gemm(g, false) }
 
 // GemmFast16F queues g on the bound stream with float32 A, B and C and the
 // compute type CUBLAS_COMPUTE_32F_FAST_16F (cublasGemmEx when g.Batch is
@@ -366,15 +348,23 @@ func (h *Handle) Sgemm(g Gemm) error {
 // half and multiply on tensor cores, accumulating in float32 (its header
 // allows TF32 instead; GPUs without tensor cores compute in float32).
 // Inputs beyond half's range (±65504) become ±Inf.
-func (h *Handle) GemmFast16F(g Gemm) error {
+func (h *Handle) GemmFast16F(g Gemm) error { return h.gemm(g, true) }
+
+// gemm is Sgemm, or GemmFast16F when fast16f.
+func (h *Handle) gemm(g Gemm, fast16f bool) error {
 	if h.h == nil {
 		return ErrClosed
 	}
-	call := "cublasGemmEx(CUBLAS_COMPUTE_32F_FAST_16F)"
-	if g.Batch > 1 {
+	call := "cublasSgemm_v2"
+	switch {
+	case fast16f && g.Batch > 1:
 		call = "cublasGemmStridedBatchedEx(CUBLAS_COMPUTE_32F_FAST_16F)"
+	case fast16f:
+		call = "cublasGemmEx(CUBLAS_COMPUTE_32F_FAST_16F)"
+	case g.Batch > 1:
+		call = "cublasSgemmStridedBatched"
 	}
-	return h.l.status(call, C.beammlGemmFast16F(&h.l.c, h.h, cbool(g.TransA), cbool(g.TransB),
+	return h.l.status(call, C.beammlSgemm(&h.l.c, h.h, cbool(fast16f), cbool(g.TransA), cbool(g.TransB),
 		C.int(g.M), C.int(g.N), C.int(g.K),
 		C.float(g.Alpha), C.ulonglong(g.A), C.int(g.LDA), C.longlong(g.StrideA),
 		C.ulonglong(g.B), C.int(g.LDB), C.longlong(g.StrideB),
