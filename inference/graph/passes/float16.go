@@ -1,6 +1,7 @@
 package passes
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 
@@ -52,8 +53,7 @@ func ComputeFloat16InFloat32() Pass {
 		}
 		r := &halfRewrite{x: newIndex(g), opset: g.Opset(), types: map[*graph.Graph]map[string]inference.DType{}}
 		r.inferTypes(g, nil, nil)
-		r.graph(g, true)
-		return true, nil
+		return true, r.graph(g, true)
 	}}
 }
 
@@ -148,99 +148,19 @@ func (r *halfRewrite) inferTypes(g *graph.Graph, outer map[string]inference.DTyp
 }
 
 // outputTypes returns the element types of n's outputs, the types of
-// the values it reads being types, as ONNX's operator schemas give them;
-// the graphs nested in n get theirs on the way.
+// the values it reads being types (opsem.OutputDTypes); the graphs nested
+// in n get theirs on the way.
 func (r *halfRewrite) outputTypes(n *graph.Node, types map[string]inference.DType) []inference.DType {
-	typeOf := func(i int) inference.DType { return types[n.Input(i)] }
-	var first inference.DType
-	for _, in := range n.Inputs {
-		if in != "" {
-			first = types[in]
-			break
-		}
-	}
-	out := make([]inference.DType, len(n.Outputs))
-	all := func(d inference.DType) []inference.DType {
-		for i := range out {
-			out[i] = d
-		}
-		return out
-	}
-	dtypeAttr := func(def inference.DType) []inference.DType {
-		if a, ok := n.Attrs["dtype"]; ok && a.Type == graph.AttrInt {
-			d, _ := inference.DTypeFromONNX(a.Int)
-			return all(d)
-		}
-		return all(def)
-	}
 	if len(n.Subgraphs()) > 0 {
-		return r.subgraphOutputTypes(n, types, out)
+		return r.subgraphOutputTypes(n, types, make([]inference.DType, len(n.Outputs)))
 	}
-	if n.Domain != "" {
-		return all(first)
+	in := make([]inference.DType, len(n.Inputs))
+	for i, name := range n.Inputs {
+		if name != "" {
+			in[i] = types[name]
+		}
 	}
-	switch n.OpType {
-	case "Shape", "Size", "ArgMax", "ArgMin", "NonZero", "NonMaxSuppression", "SequenceLength":
-		return all(inference.Int64)
-	case "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Not", "IsNaN", "IsInf",
-		"OptionalHasElement":
-		return all(inference.Bool)
-	case "Cast":
-		to, _ := opsem.CastTarget(opsem.Node{Node: n, Opset: r.opset})
-		return all(to)
-	case "CastLike":
-		return all(typeOf(1))
-	case "Constant":
-		for name, a := range n.Attrs {
-			switch name {
-			case "value":
-				return all(a.Tensor.DType())
-			case "value_float", "value_floats":
-				return all(inference.Float32)
-			case "value_int", "value_ints":
-				return all(inference.Int64)
-			}
-		}
-		return all(0)
-	case "ConstantOfShape":
-		if v := n.Attrs["value"].Tensor; v.DType() != 0 {
-			return all(v.DType())
-		}
-		return all(inference.Float32)
-	case "EyeLike", "RandomNormalLike", "RandomUniformLike", "Bernoulli":
-		return dtypeAttr(first)
-	case "RandomNormal", "RandomUniform":
-		return dtypeAttr(inference.Float32)
-	case "Multinomial":
-		return dtypeAttr(inference.Int32)
-	case "Where":
-		return all(typeOf(1))
-	case "OneHot":
-		return all(typeOf(2))
-	case "DequantizeLinear":
-		return all(typeOf(1))
-	case "QuantizeLinear":
-		if n.Input(2) != "" {
-			return all(typeOf(2))
-		}
-		return all(inference.Uint8)
-	case "DynamicQuantizeLinear":
-		return []inference.DType{inference.Uint8, inference.Float32, inference.Uint8}[:len(out)]
-	case "TopK", "MaxPool", "Unique":
-		all(inference.Int64)
-		out[0] = first
-		return out
-	case "Dropout":
-		all(inference.Bool)
-		out[0] = first
-		return out
-	case "LayerNormalization":
-		// Mean and InvStdDev are float32 whatever X is (stash_type 1).
-		all(inference.Float32)
-		out[0] = first
-		return out
-	}
-	return all(first)
+	return opsem.OutputDTypes(opsem.Node{Node: n, Opset: r.opset}, in)
 }
 
 // subgraphOutputTypes gives out, the outputs of n, which runs graphs (If,
@@ -365,12 +285,14 @@ func (r *halfRewrite) cast(name, in, out string, to int64) *graph.Node {
 // graph rewrites g and the graphs nested in it, with the types inferTypes
 // found. g is the model's graph when top: then its inputs and outputs keep
 // their float16 type; a nested graph's are float32 like everything else.
-func (r *halfRewrite) graph(g *graph.Graph, top bool) {
+func (r *halfRewrite) graph(g *graph.Graph, top bool) error {
 	types := r.types[g]
 	for _, n := range g.Nodes {
 		for _, sub := range n.Subgraphs() {
 			if sub != nil {
-				r.graph(sub, false)
+				if err := r.graph(sub, false); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -394,7 +316,10 @@ func (r *halfRewrite) graph(g *graph.Graph, top bool) {
 		if t.DType() != inference.Float16 || overridable[name] {
 			continue
 		}
-		f := halfTensorToFloat32(t)
+		f, err := opsem.WidenFloat16(nil, t)
+		if err != nil {
+			return err
+		}
 		if top && returned[name] { // a float16 constant the graph returns as it is
 			if read[name] {
 				renames[name] = r.x.fresh(name + "/float32")
@@ -424,7 +349,11 @@ func (r *halfRewrite) graph(g *graph.Graph, top bool) {
 
 	var nodes []*graph.Node
 	for _, n := range g.Nodes {
-		halfAttrsToFloat32(n)
+		w, err := opsem.WidenFloat16Attrs(n)
+		if err != nil {
+			return fmt.Errorf("node %v: %w", n, err)
+		}
+		n.Attrs = w.Attrs
 		nodes = append(nodes, n)
 		for j, v := range n.Outputs {
 			if v == "" || types[v] != inference.Float16 {
@@ -460,6 +389,7 @@ func (r *halfRewrite) graph(g *graph.Graph, top bool) {
 	}
 	g.Nodes = append(front, nodes...)
 	renameReads(g, renames, added, false)
+	return nil
 }
 
 // renameReads makes the nodes of g, but for those in skip, and of the
@@ -517,39 +447,4 @@ func definedIn(g *graph.Graph) []string {
 		names = append(names, n.Outputs...)
 	}
 	return names
-}
-
-// halfAttrsToFloat32 makes n's float16 tensor attributes float32, and an
-// attribute dtype of float16 float32.
-func halfAttrsToFloat32(n *graph.Node) {
-	for name, a := range n.Attrs {
-		switch {
-		case a.Type == graph.AttrTensor && a.Tensor.DType() == inference.Float16:
-			a.Tensor = halfTensorToFloat32(a.Tensor)
-		case a.Type == graph.AttrTensors:
-			a.Tensors = slices.Clone(a.Tensors)
-			for i, t := range a.Tensors {
-				if t.DType() == inference.Float16 {
-					a.Tensors[i] = halfTensorToFloat32(t)
-				}
-			}
-		case a.Type == graph.AttrInt && name == "dtype" && a.Int == onnxFloat16:
-			a.Int = onnxFloat
-		default:
-			continue
-		}
-		n.Attrs[name] = a
-	}
-}
-
-// halfTensorToFloat32 returns the float32 tensor of t's float16 values,
-// which it holds exactly.
-func halfTensorToFloat32(t inference.Tensor) inference.Tensor {
-	h, _ := inference.Data[inference.Half](t)
-	f := make([]float32, len(h))
-	for i, v := range h {
-		f[i] = v.Float32()
-	}
-	out, _ := inference.New(t.Shape(), f)
-	return out
 }

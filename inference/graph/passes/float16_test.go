@@ -1,8 +1,10 @@
 package passes_test
 
 import (
+	"bytes"
 	"context"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/beamml/beamml/inference/cpu"
 	"github.com/beamml/beamml/inference/graph"
 	"github.com/beamml/beamml/inference/graph/passes"
+	"github.com/beamml/beamml/inference/onnx"
 )
 
 // round16 is v rounded to float16 and back: what a float16 value the
@@ -194,10 +197,9 @@ func TestFloat16CastsInAFloat32Model(t *testing.T) {
 	}
 }
 
-// Constants and attributes naming float16: a Constant node's tensor,
-// ConstantOfShape's value, EyeLike's dtype and Cast-1's type name become
-// float32; the outputs stay float16.
-func TestFloat16Attributes(t *testing.T) {
+// float16AttributesGraph is TestFloat16Attributes' graph and feeds: float16
+// in tensor attributes and in an attribute dtype.
+func float16AttributesGraph() (*graph.Graph, map[string]inference.Tensor) {
 	tensorAttr := func(x inference.Tensor) graph.Attr { return graph.Attr{Type: graph.AttrTensor, Tensor: x} }
 	g := &graph.Graph{
 		Name:   "attrs",
@@ -215,6 +217,14 @@ func TestFloat16Attributes(t *testing.T) {
 		},
 	}
 	feeds := map[string]inference.Tensor{"x": tensor([]int{2, 2}, []float32{1, 2.0001, -3, 0.7})}
+	return g, feeds
+}
+
+// Constants and attributes naming float16: a Constant node's tensor,
+// ConstantOfShape's value, EyeLike's dtype and Cast-1's type name become
+// float32; the outputs stay float16.
+func TestFloat16Attributes(t *testing.T) {
+	g, feeds := float16AttributesGraph()
 	out := runHalf(t, g, feeds)
 	for _, n := range g.Nodes {
 		for name, a := range n.Attrs {
@@ -463,5 +473,56 @@ func TestFloat16OtherOutputTypes(t *testing.T) {
 	}
 	if got, want := ops(g), "Cast ArgMax Less TopK Cast LayerNormalization Cast"; got != want {
 		t.Errorf("nodes %q, want %q", got, want)
+	}
+}
+
+// A node that reads float16 runs on the CPU's kernels widened (cpu's
+// runKernel): inputs and attributes widened to float32, outputs the model
+// types float16 rounded. That is the pass's meaning node by node, so a
+// graph run as it is, float16 and all (what a backend that keeps float16
+// values hands cpu.NewModel to infer shapes, and cpu.RunNode for a node it
+// runs on the host), gives the pass's outputs bit for bit: the
+// hand-written graphs here, and the PyTorch exports.
+func TestFloat16WidenedNodeByNodeIsThePass(t *testing.T) {
+	type run struct {
+		name  string
+		build func() (*graph.Graph, map[string]inference.Tensor)
+	}
+	var runs []run
+	for _, name := range []string{"halfnet_opset17", "mixed_opset17"} {
+		dir := filepath.Join("..", "..", "cuda", "testdata", "float16", name)
+		runs = append(runs, run{name, func() (*graph.Graph, map[string]inference.Tensor) {
+			data, err := os.ReadFile(filepath.Join(dir, "model.onnx"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := onnx.Decode(data, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			feeds, _ := exportData(t, dir, g)
+			return g, feeds
+		}})
+	}
+	runs = append(runs, run{"attributes", float16AttributesGraph})
+	for _, r := range runs {
+		g, feeds := r.build()
+		want := runHalf(t, g, feeds)
+		g, feeds = r.build()
+		if err := g.Sort(nil); err != nil {
+			t.Fatal(err)
+		}
+		got, err := cpu.NewModel(g).Run(context.Background(), feeds)
+		if err != nil {
+			t.Fatalf("%s: %v", r.name, err)
+		}
+		for name, w := range want {
+			if got[name].DType() != w.DType() || !slices.Equal(got[name].Shape(), w.Shape()) {
+				t.Fatalf("%s: output %q is %v, the pass gives %v", r.name, name, got[name], w)
+			}
+			if !bytes.Equal(got[name].Bytes(), w.Bytes()) {
+				t.Errorf("%s: output %q differs from the pass's", r.name, name)
+			}
+		}
 	}
 }

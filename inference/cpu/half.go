@@ -1,0 +1,85 @@
+package cpu
+
+import (
+	"fmt"
+
+	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/internal/opsem"
+)
+
+// The CPU's kernels compute in float32; a node that reads or makes float16
+// values runs them widened (runKernel), which is how the CPU backend runs
+// a model after passes.ComputeFloat16InFloat32 too: each float16 input
+// widened to float32 exactly, the float16 tensor and dtype attributes
+// likewise (opsem.WidenFloat16Attrs), the kernel run, and every output the
+// model types float16 (opsem.OutputDTypes) rounded to the nearest float16.
+// Graphs with float16 values reach the kernels that way when another
+// backend runs one node on the host (RunNode), folds constants with them,
+// or infers shapes with a Model of its own graph (NewModel), which keeps
+// float16 values where that backend computes them natively.
+
+// halfNative are the operators whose kernels take float16 as it is: Cast
+// converts from and to it, and Shape and Size read only the shape.
+var halfNative = map[string]bool{"Cast": true, "Shape": true, "Size": true}
+
+// runKernel runs k on n, widening float16 as above when n reads or makes
+// float16.
+func runKernel(k kernel, n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
+	if halfNative[n.OpType] || !readsFloat16(n.Node, in) {
+		return k(n, in)
+	}
+	types := make([]inference.DType, len(in))
+	wide := make([]inference.Tensor, len(in))
+	for i, t := range in {
+		types[i] = t.DType()
+		w, err := opsem.WidenFloat16(n.Run, t)
+		if err != nil {
+			return nil, fmt.Errorf("input %d widened to float32: %w", i, err)
+		}
+		wide[i] = w
+	}
+	node, err := opsem.WidenFloat16Attrs(n.Node)
+	if err != nil {
+		return nil, err
+	}
+	wn := n
+	wn.Node = node
+	out, err := k(wn, wide)
+	if err != nil {
+		return nil, err
+	}
+	want := opsem.OutputDTypes(n, types)
+	for j, t := range out {
+		if j < len(want) && want[j] == inference.Float16 {
+			if out[j], err = opsem.NarrowToFloat16(n.Run, t); err != nil {
+				return nil, fmt.Errorf("output %d rounded to float16: %w", j, err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// readsFloat16 reports whether n has a float16 input, a float16 tensor
+// attribute or a dtype attribute of float16.
+func readsFloat16(n *graph.Node, in []inference.Tensor) bool {
+	for _, t := range in {
+		if t.DType() == inference.Float16 {
+			return true
+		}
+	}
+	for name, a := range n.Attrs {
+		switch {
+		case a.Type == graph.AttrTensor && a.Tensor.DType() == inference.Float16,
+			a.Type == graph.AttrInt && name == "dtype" && a.Int == 10:
+			return true
+		case a.Type == graph.AttrTensors:
+			for _, t := range a.Tensors {
+				if t.DType() == inference.Float16 {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,202 @@
+package opsem
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/internal/limit"
+)
+
+// OutputDTypes returns the element types of n's outputs when its inputs
+// have the types in (0 for an absent one), as ONNX's operator schemas give
+// them: the type of the first present input for most operators; int64 for
+// Shape, Size, ArgMax, …; bool for the comparisons and logic; Cast's to;
+// a dtype attribute where the operator has one; Where's and OneHot's
+// values; LayerNormalization's Mean and InvStdDev in float32 whatever X
+// is. A type it cannot tell is 0. n runs no graphs (If, Loop and Scan
+// take theirs from their bodies).
+func OutputDTypes(n Node, in []inference.DType) []inference.DType {
+	typeOf := func(i int) inference.DType {
+		if i < len(in) {
+			return in[i]
+		}
+		return 0
+	}
+	var first inference.DType
+	for i, name := range n.Inputs {
+		if name != "" {
+			first = typeOf(i)
+			break
+		}
+	}
+	out := make([]inference.DType, len(n.Outputs))
+	all := func(d inference.DType) []inference.DType {
+		for i := range out {
+			out[i] = d
+		}
+		return out
+	}
+	dtypeAttr := func(def inference.DType) []inference.DType {
+		if a, ok := n.Attrs["dtype"]; ok && a.Type == graph.AttrInt {
+			d, _ := inference.DTypeFromONNX(a.Int)
+			return all(d)
+		}
+		return all(def)
+	}
+	if n.Domain != "" {
+		return all(first)
+	}
+	switch n.OpType {
+	case "Shape", "Size", "ArgMax", "ArgMin", "NonZero", "NonMaxSuppression", "SequenceLength":
+		return all(inference.Int64)
+	case "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Not", "IsNaN", "IsInf",
+		"OptionalHasElement":
+		return all(inference.Bool)
+	case "Cast":
+		to, _ := CastTarget(n)
+		return all(to)
+	case "CastLike":
+		return all(typeOf(1))
+	case "Constant":
+		for name, a := range n.Attrs {
+			switch name {
+			case "value":
+				return all(a.Tensor.DType())
+			case "value_float", "value_floats":
+				return all(inference.Float32)
+			case "value_int", "value_ints":
+				return all(inference.Int64)
+			}
+		}
+		return all(0)
+	case "ConstantOfShape":
+		if v := n.Attrs["value"].Tensor; v.DType() != 0 {
+			return all(v.DType())
+		}
+		return all(inference.Float32)
+	case "EyeLike", "RandomNormalLike", "RandomUniformLike", "Bernoulli":
+		return dtypeAttr(first)
+	case "RandomNormal", "RandomUniform":
+		return dtypeAttr(inference.Float32)
+	case "Multinomial":
+		return dtypeAttr(inference.Int32)
+	case "Where":
+		return all(typeOf(1))
+	case "OneHot":
+		return all(typeOf(2))
+	case "DequantizeLinear":
+		return all(typeOf(1))
+	case "QuantizeLinear":
+		if n.Input(2) != "" {
+			return all(typeOf(2))
+		}
+		return all(inference.Uint8)
+	case "DynamicQuantizeLinear":
+		return []inference.DType{inference.Uint8, inference.Float32, inference.Uint8}[:len(out)]
+	case "TopK", "MaxPool", "Unique":
+		all(inference.Int64)
+		out[0] = first
+		return out
+	case "Dropout":
+		all(inference.Bool)
+		out[0] = first
+		return out
+	case "LayerNormalization":
+		// Mean and InvStdDev are float32 whatever X is (stash_type 1).
+		all(inference.Float32)
+		out[0] = first
+		return out
+	}
+	return all(first)
+}
+
+// onnxFloat16 and onnxFloat are ONNX's TensorProto.DataType numbers of
+// float16 and float32.
+const (
+	onnxFloat16 = 10
+	onnxFloat   = 1
+)
+
+// WidenFloat16Attrs returns n with its float16 tensor attributes (Constant's
+// and ConstantOfShape's value) made float32, exactly, and an attribute
+// dtype of float16 (EyeLike, RandomNormal, RandomUniform and their Like
+// forms, Bernoulli) made float32: a copy sharing everything else with n,
+// or n itself when it has neither. With float16 inputs widened the same
+// way, the node computes in float32 what it computes in float16 but for
+// the rounding.
+func WidenFloat16Attrs(n *graph.Node) (*graph.Node, error) {
+	var attrs map[string]graph.Attr
+	var err error
+	for _, name := range slices.Sorted(maps.Keys(n.Attrs)) {
+		a := n.Attrs[name]
+		switch {
+		case a.Type == graph.AttrTensor && a.Tensor.DType() == inference.Float16:
+			if a.Tensor, err = WidenFloat16(nil, a.Tensor); err != nil {
+				return nil, err
+			}
+		case a.Type == graph.AttrTensors && slices.ContainsFunc(a.Tensors, func(t inference.Tensor) bool { return t.DType() == inference.Float16 }):
+			a.Tensors = slices.Clone(a.Tensors)
+			for i, t := range a.Tensors {
+				if a.Tensors[i], err = WidenFloat16(nil, t); err != nil {
+					return nil, err
+				}
+			}
+		case a.Type == graph.AttrInt && name == "dtype" && a.Int == onnxFloat16:
+			a.Int = onnxFloat
+		default:
+			continue
+		}
+		if attrs == nil {
+			attrs = make(map[string]graph.Attr, len(n.Attrs))
+			for k, v := range n.Attrs {
+				attrs[k] = v
+			}
+		}
+		attrs[name] = a
+	}
+	if attrs == nil {
+		return n, nil
+	}
+	c := *n
+	c.Attrs = attrs
+	return &c, nil
+}
+
+// WidenFloat16 returns the float32 tensor of a float16 tensor's values,
+// which it holds exactly; a tensor of another type comes back as it is.
+// It allocates under r.
+func WidenFloat16(r *limit.Run, t inference.Tensor) (inference.Tensor, error) {
+	if t.DType() != inference.Float16 {
+		return t, nil
+	}
+	h, _ := inference.Data[inference.Half](t)
+	f, err := limit.MakeOverwritten[float32](r, t.Shape()...)
+	if err != nil {
+		return inference.Tensor{}, err
+	}
+	for i, v := range h {
+		f[i] = v.Float32()
+	}
+	return inference.New(t.Shape(), f)
+}
+
+// NarrowToFloat16 returns the float16 tensor of a float32 tensor's values,
+// each rounded to the nearest float16 (ties to even,
+// inference.HalfFromFloat32); a tensor of another type comes back as it is.
+// It allocates under r.
+func NarrowToFloat16(r *limit.Run, t inference.Tensor) (inference.Tensor, error) {
+	if t.DType() != inference.Float32 {
+		return t, nil
+	}
+	f, _ := inference.Data[float32](t)
+	h, err := limit.MakeOverwritten[inference.Half](r, t.Shape()...)
+	if err != nil {
+		return inference.Tensor{}, err
+	}
+	for i, v := range f {
+		h[i] = inference.HalfFromFloat32(v)
+	}
+	return inference.New(t.Shape(), h)
+}
