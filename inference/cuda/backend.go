@@ -223,7 +223,6 @@ func (b *Backend) CompileWith(g *graph.Graph, o graph.Options) (inference.Model,
 // launch after the GEMM (epilogue.go).
 func graphPasses() []passes.Pass {
 	return []passes.Pass{
-		passes.ComputeFloat16InFloat32(), // float16 in float32 with float16 rounding: the model's meaning
 		passes.FoldConstants(cpu.RunNode),
 		passes.EliminateDeadNodes(),
 		passes.FoldBatchNorm(),

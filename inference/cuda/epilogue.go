@@ -170,7 +170,8 @@ func (e epilogue) applyOrOffer(l *lowering, y operand) error {
 	if err := e.apply(l, y); err != nil {
 		return err
 	}
-	if len(l.steps) == before+1 && e.pointwise() && deferEpilogues && l.p.m.readers[y.Name] == 1 {
+	if len(l.steps) == before+1 && e.pointwise() && deferEpilogues && l.p.m.readers[y.Name] == 1 &&
+		y.DType == inference.Float32 { // a float16 output is rounded before its reader reads it
 		l.offer = &offeredEpilogue{value: y.Name, step: before, ep: e}
 	}
 	return nil

@@ -53,6 +53,7 @@ func init() {
 	registerLowering("Where", lowerWhere)
 	registerLowering("Cast", lowerCast)
 	registerLowering("CastLike", lowerCast)
+	registerHalf("Where", "Cast", "CastLike")
 }
 
 // lowerUnary lowers a unary operator of unaryOps: unary_f32 on float32,

@@ -28,6 +28,7 @@ func init() {
 	registerLowering("Scatter", lowerScatterElements) // ScatterElements' name before opset 11
 	registerLowering("GatherND", lowerGatherND)
 	registerLowering("ScatterND", lowerScatterND)
+	registerHalf("Gather", "GatherElements", "GatherND") // the scatters' reductions are by type
 }
 
 // gatherIndices returns the kernel index type of index operand o and its

@@ -21,6 +21,7 @@ func init() {
 	registerLowering("Pad", lowerPad)
 	registerLowering("Tile", lowerTile)
 	registerLowering("Expand", lowerExpand)
+	registerHalf("Slice", "Concat", "Split", "Pad", "Tile", "Expand")
 }
 
 // lowerSlice copies what opsem.Slice keeps: a strided copy, the steps as

@@ -11,6 +11,7 @@ func init() {
 	registerLowering("Transpose", func(l *lowering) error { return lowerPermutation(l, opsem.Transpose) })
 	registerLowering("DepthToSpace", func(l *lowering) error { return lowerPermutation(l, opsem.DepthToSpace) })
 	registerLowering("SpaceToDepth", func(l *lowering) error { return lowerPermutation(l, opsem.SpaceToDepth) })
+	registerHalf("Transpose", "DepthToSpace", "SpaceToDepth")
 }
 
 // lowerPermutation copies the input, read with the permutation's view

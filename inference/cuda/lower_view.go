@@ -19,6 +19,7 @@ func init() {
 		registerLowering(op, lowerView)
 	}
 	registerLowering("Dropout", lowerDropout)
+	registerHalf("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity")
 }
 
 // lowerView lowers the operators whose output is the input with another

@@ -23,7 +23,7 @@ import (
 // size in bytes.
 func elemWidth(l *lowering, d inference.DType) (int64, error) {
 	switch s := d.Size(); s {
-	case 1, 4, 8:
+	case 1, 2, 4, 8:
 		return int64(s), nil
 	}
 	return 0, l.NoKernel("element type %v", d)
@@ -71,6 +71,8 @@ func scalarBits(dtype inference.DType, v float64) uint64 {
 	switch dtype {
 	case inference.Float32:
 		return uint64(math.Float32bits(float32(v)))
+	case inference.Float16:
+		return uint64(inference.HalfFromFloat32(float32(v)))
 	case inference.Int64:
 		return uint64(int64(v))
 	case inference.Int32:

@@ -145,6 +145,24 @@ type planBuilder struct {
 	// dropped the steps a reader took over.
 	offered map[string]offeredEpilogue
 	dropped map[int]bool
+	// constOff places the plan's constants (host's values) in its
+	// constant region, of constBytes so far.
+	constOff   map[string]int64
+	constBytes int64
+}
+
+// constant returns the plan constant name holding t, adding it on first use:
+// a value a lowering derives from what the host knows (a float16
+// initializer widened to float32).
+func (b *planBuilder) constant(name string, t inference.Tensor) operand {
+	if _, ok := b.constOff[name]; !ok {
+		b.host[name] = &t
+		b.constOff[name] = b.constBytes
+		b.locs[name] = loc{reg: regConsts, off: b.constBytes}
+		b.constBytes += alignUp(t.ByteSize())
+	}
+	o := operand{Name: name, DType: b.host[name].DType(), Shape: b.host[name].Shape(), loc: b.locs[name], host: b.host[name]}
+	return o
 }
 
 // build plans a run at the feeds' shapes.
@@ -157,7 +175,7 @@ func (m *Model) build(c *shapeClass, feeds map[string]inference.Tensor, batch in
 func (m *Model) layout(c *shapeClass, feeds map[string]inference.Tensor, batch int, dry bool) (*plan, error) {
 	b := &planBuilder{m: m, shapes: map[string][]int{}, dtypes: map[string]inference.DType{},
 		host: map[string]*inference.Tensor{}, locs: map[string]loc{},
-		offered: map[string]offeredEpilogue{}, dropped: map[int]bool{}}
+		offered: map[string]offeredEpilogue{}, dropped: map[int]bool{}, constOff: map[string]int64{}}
 	for name, s := range c.shapes {
 		b.shapes[name] = s.At(batch)
 		b.dtypes[name] = s.DType
@@ -227,12 +245,8 @@ func (m *Model) layout(c *shapeClass, feeds map[string]inference.Tensor, batch i
 		size += alignUp(n)
 		p.inBytes += alignUp(n)
 	}
-	var constBytes int64
-	constOff := map[string]int64{}
 	for _, name := range consts {
-		constOff[name] = constBytes
-		b.locs[name] = loc{reg: regConsts, off: constBytes}
-		constBytes += alignUp(b.host[name].ByteSize())
+		b.constant(name, *b.host[name])
 	}
 	for _, o := range m.g.Outputs {
 		if _, placed := b.locs[o.Name]; !placed {
@@ -272,7 +286,7 @@ func (m *Model) layout(c *shapeClass, feeds map[string]inference.Tensor, batch i
 		}
 		err := errNoKernel
 		if f, ok := lowerings[n.OpType]; ok {
-			err = f(l)
+			err = lowerNode(l, f)
 		}
 		if errors.Is(err, errNoKernel) {
 			why := "no device kernel"
@@ -318,10 +332,11 @@ func (m *Model) layout(c *shapeClass, feeds map[string]inference.Tensor, batch i
 		p.outBytes += errorWordBytes
 	}
 
+	constBytes := b.constBytes
 	p.constBytes = constBytes
 	if constBytes > 0 && !dry {
 		host := make([]byte, constBytes)
-		for name, off := range constOff {
+		for name, off := range b.constOff {
 			copy(host[off:], b.host[name].Bytes())
 		}
 		ptr, err := m.dev.Alloc(constBytes)

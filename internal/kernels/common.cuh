@@ -105,6 +105,46 @@ DEVICE unsigned short float_to_half(float f) {
 	return (unsigned short)(sign | (bits >= 0x7c00u ? 0x7c00u : bits));
 }
 
+// ---- storage types ----------------------------------------------------------------
+//
+// A kernel with a float16 form is a template over the storage type S of its
+// float operands, float or half_t (a float16 held as its bits). It loads
+// with ld, computes in float, and stores with st, which rounds to float16
+// once (ties to even): what the CPU backend computes for a float16 model
+// (inference/cpu's runKernel, passes.ComputeFloat16InFloat32). Its entry
+// points are NAME_f32 and NAME_f16. On the GPU st and ld use the hardware
+// conversions (cvt.rn.f16.f32, cvt.f32.f16: exact, and round to nearest
+// even, as float_to_half does) for every value but NaN, whose bits the
+// integer forms above define.
+struct half_t {
+	unsigned short bits;
+};
+
+DEVICE float ld(const float *p, long long i) { return p[i]; }
+DEVICE void st(float *p, long long i, float v) { p[i] = v; }
+
+#ifdef __CUDA_ARCH__
+DEVICE float ld(const half_t *p, long long i) {
+	const unsigned short h = p[i].bits;
+	if ((h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) != 0) return half_to_float(h);
+	float f;
+	asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+	return f;
+}
+DEVICE void st(half_t *p, long long i, float v) {
+	unsigned short h;
+	if (v != v) {
+		h = float_to_half(v);
+	} else {
+		asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+	}
+	p[i].bits = h;
+}
+#else
+DEVICE float ld(const half_t *p, long long i) { return half_to_float(p[i].bits); }
+DEVICE void st(half_t *p, long long i, float v) { p[i].bits = float_to_half(v); }
+#endif
+
 DEVICE long long llmin(long long a, long long b) { return a < b ? a : b; }
 DEVICE long long llmax(long long a, long long b) { return a > b ? a : b; }
 

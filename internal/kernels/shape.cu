@@ -4,7 +4,7 @@
 // lower_elementwise.go) launch them, reading the codes below from the
 // generated internal/kernels/codes_gen.go (kernels.PAD_CONSTANT, …). The
 // kernels that move elements take their width w in bytes (1: bool and uint8;
-// 4: float32 and int32; 8: int64), so one entry point serves every element
+// 2: float16; 4: float32 and int32; 8: int64), so one entry point serves every element
 // type; the element is moved as raw bits.
 #include "common.cuh"
 
@@ -19,6 +19,7 @@ DEVICE u64 load_elem(const void *x, long long j, long long w) {
 	switch (w) {
 	case 8: return ((const u64 *)x)[j];
 	case 4: return ((const unsigned int *)x)[j];
+	case 2: return ((const unsigned short *)x)[j];
 	}
 	return ((const unsigned char *)x)[j];
 }
@@ -27,6 +28,7 @@ DEVICE void store_elem(void *y, long long i, u64 v, long long w) {
 	switch (w) {
 	case 8: ((u64 *)y)[i] = v; return;
 	case 4: ((unsigned int *)y)[i] = (unsigned int)v; return;
+	case 2: ((unsigned short *)y)[i] = (unsigned short)v; return;
 	}
 	((unsigned char *)y)[i] = (unsigned char)v;
 }

@@ -83,7 +83,8 @@ var AllEpilogues = Epilogues{
 // an activation, each optional and each as e allows. A node joins the
 // chain only when it is the only reader of the chain's output so far and
 // that output is not a graph output; the product then outputs the chain's
-// last value, and the nodes go. Every backend that runs the result must
+// last value, and the nodes go. A product that outputs float16 keeps its
+// chain: the model rounds its output before the chain reads it. Every backend that runs the result must
 // honour the attributes above on the operators it was given.
 func FuseEpilogues(e Epilogues) Pass {
 	return Pass{Name: "FuseEpilogues", Run: func(g *graph.Graph) (bool, error) {
@@ -95,8 +96,9 @@ func fuseEpilogues(g *graph.Graph, e Epilogues) bool {
 	x := newIndex(g)
 	opset := g.Opset()
 	gone := map[*graph.Node]bool{}
+	half := float16Values(g) // a float16 product is rounded before its epilogue
 	for _, p := range g.Nodes {
-		if gone[p] || p.Domain != "" || !slices.Contains(e.Ops, p.OpType) || len(p.Outputs) != 1 || fused(p) {
+		if gone[p] || p.Domain != "" || !slices.Contains(e.Ops, p.OpType) || len(p.Outputs) != 1 || fused(p) || half[p.Outputs[0]] {
 			continue
 		}
 		var absorbed []*graph.Node

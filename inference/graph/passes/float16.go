@@ -106,6 +106,26 @@ func mentionsFloat16(g *graph.Graph) bool {
 	return false
 }
 
+// float16Values returns the values of g that the model computes in
+// float16 (its inputs, initializers and node outputs; not those of nested
+// graphs), or nil when g holds no float16 (mentionsFloat16). A pass that
+// merges nodes must not merge across one: the model rounds it, a fused
+// kernel would not (backends that keep float16, inference/cuda, run the
+// graph passes after it, ComputeFloat16InFloat32 does not run there).
+func float16Values(g *graph.Graph) map[string]bool {
+	if !mentionsFloat16(g) {
+		return nil
+	}
+	r := &halfRewrite{opset: g.Opset(), types: map[*graph.Graph]map[string]inference.DType{}}
+	half := map[string]bool{}
+	for name, t := range r.inferTypes(g, nil, nil) {
+		if t == inference.Float16 {
+			half[name] = true
+		}
+	}
+	return half
+}
+
 // halfRewrite is the state of one ComputeFloat16InFloat32 rewrite.
 type halfRewrite struct {
 	x     *index // of the model's graph: its fresh names are unique in every nested graph too
