@@ -40,7 +40,7 @@ type Gemm struct {
 	LDC            int
 	StrideC        int64
 	Batch          int
-	// Precision is the arithmetic of the product; C is float32 in each:
+	// Precision is the arithmetic of a product of float32 matrices:
 	//   - "" or inference.FP32: float32 throughout.
 	//   - inference.TF32: A and B rounded to TensorFloat-32 on tensor
 	//     cores, accumulated in float32 (cuBLAS's
@@ -50,7 +50,27 @@ type Gemm struct {
 	//     0) on tensor cores, accumulated in float32 (cublasGemmEx with
 	//     float32 matrices and CUBLAS_COMPUTE_32F_FAST_16F).
 	Precision inference.Precision
+	// InType is the element type of A and B, OutType C's: 0 or
+	// inference.Float32, or inference.Float16, whose values the product
+	// reads exactly and accumulates in float32 (on tensor cores, where the
+	// GPU has them), rounding C to float16 once (cublasGemmEx with
+	// CUBLAS_COMPUTE_32F, or FAST_16F in FP16 precision). Strides and
+	// leading dimensions count elements of each matrix's type.
+	InType, OutType inference.DType
 }
+
+// elemBytes is the size of an element of type t, a Gemm's InType or
+// OutType.
+func elemBytes(t inference.DType) int64 {
+	if t == inference.Float16 {
+		return 2
+	}
+	return 4
+}
+
+// InBytes and OutBytes are the sizes of an element of A and B, and of C.
+func (g Gemm) InBytes() int64  { return elemBytes(g.InType) }
+func (g Gemm) OutBytes() int64 { return elemBytes(g.OutType) }
 
 // Shapes returns the rows and columns of the stored A and B matrices (op
 // applied or not), after checking the sizes and leading dimensions as
@@ -61,6 +81,11 @@ func (g Gemm) Shapes() (aRows, aCols, bRows, bCols int, err error) {
 	case "", inference.FP32, inference.TF32, inference.FP16:
 	default:
 		return 0, 0, 0, 0, fmt.Errorf("gemm in precision %q: want %q, %q or %q", g.Precision, inference.FP32, inference.TF32, inference.FP16)
+	}
+	for _, t := range []inference.DType{g.InType, g.OutType} {
+		if t != 0 && t != inference.Float32 && t != inference.Float16 {
+			return 0, 0, 0, 0, fmt.Errorf("gemm of %v matrices: want float32 or float16", t)
+		}
 	}
 	if g.M < 0 || g.N < 0 || g.K < 0 || g.Batch < 1 {
 		return 0, 0, 0, 0, fmt.Errorf("gemm with M=%d N=%d K=%d batch %d", g.M, g.N, g.K, g.Batch)

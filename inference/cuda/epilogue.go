@@ -80,10 +80,95 @@ func (e epilogue) none() bool {
 
 // apply finishes y in place: one epilogue_f32 launch, or none when there
 // is nothing to do. A residual of another shape than y (it broadcasts, as
-// Add's operands do) is added by a broadcasting Add between the bias and
-// the rest; one of y's shape takes the bias its producer offered
+// Add's operands do) is read in the same launch when it is constant along
+// y's outer and inner dimensions (a row of columns, a channel's values:
+// residualRun), else added by a broadcasting Add between the bias and the
+// rest; one of y's shape takes the bias its producer offered
 // (takeResidualBias).
 func (e epilogue) apply(l *lowering, y operand) error {
+	return e.finish(l, y, y)
+}
+
+// finish is apply for a product accumulated in prod: y itself for a
+// float32 product, float32 scratch for a float16 one (y), into which one
+// epilogue_f16 launch rounds the finished values once (even when there is
+// no epilogue).
+func (e epilogue) finish(l *lowering, prod, y operand) error {
+	half := y.DType == inference.Float16
+	if prod.DType == inference.Float16 { // the GEMM rounded it: accumulator's choice
+		if !e.none() {
+			return l.Errorf(inference.ErrType, "float16 product with an epilogue accumulated in float16")
+		}
+		return nil
+	}
+	rsize, rcount := int64(1), y.Len()
+	if e.residual.Present() && !slices.Equal(e.residual.Shape, y.Shape) {
+		if s, c, ok := residualRun(e.residual.Shape, y.Shape); ok {
+			rsize, rcount = s, c
+		} else if half {
+			return l.NoKernel("fused residual %v broadcast to %v", e.residual.Shape, y.Shape)
+		} else {
+			if err := e.addResidual(l, y); err != nil {
+				return err
+			}
+			e.bias, e.residual, e.resBias = intArg(0), operand{}, intArg(0)
+		}
+	} else {
+		e.takeResidualBias(l, y)
+	}
+	args := []kernelArg{e.bias, optionalArg(e.residual), intArg(y.Len()),
+		intArg(e.size), intArg(e.channels), intArg(btoi(e.clamp)), floatArg(e.lo), floatArg(e.hi),
+		intArg(e.act), floatArg(e.a), floatArg(e.b), intArg(btoi(e.gate)), e.resBias, intArg(rsize), intArg(rcount)}
+	if half {
+		return l.Launch(kernels.EpilogueF16, y.Len(), append([]kernelArg{ptrArg(y), ptrArg(prod)}, args...)...)
+	}
+	if e.none() {
+		return nil
+	}
+	return l.Launch(kernels.EpilogueF32, y.Len(), append([]kernelArg{ptrArg(y)}, args...)...)
+}
+
+// residualRun reports whether a residual of shape r, broadcast to y's
+// shape, is residual[(i / size) % count] at y's element i: r's dimensions
+// that are not 1 are one run that matches y's there, so the residual
+// repeats along y's dimensions before the run and each of its elements
+// along those after.
+func residualRun(r, y []int) (size, count int64, ok bool) {
+	if len(r) > len(y) {
+		return 0, 0, false
+	}
+	pad := len(y) - len(r)
+	first, last := -1, -1
+	for i, d := range r {
+		if d != 1 {
+			if first < 0 {
+				first = pad + i
+			} else if last != pad+i-1 {
+				return 0, 0, false // a gap of 1s between dimensions that are not
+			}
+			last = pad + i
+			if d != y[pad+i] {
+				return 0, 0, false
+			}
+		}
+	}
+	size, count = 1, 1
+	if first < 0 {
+		return 1, 1, true // a scalar
+	}
+	for i := first; i <= last; i++ {
+		count *= int64(y[i])
+	}
+	for _, d := range y[last+1:] {
+		size *= int64(d)
+	}
+	return size, count, true
+}
+
+// addResidual adds a residual that residualRun cannot index to the float32
+// y, after the bias: a bias-only epilogue, then a broadcasting Add; the
+// caller applies the rest.
+func (e epilogue) addResidual(l *lowering, y operand) error {
 	if e.residual.Present() && !slices.Equal(e.residual.Shape, y.Shape) {
 		if e.bias.ptr {
 			first := epilogue{bias: e.bias, size: e.size, channels: e.channels, act: -1}
@@ -91,18 +176,9 @@ func (e epilogue) apply(l *lowering, y operand) error {
 				return err
 			}
 		}
-		if err := launchBroadcast(l, kernels.BinaryF32, kernels.B_ADD, y, y, e.residual); err != nil {
-			return err
-		}
-		e.bias, e.residual, e.resBias = intArg(0), operand{}, intArg(0)
+		return launchBroadcast(l, kernels.BinaryF32, kernels.B_ADD, y, y, e.residual)
 	}
-	e.takeResidualBias(l, y)
-	if e.none() {
-		return nil
-	}
-	return l.Launch(kernels.EpilogueF32, y.Len(), ptrArg(y), e.bias, optionalArg(e.residual), intArg(y.Len()),
-		intArg(e.size), intArg(e.channels), intArg(btoi(e.clamp)), floatArg(e.lo), floatArg(e.hi),
-		intArg(e.act), floatArg(e.a), floatArg(e.b), intArg(btoi(e.gate)), e.resBias)
+	return nil
 }
 
 // btoi is 1 for true, 0 for false: a kernel's flag.
@@ -114,15 +190,15 @@ func btoi(b bool) int {
 }
 
 // fusedResidual returns the residual input the graph passes fused into the
-// node (FusedResidual), or an absent operand: a float32 tensor that y's
-// shape broadcasts from.
+// node (FusedResidual), or an absent operand: a tensor of y's type that
+// y's shape broadcasts from.
 func fusedResidual(l *lowering, y operand) (operand, error) {
 	i := int(l.Int(passes.FusedResidual, -1))
 	if !l.Node.Has(passes.FusedResidual) || i < 0 || i >= len(l.In) {
 		return operand{}, nil // as the CPU backend reads it (cpu.fusedInput)
 	}
 	res := l.input(i)
-	if !res.Present() || res.DType != inference.Float32 {
+	if !res.Present() || res.DType != y.DType {
 		return operand{}, l.NoKernel("fused residual %v", res.DType)
 	}
 	if shape, err := opsem.BroadcastShape(y.Shape, res.Shape); err != nil || !slices.Equal(shape, y.Shape) {
@@ -139,7 +215,7 @@ func fusedBias(l *lowering, y operand) (kernelArg, error) {
 		return intArg(0), nil
 	}
 	b := l.input(i)
-	if y.Rank() == 0 || !b.Present() || b.DType != inference.Float32 || b.Rank() != 1 || b.Shape[0] != y.Shape[y.Rank()-1] {
+	if y.Rank() == 0 || !b.Present() || b.DType != y.DType || b.Rank() != 1 || b.Shape[0] != y.Shape[y.Rank()-1] {
 		return intArg(0), l.NoKernel("fused bias %v %v for the output %v", b.DType, b.Shape, y.Shape)
 	}
 	return ptrArg(b), nil

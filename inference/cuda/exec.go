@@ -429,9 +429,9 @@ func (m *Model) do(run *limit.Run, s *step, f frame, ws *workspace) error {
 	case stepGemm:
 		g := s.gemm.Gemm
 		g.Precision = m.precision
-		g.A = f.addr(s.gemm.OpA.loc) + Ptr(4*s.gemm.AOff)
-		g.B = f.addr(s.gemm.OpB.loc) + Ptr(4*s.gemm.BOff)
-		g.C = f.addr(s.gemm.OpC.loc) + Ptr(4*s.gemm.COff)
+		g.A = f.addr(s.gemm.OpA.loc) + Ptr(g.InBytes()*s.gemm.AOff)
+		g.B = f.addr(s.gemm.OpB.loc) + Ptr(g.InBytes()*s.gemm.BOff)
+		g.C = f.addr(s.gemm.OpC.loc) + Ptr(g.OutBytes()*s.gemm.COff)
 		if err := m.dev.Gemm(ws.stream, g); err != nil {
 			return fmt.Errorf("cuda: gemm %dx%dx%d: %w", g.M, g.N, g.K, err)
 		}

@@ -218,11 +218,16 @@ type gemmOp struct {
 	AOff, BOff, COff int64 // elements
 }
 
-// Gemm queues a cuBLAS product.
+// Gemm queues a cuBLAS product, of float32 or float16 matrices as its
+// operands are (A and B of one type).
 func (l *lowering) Gemm(g gemmOp) error {
 	if g.Batch == 0 {
 		g.Batch = 1
 	}
+	if g.OpA.DType != g.OpB.DType {
+		return l.Errorf(inference.ErrType, "product of %v and %v matrices", g.OpA.DType, g.OpB.DType)
+	}
+	g.InType, g.OutType = g.OpA.DType, g.OpC.DType
 	if g.M == 0 || g.N == 0 {
 		return nil
 	}

@@ -53,14 +53,21 @@ func init() {
 	registerLowering("Where", lowerWhere)
 	registerLowering("Cast", lowerCast)
 	registerLowering("CastLike", lowerCast)
-	registerHalf("Where", "Cast", "CastLike")
+	registerHalf("Where", "Cast", "CastLike", "Clip", "Pow", "Mod", "Max", "Min") // Sum and Mean fold in float32
+	for op := range unaryOps {
+		registerHalf(op)
+	}
+	for op := range binaryOps {
+		registerHalf(op)
+	}
 }
 
 // lowerUnary lowers a unary operator of unaryOps: unary_f32 on float32,
-// and the operators of intUnaryOps on int64 and int32.
+// unary_f16 on float16, and the operators of intUnaryOps on int64 and
+// int32.
 func lowerUnary(l *lowering, code int) error {
 	x, y := l.In[0], l.Out[0]
-	if x.DType == inference.Float32 {
+	if k := halfKernel(kernels.UnaryF32, kernels.UnaryF16, x.DType); k != "" {
 		if code == kernels.U_GELU {
 			tanh, err := opsem.GeluTanh(l.Node)
 			if err != nil {
@@ -71,7 +78,7 @@ func lowerUnary(l *lowering, code int) error {
 			}
 		}
 		a, b := opsem.ActivationAttrs(l.Node)
-		return l.Launch(kernels.UnaryF32, y.Len(), intArg(code), ptrArg(y), ptrArg(x), intArg(y.Len()), floatArg(a), floatArg(b))
+		return l.Launch(k, y.Len(), intArg(code), ptrArg(y), ptrArg(x), intArg(y.Len()), floatArg(a), floatArg(b))
 	}
 	code, ok := intUnaryOps[l.Node.OpType]
 	kernel := intKernel(kernels.UnaryI64, kernels.UnaryI32, x.DType)
@@ -99,12 +106,13 @@ func intKernel(i64, i32 string, t inference.DType) string {
 // float32, int64 and int32.
 func lowerClip(l *lowering) error {
 	x, y := l.In[0], l.Out[0]
+	unary := halfKernel(kernels.UnaryF32, kernels.UnaryF16, x.DType)
 	if l.Opset < 11 {
-		if x.DType != inference.Float32 {
+		if unary == "" {
 			return l.NoKernel("%v input", x.DType)
 		}
 		lo, hi := opsem.ClipBounds(l.Node)
-		return l.Launch(kernels.UnaryF32, y.Len(), intArg(kernels.U_CLIP), ptrArg(y), ptrArg(x), intArg(y.Len()), floatArg(lo), floatArg(hi))
+		return l.Launch(unary, y.Len(), intArg(kernels.U_CLIP), ptrArg(y), ptrArg(x), intArg(y.Len()), floatArg(lo), floatArg(hi))
 	}
 	var bounds [2]inference.Tensor
 	onDevice := false
@@ -127,14 +135,15 @@ func lowerClip(l *lowering) error {
 		return clipOnDevice(l)
 	}
 	switch x.DType {
-	case inference.Float32:
+	case inference.Float32, inference.Float16:
 		lim := [2]float64{math.Inf(-1), math.Inf(1)}
 		for i, t := range bounds {
-			if v, err := inference.Data[float32](t); err == nil {
+			w, _ := opsem.WidenFloat16(nil, t) // one element: exact
+			if v, err := inference.Data[float32](w); err == nil {
 				lim[i] = float64(v[0])
 			}
 		}
-		return l.Launch(kernels.UnaryF32, y.Len(), intArg(kernels.U_CLIP), ptrArg(y), ptrArg(x), intArg(y.Len()), floatArg(lim[0]), floatArg(lim[1]))
+		return l.Launch(unary, y.Len(), intArg(kernels.U_CLIP), ptrArg(y), ptrArg(x), intArg(y.Len()), floatArg(lim[0]), floatArg(lim[1]))
 	case inference.Int64, inference.Int32:
 		lim := [2]int64{math.MinInt64, math.MaxInt64}
 		if x.DType == inference.Int32 {
@@ -196,8 +205,8 @@ func lowerBinary(l *lowering, code int) error {
 	if err != nil {
 		return err
 	}
-	if x.DType == inference.Float32 {
-		return launchBroadcast(l, kernels.BinaryF32, code, z, x, y)
+	if k := halfKernel(kernels.BinaryF32, kernels.BinaryF16, x.DType); k != "" {
+		return launchBroadcast(l, k, code, z, x, y)
 	}
 	if code == kernels.B_DIV {
 		return intDivide(l, code, "integer division by zero", z, x, y)
@@ -256,8 +265,8 @@ func lowerPow(l *lowering) error {
 	if err != nil {
 		return err
 	}
-	if x.DType == inference.Float32 && y.DType == inference.Float32 {
-		return launchBroadcast(l, kernels.BinaryF32, kernels.B_POW, z, x, y)
+	if k := halfKernel(kernels.BinaryF32, kernels.BinaryF16, x.DType); k != "" && y.DType == x.DType {
+		return launchBroadcast(l, k, kernels.B_POW, z, x, y)
 	}
 	xt, okx := typeCode(x.DType)
 	yt, oky := typeCode(y.DType)
@@ -282,8 +291,8 @@ func lowerMod(l *lowering) error {
 	if opsem.ModFmod(l.Node) {
 		code = kernels.B_MOD
 	}
-	if x.DType == inference.Float32 {
-		return launchBroadcast(l, kernels.BinaryF32, code, z, x, y)
+	if k := halfKernel(kernels.BinaryF32, kernels.BinaryF16, x.DType); k != "" {
+		return launchBroadcast(l, k, code, z, x, y)
 	}
 	return intDivide(l, code, "integer modulo by zero", z, x, y)
 }
@@ -300,6 +309,10 @@ func lowerVariadic(l *lowering, code int) error {
 	switch {
 	case x.DType == inference.Float32:
 		kernel, pair = kernels.VariadicF32, kernels.BinaryF32
+	case x.DType == inference.Float16 && (code == kernels.B_MAX || code == kernels.B_MIN):
+		kernel, pair = kernels.VariadicF16, kernels.BinaryF16 // each fold gives an input's value: no rounding
+	case x.DType == inference.Float16:
+		return l.NoKernel("float16 %s folds in float32", l.Node.OpType) // lowerNode's casts; not registerHalf'd
 	case !mean:
 		kernel, pair = intKernel(kernels.VariadicI64, kernels.VariadicI32, x.DType), intKernel(kernels.BinaryI64, kernels.BinaryI32, x.DType)
 	}
@@ -329,7 +342,7 @@ func lowerVariadic(l *lowering, code int) error {
 		}
 		args := append([]kernelArg{intArg(code), ptrArg(z), ptrArg(in)}, b...)
 		args = append(args, intArg(b2i(i == 0)))
-		if kernel == kernels.VariadicF32 {
+		if kernel == kernels.VariadicF32 || kernel == kernels.VariadicF16 {
 			div := 0
 			if mean && i == len(l.In)-1 {
 				div = len(l.In)

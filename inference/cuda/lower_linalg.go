@@ -15,6 +15,27 @@ import (
 func init() {
 	registerLowering("Gemm", lowerGemm)
 	registerLowering("MatMul", lowerMatMul)
+	registerHalf("Gemm", "MatMul")
+}
+
+// productTypes checks that a product's A and B are both float32 or both
+// float16 (a float16 product accumulates in float32 and rounds its output
+// once: epilogue.finish).
+func productTypes(l *lowering, a, b operand) error {
+	if a.DType != b.DType || a.DType != inference.Float32 && a.DType != inference.Float16 {
+		return l.NoKernel("%v and %v inputs", a.DType, b.DType)
+	}
+	return nil
+}
+
+// accumulator returns where a product of y's type accumulates: y itself,
+// unless y is float16 and the product needs float32 before its one
+// rounding (a C to add, an epilogue), then float32 scratch of y's shape.
+func accumulator(l *lowering, y operand, needed bool) operand {
+	if y.DType == inference.Float16 && needed {
+		return l.Scratch(inference.Float32, y.Shape)
+	}
+	return y
 }
 
 // lowerGemm computes Y = alpha·A'·B' + beta·C as the column-major
@@ -22,8 +43,8 @@ func init() {
 // then the fused epilogue (epilogue.go) in one launch.
 func lowerGemm(l *lowering) error {
 	a, b, y := l.In[0], l.In[1], l.Out[0]
-	if a.DType != inference.Float32 || b.DType != inference.Float32 {
-		return l.NoKernel("%v and %v inputs", a.DType, b.DType)
+	if err := productTypes(l, a, b); err != nil {
+		return err
 	}
 	g, err := opsem.Gemm(l.Node, a.Shape, b.Shape)
 	if err != nil {
@@ -32,7 +53,7 @@ func lowerGemm(l *lowering) error {
 	if g.K == 0 {
 		return l.NoKernel("A %v, B %v: empty inner dimension", a.Shape, b.Shape)
 	}
-	if err := checkOut(l, 0, inference.Float32, []int{g.M, g.N}); err != nil {
+	if err := checkOut(l, 0, a.DType, []int{g.M, g.N}); err != nil {
 		return err
 	}
 	bias, err := fusedBias(l, y)
@@ -51,8 +72,10 @@ func lowerGemm(l *lowering) error {
 	if y.Len() == 0 {
 		return nil
 	}
+	acc := accumulator(l, y, beta != 0 || !ep.none())
 	if beta != 0 {
-		if c.DType != inference.Float32 {
+		fill := halfKernel(kernels.GemmFillF32, kernels.GemmFillF16, c.DType)
+		if c.DType != a.DType || fill == "" {
 			return l.NoKernel("C of type %v", c.DType)
 		}
 		cm, cn, err := opsem.GemmBias(l.Node, g, c.Shape)
@@ -66,15 +89,15 @@ func lowerGemm(l *lowering) error {
 		if cn == g.N {
 			cs = 1
 		}
-		if err := l.Launch(kernels.GemmFillF32, y.Len(), ptrArg(y), ptrArg(c), intArg(g.M), intArg(g.N), intArg(rs), intArg(cs)); err != nil {
+		if err := l.Launch(fill, y.Len(), ptrArg(acc), ptrArg(c), intArg(g.M), intArg(g.N), intArg(rs), intArg(cs)); err != nil {
 			return err
 		}
 	}
 	if err := l.Gemm(gemmOp{Gemm: Gemm{TransA: g.TransB, TransB: g.TransA, M: g.N, N: g.M, K: g.K, Alpha: g.Alpha, Beta: beta,
-		LDA: max(1, b.Shape[1]), LDB: max(1, a.Shape[1]), LDC: g.N}, OpA: b, OpB: a, OpC: y}); err != nil {
+		LDA: max(1, b.Shape[1]), LDB: max(1, a.Shape[1]), LDC: g.N}, OpA: b, OpB: a, OpC: acc}); err != nil {
 		return err
 	}
-	return ep.apply(l, y)
+	return ep.finish(l, acc, y)
 }
 
 // lowerMatMul multiplies as opsem.MatMul says: each product of the
@@ -85,8 +108,8 @@ func lowerGemm(l *lowering) error {
 // launch.
 func lowerMatMul(l *lowering) error {
 	a, b, y := l.In[0], l.In[1], l.Out[0]
-	if a.DType != inference.Float32 || b.DType != inference.Float32 {
-		return l.NoKernel("%v and %v inputs", a.DType, b.DType)
+	if err := productTypes(l, a, b); err != nil {
+		return err
 	}
 	s, err := opsem.MatMul(a.Shape, b.Shape)
 	if err != nil {
@@ -95,7 +118,7 @@ func lowerMatMul(l *lowering) error {
 	if s.K == 0 {
 		return l.NoKernel("A %v, B %v: empty inner dimension", a.Shape, b.Shape)
 	}
-	if err := checkOut(l, 0, inference.Float32, s.Out); err != nil {
+	if err := checkOut(l, 0, a.DType, s.Out); err != nil {
 		return err
 	}
 	bias, err := fusedBias(l, y)
@@ -109,10 +132,11 @@ func lowerMatMul(l *lowering) error {
 	if y.Len() == 0 {
 		return nil
 	}
-	if err := matMulGemms(l, a, b, y, s); err != nil {
+	acc := accumulator(l, y, !ep.none())
+	if err := matMulGemms(l, a, b, acc, s); err != nil {
 		return err
 	}
-	return ep.apply(l, y)
+	return ep.finish(l, acc, y)
 }
 
 // matMulGemms queues the GEMMs of lowerMatMul.

@@ -129,8 +129,9 @@ func legacyBroadcast(l *lowering, x, y operand) (operand, error) {
 // ystrides[6]). Operands of z's shape take binary_same_f32 when the
 // kernel is binary_f32.
 func launchBroadcast(l *lowering, kernel string, code int, z, x, y operand) error {
-	if kernel == kernels.BinaryF32 && slices.Equal(x.Shape, z.Shape) && slices.Equal(y.Shape, z.Shape) {
-		return l.Launch(kernels.BinarySameF32, z.Len(), intArg(code), ptrArg(z), ptrArg(x), ptrArg(y), intArg(z.Len()))
+	same := map[string]string{kernels.BinaryF32: kernels.BinarySameF32, kernels.BinaryF16: kernels.BinarySameF16}[kernel]
+	if same != "" && slices.Equal(x.Shape, z.Shape) && slices.Equal(y.Shape, z.Shape) {
+		return l.Launch(same, z.Len(), intArg(code), ptrArg(z), ptrArg(x), ptrArg(y), intArg(z.Len()))
 	}
 	b, err := broadcastArgs(z, x, y)
 	if err != nil {

@@ -263,3 +263,36 @@ func AInts(v ...int64) graph.Attr     { return graph.Attr{Type: graph.AttrInts, 
 func AFloat(v float32) graph.Attr     { return graph.Attr{Type: graph.AttrFloat, Float: v} }
 func AFloats(v ...float32) graph.Attr { return graph.Attr{Type: graph.AttrFloats, Floats: v} }
 func AStr(v string) graph.Attr        { return graph.Attr{Type: graph.AttrString, String: v} }
+
+// Float16 returns c with every float32 input made float16 (each value
+// rounded to the nearest float16), which both backends then compute as a
+// float16 model (in float32, rounding each float16 output once), and
+// whether c had a float32 input. Its tolerances are float16's: rtol and
+// atol 2e-3, two float16 ulps of values of order 1, which a float32 sum
+// in another order can move a rounding by (the CPU and the device add in
+// different orders); a case whose float32 tolerances are wider keeps
+// them.
+func (c Case) Float16() (Case, bool) {
+	h := c
+	h.Name = c.Name + "/float16"
+	h.Inputs = slices.Clone(c.Inputs)
+	some := false
+	for i, in := range h.Inputs {
+		if in.Absent || in.T.DType() != inference.Float32 {
+			continue
+		}
+		f, _ := inference.Data[float32](in.T)
+		v := make([]inference.Half, len(f))
+		for j, x := range f {
+			v[j] = inference.HalfFromFloat32(x)
+		}
+		t, err := inference.New(in.T.Shape(), v)
+		if err != nil {
+			panic(err) // the shape is in.T's
+		}
+		h.Inputs[i].T = t
+		some = true
+	}
+	h.RTol, h.ATol = max(c.RTol, 2e-3), max(c.ATol, 2e-3)
+	return h, some
+}

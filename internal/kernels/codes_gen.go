@@ -161,12 +161,16 @@ const (
 const (
 	// elementwise.cu
 	UnaryF32       = "unary_f32"
+	UnaryF16       = "unary_f16"
 	EpilogueF32    = "epilogue_f32"
+	EpilogueF16    = "epilogue_f16"
 	UnaryClipF32   = "unary_clip_f32"
 	UnaryClipI64   = "unary_clip_i64"
 	UnaryClipI32   = "unary_clip_i32"
 	BinaryF32      = "binary_f32"
+	BinaryF16      = "binary_f16"
 	BinarySameF32  = "binary_same_f32"
+	BinarySameF16  = "binary_same_f16"
 	BinaryI64      = "binary_i64"
 	BinaryI32      = "binary_i32"
 	DivmodI64      = "divmod_i64"
@@ -175,6 +179,7 @@ const (
 	UnaryI64       = "unary_i64"
 	UnaryI32       = "unary_i32"
 	VariadicF32    = "variadic_f32"
+	VariadicF16    = "variadic_f16"
 	VariadicI64    = "variadic_i64"
 	VariadicI32    = "variadic_i32"
 
@@ -197,6 +202,7 @@ const (
 	PoolMaxIndexF32 = "pool_max_index_f32"
 	PoolGlobalF32   = "pool_global_f32"
 	GemmFillF32     = "gemm_fill_f32"
+	GemmFillF16     = "gemm_fill_f16"
 
 	// norm.cu
 	NormBatchF32        = "norm_batch_f32"

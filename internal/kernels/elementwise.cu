@@ -102,32 +102,52 @@ DEVICE float unary(long long op, float x, float a, float b) {
 	return x;
 }
 
-// unary_f32: y[i] = op(x[i]) for i < n; a and b are the operator's
-// attributes (alpha, beta, bounds).
+// unary_f32 and unary_f16: y[i] = op(x[i]) for i < n; a and b are the
+// operator's attributes (alpha, beta, bounds).
+template <class S> DEVICE void unary_s(long long op, S *__restrict__ y, const S *__restrict__ x, long long n, double a,
+                                       double b) {
+	float fa = (float)a, fb = (float)b;
+	GRID_STRIDE(i, n) { st(y, i, unary(op, ld(x, i), fa, fb)); }
+}
+
 KERNEL unary_f32(long long op, float *__restrict__ y, const float *__restrict__ x, long long n, double a,
                  double b) {
-	float fa = (float)a, fb = (float)b;
-	GRID_STRIDE(i, n) { y[i] = unary(op, x[i], fa, fb); }
+	unary_s(op, y, x, n, a, b);
+}
+
+KERNEL unary_f16(long long op, half_t *__restrict__ y, const half_t *__restrict__ x, long long n, double a,
+                 double b) {
+	unary_s(op, y, x, n, a, b);
 }
 
 // epilogue_f32 finishes a product y (a GEMM's output, [images][channels]
 // [size] with the channels the bias indexes) in place with the epilogue
 // the graph passes fused into its node (inference/graph/passes
 // FuseEpilogues), in the CPU backend's order: v = y[i] + bias[(i / size) %
-// channels] + residual[i] (bias and residual may be null; the residual's
-// producer may have deferred its own bias, res_bias, to this read), then the clamp
-// to [lo, hi] when clamp is 1 (NaN stays NaN, as Relu and Clip keep it),
-// then the activation act (a U_* code with attributes a and b; −1 for
-// none), which gates, v·act(v), when gate is 1. A MatMul's bias, one per
-// column, is size 1.
-KERNEL epilogue_f32(float *__restrict__ y, const float *__restrict__ bias, const float *__restrict__ residual,
-                    long long total, long long size, long long channels, long long clamp, double lo, double hi,
-                    long long act, double a, double b, long long gate, const float *__restrict__ res_bias) {
+// channels] + residual[(i / rsize) % rcount] (bias and residual may be
+// null; a residual of y's shape has rsize 1 and rcount total, one that
+// broadcasts along y's outer and inner dimensions larger ones; the
+// residual's producer may have deferred its own bias, res_bias, to this
+// read, which a residual of y's shape takes), then the clamp to [lo, hi]
+// when clamp is 1 (NaN stays NaN, as Relu and Clip keep it), then the
+// activation act (a U_* code with attributes a and b; −1 for none), which
+// gates, v·act(v), when gate is 1. A MatMul's bias, one per column, is
+// size 1. epilogue_f16 is the same for a float16 product: y is the GEMM's
+// float32 accumulator, bias, residual and res_bias are float16, and the
+// result is rounded once into out.
+template <class S>
+DEVICE void epilogue_s(S *out, const float *y, const S *__restrict__ bias, const S *__restrict__ residual,
+                       long long total, long long size, long long channels, long long clamp, double lo, double hi,
+                       long long act, double a, double b, long long gate, const S *__restrict__ res_bias,
+                       long long rsize, long long rcount) {
 	float flo = (float)lo, fhi = (float)hi, fa = (float)a, fb = (float)b;
 	GRID_STRIDE(i, total) {
 		float v = y[i];
-		if (bias) v += bias[(i / size) % channels];
-		if (residual) v += res_bias ? residual[i] + res_bias[(i / size) % channels] : residual[i];
+		if (bias) v += ld(bias, (i / size) % channels);
+		if (residual) {
+			float r = ld(residual, (i / rsize) % rcount);
+			v += res_bias ? r + ld(res_bias, (i / size) % channels) : r;
+		}
 		if (clamp) {
 			if (v < flo) v = flo;
 			if (v > fhi) v = fhi;
@@ -136,8 +156,22 @@ KERNEL epilogue_f32(float *__restrict__ y, const float *__restrict__ bias, const
 			float u = unary(act, v, fa, fb);
 			v = gate ? v * u : u;
 		}
-		y[i] = v;
+		st(out, i, v);
 	}
+}
+
+KERNEL epilogue_f32(float *y, const float *__restrict__ bias, const float *__restrict__ residual, long long total,
+                    long long size, long long channels, long long clamp, double lo, double hi, long long act,
+                    double a, double b, long long gate, const float *__restrict__ res_bias, long long rsize,
+                    long long rcount) {
+	epilogue_s(y, y, bias, residual, total, size, channels, clamp, lo, hi, act, a, b, gate, res_bias, rsize, rcount);
+}
+
+KERNEL epilogue_f16(half_t *__restrict__ out, const float *__restrict__ y, const half_t *__restrict__ bias,
+                    const half_t *__restrict__ residual, long long total, long long size, long long channels,
+                    long long clamp, double lo, double hi, long long act, double a, double b, long long gate,
+                    const half_t *__restrict__ res_bias, long long rsize, long long rcount) {
+	epilogue_s(out, y, bias, residual, total, size, channels, clamp, lo, hi, act, a, b, gate, res_bias, rsize, rcount);
 }
 
 // unary_clip_*: Clip with bounds in device memory, one element each; a
@@ -222,15 +256,37 @@ DEVICE long long bcast_offset(long long i, long long d0, long long d1, long long
 // binary_f32: z = op(x, y) with broadcasting. The output has dims d0..d5
 // (padded with 1 on the left to MAXRANK) and n elements; x and y are read
 // with strides xs0..xs5 and ys0..ys5 (0 along broadcast dimensions).
-KERNEL binary_f32(long long op, float *__restrict__ z, const float *__restrict__ x, const float *__restrict__ y,
-                  BCAST_PARAMS) {
-	GRID_STRIDE(i, n) { z[i] = binary(op, x[X_OFFSET(i)], y[Y_OFFSET(i)]); }
+// binary_f16 is binary_f32 on float16 operands.
+template <class S>
+DEVICE void binary_s(long long op, S *__restrict__ z, const S *__restrict__ x, const S *__restrict__ y, BCAST_PARAMS) {
+	GRID_STRIDE(i, n) { st(z, i, binary(op, ld(x, X_OFFSET(i)), ld(y, Y_OFFSET(i)))); }
 }
 
-// binary_same_f32: z = op(x, y) for operands of the same shape.
+KERNEL binary_f32(long long op, float *__restrict__ z, const float *__restrict__ x, const float *__restrict__ y,
+                  BCAST_PARAMS) {
+	binary_s(op, z, x, y, n, d0, d1, d2, d3, d4, d5, xs0, xs1, xs2, xs3, xs4, xs5, ys0, ys1, ys2, ys3, ys4, ys5);
+}
+
+KERNEL binary_f16(long long op, half_t *__restrict__ z, const half_t *__restrict__ x, const half_t *__restrict__ y,
+                  BCAST_PARAMS) {
+	binary_s(op, z, x, y, n, d0, d1, d2, d3, d4, d5, xs0, xs1, xs2, xs3, xs4, xs5, ys0, ys1, ys2, ys3, ys4, ys5);
+}
+
+// binary_same_f32 and binary_same_f16: z = op(x, y) for operands of the
+// same shape.
+template <class S>
+DEVICE void binary_same_s(long long op, S *__restrict__ z, const S *__restrict__ x, const S *__restrict__ y, long long n) {
+	GRID_STRIDE(i, n) { st(z, i, binary(op, ld(x, i), ld(y, i))); }
+}
+
 KERNEL binary_same_f32(long long op, float *__restrict__ z, const float *__restrict__ x,
                        const float *__restrict__ y, long long n) {
-	GRID_STRIDE(i, n) { z[i] = binary(op, x[i], y[i]); }
+	binary_same_s(op, z, x, y, n);
+}
+
+KERNEL binary_same_f16(long long op, half_t *__restrict__ z, const half_t *__restrict__ x,
+                       const half_t *__restrict__ y, long long n) {
+	binary_same_s(op, z, x, y, n);
 }
 
 // Integer arithmetic wraps, as Go's does: it is done on the unsigned type
@@ -379,14 +435,25 @@ KERNEL unary_i32(long long op, int *__restrict__ y, const int *__restrict__ x, l
 	long long n, long long d0, long long d1, long long d2, long long d3, long long d4, long long d5, long long ys0, \
 	    long long ys1, long long ys2, long long ys3, long long ys4, long long ys5, long long first
 
-KERNEL variadic_f32(long long op, float *z, const float *__restrict__ y, FOLD_PARAMS, double div) {
+// variadic_f16 is variadic_f32 on float16, for Max and Min (whose
+// intermediate results are inputs' values: rounding each fold is exact);
+// Sum and Mean round once, so they fold in float32 (lowerVariadic).
+template <class S> DEVICE void variadic_s(long long op, S *z, const S *__restrict__ y, FOLD_PARAMS, double div) {
 	float fdiv = (float)div;
 	GRID_STRIDE(i, n) {
-		float v = y[Y_OFFSET(i)];
-		if (!first) v = binary(op, z[i], v);
+		float v = ld(y, Y_OFFSET(i));
+		if (!first) v = binary(op, ld(z, i), v);
 		if (div != 0.0) v = v / fdiv;
-		z[i] = v;
+		st(z, i, v);
 	}
+}
+
+KERNEL variadic_f32(long long op, float *z, const float *__restrict__ y, FOLD_PARAMS, double div) {
+	variadic_s(op, z, y, n, d0, d1, d2, d3, d4, d5, ys0, ys1, ys2, ys3, ys4, ys5, first, div);
+}
+
+KERNEL variadic_f16(long long op, half_t *z, const half_t *__restrict__ y, FOLD_PARAMS, double div) {
+	variadic_s(op, z, y, n, d0, d1, d2, d3, d4, d5, ys0, ys1, ys2, ys3, ys4, ys5, first, div);
 }
 
 KERNEL variadic_i64(long long op, long long *z, const long long *__restrict__ y, FOLD_PARAMS) {

@@ -318,8 +318,20 @@ SYNC_KERNEL pool_global_f32(long long kind, float *__restrict__ y, const float *
 }
 
 // gemm_fill_f32 writes Gemm's C, broadcast, into y [m][n]: y[i, j] =
-// c[i·rs + j·cs] (a stride is 0 along a broadcast dimension).
+// c[i·rs + j·cs] (a stride is 0 along a broadcast dimension). gemm_fill_f16
+// reads a float16 C into the float32 accumulator of a float16 product.
+template <class S>
+DEVICE void gemm_fill_s(float *__restrict__ y, const S *__restrict__ c, long long m, long long n, long long rs,
+                        long long cs) {
+	GRID_STRIDE(i, m * n) { y[i] = ld(c, (i / n) * rs + (i % n) * cs); }
+}
+
 KERNEL gemm_fill_f32(float *__restrict__ y, const float *__restrict__ c, long long m, long long n, long long rs,
                      long long cs) {
-	GRID_STRIDE(i, m * n) { y[i] = c[(i / n) * rs + (i % n) * cs]; }
+	gemm_fill_s(y, c, m, n, rs, cs);
+}
+
+KERNEL gemm_fill_f16(float *__restrict__ y, const half_t *__restrict__ c, long long m, long long n, long long rs,
+                     long long cs) {
+	gemm_fill_s(y, c, m, n, rs, cs);
 }

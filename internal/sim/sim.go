@@ -420,16 +420,18 @@ func (d *Device) gemm(g cuda.Gemm) error {
 	if err := d.failed(); err != nil {
 		return err
 	}
+	in, out := g.InBytes(), g.OutBytes()
 	for b := range g.Batch {
-		a, err := d.floats(g.A+cuda.Ptr(4*int64(b)*g.StrideA), g.LDA, aRows, aCols)
+		a, err := d.matrix(g.A+cuda.Ptr(in*int64(b)*g.StrideA), g.InType, g.LDA, aRows, aCols)
 		if err != nil {
 			return fmt.Errorf("sim: gemm A: %w", err)
 		}
-		bm, err := d.floats(g.B+cuda.Ptr(4*int64(b)*g.StrideB), g.LDB, bRows, bCols)
+		bm, err := d.matrix(g.B+cuda.Ptr(in*int64(b)*g.StrideB), g.InType, g.LDB, bRows, bCols)
 		if err != nil {
 			return fmt.Errorf("sim: gemm B: %w", err)
 		}
-		c, err := d.floats(g.C+cuda.Ptr(4*int64(b)*g.StrideC), g.LDC, g.M, g.N)
+		cp := g.C + cuda.Ptr(out*int64(b)*g.StrideC)
+		c, err := d.matrix(cp, g.OutType, g.LDC, g.M, g.N)
 		if err != nil {
 			return fmt.Errorf("sim: gemm C: %w", err)
 		}
@@ -440,9 +442,55 @@ func (d *Device) gemm(g cuda.Gemm) error {
 			a, bm = toHalfPrecision(a), toHalfPrecision(bm)
 		}
 		gemm(g, a, bm, c)
+		if g.OutType == inference.Float16 {
+			d.storeHalves(cp, g.LDC, g.M, g.N, c)
+		}
 	}
 	d.count(func(s *Stats) { s.Gemms++ })
 	return nil
+}
+
+// matrix returns the column-major rows×cols matrix at p with leading
+// dimension ld and element type t as float32: the device's own memory for
+// float32, a copy widened from float16 (exactly) for float16.
+func (d *Device) matrix(p cuda.Ptr, t inference.DType, ld, rows, cols int) ([]float32, error) {
+	if t != inference.Float16 {
+		return d.floats(p, ld, rows, cols)
+	}
+	h, err := d.halves(p, ld, rows, cols)
+	if err != nil {
+		return nil, err
+	}
+	f := make([]float32, len(h))
+	for i, v := range h {
+		f[i] = v.Float32()
+	}
+	return f, nil
+}
+
+// halves is floats for a float16 matrix.
+func (d *Device) halves(p cuda.Ptr, ld, rows, cols int) ([]inference.Half, error) {
+	if rows == 0 || cols == 0 {
+		return nil, nil
+	}
+	n := int64(ld)*int64(cols-1) + int64(rows)
+	b, err := d.bytes(p, 2*n)
+	if err != nil {
+		return nil, err
+	}
+	return unsafe.Slice((*inference.Half)(unsafe.Pointer(&b[0])), n), nil
+}
+
+// storeHalves writes the rows×cols float32 matrix c (as matrix read it)
+// into the float16 matrix at p, each element rounded to nearest even: a
+// float16 C, which cuBLAS rounds once from its float32 accumulator.
+func (d *Device) storeHalves(p cuda.Ptr, ld, rows, cols int, c []float32) {
+	h, _ := d.halves(p, ld, rows, cols) // matrix read it
+	for j := range cols {
+		for i := range rows {
+			h[i+j*ld] = inference.HalfFromFloat32(c[i+j*ld])
+		}
+	}
 }
 
 // floats returns the column-major rows×cols matrix at p with leading

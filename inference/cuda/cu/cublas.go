@@ -95,7 +95,8 @@ func gemm(h *cublas.Handle, s gocu.Stream, g cuda.Gemm) error {
 		A: uint64(g.A), B: uint64(g.B), C: uint64(g.C),
 		LDA: int32(g.LDA), LDB: int32(g.LDB), LDC: int32(g.LDC),
 		StrideA: int64(g.StrideA), StrideB: int64(g.StrideB), StrideC: int64(g.StrideC),
-		Batch: int32(g.Batch),
+		Batch:  int32(g.Batch),
+		HalfAB: g.InType == inference.Float16, HalfC: g.OutType == inference.Float16,
 	}
 	var err error
 	if g.Precision == inference.FP16 {

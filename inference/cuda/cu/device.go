@@ -399,10 +399,10 @@ func (d *Device) Launch(f cuda.Function, grid, block cuda.Dim3, s cuda.Stream, a
 	})
 }
 
-// Gemm queues a product of float32 matrices on s through cuBLAS
-// (cublasSgemm_v2, or cublasSgemmStridedBatched when g.Batch > 1; in FP16
-// cublasGemmEx or cublasGemmStridedBatchedEx), with the column-major
-// semantics of cuda.Gemm.
+// Gemm queues a product on s through cuBLAS (cublasSgemm_v2, or
+// cublasSgemmStridedBatched when g.Batch > 1; in FP16, or with float16
+// matrices, cublasGemmEx or cublasGemmStridedBatchedEx), with the
+// column-major semantics of cuda.Gemm.
 func (d *Device) Gemm(s cuda.Stream, g cuda.Gemm) error {
 	if err := checkGemm(g); err != nil {
 		return err

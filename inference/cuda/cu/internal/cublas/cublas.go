@@ -113,26 +113,31 @@ static const char *beammlStatusString(beammlLib *l, cublasStatus_t s) {
 	return l->statusString ? l->statusString(s) : "";
 }
 
-// beammlSgemm queues a float32 product: cublasSgemm_v2 or its strided
-// batched form, or with fast16f cublasGemmEx or its strided batched form
-// on float32 matrices with CUBLAS_COMPUTE_32F_FAST_16F. The device
-// pointers travel as unsigned long long (CUdeviceptr) and become pointers
-// here, so the Go side never turns an integer into a pointer.
-static cublasStatus_t beammlSgemm(beammlLib *l, cublasHandle_t h, int fast16f, int transA, int transB, int m, int n,
-		int k, float alpha, unsigned long long a, int lda, long long strideA,
+// beammlSgemm queues a product: cublasSgemm_v2 or its strided batched
+// form on float32 matrices; with fast16f, or with half A and B (halfAB)
+// or a half C (halfC), cublasGemmEx or its strided batched form, A and B
+// of type CUDA_R_16F when halfAB (else CUDA_R_32F), C likewise by halfC,
+// computing with CUBLAS_COMPUTE_32F_FAST_16F when fast16f and
+// CUBLAS_COMPUTE_32F otherwise. The device pointers travel as unsigned long
+// long (CUdeviceptr) and become pointers here, so the Go side never turns
+// an integer into a pointer.
+static cublasStatus_t beammlSgemm(beammlLib *l, cublasHandle_t h, int fast16f, int halfAB, int halfC, int transA,
+		int transB, int m, int n, int k, float alpha, unsigned long long a, int lda, long long strideA,
 		unsigned long long b, int ldb, long long strideB,
 		float beta, unsigned long long c, int ldc, long long strideC, int batch) {
 	cublasOperation_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
 	cublasOperation_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
-	if (fast16f && batch == 1) {
+	cudaDataType ab = halfAB ? CUDA_R_16F : CUDA_R_32F, ct = halfC ? CUDA_R_16F : CUDA_R_32F;
+	cublasComputeType_t compute = fast16f ? CUBLAS_COMPUTE_32F_FAST_16F : CUBLAS_COMPUTE_32F;
+	if ((fast16f || halfAB || halfC) && batch == 1) {
 		return l->gemmEx(h, opA, opB, m, n, k, &alpha,
-			(const void *)a, CUDA_R_32F, lda, (const void *)b, CUDA_R_32F, ldb,
-			&beta, (void *)c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F_FAST_16F, CUBLAS_GEMM_DEFAULT);
+			(const void *)a, ab, lda, (const void *)b, ab, ldb,
+			&beta, (void *)c, ct, ldc, compute, CUBLAS_GEMM_DEFAULT);
 	}
-	if (fast16f) {
+	if (fast16f || halfAB || halfC) {
 		return l->gemmBatchedEx(h, opA, opB, m, n, k, &alpha,
-			(const void *)a, CUDA_R_32F, lda, strideA, (const void *)b, CUDA_R_32F, ldb, strideB,
-			&beta, (void *)c, CUDA_R_32F, ldc, strideC, batch, CUBLAS_COMPUTE_32F_FAST_16F, CUBLAS_GEMM_DEFAULT);
+			(const void *)a, ab, lda, strideA, (const void *)b, ab, ldb, strideB,
+			&beta, (void *)c, ct, ldc, strideC, batch, compute, CUBLAS_GEMM_DEFAULT);
 	}
 	if (batch == 1) {
 		return l->sgemm(h, opA, opB, m, n, k, &alpha,
@@ -327,8 +332,10 @@ func (h *Handle) SetStream(stream unsafe.Pointer) error {
 }
 
 // Gemm is one column-major product C = alpha·op(A)·op(B) + beta·C, or batch
-// of them with the given strides, on device pointers.
+// of them with the given strides, on device pointers: float32 matrices, or
+// float16 ones (IEEE binary16) where HalfAB (A and B) and HalfC (C) say.
 type Gemm struct {
+	HalfAB, HalfC             bool
 	TransA, TransB            bool
 	M, N, K                   int32
 	Alpha, Beta               float32
@@ -339,7 +346,10 @@ type Gemm struct {
 }
 
 // Sgemm queues g on the bound stream: cublasSgemm_v2 when g.Batch is 1,
-// cublasSgemmStridedBatched otherwise.
+// cublasSgemmStridedBatched otherwise; with float16 matrices
+// (g.HalfAB, g.HalfC), cublasGemmEx or cublasGemmStridedBatchedEx with
+// CUBLAS_COMPUTE_32F: float32 accumulation (on tensor cores, where the GPU
+// has them), C rounded to float16 once when it is float16.
 func (h *Handle) Sgemm(g Gemm) error { return h.gemm(g, false) }
 
 // GemmFast16F queues g on the bound stream with float32 A, B and C and the
@@ -361,10 +371,14 @@ func (h *Handle) gemm(g Gemm, fast16f bool) error {
 		call = "cublasGemmStridedBatchedEx(CUBLAS_COMPUTE_32F_FAST_16F)"
 	case fast16f:
 		call = "cublasGemmEx(CUBLAS_COMPUTE_32F_FAST_16F)"
+	case (g.HalfAB || g.HalfC) && g.Batch > 1:
+		call = "cublasGemmStridedBatchedEx(CUBLAS_COMPUTE_32F)"
+	case g.HalfAB || g.HalfC:
+		call = "cublasGemmEx(CUBLAS_COMPUTE_32F)"
 	case g.Batch > 1:
 		call = "cublasSgemmStridedBatched"
 	}
-	return h.l.status(call, C.beammlSgemm(&h.l.c, h.h, cbool(fast16f), cbool(g.TransA), cbool(g.TransB),
+	return h.l.status(call, C.beammlSgemm(&h.l.c, h.h, cbool(fast16f), cbool(g.HalfAB), cbool(g.HalfC), cbool(g.TransA), cbool(g.TransB),
 		C.int(g.M), C.int(g.N), C.int(g.K),
 		C.float(g.Alpha), C.ulonglong(g.A), C.int(g.LDA), C.longlong(g.StrideA),
 		C.ulonglong(g.B), C.int(g.LDB), C.longlong(g.StrideB),
