@@ -464,7 +464,7 @@ func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, st *runState
 				if control[n.OpType] {
 					outs, err = runControl(ctx, node, in, scope(outer, g.Initializers, values))
 				} else {
-					outs, err = runKernel(kernels[n.OpType], node, in)
+					outs, err = callKernel(kernels[n.OpType], node, in)
 				}
 				return err
 			})
@@ -697,7 +697,7 @@ func RunNode(r *limit.Run, n *graph.Node, opset int64, in []inference.Tensor) ([
 	}
 	var out []inference.Tensor
 	err := guard(n, func() (err error) {
-		out, err = runKernel(k, opsem.Node{Node: n, Opset: opset, Run: r}, in)
+		out, err = callKernel(k, opsem.Node{Node: n, Opset: opset, Run: r}, in)
 		return err
 	})
 	if err != nil {

@@ -8,24 +8,25 @@ import (
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
-// The CPU's kernels compute in float32; a node that reads or makes float16
-// values runs them widened (runKernel), which is how the CPU backend runs
-// a model after passes.ComputeFloat16InFloat32 too: each float16 input
-// widened to float32 exactly, the float16 tensor and dtype attributes
-// likewise (opsem.WidenFloat16Attrs), the kernel run, and every output the
-// model types float16 (opsem.OutputDTypes) rounded to the nearest float16.
-// Graphs with float16 values reach the kernels that way when another
-// backend runs one node on the host (RunNode), folds constants with them,
-// or infers shapes with a Model of its own graph (NewModel), which keeps
-// float16 values where that backend computes them natively.
+// The CPU's kernels compute in float32. A node that reads or makes float16
+// values runs them widened (callKernel): each float16 input widened to
+// float32 exactly, the float16 tensor and dtype attributes likewise
+// (opsem.WidenFloat16Attrs), the kernel run, and every output the model
+// types float16 (opsem.OutputDTypes) rounded to the nearest float16: node
+// by node, the meaning passes.ComputeFloat16InFloat32 gives the whole
+// graph (the CPU backend's Compile runs that pass, after which only Casts
+// meet float16). Graphs that keep their float16 reach the kernels this way:
+// another backend's (inference/cuda keeps float16 on the device) when it
+// runs a node on the host (RunNode), folds constants with RunNode, or
+// infers its plans' shapes with a Model of its graph (NewModel).
 
 // halfNative are the operators whose kernels take float16 as it is: Cast
 // converts from and to it, and Shape and Size read only the shape.
 var halfNative = map[string]bool{"Cast": true, "Shape": true, "Size": true}
 
-// runKernel runs k on n, widening float16 as above when n reads or makes
+// callKernel runs k on n, widening float16 as above when n reads or makes
 // float16.
-func runKernel(k kernel, n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
+func callKernel(k kernel, n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if halfNative[n.OpType] || !readsFloat16(n.Node, in) {
 		return k(n, in)
 	}

@@ -15,7 +15,7 @@ import (
 // runs). Every lowering computes in float32 and rounds what it stores to
 // the nearest float16, which is the meaning that pass gives a model, node
 // by node (and cpu.RunNode's, which runs a float16 node on the host and
-// infers the plan's shapes: cpu's runKernel).
+// infers the plan's shapes: cpu's callKernel).
 //
 // A lowering that takes float16 operands itself registers its operators
 // with registerHalf: it picks its kernels' float16 forms, which read float16

@@ -477,7 +477,7 @@ func TestFloat16OtherOutputTypes(t *testing.T) {
 }
 
 // A node that reads float16 runs on the CPU's kernels widened (cpu's
-// runKernel): inputs and attributes widened to float32, outputs the model
+// callKernel): inputs and attributes widened to float32, outputs the model
 // types float16 rounded. That is the pass's meaning node by node, so a
 // graph run as it is, float16 and all (what a backend that keeps float16
 // values hands cpu.NewModel to infer shapes, and cpu.RunNode for a node it
