@@ -34,7 +34,8 @@ func TestOpsMatchCPUInFloat16(t *testing.T) {
 	}
 	after := runner.Launched()
 	t.Logf("%d cases in float16", ran)
-	for _, k := range []string{"unary_f16", "binary_f16", "binary_same_f16", "variadic_f16", "epilogue_f16", "gemm_fill_f16"} {
+	for _, k := range []string{"unary_f16", "binary_f16", "binary_same_f16", "variadic_f16", "epilogue_f16", "gemm_fill_f16",
+		"conv_im2col32_f16", "conv_direct_f16"} {
 		if after[k] == before[k] {
 			t.Errorf("no case launched %s", k)
 		}

@@ -24,17 +24,18 @@ var colLimit int64 = 1 << 24
 func init() {
 	registerLowering("Conv", lowerConv)
 	registerLowering("ConvTranspose", lowerConvTranspose)
+	registerHalf("Conv")
 }
 
 // prod3 is the element count of a three-dimensional spatial shape.
 func prod3(v [3]int64) int64 { return v[0] * v[1] * v[2] }
 
 // convOperands checks Conv's or ConvTranspose's X and W as the kernels
-// take them (float32, ranks 3 to 5) and returns opsem.ConvOperands' group
-// count and the window: opsem.SlidingWindow's for Conv,
-// opsem.TransposedWindow's for ConvTranspose.
+// take them (float32, or float16 for Conv; ranks 3 to 5) and returns
+// opsem.ConvOperands' group count and the window: opsem.SlidingWindow's
+// for Conv, opsem.TransposedWindow's for ConvTranspose.
 func convOperands(l *lowering, x, w operand, transposed bool) (group int, win convWindow, err error) {
-	if x.DType != inference.Float32 || w.DType != inference.Float32 {
+	if x.DType != w.DType || x.DType != inference.Float32 && (transposed || x.DType != inference.Float16) {
 		return 0, win, l.NoKernel("%v input, %v weights", x.DType, w.DType)
 	}
 	if x.Rank() < 3 || x.Rank() > 5 {
@@ -64,8 +65,8 @@ func convBias(l *lowering, i, channels int) (kernelArg, error) {
 	if !b.Present() {
 		return intArg(0), nil
 	}
-	if b.DType != inference.Float32 || b.Rank() != 1 || b.Shape[0] != channels {
-		return kernelArg{}, l.NoKernel("bias %v %v, want float32 [%d]", b.DType, b.Shape, channels)
+	if x := l.In[0]; b.DType != x.DType || b.Rank() != 1 || b.Shape[0] != channels {
+		return kernelArg{}, l.NoKernel("bias %v %v, want %v [%d]", b.DType, b.Shape, x.DType, channels)
 	}
 	return ptrArg(b), nil
 }
@@ -109,7 +110,9 @@ func gemmUnits(l *lowering, g gemmOp, images, groups int, aImg, aGrp, bGrp, cImg
 // group: Y[n, g] (M/group × ∏out) = W[g] (M/group × C/group·∏kernel) ·
 // col[n, g], in cuBLAS's terms Yᵀ = colᵀ·Wᵀ. A 1×1 kernel with unit
 // strides and no padding multiplies X itself. Bias and the fused clamp
-// follow in one pass.
+// follow in one pass. A float16 Conv gathers float16 columns and
+// accumulates in float32 (the GEMM's, or the direct kernel's), rounding
+// its output once.
 func lowerConv(l *lowering) error {
 	x, w, y := l.In[0], l.In[1], l.Out[0]
 	group, win, err := convOperands(l, x, w, false)
@@ -147,17 +150,31 @@ func lowerConv(l *lowering) error {
 			clamp = []kernelArg{intArg(1), floatArg(ep.lo), floatArg(ep.hi)}
 			rest.clamp = false
 		}
-		args := append([]kernelArg{ptrArg(y), ptrArg(x), ptrArg(w), bias, intArg(y.Len()), intArg(c), intArg(m), intArg(cg), intArg(mg)}, geom...)
+		rest.size = osp
+		kernel, out := kernels.ConvDirectF32, y
+		if y.DType == inference.Float16 {
+			kernel = kernels.ConvDirectF16
+			if !rest.none() { // the rest of the epilogue reads the float32 sums
+				kernel, out = kernels.ConvDirectF16Acc, l.Scratch(inference.Float32, y.Shape)
+			}
+		}
+		args := append([]kernelArg{ptrArg(out), ptrArg(x), ptrArg(w), bias, intArg(y.Len()), intArg(c), intArg(m), intArg(cg), intArg(mg)}, geom...)
 		args = append(append(args, clamp...), convPrologue(l, x)...)
-		if err := l.Launch(kernels.ConvDirectF32, y.Len(), args...); err != nil {
+		if err := l.Launch(kernel, y.Len(), args...); err != nil {
 			return err
 		}
-		rest.size = osp
+		if y.DType == inference.Float16 {
+			if kernel == kernels.ConvDirectF16 {
+				return nil
+			}
+			return rest.finish(l, out, y)
+		}
 		return rest.applyOrOffer(l, y)
 	}
 	pointwise := ksz == 1 && win.stride == [3]int64{1, 1, 1} && win.padBegin == [3]int64{} && win.padEnd == [3]int64{}
+	acc := accumulator(l, y, !ep.none())
 	g := gemmOp{Gemm: Gemm{M: int(osp), N: mg, K: int(rows), Alpha: 1, LDA: int(osp), LDB: int(rows), LDC: int(osp)},
-		OpB: w, OpC: y}
+		OpB: w, OpC: acc}
 	cImg, cGrp, bGrp := int64(m)*osp, int64(mg)*osp, int64(mg)*rows
 	if pointwise {
 		g.OpA = x
@@ -169,14 +186,15 @@ func lowerConv(l *lowering) error {
 		prologue := []kernelArg{pro[0], intArg(c), pro[1], pro[2], pro[3]}
 		perImage := int64(c) * ksz * osp
 		chunk := int(max(1, min(int64(n), colLimit/perImage)))
-		col := l.Scratch(inference.Float32, []int{chunk * int(perImage)})
+		col := l.Scratch(x.DType, []int{chunk * int(perImage)})
 		for n0 := 0; n0 < n; n0 += chunk {
 			nc := min(chunk, n-n0)
 			src := x.Offset(int64(n0)*int64(c)*isp, []int{nc, c, int(isp)})
 			args := append(append([]kernelArg{ptrArg(col), ptrArg(src), intArg(int64(nc) * perImage)}, geom...), prologue...)
-			im2col := kernels.ConvIm2colF32
+			im2col := halfKernel(kernels.ConvIm2colF32, kernels.ConvIm2colF16, x.DType)
 			if im2col32 && win.fits32(int64(nc)*int64(c)*isp, int64(nc)*perImage) {
-				im2col = kernels.ConvIm2col32F32 // 32-bit divisions: a fraction of 64-bit ones
+				// 32-bit divisions: a fraction of 64-bit ones
+				im2col = halfKernel(kernels.ConvIm2col32F32, kernels.ConvIm2col32F16, x.DType)
 			}
 			if err := l.Launch(im2col, int64(nc)*perImage, args...); err != nil {
 				return err
@@ -188,6 +206,9 @@ func lowerConv(l *lowering) error {
 		}
 	}
 	ep.size = osp
+	if y.DType == inference.Float16 {
+		return ep.finish(l, acc, y)
+	}
 	return ep.applyOrOffer(l, y)
 }
 

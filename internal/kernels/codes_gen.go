@@ -194,15 +194,19 @@ const (
 	LogicIsinfF32 = "logic_isinf_f32"
 
 	// nn.cu
-	ConvIm2colF32   = "conv_im2col_f32"
-	ConvIm2col32F32 = "conv_im2col32_f32"
-	ConvDirectF32   = "conv_direct_f32"
-	ConvCol2imF32   = "conv_col2im_f32"
-	PoolF32         = "pool_f32"
-	PoolMaxIndexF32 = "pool_max_index_f32"
-	PoolGlobalF32   = "pool_global_f32"
-	GemmFillF32     = "gemm_fill_f32"
-	GemmFillF16     = "gemm_fill_f16"
+	ConvIm2colF32    = "conv_im2col_f32"
+	ConvIm2colF16    = "conv_im2col_f16"
+	ConvIm2col32F32  = "conv_im2col32_f32"
+	ConvIm2col32F16  = "conv_im2col32_f16"
+	ConvDirectF32    = "conv_direct_f32"
+	ConvDirectF16    = "conv_direct_f16"
+	ConvDirectF16Acc = "conv_direct_f16_acc"
+	ConvCol2imF32    = "conv_col2im_f32"
+	PoolF32          = "pool_f32"
+	PoolMaxIndexF32  = "pool_max_index_f32"
+	PoolGlobalF32    = "pool_global_f32"
+	GemmFillF32      = "gemm_fill_f32"
+	GemmFillF16      = "gemm_fill_f16"
 
 	// norm.cu
 	NormBatchF32        = "norm_batch_f32"

@@ -33,10 +33,12 @@ DEVICE float nn_clamp(float v, float lo, float hi) {
 // where they fit (conv_im2col32_f32), whose divisions cost a fraction of
 // 64-bit ones. A tap inside x is the producer's pointwise epilogue, which
 // the lowering deferred to this gather: v + bias[c] (bias may be null;
-// channels is x's), then the clamp to [lo, hi] when clamp is 1.
-template <class U, class S>
-DEVICE float im2col_tap(const float *__restrict__ x, U i, U id, U ih, U iw, U kd, U kh, U kw, U od, U oh, U ow,
-                        S sd, S sh, S sw, S dd, S dh, S dw, S pd, S ph, S pw, const float *__restrict__ bias,
+// channels is x's), then the clamp to [lo, hi] when clamp is 1. T is the
+// storage type of x and bias (float, or half_t for the _f16 forms, whose
+// columns are float16 too: a tap is x's value, exactly).
+template <class U, class S, class T>
+DEVICE float im2col_tap(const T *__restrict__ x, U i, U id, U ih, U iw, U kd, U kh, U kw, U od, U oh, U ow,
+                        S sd, S sh, S sw, S dd, S dh, S dw, S pd, S ph, S pw, const T *__restrict__ bias,
                         U channels, bool clamp, float lo, float hi) {
 	U r = i;
 	S ox = (S)(r % ow); r /= ow;
@@ -47,8 +49,8 @@ DEVICE float im2col_tap(const float *__restrict__ x, U i, U id, U ih, U iw, U kd
 	S tz = (S)(r % kd); r /= kd;
 	S z = oz * sd - pd + tz * dd, y = oy * sh - ph + ty * dh, xx = ox * sw - pw + tx * dw;
 	if (z < 0 || z >= (S)id || y < 0 || y >= (S)ih || xx < 0 || xx >= (S)iw) return 0.0f;
-	float v = x[r * (id * ih * iw) + ((U)z * ih + (U)y) * iw + (U)xx];
-	if (bias) v += bias[r % channels];
+	float v = ld(x, r * (id * ih * iw) + ((U)z * ih + (U)y) * iw + (U)xx);
+	if (bias) v += ld(bias, r % channels);
 	return clamp ? nn_clamp(v, lo, hi) : v;
 }
 
@@ -56,35 +58,61 @@ DEVICE float im2col_tap(const float *__restrict__ x, U i, U id, U ih, U iw, U kd
 // the taps of x, [images·channels][id·ih·iw] (im2col_tap, with the
 // epilogue the producer of x deferred), in 64-bit index
 // arithmetic. total is the number of elements of col.
-KERNEL conv_im2col_f32(float *__restrict__ col, const float *__restrict__ x, long long total, long long id,
-                       long long ih, long long iw, long long kd, long long kh, long long kw, long long od,
-                       long long oh, long long ow, long long sd, long long sh, long long sw, long long dd,
-                       long long dh, long long dw, long long pd, long long ph, long long pw,
-                       const float *__restrict__ bias, long long channels, long long clamp, double lo, double hi) {
+#define IM2COL_PARAMS                                                                                           \
+	long long total, long long id, long long ih, long long iw, long long kd, long long kh, long long kw,         \
+	    long long od, long long oh, long long ow, long long sd, long long sh, long long sw, long long dd,        \
+	    long long dh, long long dw, long long pd, long long ph, long long pw
+#define IM2COL_ARGS total, id, ih, iw, kd, kh, kw, od, oh, ow, sd, sh, sw, dd, dh, dw, pd, ph, pw
+
+template <class T>
+DEVICE void im2col64(T *__restrict__ col, const T *__restrict__ x, IM2COL_PARAMS, const T *__restrict__ bias,
+                     long long channels, long long clamp, double lo, double hi) {
 	typedef unsigned long long U;
 	float flo = (float)lo, fhi = (float)hi;
 	GRID_STRIDE(i, total) {
-		col[i] = im2col_tap<U, long long>(x, (U)i, (U)id, (U)ih, (U)iw, (U)kd, (U)kh, (U)kw, (U)od, (U)oh, (U)ow, sd, sh,
-		                                  sw, dd, dh, dw, pd, ph, pw, bias, (U)channels, clamp != 0, flo, fhi);
+		st(col, i,
+		   im2col_tap<U, long long>(x, (U)i, (U)id, (U)ih, (U)iw, (U)kd, (U)kh, (U)kw, (U)od, (U)oh, (U)ow, sd, sh, sw,
+		                            dd, dh, dw, pd, ph, pw, bias, (U)channels, clamp != 0, flo, fhi));
 	}
+}
+
+KERNEL conv_im2col_f32(float *__restrict__ col, const float *__restrict__ x, IM2COL_PARAMS,
+                       const float *__restrict__ bias, long long channels, long long clamp, double lo, double hi) {
+	im2col64(col, x, IM2COL_ARGS, bias, channels, clamp, lo, hi);
+}
+
+// conv_im2col_f16 is conv_im2col_f32 on float16 x and columns.
+KERNEL conv_im2col_f16(half_t *__restrict__ col, const half_t *__restrict__ x, IM2COL_PARAMS,
+                       const half_t *__restrict__ bias, long long channels, long long clamp, double lo, double hi) {
+	im2col64(col, x, IM2COL_ARGS, bias, channels, clamp, lo, hi);
 }
 
 // conv_im2col32_f32 is conv_im2col_f32 in 32-bit index arithmetic, for
 // col and x of fewer than 2^31 elements, and coordinates within ±2^31
 // (the lowering checks).
-KERNEL conv_im2col32_f32(float *__restrict__ col, const float *__restrict__ x, long long total, long long id,
-                         long long ih, long long iw, long long kd, long long kh, long long kw, long long od,
-                         long long oh, long long ow, long long sd, long long sh, long long sw, long long dd,
-                         long long dh, long long dw, long long pd, long long ph, long long pw,
-                         const float *__restrict__ bias, long long channels, long long clamp, double lo, double hi) {
+template <class T>
+DEVICE void im2col32(T *__restrict__ col, const T *__restrict__ x, IM2COL_PARAMS, const T *__restrict__ bias,
+                     long long channels, long long clamp, double lo, double hi) {
 	typedef unsigned int U;
 	unsigned int n = (unsigned int)total, step = blockDim.x * gridDim.x;
 	float flo = (float)lo, fhi = (float)hi;
 	for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
-		col[i] = im2col_tap<U, int>(x, i, (U)id, (U)ih, (U)iw, (U)kd, (U)kh, (U)kw, (U)od, (U)oh, (U)ow, (int)sd, (int)sh,
-		                            (int)sw, (int)dd, (int)dh, (int)dw, (int)pd, (int)ph, (int)pw, bias, (U)channels,
-		                            clamp != 0, flo, fhi);
+		st(col, i,
+		   im2col_tap<U, int>(x, i, (U)id, (U)ih, (U)iw, (U)kd, (U)kh, (U)kw, (U)od, (U)oh, (U)ow, (int)sd, (int)sh,
+		                      (int)sw, (int)dd, (int)dh, (int)dw, (int)pd, (int)ph, (int)pw, bias, (U)channels, clamp != 0,
+		                      flo, fhi));
 	}
+}
+
+KERNEL conv_im2col32_f32(float *__restrict__ col, const float *__restrict__ x, IM2COL_PARAMS,
+                         const float *__restrict__ bias, long long channels, long long clamp, double lo, double hi) {
+	im2col32(col, x, IM2COL_ARGS, bias, channels, clamp, lo, hi);
+}
+
+// conv_im2col32_f16 is conv_im2col32_f32 on float16 x and columns.
+KERNEL conv_im2col32_f16(half_t *__restrict__ col, const half_t *__restrict__ x, IM2COL_PARAMS,
+                         const half_t *__restrict__ bias, long long channels, long long clamp, double lo, double hi) {
+	im2col32(col, x, IM2COL_ARGS, bias, channels, clamp, lo, hi);
 }
 
 // conv_direct_f32 is a convolution without GEMM, for layers whose products
@@ -95,13 +123,18 @@ KERNEL conv_im2col32_f32(float *__restrict__ col, const float *__restrict__ x, l
 // first the producer's pointwise epilogue, which the lowering deferred to
 // this kernel: v + in_bias[channel] (in_bias may be null), then the clamp
 // to [in_lo, in_hi] when in_clamp is 1.
-KERNEL conv_direct_f32(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ w,
-                       const float *__restrict__ bias, long long total, long long channels, long long outChannels,
-                       long long cg, long long mg, long long id, long long ih, long long iw, long long kd,
-                       long long kh, long long kw, long long od, long long oh, long long ow, long long sd,
-                       long long sh, long long sw, long long dd, long long dh, long long dw, long long pd,
-                       long long ph, long long pw, long long clamp, double lo, double hi,
-                       const float *__restrict__ in_bias, long long in_clamp, double in_lo, double in_hi) {
+// conv_direct_f16 is conv_direct_f32 on float16 x, w, bias, in_bias and
+// y, accumulating in float32 and rounding y once; conv_direct_f16_acc
+// writes the float32 accumulator (with the bias and clamp) instead, for an
+// epilogue that finishes it (epilogue_f16).
+template <class S, class O>
+DEVICE void conv_direct(O *__restrict__ y, const S *__restrict__ x, const S *__restrict__ w,
+                        const S *__restrict__ bias, long long total, long long channels, long long outChannels,
+                        long long cg, long long mg, long long id, long long ih, long long iw, long long kd,
+                        long long kh, long long kw, long long od, long long oh, long long ow, long long sd,
+                        long long sh, long long sw, long long dd, long long dh, long long dw, long long pd,
+                        long long ph, long long pw, long long clamp, double lo, double hi,
+                        const S *__restrict__ in_bias, long long in_clamp, double in_lo, double in_hi) {
 	long long isp = id * ih * iw, ksz = kd * kh * kw;
 	float flo = (float)lo, fhi = (float)hi, ilo = (float)in_lo, ihi = (float)in_hi;
 	bool prologue = in_bias != 0 || in_clamp;
@@ -114,33 +147,60 @@ KERNEL conv_direct_f32(float *__restrict__ y, const float *__restrict__ x, const
 		long long g = m / mg;
 		float acc = 0.0f;
 		for (long long c = 0; c < cg; c++) {
-			const float *xp = x + (n * channels + g * cg + c) * isp;
-			const float *wp = w + (m * cg + c) * ksz;
-			float ib = in_bias ? in_bias[g * cg + c] : 0.0f;
+			const S *xp = x + (n * channels + g * cg + c) * isp;
+			const S *wp = w + (m * cg + c) * ksz;
+			float ib = in_bias ? ld(in_bias, g * cg + c) : 0.0f;
 			for (long long tz = 0; tz < kd; tz++) {
 				long long z = oz * sd - pd + tz * dd;
 				if (z < 0 || z >= id) continue;
 				for (long long ty = 0; ty < kh; ty++) {
 					long long yy = oy * sh - ph + ty * dh;
 					if (yy < 0 || yy >= ih) continue;
-					const float *xrow = xp + (z * ih + yy) * iw;
-					const float *wrow = wp + (tz * kh + ty) * kw;
+					const S *xrow = xp + (z * ih + yy) * iw;
+					const S *wrow = wp + (tz * kh + ty) * kw;
 					for (long long tx = 0; tx < kw; tx++) {
 						long long xx = ox * sw - pw + tx * dw;
 						if (xx < 0 || xx >= iw) continue;
-						float v = xrow[xx];
+						float v = ld(xrow, xx);
 						if (prologue) {
 							v += ib;
 							if (in_clamp) v = nn_clamp(v, ilo, ihi);
 						}
-						acc += wrow[tx] * v;
+						acc += ld(wrow, tx) * v;
 					}
 				}
 			}
 		}
-		if (bias) acc += bias[m];
-		y[i] = clamp ? nn_clamp(acc, flo, fhi) : acc;
+		if (bias) acc += ld(bias, m);
+		st(y, i, clamp ? nn_clamp(acc, flo, fhi) : acc);
 	}
+}
+
+#define DIRECT_PARAMS                                                                                          \
+	long long total, long long channels, long long outChannels, long long cg, long long mg, long long id,      \
+	    long long ih, long long iw, long long kd, long long kh, long long kw, long long od, long long oh,       \
+	    long long ow, long long sd, long long sh, long long sw, long long dd, long long dh, long long dw,       \
+	    long long pd, long long ph, long long pw, long long clamp, double lo, double hi
+#define DIRECT_ARGS                                                                                            \
+	total, channels, outChannels, cg, mg, id, ih, iw, kd, kh, kw, od, oh, ow, sd, sh, sw, dd, dh, dw, pd, ph, pw, \
+	    clamp, lo, hi
+
+KERNEL conv_direct_f32(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ w,
+                       const float *__restrict__ bias, DIRECT_PARAMS, const float *__restrict__ in_bias,
+                       long long in_clamp, double in_lo, double in_hi) {
+	conv_direct(y, x, w, bias, DIRECT_ARGS, in_bias, in_clamp, in_lo, in_hi);
+}
+
+KERNEL conv_direct_f16(half_t *__restrict__ y, const half_t *__restrict__ x, const half_t *__restrict__ w,
+                       const half_t *__restrict__ bias, DIRECT_PARAMS, const half_t *__restrict__ in_bias,
+                       long long in_clamp, double in_lo, double in_hi) {
+	conv_direct(y, x, w, bias, DIRECT_ARGS, in_bias, in_clamp, in_lo, in_hi);
+}
+
+KERNEL conv_direct_f16_acc(float *__restrict__ y, const half_t *__restrict__ x, const half_t *__restrict__ w,
+                           const half_t *__restrict__ bias, DIRECT_PARAMS, const half_t *__restrict__ in_bias,
+                           long long in_clamp, double in_lo, double in_hi) {
+	conv_direct(y, x, w, bias, DIRECT_ARGS, in_bias, in_clamp, in_lo, in_hi);
 }
 
 // conv_col2im_f32 is ConvTranspose's gather: y[n, m, o] = bias[m] + Σ_t
