@@ -44,6 +44,14 @@ func lowerNode(l *lowering, f lowerFunc) error {
 	if halfLowerings[l.Node.OpType] || !hasHalf(l.In) && !hasHalf(l.Out) {
 		return f(l)
 	}
+	return lowerInFloat32(l, f)
+}
+
+// lowerInFloat32 lowers l's node with f with its float16 operands widened
+// to float32 and its float16 outputs rounded from float32 scratch. A
+// lowering registered with registerHalf calls it for a mix of float16 and
+// float32 operands that its kernels do not take.
+func lowerInFloat32(l *lowering, f lowerFunc) error {
 	in, out := slices.Clone(l.In), slices.Clone(l.Out)
 	for i, o := range l.In {
 		if o.DType == inference.Float16 {

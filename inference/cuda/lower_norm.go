@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"slices"
+
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/internal/opsem"
 	"github.com/beamml/beamml/internal/kernels"
@@ -10,7 +12,10 @@ import (
 // inference mode, the row normalisations (Instance, Group, Layer, RMS),
 // LpNormalization and LRN. Their rules are opsem's: opsem.Epsilon,
 // opsem.Channels, opsem.BatchNorm, opsem.GroupNorm, opsem.BlockNormAxis and
-// opsem.BlockOperand, opsem.LpNorm and opsem.LRN.
+// opsem.BlockOperand, opsem.LpNorm and opsem.LRN. Each launches its
+// kernel's float32 or float16 form for data of that type (normDType,
+// halfKernel); LayerNormalization's Mean and InvStdDev are float32 either
+// way.
 
 func init() {
 	registerLowering("BatchNormalization", lowerBatchNorm)
@@ -20,16 +25,31 @@ func init() {
 	registerLowering("RMSNormalization", func(l *lowering) error { return lowerBlockNorm(l, true) })
 	registerLowering("LpNormalization", lowerLpNorm)
 	registerLowering("LRN", lowerLRN)
+	registerHalf("BatchNormalization", "InstanceNormalization", "GroupNormalization", "LayerNormalization",
+		"RMSNormalization", "LpNormalization", "LRN")
 }
 
-// normFloatInputs checks that the first n inputs, where present, are float32.
-func normFloatInputs(l *lowering, n int) error {
-	for i := range n {
-		if o := l.input(i); o.Present() && o.DType != inference.Float32 {
-			return l.NoKernel("input %d is %v", i, o.DType)
-		}
+// normDType returns the element type of the node's data, float32 or
+// float16: that of X, of the first n inputs where present and of Y. mixed
+// reports float32 and float16 among them, which the kernels do not take
+// (BatchNormalization's scale, B, mean and var may each have a type of
+// their own, RMSNormalization's scale and Y one other than X's): the
+// lowering then runs in float32 between casts (lowerInFloat32).
+func normDType(l *lowering, n int) (dt inference.DType, mixed bool, err error) {
+	dt = l.In[0].DType
+	if dt != inference.Float32 && dt != inference.Float16 {
+		return 0, false, l.NoKernel("X is %v", dt)
 	}
-	return nil
+	for _, o := range append(slices.Clone(l.In[1:min(n, len(l.In))]), l.Out[0]) {
+		if !o.Present() {
+			continue
+		}
+		if o.DType != inference.Float32 && o.DType != inference.Float16 {
+			return 0, false, l.NoKernel("%q is %v", o.Name, o.DType)
+		}
+		mixed = mixed || o.DType != dt
+	}
+	return dt, mixed, nil
 }
 
 // normOutputs counts the outputs the node names.
@@ -47,6 +67,13 @@ func normOutputs(l *lowering) int {
 // statistic, a = scale/√(var + epsilon), the statistics applied as
 // opsem.BatchNorm says.
 func lowerBatchNorm(l *lowering) error {
+	dt, mixed, err := normDType(l, 5)
+	if err != nil {
+		return err
+	}
+	if mixed {
+		return lowerInFloat32(l, lowerBatchNorm)
+	}
 	x, y := l.In[0], l.Out[0]
 	params, repeat, training, err := opsem.BatchNorm(l.Node, x.Shape)
 	if err != nil {
@@ -61,9 +88,6 @@ func lowerBatchNorm(l *lowering) error {
 	if len(l.In) < 5 {
 		return l.NoKernel("%d inputs", len(l.In))
 	}
-	if err := normFloatInputs(l, 5); err != nil {
-		return err
-	}
 	for _, o := range l.In[1:5] {
 		if !o.Present() || o.Len() != int64(params) {
 			return l.NoKernel("statistic %q %v, want %d values", o.Name, o.Shape, params)
@@ -72,13 +96,14 @@ func lowerBatchNorm(l *lowering) error {
 	if repeat == 0 {
 		return nil
 	}
-	return l.Launch(kernels.NormBatchF32, y.Len(), ptrArg(y), ptrArg(x), ptrArg(l.In[1]), ptrArg(l.In[2]), ptrArg(l.In[3]), ptrArg(l.In[4]),
+	return l.Launch(halfKernel(kernels.NormBatchF32, kernels.NormBatchF16, dt), y.Len(), ptrArg(y), ptrArg(x), ptrArg(l.In[1]), ptrArg(l.In[2]), ptrArg(l.In[3]), ptrArg(l.In[4]),
 		intArg(y.Len()), intArg(params), intArg(repeat), floatArg(opsem.Epsilon(l.Node)))
 }
 
-// normRows is one launch of norm_rows_f32 over the node's X, scale and
-// first output.
+// normRows is one launch of norm_rows_f32 or norm_rows_f16 (for dtype)
+// over the node's X, scale and first output.
 type normRows struct {
+	dtype                  inference.DType
 	rows, size             int64
 	rms                    bool
 	sdiv, smod, bdiv, bmod int64
@@ -93,7 +118,7 @@ func (r normRows) launch(l *lowering) error {
 	if r.rms {
 		rms = 1
 	}
-	return launchRows(l, kernels.NormRowsF32, r.rows, ptrArg(l.Out[0]), ptrArg(l.In[0]), ptrArg(l.In[1]), r.bias, r.mean, r.inv,
+	return launchRows(l, halfKernel(kernels.NormRowsF32, kernels.NormRowsF16, r.dtype), r.rows, ptrArg(l.Out[0]), ptrArg(l.In[0]), ptrArg(l.In[1]), r.bias, r.mean, r.inv,
 		intArg(r.rows), intArg(r.size), floatArg(opsem.Epsilon(l.Node)), intArg(rms), intArg(r.sdiv), intArg(r.smod), intArg(r.bdiv), intArg(r.bmod))
 }
 
@@ -103,8 +128,12 @@ func lowerInstanceNorm(l *lowering) error {
 	if len(l.In) < 3 || !l.In[1].Present() || !l.In[2].Present() {
 		return l.NoKernel("want input, scale and B")
 	}
-	if err := normFloatInputs(l, 3); err != nil {
+	dt, mixed, err := normDType(l, 3)
+	if err != nil {
 		return err
+	}
+	if mixed {
+		return lowerInFloat32(l, lowerInstanceNorm)
 	}
 	n, c, spatial, err := opsem.Channels(l.In[0].Shape)
 	if err != nil {
@@ -114,7 +143,7 @@ func lowerInstanceNorm(l *lowering) error {
 		return l.NoKernel("scale %v, B %v for %d channels", l.In[1].Shape, l.In[2].Shape, c)
 	}
 	size := int64(spatial)
-	return normRows{rows: int64(n) * int64(c), size: size,
+	return normRows{dtype: dt, rows: int64(n) * int64(c), size: size,
 		sdiv: size, smod: int64(c), bdiv: size, bmod: int64(c), bias: ptrArg(l.In[2]), mean: intArg(0), inv: intArg(0)}.launch(l)
 }
 
@@ -124,8 +153,12 @@ func lowerGroupNorm(l *lowering) error {
 	if len(l.In) < 3 || !l.In[1].Present() || !l.In[2].Present() {
 		return l.NoKernel("want X, scale and bias")
 	}
-	if err := normFloatInputs(l, 3); err != nil {
+	dt, mixed, err := normDType(l, 3)
+	if err != nil {
 		return err
+	}
+	if mixed {
+		return lowerInFloat32(l, lowerGroupNorm)
 	}
 	x := l.In[0]
 	groups, params, err := opsem.GroupNorm(l.Node, x.Shape)
@@ -142,7 +175,7 @@ func lowerGroupNorm(l *lowering) error {
 	if l.In[1].Len() != mod || l.In[2].Len() != mod {
 		return l.NoKernel("scale %v, bias %v, want %d values", l.In[1].Shape, l.In[2].Shape, mod)
 	}
-	return normRows{rows: int64(n) * int64(groups), size: size,
+	return normRows{dtype: dt, rows: int64(n) * int64(groups), size: size,
 		sdiv: div, smod: mod, bdiv: div, bmod: mod, bias: ptrArg(l.In[2]), mean: intArg(0), inv: intArg(0)}.launch(l)
 }
 
@@ -200,8 +233,12 @@ func lowerBlockNorm(l *lowering, rms bool) error {
 	if len(l.In) < 2 || !l.In[1].Present() {
 		return l.NoKernel("want X and scale")
 	}
-	if err := normFloatInputs(l, 3); err != nil {
+	dt, mixed, err := normDType(l, 3)
+	if err != nil {
 		return err
+	}
+	if mixed {
+		return lowerInFloat32(l, func(l *lowering) error { return lowerBlockNorm(l, rms) })
 	}
 	x := l.In[0]
 	if err := opsem.LayerNormStats(l.Node, !rms && normOutputs(l) > 1); err != nil {
@@ -212,7 +249,7 @@ func lowerBlockNorm(l *lowering, rms bool) error {
 		return l.NoKernel("%v", err)
 	}
 	block := x.Shape[axis:]
-	r := normRows{rows: int64(opsem.Count(x.Shape[:axis])), size: int64(opsem.Count(block)), rms: rms, bias: intArg(0), mean: intArg(0), inv: intArg(0)}
+	r := normRows{dtype: dt, rows: int64(opsem.Count(x.Shape[:axis])), size: int64(opsem.Count(block)), rms: rms, bias: intArg(0), mean: intArg(0), inv: intArg(0)}
 	if r.sdiv, r.smod, err = blockDivMod(l, l.In[1], block, "scale"); err != nil {
 		return err
 	}
@@ -233,22 +270,30 @@ func lowerBlockNorm(l *lowering, rms bool) error {
 // block per row of the axis.
 func lowerLpNorm(l *lowering) error {
 	x, y := l.In[0], l.Out[0]
-	if x.DType != inference.Float32 {
-		return l.NoKernel("%v input", x.DType)
+	dt, mixed, err := normDType(l, 1)
+	if err != nil {
+		return err
+	}
+	if mixed {
+		return lowerInFloat32(l, lowerLpNorm)
 	}
 	p, axis, err := opsem.LpNorm(l.Node, x.Shape)
 	if err != nil {
 		return l.NoKernel("%v", err)
 	}
 	outer, size, inner := opsem.SplitAxis(x.Shape, axis)
-	return launchRows(l, kernels.NormLpF32, int64(outer)*int64(inner), ptrArg(y), ptrArg(x), intArg(outer), intArg(size), intArg(inner), intArg(p))
+	return launchRows(l, halfKernel(kernels.NormLpF32, kernels.NormLpF16, dt), int64(outer)*int64(inner), ptrArg(y), ptrArg(x), intArg(outer), intArg(size), intArg(inner), intArg(p))
 }
 
 // lowerLRN sums squares over opsem.LRN's window of channels per element.
 func lowerLRN(l *lowering) error {
 	x, y := l.In[0], l.Out[0]
-	if x.DType != inference.Float32 {
-		return l.NoKernel("%v input", x.DType)
+	dt, mixed, err := normDType(l, 1)
+	if err != nil {
+		return err
+	}
+	if mixed {
+		return lowerInFloat32(l, lowerLRN)
 	}
 	_, c, spatial, err := opsem.Channels(x.Shape)
 	if err != nil {
@@ -258,6 +303,6 @@ func lowerLRN(l *lowering) error {
 	if err != nil {
 		return l.NoKernel("%v", err)
 	}
-	return l.Launch(kernels.LrnF32, y.Len(), ptrArg(y), ptrArg(x), intArg(y.Len()), intArg(c), intArg(spatial), intArg(size), intArg((size-1)/2), intArg(size/2),
+	return l.Launch(halfKernel(kernels.LrnF32, kernels.LrnF16, dt), y.Len(), ptrArg(y), ptrArg(x), intArg(y.Len()), intArg(c), intArg(spatial), intArg(size), intArg((size-1)/2), intArg(size/2),
 		floatArg(alpha), floatArg(beta), floatArg(bias))
 }

@@ -210,10 +210,15 @@ const (
 
 	// norm.cu
 	NormBatchF32        = "norm_batch_f32"
+	NormBatchF16        = "norm_batch_f16"
 	NormRowsF32         = "norm_rows_f32"
+	NormRowsF16         = "norm_rows_f16"
 	NormLpF32           = "norm_lp_f32"
+	NormLpF16           = "norm_lp_f16"
 	LrnF32              = "lrn_f32"
+	LrnF16              = "lrn_f16"
 	SoftmaxF32          = "softmax_f32"
+	SoftmaxF16          = "softmax_f16"
 	AttentionSoftmaxF32 = "attention_softmax_f32"
 
 	// reduce.cu

@@ -6,7 +6,7 @@
 // memory, a block per row.
 #include "common.cuh"
 
-// softmax_f32's kinds (kernels.SOFTMAX, … in the generated codes_gen.go).
+// softmax's kinds (kernels.SOFTMAX, … in the generated codes_gen.go).
 #define SOFTMAX 0
 #define LOG_SOFTMAX 1
 #define HARDMAX 2
@@ -41,42 +41,62 @@ DEVICE float norm_block_max(float *buf, float v) {
 	return r;
 }
 
-// norm_batch_f32 is BatchNormalization in inference mode: element i of x
+// The kernels below but attention_softmax_f32 are templates over the
+// storage type S of their float operands (common.cuh's storage types), with
+// entry points NAME_f32 and NAME_f16: the statistics accumulate in float
+// either way, and each stored element is rounded once.
+
+// norm_batch is BatchNormalization in inference mode: element i of x
 // belongs to statistic c = (i / repeat) % params, and y = x·a + (B − mean·a)
 // with a = scale / √(var + eps).
-KERNEL norm_batch_f32(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ scale,
-                      const float *__restrict__ bias, const float *__restrict__ mean, const float *__restrict__ var,
-                      long long n, long long params, long long repeat, double eps) {
+template <class S>
+DEVICE void norm_batch(S *__restrict__ y, const S *__restrict__ x, const S *__restrict__ scale,
+                       const S *__restrict__ bias, const S *__restrict__ mean, const S *__restrict__ var, long long n,
+                       long long params, long long repeat, double eps) {
 	float feps = (float)eps;
 	GRID_STRIDE(i, n) {
 		long long c = (i / repeat) % params;
-		float a = scale[c] / sqrtf(var[c] + feps);
-		y[i] = x[i] * a + (bias[c] - mean[c] * a);
+		float a = ld(scale, c) / sqrtf(ld(var, c) + feps);
+		st(y, i, ld(x, i) * a + (ld(bias, c) - ld(mean, c) * a));
 	}
 }
 
-// norm_rows_f32 normalises each of rows rows of size elements of x:
+KERNEL norm_batch_f32(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ scale,
+                      const float *__restrict__ bias, const float *__restrict__ mean, const float *__restrict__ var,
+                      long long n, long long params, long long repeat, double eps) {
+	norm_batch(y, x, scale, bias, mean, var, n, params, repeat, eps);
+}
+
+KERNEL norm_batch_f16(half_t *__restrict__ y, const half_t *__restrict__ x, const half_t *__restrict__ scale,
+                      const half_t *__restrict__ bias, const half_t *__restrict__ mean, const half_t *__restrict__ var,
+                      long long n, long long params, long long repeat, double eps) {
+	norm_batch(y, x, scale, bias, mean, var, n, params, repeat, eps);
+}
+
+// norm_rows normalises each of rows rows of size elements of x:
 // y = (x − μ)·inv·scale + bias with inv = 1/√(σ² + eps), or, with rms,
 // μ = 0 and σ² = mean(x²). Element g (counting over the whole tensor)
 // reads scale[(g / sdiv) % smod] and bias[(g / bdiv) % bmod]; bias may be
-// null. mean and inv, when not null, receive each row's μ and inv. A block
-// per row; the variance takes a second pass over the row.
-SYNC_KERNEL norm_rows_f32(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ scale,
-                          const float *__restrict__ bias, float *__restrict__ mean, float *__restrict__ inv,
-                          long long rows, long long size, double eps, long long rms, long long sdiv, long long smod,
-                          long long bdiv, long long bmod) {
+// null. mean and inv, when not null, receive each row's μ and inv, in
+// float whatever S is (LayerNormalization's stash_type 1). A block per
+// row; the variance takes a second pass over the row.
+template <class S>
+DEVICE void norm_rows(S *__restrict__ y, const S *__restrict__ x, const S *__restrict__ scale,
+                      const S *__restrict__ bias, float *__restrict__ mean, float *__restrict__ inv, long long rows,
+                      long long size, double eps, long long rms, long long sdiv, long long smod, long long bdiv,
+                      long long bmod) {
 	__shared__ float buf[BLOCK];
 	for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
-		const float *xr = x + r * size;
+		const S *xr = x + r * size;
 		float mu = 0.0f;
 		if (!rms) {
 			float s = 0.0f;
-			for (long long k = threadIdx.x; k < size; k += BLOCK) s += xr[k];
+			for (long long k = threadIdx.x; k < size; k += BLOCK) s += ld(xr, k);
 			mu = norm_block_sum(buf, s) / (float)size;
 		}
 		float q = 0.0f;
 		for (long long k = threadIdx.x; k < size; k += BLOCK) {
-			float d = xr[k] - mu;
+			float d = ld(xr, k) - mu;
 			q += d * d;
 		}
 		float is = 1.0f / sqrtf(norm_block_sum(buf, q) / (float)size + (float)eps);
@@ -86,74 +106,112 @@ SYNC_KERNEL norm_rows_f32(float *__restrict__ y, const float *__restrict__ x, co
 		}
 		for (long long k = threadIdx.x; k < size; k += BLOCK) {
 			long long g = r * size + k;
-			float v = (xr[k] - mu) * is * scale[(g / sdiv) % smod];
-			if (bias) v += bias[(g / bdiv) % bmod];
-			y[g] = v;
+			float v = (ld(xr, k) - mu) * is * ld(scale, (g / sdiv) % smod);
+			if (bias) v += ld(bias, (g / bdiv) % bmod);
+			st(y, g, v);
 		}
 	}
 }
 
-// norm_lp_f32 is LpNormalization: y = x / ‖x‖_p over rows of size
-// elements, inner apart (as softmax_f32's), p 1 or 2; a row whose norm is
-// 0 gives 0. A block per row.
-SYNC_KERNEL norm_lp_f32(float *__restrict__ y, const float *__restrict__ x, long long outer, long long size,
-                        long long inner, long long p) {
+SYNC_KERNEL norm_rows_f32(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ scale,
+                          const float *__restrict__ bias, float *__restrict__ mean, float *__restrict__ inv,
+                          long long rows, long long size, double eps, long long rms, long long sdiv, long long smod,
+                          long long bdiv, long long bmod) {
+	norm_rows(y, x, scale, bias, mean, inv, rows, size, eps, rms, sdiv, smod, bdiv, bmod);
+}
+
+SYNC_KERNEL norm_rows_f16(half_t *__restrict__ y, const half_t *__restrict__ x, const half_t *__restrict__ scale,
+                          const half_t *__restrict__ bias, float *__restrict__ mean, float *__restrict__ inv,
+                          long long rows, long long size, double eps, long long rms, long long sdiv, long long smod,
+                          long long bdiv, long long bmod) {
+	norm_rows(y, x, scale, bias, mean, inv, rows, size, eps, rms, sdiv, smod, bdiv, bmod);
+}
+
+// norm_lp is LpNormalization: y = x / ‖x‖_p over rows of size elements,
+// inner apart (as softmax's), p 1 or 2; a row whose norm is 0 gives 0. A
+// block per row.
+template <class S>
+DEVICE void norm_lp(S *__restrict__ y, const S *__restrict__ x, long long outer, long long size, long long inner,
+                    long long p) {
 	__shared__ float buf[BLOCK];
 	long long rows = outer * inner;
 	for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
 		long long base = (r / inner) * size * inner + r % inner;
-		const float *xr = x + base;
-		float *yr = y + base;
+		const S *xr = x + base;
+		S *yr = y + base;
 		float s = 0.0f;
 		for (long long k = threadIdx.x; k < size; k += BLOCK) {
-			float v = xr[k * inner];
+			float v = ld(xr, k * inner);
 			s += p == 1 ? fabsf(v) : v * v;
 		}
 		s = norm_block_sum(buf, s);
 		if (p != 1) s = sqrtf(s);
-		for (long long k = threadIdx.x; k < size; k += BLOCK) yr[k * inner] = s == 0.0f ? 0.0f : xr[k * inner] / s;
+		for (long long k = threadIdx.x; k < size; k += BLOCK) st(yr, k * inner, s == 0.0f ? 0.0f : ld(xr, k * inner) / s);
 	}
 }
 
-// lrn_f32 is LRN across channels: y = x / (bias + alpha/size · Σ x²)^beta,
+SYNC_KERNEL norm_lp_f32(float *__restrict__ y, const float *__restrict__ x, long long outer, long long size,
+                        long long inner, long long p) {
+	norm_lp(y, x, outer, size, inner, p);
+}
+
+SYNC_KERNEL norm_lp_f16(half_t *__restrict__ y, const half_t *__restrict__ x, long long outer, long long size,
+                        long long inner, long long p) {
+	norm_lp(y, x, outer, size, inner, p);
+}
+
+// lrn is LRN across channels: y = x / (bias + alpha/size · Σ x²)^beta,
 // the sum over channels c − lo … c + hi clipped to [0, channels). x is
 // [images][channels][spatial]; n is its number of elements.
-KERNEL lrn_f32(float *__restrict__ y, const float *__restrict__ x, long long n, long long channels,
-               long long spatial, long long size, long long lo, long long hi, double alpha, double beta,
-               double bias) {
+template <class S>
+DEVICE void lrn(S *__restrict__ y, const S *__restrict__ x, long long n, long long channels, long long spatial,
+                long long size, long long lo, long long hi, double alpha, double beta, double bias) {
 	float a = (float)alpha / (float)size, b = (float)beta, k = (float)bias;
 	GRID_STRIDE(i, n) {
 		long long s = i % spatial, c = (i / spatial) % channels, img = i / (spatial * channels);
-		const float *xp = x + img * channels * spatial + s;
+		const S *xp = x + img * channels * spatial + s;
 		float sq = 0.0f;
 		for (long long j = llmax(0, c - lo); j <= llmin(channels - 1, c + hi); j++) {
-			float v = xp[j * spatial];
+			float v = ld(xp, j * spatial);
 			sq += v * v;
 		}
-		y[i] = x[i] / powf(k + a * sq, b);
+		st(y, i, ld(x, i) / powf(k + a * sq, b));
 	}
 }
 
-// softmax_f32 is Softmax, LogSoftmax and Hardmax over rows of size
-// elements, inner apart: row r = o·inner + j starts at o·size·inner + j,
-// for outer·inner rows. Softmax is exp(x − max)/Σ exp(x − max), LogSoftmax
+KERNEL lrn_f32(float *__restrict__ y, const float *__restrict__ x, long long n, long long channels,
+               long long spatial, long long size, long long lo, long long hi, double alpha, double beta,
+               double bias) {
+	lrn(y, x, n, channels, spatial, size, lo, hi, alpha, beta, bias);
+}
+
+KERNEL lrn_f16(half_t *__restrict__ y, const half_t *__restrict__ x, long long n, long long channels,
+               long long spatial, long long size, long long lo, long long hi, double alpha, double beta,
+               double bias) {
+	lrn(y, x, n, channels, spatial, size, lo, hi, alpha, beta, bias);
+}
+
+// softmax is Softmax, LogSoftmax and Hardmax over rows of size elements,
+// inner apart: row r = o·inner + j starts at o·size·inner + j, for
+// outer·inner rows. Softmax is exp(x − max)/Σ exp(x − max), LogSoftmax
 // x − (max + log Σ exp(x − max)). Hardmax puts 1 at the first maximum
 // (NaN never wins, but a NaN first element does, as a scan with v > best
 // from element 0 finds) and 0 elsewhere. A block per row.
-SYNC_KERNEL softmax_f32(long long kind, float *__restrict__ y, const float *__restrict__ x, long long outer,
-                        long long size, long long inner) {
+template <class S>
+DEVICE void softmax(long long kind, S *__restrict__ y, const S *__restrict__ x, long long outer, long long size,
+                    long long inner) {
 	__shared__ float buf[BLOCK];
 	__shared__ long long at[BLOCK];
 	long long rows = outer * inner;
 	for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
 		long long base = (r / inner) * size * inner + r % inner;
-		const float *xr = x + base;
-		float *yr = y + base;
+		const S *xr = x + base;
+		S *yr = y + base;
 		if (kind == HARDMAX) {
 			float best = -NORM_INF;
 			long long bi = -1;
 			for (long long k = threadIdx.x; k < size; k += BLOCK) {
-				float v = xr[k * inner];
+				float v = ld(xr, k * inner);
 				if (v == v && (bi < 0 || v > best)) best = v, bi = k;
 			}
 			buf[threadIdx.x] = best;
@@ -172,23 +230,36 @@ SYNC_KERNEL softmax_f32(long long kind, float *__restrict__ y, const float *__re
 			}
 			long long win = at[0];
 			__syncthreads();
-			if (size > 0 && xr[0] != xr[0]) win = 0;
-			for (long long k = threadIdx.x; k < size; k += BLOCK) yr[k * inner] = k == win ? 1.0f : 0.0f;
+			if (size > 0) {
+				float first = ld(xr, 0);
+				if (first != first) win = 0;
+			}
+			for (long long k = threadIdx.x; k < size; k += BLOCK) st(yr, k * inner, k == win ? 1.0f : 0.0f);
 			continue;
 		}
 		float m = -NORM_INF;
-		for (long long k = threadIdx.x; k < size; k += BLOCK) m = fmaxf(m, xr[k * inner]);
+		for (long long k = threadIdx.x; k < size; k += BLOCK) m = fmaxf(m, ld(xr, k * inner));
 		m = norm_block_max(buf, m);
 		float s = 0.0f;
-		for (long long k = threadIdx.x; k < size; k += BLOCK) s += expf(xr[k * inner] - m);
+		for (long long k = threadIdx.x; k < size; k += BLOCK) s += expf(ld(xr, k * inner) - m);
 		s = norm_block_sum(buf, s);
 		if (kind == LOG_SOFTMAX) {
 			float ls = m + logf(s);
-			for (long long k = threadIdx.x; k < size; k += BLOCK) yr[k * inner] = xr[k * inner] - ls;
+			for (long long k = threadIdx.x; k < size; k += BLOCK) st(yr, k * inner, ld(xr, k * inner) - ls);
 		} else {
-			for (long long k = threadIdx.x; k < size; k += BLOCK) yr[k * inner] = expf(xr[k * inner] - m) / s;
+			for (long long k = threadIdx.x; k < size; k += BLOCK) st(yr, k * inner, expf(ld(xr, k * inner) - m) / s);
 		}
 	}
+}
+
+SYNC_KERNEL softmax_f32(long long kind, float *__restrict__ y, const float *__restrict__ x, long long outer,
+                        long long size, long long inner) {
+	softmax(kind, y, x, outer, size, inner);
+}
+
+SYNC_KERNEL softmax_f16(long long kind, half_t *__restrict__ y, const half_t *__restrict__ x, long long outer,
+                        long long size, long long inner) {
+	softmax(kind, y, x, outer, size, inner);
 }
 
 // Attention mask kinds (attention_softmax_f32's mask_kind).
