@@ -239,6 +239,12 @@ func TestFloat16Exports(t *testing.T) {
 			var host []string
 			for _, kind := range []string{"cpu", "cpu-unoptimized", "sim"} {
 				g, feeds, _ := decodeExport(t, dir)
+				casts := 0 // the model's own
+				for _, n := range g.Nodes {
+					if n.OpType == "Cast" {
+						casts++
+					}
+				}
 				var b graph.Compiler = cpu.Backend{Unoptimized: kind == "cpu-unoptimized"}
 				if kind == "sim" {
 					b, _ = newSim(t, 0)
@@ -248,9 +254,15 @@ func TestFloat16Exports(t *testing.T) {
 					t.Fatalf("%s: %v", kind, err)
 				}
 				defer m.Close()
-				for range 2 { // the second run replays the plan
+				for i := range 2 { // the second run replays the plan
+					before := runner.Launched()
 					if outs[kind], err = m.Run(context.Background(), feeds); err != nil {
 						t.Fatalf("%s: %v", kind, err)
+					}
+					// On the device every operator of these models has a
+					// float16 kernel: the only conversions are the model's.
+					if got := launchedSince(before)[kernels.CastConvert]; kind == "sim" && i == 1 && got != casts {
+						t.Errorf("%d cast_convert launches, want %d (the model's Casts): a node ran in float32 between casts", got, casts)
 					}
 				}
 				if cm, ok := m.(*cuda.Model); ok {

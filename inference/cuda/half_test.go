@@ -6,6 +6,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/beamml/beamml/inference/cuda"
 	"github.com/beamml/beamml/internal/check"
 )
 
@@ -32,10 +33,23 @@ func TestOpsMatchCPUInFloat16(t *testing.T) {
 		})
 		ran++
 	}
+	// The 64-bit im2col, which large layers take.
+	restore := cuda.SetIm2col32(false)
+	for _, c := range check.Cases() {
+		if h, ok := c.Float16(); ok && c.Op == "Conv" {
+			t.Run(h.Name+"/im2col64", func(t *testing.T) {
+				b, _ := newSim(t, 0)
+				if err := check.Run(ctx, b, h); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+	restore()
 	after := runner.Launched()
 	t.Logf("%d cases in float16", ran)
 	for _, k := range []string{"unary_f16", "binary_f16", "binary_same_f16", "variadic_f16", "epilogue_f16", "gemm_fill_f16",
-		"conv_im2col32_f16", "conv_direct_f16"} {
+		"conv_im2col32_f16", "conv_im2col_f16", "conv_direct_f16"} {
 		if after[k] == before[k] {
 			t.Errorf("no case launched %s", k)
 		}

@@ -151,23 +151,19 @@ func lowerConv(l *lowering) error {
 			rest.clamp = false
 		}
 		rest.size = osp
-		kernel, out := kernels.ConvDirectF32, y
+		kernel := kernels.ConvDirectF32
 		if y.DType == inference.Float16 {
-			kernel = kernels.ConvDirectF16
-			if !rest.none() { // the rest of the epilogue reads the float32 sums
-				kernel, out = kernels.ConvDirectF16Acc, l.Scratch(inference.Float32, y.Shape)
+			// The graph passes fuse no epilogue into a float16 product
+			// (its output is rounded first): the bias is all there is.
+			if !rest.none() {
+				return l.NoKernel("float16 depthwise Conv with a fused epilogue")
 			}
+			kernel = kernels.ConvDirectF16
 		}
-		args := append([]kernelArg{ptrArg(out), ptrArg(x), ptrArg(w), bias, intArg(y.Len()), intArg(c), intArg(m), intArg(cg), intArg(mg)}, geom...)
+		args := append([]kernelArg{ptrArg(y), ptrArg(x), ptrArg(w), bias, intArg(y.Len()), intArg(c), intArg(m), intArg(cg), intArg(mg)}, geom...)
 		args = append(append(args, clamp...), convPrologue(l, x)...)
 		if err := l.Launch(kernel, y.Len(), args...); err != nil {
 			return err
-		}
-		if y.DType == inference.Float16 {
-			if kernel == kernels.ConvDirectF16 {
-				return nil
-			}
-			return rest.finish(l, out, y)
 		}
 		return rest.applyOrOffer(l, y)
 	}

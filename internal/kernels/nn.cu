@@ -124,9 +124,7 @@ KERNEL conv_im2col32_f16(half_t *__restrict__ col, const half_t *__restrict__ x,
 // this kernel: v + in_bias[channel] (in_bias may be null), then the clamp
 // to [in_lo, in_hi] when in_clamp is 1.
 // conv_direct_f16 is conv_direct_f32 on float16 x, w, bias, in_bias and
-// y, accumulating in float32 and rounding y once; conv_direct_f16_acc
-// writes the float32 accumulator (with the bias and clamp) instead, for an
-// epilogue that finishes it (epilogue_f16).
+// y, accumulating in float32 and rounding y once.
 template <class S, class O>
 DEVICE void conv_direct(O *__restrict__ y, const S *__restrict__ x, const S *__restrict__ w,
                         const S *__restrict__ bias, long long total, long long channels, long long outChannels,
@@ -194,12 +192,6 @@ KERNEL conv_direct_f32(float *__restrict__ y, const float *__restrict__ x, const
 KERNEL conv_direct_f16(half_t *__restrict__ y, const half_t *__restrict__ x, const half_t *__restrict__ w,
                        const half_t *__restrict__ bias, DIRECT_PARAMS, const half_t *__restrict__ in_bias,
                        long long in_clamp, double in_lo, double in_hi) {
-	conv_direct(y, x, w, bias, DIRECT_ARGS, in_bias, in_clamp, in_lo, in_hi);
-}
-
-KERNEL conv_direct_f16_acc(float *__restrict__ y, const half_t *__restrict__ x, const half_t *__restrict__ w,
-                           const half_t *__restrict__ bias, DIRECT_PARAMS, const half_t *__restrict__ in_bias,
-                           long long in_clamp, double in_lo, double in_hi) {
 	conv_direct(y, x, w, bias, DIRECT_ARGS, in_bias, in_clamp, in_lo, in_hi);
 }
 
