@@ -7,8 +7,9 @@ import (
 )
 
 // Lowerings of the pooling operators (nn.cu pool_f32, pool_max_index_f32
-// and pool_global_f32): MaxPool (with its Indices output), AveragePool,
-// LpPool, GlobalAveragePool and GlobalMaxPool. The window geometry is
+// and pool_global_f32, and their float16 forms pool_f16, …): MaxPool (with
+// its Indices output), AveragePool, LpPool, GlobalAveragePool and
+// GlobalMaxPool, on float32 or float16 X and Y. The window geometry is
 // opsem.PoolWindow's (window.go pads it to the kernels' three dimensions),
 // LpPool's p opsem.PoolP's.
 
@@ -18,15 +19,29 @@ func init() {
 	registerLowering("LpPool", func(l *lowering) error { return lowerPool(l, kernels.POOL_LP) })
 	registerLowering("GlobalAveragePool", func(l *lowering) error { return lowerGlobalPool(l, kernels.GPOOL_AVG) })
 	registerLowering("GlobalMaxPool", func(l *lowering) error { return lowerGlobalPool(l, kernels.GPOOL_MAX) })
+	registerHalf("MaxPool", "AveragePool", "LpPool", "GlobalAveragePool", "GlobalMaxPool")
 }
 
-// lowerPool lowers MaxPool, AveragePool and LpPool to pool_f32, and
-// MaxPool with its Indices output to pool_max_index_f32: one thread per
-// output element walks its window.
+// checkPoolTypes checks that X and Y are both float32 or both float16, the
+// types of the pool kernels' two forms.
+func checkPoolTypes(l *lowering) error {
+	x, y := l.In[0], l.Out[0]
+	if x.DType != inference.Float32 && x.DType != inference.Float16 {
+		return l.NoKernel("%v input", x.DType)
+	}
+	if y.DType != x.DType {
+		return l.NoKernel("%v output of a %v input", y.DType, x.DType)
+	}
+	return nil
+}
+
+// lowerPool lowers MaxPool, AveragePool and LpPool to pool_f32 (or
+// pool_f16), and MaxPool with its Indices output to pool_max_index_f32 (or
+// pool_max_index_f16): one thread per output element walks its window.
 func lowerPool(l *lowering, kind int) error {
 	x, y := l.In[0], l.Out[0]
-	if x.DType != inference.Float32 {
-		return l.NoKernel("%v input", x.DType)
+	if err := checkPoolTypes(l); err != nil {
+		return err
 	}
 	if x.Rank() < 3 || x.Rank() > 5 {
 		return l.NoKernel("X %v: kernels take rank 3 to 5", x.Shape)
@@ -56,19 +71,21 @@ func lowerPool(l *lowering, kind int) error {
 	if indices {
 		args := append([]kernelArg{ptrArg(y), ptrArg(l.Out[1]), ptrArg(x), intArg(y.Len())},
 			spatialArgs(win.in, win.out, win.kernel, win.stride, win.dilation, win.padBegin)...)
-		return l.Launch(kernels.PoolMaxIndexF32, y.Len(), append(args, intArg(b2i(columnMajor)))...)
+		k := halfKernel(kernels.PoolMaxIndexF32, kernels.PoolMaxIndexF16, x.DType)
+		return l.Launch(k, y.Len(), append(args, intArg(b2i(columnMajor)))...)
 	}
 	args := append([]kernelArg{intArg(kind), ptrArg(y), ptrArg(x), intArg(y.Len())},
 		spatialArgs(win.in, win.out, win.kernel, win.stride, win.dilation, win.padBegin, win.padEnd)...)
-	return l.Launch(kernels.PoolF32, y.Len(), append(args, intArg(b2i(includePad)), floatArg(p))...)
+	k := halfKernel(kernels.PoolF32, kernels.PoolF16, x.DType)
+	return l.Launch(k, y.Len(), append(args, intArg(b2i(includePad)), floatArg(p))...)
 }
 
-// lowerGlobalPool reduces each plane with pool_global_f32, a block per
-// plane.
+// lowerGlobalPool reduces each plane with pool_global_f32 (or
+// pool_global_f16), a block per plane.
 func lowerGlobalPool(l *lowering, kind int) error {
 	x, y := l.In[0], l.Out[0]
-	if x.DType != inference.Float32 {
-		return l.NoKernel("%v input", x.DType)
+	if err := checkPoolTypes(l); err != nil {
+		return err
 	}
 	batch, channels, spatial, err := opsem.Channels(x.Shape)
 	if err != nil {
@@ -78,6 +95,7 @@ func lowerGlobalPool(l *lowering, kind int) error {
 	if planes == 0 {
 		return nil
 	}
-	return l.LaunchGrid(kernels.PoolGlobalF32, Dim3{X: uint32(min(planes, maxGrid))}, Dim3{X: threadsPerBlock},
+	k := halfKernel(kernels.PoolGlobalF32, kernels.PoolGlobalF16, x.DType)
+	return l.LaunchGrid(k, Dim3{X: uint32(min(planes, maxGrid))}, Dim3{X: threadsPerBlock},
 		intArg(kind), ptrArg(y), ptrArg(x), intArg(planes), intArg(spatial))
 }

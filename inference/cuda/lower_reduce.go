@@ -9,7 +9,10 @@ import (
 // Lowerings of the reductions (reduce.cu): the Reduce operators, ArgMax
 // and ArgMin, over an [outer, k, inner] view of the input, a thread or a
 // block per output element. The axes and output shapes are opsem's
-// (opsem.ReduceAxes and opsem.ReducedShape, opsem.ArgAxis).
+// (opsem.ReduceAxes and opsem.ReducedShape, opsem.ArgAxis). Float16 inputs
+// take the kernels' float16 forms (reduce_f16, arg_f16, …), which
+// accumulate in float as the float32 ones do and round each float16
+// output once.
 
 // reduceOps maps each Reduce operator to its code.
 var reduceOps = map[string]int{
@@ -21,14 +24,16 @@ var reduceOps = map[string]int{
 func init() {
 	for op, code := range reduceOps {
 		registerLowering(op, func(l *lowering) error { return lowerReduce(l, code) })
+		registerHalf(op)
 	}
 	registerLowering("ArgMax", func(l *lowering) error { return lowerArg(l, true) })
 	registerLowering("ArgMin", func(l *lowering) error { return lowerArg(l, false) })
+	registerHalf("ArgMax", "ArgMin")
 }
 
 // blockReduce reports whether a reduction of k elements into each of
 // outputs elements takes a block per output element (reduce_block_*,
-// arg_block_f32) rather than a thread: for long reductions, and for
+// arg_block_*) rather than a thread: for long reductions, and for
 // shorter ones when the outputs are too few to occupy the GPU a thread
 // each.
 func blockReduce(outputs, k int64) bool {
@@ -49,9 +54,9 @@ func launchReduce(l *lowering, thread, block string, outer, k, inner int64, args
 	return l.LaunchGrid(block, Dim3{uint32(min(n, maxGrid)), 1, 1}, Dim3{threadsPerBlock, 1, 1}, args...)
 }
 
-// lowerReduce handles the Reduce operators on float32 (accumulating in
-// float) and, but for LogSum and LogSumExp, on int64 and int32
-// (accumulating exactly in 64 bits), over any set of axes
+// lowerReduce handles the Reduce operators on float32 and float16
+// (accumulating in float) and, but for LogSum and LogSumExp, on int64 and
+// int32 (accumulating exactly in 64 bits), over any set of axes
 // (opsem.ReduceAxes: the attribute, or the operand, known on the host,
 // when opsem.ReduceAxesInput says so).
 func lowerReduce(l *lowering, code int) error {
@@ -90,8 +95,10 @@ func lowerReduce(l *lowering, code int) error {
 	var thread, block string
 	var args []kernelArg
 	switch x.DType {
-	case inference.Float32:
-		thread, block, args = kernels.ReduceF32, kernels.ReduceBlockF32, []kernelArg{intArg(code), ptrArg(y), ptrArg(x)}
+	case inference.Float32, inference.Float16:
+		thread = halfKernel(kernels.ReduceF32, kernels.ReduceF16, x.DType)
+		block = halfKernel(kernels.ReduceBlockF32, kernels.ReduceBlockF16, x.DType)
+		args = []kernelArg{intArg(code), ptrArg(y), ptrArg(x)}
 	case inference.Int64, inference.Int32:
 		switch {
 		case code == kernels.R_LOGSUM || code == kernels.R_LOGSUMEXP:
@@ -157,7 +164,10 @@ func lowerReduce(l *lowering, code int) error {
 		return l.NoKernel("%d alternating runs of reduced and kept axes > %d", len(view), kernels.MAXRANK)
 	}
 	gather := kernels.ReduceGatherB4
-	if x.DType.Size() == 8 {
+	switch x.DType.Size() {
+	case 2:
+		gather = kernels.ReduceGatherB2
+	case 8:
 		gather = kernels.ReduceGatherB8
 	}
 	g := l.Scratch(x.DType, x.Shape)
@@ -182,11 +192,13 @@ func lowerReduce(l *lowering, code int) error {
 	return launchReduce(l, thread, block, x.Len()/k, k, 1, args...)
 }
 
-// lowerArg handles ArgMax and ArgMin of float32 inputs along
+// lowerArg handles ArgMax and ArgMin of float32 and float16 inputs along
 // opsem.ArgAxis' axis.
 func lowerArg(l *lowering, max bool) error {
 	x, y := l.In[0], l.Out[0]
-	if x.DType != inference.Float32 {
+	thread := halfKernel(kernels.ArgF32, kernels.ArgF16, x.DType)
+	block := halfKernel(kernels.ArgBlockF32, kernels.ArgBlockF16, x.DType)
+	if thread == "" {
 		return l.NoKernel("%v input", x.DType)
 	}
 	axis, last, out, err := opsem.ArgAxis(l.Node, x.Shape)
@@ -197,6 +209,6 @@ func lowerArg(l *lowering, max bool) error {
 		return err
 	}
 	outer, k, inner := opsem.SplitAxis(x.Shape, axis)
-	return launchReduce(l, kernels.ArgF32, kernels.ArgBlockF32, int64(outer), int64(k), int64(inner),
+	return launchReduce(l, thread, block, int64(outer), int64(k), int64(inner),
 		intArg(b2i(max)), intArg(b2i(last)), ptrArg(y), ptrArg(x))
 }

@@ -202,8 +202,11 @@ const (
 	ConvDirectF16   = "conv_direct_f16"
 	ConvCol2imF32   = "conv_col2im_f32"
 	PoolF32         = "pool_f32"
+	PoolF16         = "pool_f16"
 	PoolMaxIndexF32 = "pool_max_index_f32"
+	PoolMaxIndexF16 = "pool_max_index_f16"
 	PoolGlobalF32   = "pool_global_f32"
+	PoolGlobalF16   = "pool_global_f16"
 	GemmFillF32     = "gemm_fill_f32"
 	GemmFillF16     = "gemm_fill_f16"
 
@@ -222,13 +225,18 @@ const (
 
 	// reduce.cu
 	ReduceF32      = "reduce_f32"
+	ReduceF16      = "reduce_f16"
 	ReduceBlockF32 = "reduce_block_f32"
+	ReduceBlockF16 = "reduce_block_f16"
 	ReduceInt      = "reduce_int"
 	ReduceBlockInt = "reduce_block_int"
+	ReduceGatherB2 = "reduce_gather_b2"
 	ReduceGatherB4 = "reduce_gather_b4"
 	ReduceGatherB8 = "reduce_gather_b8"
 	ArgF32         = "arg_f32"
+	ArgF16         = "arg_f16"
 	ArgBlockF32    = "arg_block_f32"
+	ArgBlockF16    = "arg_block_f16"
 
 	// rnn.cu
 	RnnCellF32     = "rnn_cell_f32"

@@ -235,17 +235,20 @@ KERNEL conv_col2im_f32(float *__restrict__ y, const float *__restrict__ col, con
 	}
 }
 
-// pool_f32 is MaxPool, AveragePool and LpPool over planes of x: output
-// position o's window reads z = o·s − pb + t·d for taps t < k in each
-// dimension, skipping positions outside the input. Max ignores NaN (as
-// v > best does); Avg divides by the taps inside the input or, with
-// includePad, by those inside the padded extent [−pb, in + pe); Lp is
-// (Σ|v|^p)^(1/p). total is the number of elements of y.
-KERNEL pool_f32(long long kind, float *__restrict__ y, const float *__restrict__ x, long long total, long long id,
-                long long ih, long long iw, long long od, long long oh, long long ow, long long kd, long long kh,
-                long long kw, long long sd, long long sh, long long sw, long long dd, long long dh, long long dw,
-                long long pd, long long ph, long long pw, long long ed, long long eh, long long ew,
-                long long includePad, double p) {
+// POOL_WINDOW declares the window geometry parameters of the pool
+// kernels, input dims (id, ih, iw), output dims (od, oh, ow), kernel (kd,
+// kh, kw), strides (sd, sh, sw), dilations (dd, dh, dw) and begin padding
+// (pd, ph, pw); POOL_WINDOW_ARGS passes them on.
+#define POOL_WINDOW                                                                                                   \
+	long long id, long long ih, long long iw, long long od, long long oh, long long ow, long long kd, long long kh,   \
+	    long long kw, long long sd, long long sh, long long sw, long long dd, long long dh, long long dw, long long pd, \
+	    long long ph, long long pw
+#define POOL_WINDOW_ARGS id, ih, iw, od, oh, ow, kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw
+
+// pool is pool_f32 and pool_f16 for the storage type S of x and y.
+template <class S>
+DEVICE void pool(long long kind, S *__restrict__ y, const S *__restrict__ x, long long total, POOL_WINDOW,
+                 long long ed, long long eh, long long ew, long long includePad, double p) {
 	long long isp = id * ih * iw;
 	float fp = (float)p;
 	GRID_STRIDE(i, total) {
@@ -253,7 +256,7 @@ KERNEL pool_f32(long long kind, float *__restrict__ y, const float *__restrict__
 		long long ox = r % ow; r /= ow;
 		long long oy = r % oh; r /= oh;
 		long long oz = r % od; r /= od;
-		const float *xp = x + r * isp;
+		const S *xp = x + r * isp;
 		float acc = kind == POOL_MAX ? -NN_INF : 0.0f;
 		long long inside = 0;
 		for (long long tz = 0; tz < kd; tz++) {
@@ -265,7 +268,7 @@ KERNEL pool_f32(long long kind, float *__restrict__ y, const float *__restrict__
 				for (long long tx = 0; tx < kw; tx++) {
 					long long xx = ox * sw - pw + tx * dw;
 					if (xx < 0 || xx >= iw) continue;
-					float v = xp[(z * ih + yy) * iw + xx];
+					float v = ld(xp, (z * ih + yy) * iw + xx);
 					inside++;
 					if (kind == POOL_MAX) {
 						if (v > acc) acc = v;
@@ -290,27 +293,40 @@ KERNEL pool_f32(long long kind, float *__restrict__ y, const float *__restrict__
 		} else if (kind == POOL_LP) {
 			acc = powf(acc, 1.0f / fp);
 		}
-		y[i] = acc;
+		st(y, i, acc);
 	}
 }
 
-// pool_max_index_f32 is MaxPool with its Indices output: y as pool_f32's
-// POOL_MAX, and indices the flat position in x of the element chosen (the
-// first tap inside the input, then each strictly greater one), counting
-// each plane row-major or, with colMajor, column-major; 0 when no tap is
-// inside.
-KERNEL pool_max_index_f32(float *__restrict__ y, long long *__restrict__ indices, const float *__restrict__ x,
-                          long long total, long long id, long long ih, long long iw, long long od, long long oh,
-                          long long ow, long long kd, long long kh, long long kw, long long sd, long long sh,
-                          long long sw, long long dd, long long dh, long long dw, long long pd, long long ph,
-                          long long pw, long long colMajor) {
+// pool_f32 is MaxPool, AveragePool and LpPool over planes of x: output
+// position o's window reads z = o·s − pb + t·d for taps t < k in each
+// dimension, skipping positions outside the input. Max ignores NaN (as
+// v > best does); Avg divides by the taps inside the input or, with
+// includePad, by those inside the padded extent [−pb, in + pe); Lp is
+// (Σ|v|^p)^(1/p). total is the number of elements of y. pool_f16 is
+// pool_f32 on float16 x and y, computing in float and rounding each y
+// once.
+KERNEL pool_f32(long long kind, float *__restrict__ y, const float *__restrict__ x, long long total, POOL_WINDOW,
+                long long ed, long long eh, long long ew, long long includePad, double p) {
+	pool(kind, y, x, total, POOL_WINDOW_ARGS, ed, eh, ew, includePad, p);
+}
+
+KERNEL pool_f16(long long kind, half_t *__restrict__ y, const half_t *__restrict__ x, long long total, POOL_WINDOW,
+                long long ed, long long eh, long long ew, long long includePad, double p) {
+	pool(kind, y, x, total, POOL_WINDOW_ARGS, ed, eh, ew, includePad, p);
+}
+
+// pool_max_index is pool_max_index_f32 and pool_max_index_f16 for the
+// storage type S of x and y.
+template <class S>
+DEVICE void pool_max_index(S *__restrict__ y, long long *__restrict__ indices, const S *__restrict__ x,
+                           long long total, POOL_WINDOW, long long colMajor) {
 	long long isp = id * ih * iw;
 	GRID_STRIDE(i, total) {
 		long long r = i;
 		long long ox = r % ow; r /= ow;
 		long long oy = r % oh; r /= oh;
 		long long oz = r % od; r /= od;
-		const float *xp = x + r * isp;
+		const S *xp = x + r * isp;
 		float best = -NN_INF;
 		long long at = -1;
 		for (long long tz = 0; tz < kd; tz++) {
@@ -322,7 +338,7 @@ KERNEL pool_max_index_f32(float *__restrict__ y, long long *__restrict__ indices
 				for (long long tx = 0; tx < kw; tx++) {
 					long long xx = ox * sw - pw + tx * dw;
 					if (xx < 0 || xx >= iw) continue;
-					float v = xp[(z * ih + yy) * iw + xx];
+					float v = ld(xp, (z * ih + yy) * iw + xx);
 					if (v > best || at < 0) {
 						best = v;
 						at = colMajor ? z + (yy + xx * ih) * id : (z * ih + yy) * iw + xx;
@@ -330,22 +346,37 @@ KERNEL pool_max_index_f32(float *__restrict__ y, long long *__restrict__ indices
 				}
 			}
 		}
-		y[i] = best;
+		st(y, i, best);
 		indices[i] = at < 0 ? 0 : r * isp + at;
 	}
 }
 
-// pool_global_f32 reduces each of planes planes of size elements of x to
-// one value of y: the mean (GPOOL_AVG) or the maximum, NaN winning
-// (GPOOL_MAX, as Go's max does). A block per plane.
-SYNC_KERNEL pool_global_f32(long long kind, float *__restrict__ y, const float *__restrict__ x, long long planes,
-                            long long size) {
+// pool_max_index_f32 is MaxPool with its Indices output: y as pool_f32's
+// POOL_MAX, and indices the flat position in x of the element chosen (the
+// first tap inside the input, then each strictly greater one), counting
+// each plane row-major or, with colMajor, column-major; 0 when no tap is
+// inside. pool_max_index_f16 is pool_max_index_f32 on float16 x and y.
+KERNEL pool_max_index_f32(float *__restrict__ y, long long *__restrict__ indices, const float *__restrict__ x,
+                          long long total, POOL_WINDOW, long long colMajor) {
+	pool_max_index(y, indices, x, total, POOL_WINDOW_ARGS, colMajor);
+}
+
+KERNEL pool_max_index_f16(half_t *__restrict__ y, long long *__restrict__ indices, const half_t *__restrict__ x,
+                          long long total, POOL_WINDOW, long long colMajor) {
+	pool_max_index(y, indices, x, total, POOL_WINDOW_ARGS, colMajor);
+}
+
+// pool_global is pool_global_f32 and pool_global_f16 for the storage type
+// S of x and y.
+template <class S>
+DEVICE void pool_global(long long kind, S *__restrict__ y, const S *__restrict__ x, long long planes,
+                        long long size) {
 	__shared__ float buf[BLOCK];
 	for (long long pl = blockIdx.x; pl < planes; pl += gridDim.x) {
-		const float *xp = x + pl * size;
+		const S *xp = x + pl * size;
 		float acc = kind == GPOOL_MAX ? -NN_INF : 0.0f;
 		for (long long k = threadIdx.x; k < size; k += BLOCK) {
-			float v = xp[k];
+			float v = ld(xp, k);
 			if (kind == GPOOL_MAX) {
 				if (v != v || v > acc) acc = acc != acc ? acc : v;
 			} else {
@@ -364,9 +395,24 @@ SYNC_KERNEL pool_global_f32(long long kind, float *__restrict__ y, const float *
 			}
 			__syncthreads();
 		}
-		if (threadIdx.x == 0) y[pl] = kind == GPOOL_MAX ? buf[0] : buf[0] / (float)size;
+		if (threadIdx.x == 0) st(y, pl, kind == GPOOL_MAX ? buf[0] : buf[0] / (float)size);
 		__syncthreads();
 	}
+}
+
+// pool_global_f32 reduces each of planes planes of size elements of x to
+// one value of y: the mean (GPOOL_AVG) or the maximum, NaN winning
+// (GPOOL_MAX, as Go's max does). A block per plane. pool_global_f16 is
+// pool_global_f32 on float16 x and y, accumulating in float and rounding
+// each y once.
+SYNC_KERNEL pool_global_f32(long long kind, float *__restrict__ y, const float *__restrict__ x, long long planes,
+                            long long size) {
+	pool_global(kind, y, x, planes, size);
+}
+
+SYNC_KERNEL pool_global_f16(long long kind, half_t *__restrict__ y, const half_t *__restrict__ x, long long planes,
+                            long long size) {
+	pool_global(kind, y, x, planes, size);
 }
 
 // gemm_fill_f32 writes Gemm's C, broadcast, into y [m][n]: y[i, j] =

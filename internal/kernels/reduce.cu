@@ -3,7 +3,10 @@
 // x[(o / inner)·K·inner + o % inner + k·inner]; reduced axes that are not
 // contiguous are first gathered into that layout (reduce_gather_*). Small
 // K: a thread per output element; large K: a block of BLOCK threads per
-// output element, combining in a shared-memory tree.
+// output element, combining in a shared-memory tree. The kernels on float
+// values have a float32 and a float16 form (NAME_f32, NAME_f16: common.cuh's
+// storage types): both accumulate in float, and the float16 forms round
+// each value they store once.
 #include "common.cuh"
 
 // Reduce operator codes (kernels.R_SUM, … in the generated codes_gen.go).
@@ -68,24 +71,38 @@ DEVICE float r_finish(long long op, float acc, long long k) {
 }
 
 // reduce_row reduces the k elements p[0], p[stride], … (one thread).
-DEVICE float reduce_row(long long op, const float *p, long long k, long long stride) {
+template <class S> DEVICE float reduce_row(long long op, const S *p, long long k, long long stride) {
 	if (op == R_LOGSUMEXP) {
 		float m = -F_INF;
-		for (long long j = 0; j < k; j++) m = max_nan(m, p[j * stride]);
+		for (long long j = 0; j < k; j++) m = max_nan(m, ld(p, j * stride));
 		if (isinf(m)) return m; // all -inf (or none): -inf; a +inf: +inf
 		float s = 0.0f;
-		for (long long j = 0; j < k; j++) s += expf(p[j * stride] - m);
+		for (long long j = 0; j < k; j++) s += expf(ld(p, j * stride) - m);
 		return logf(s) + m;
 	}
 	float acc = r_init(op);
-	for (long long j = 0; j < k; j++) acc = r_fold(op, acc, p[j * stride]);
+	for (long long j = 0; j < k; j++) acc = r_fold(op, acc, ld(p, j * stride));
 	return r_finish(op, acc, k);
 }
 
-// reduce_f32: y[o] = op over the K elements of output o, a thread each.
+// reduce is reduce_f32 and reduce_f16 for the storage type S of x and y.
+template <class S>
+DEVICE void reduce(long long op, S *__restrict__ y, const S *__restrict__ x, long long outer, long long k,
+                   long long inner) {
+	GRID_STRIDE(o, outer * inner) { st(y, o, reduce_row(op, x + (o / inner) * k * inner + o % inner, k, inner)); }
+}
+
+// reduce_f32: y[o] = op over the K elements of output o, a thread each,
+// accumulating in float. reduce_f16 is reduce_f32 on float16 x and y,
+// rounding each y[o] once.
 KERNEL reduce_f32(long long op, float *__restrict__ y, const float *__restrict__ x, long long outer, long long k,
                   long long inner) {
-	GRID_STRIDE(o, outer * inner) { y[o] = reduce_row(op, x + (o / inner) * k * inner + o % inner, k, inner); }
+	reduce(op, y, x, outer, k, inner);
+}
+
+KERNEL reduce_f16(long long op, half_t *__restrict__ y, const half_t *__restrict__ x, long long outer, long long k,
+                  long long inner) {
+	reduce(op, y, x, outer, k, inner);
 }
 
 // block_combine combines every thread's v; all threads get the result.
@@ -102,32 +119,46 @@ DEVICE float block_combine(long long op, float v, float *part) {
 	return r;
 }
 
-// reduce_block_f32: reduce_f32 with a block of BLOCK threads per output
-// element (blocks loop over the outputs).
-SYNC_KERNEL reduce_block_f32(long long op, float *__restrict__ y, const float *__restrict__ x, long long outer,
-                             long long k, long long inner) {
+// reduce_block is reduce_block_f32 and reduce_block_f16 for the storage
+// type S of x and y.
+template <class S>
+DEVICE void reduce_block(long long op, S *__restrict__ y, const S *__restrict__ x, long long outer, long long k,
+                         long long inner) {
 	__shared__ float part[BLOCK];
 	for (long long o = blockIdx.x; o < outer * inner; o += gridDim.x) {
-		const float *p = x + (o / inner) * k * inner + o % inner;
+		const S *p = x + (o / inner) * k * inner + o % inner;
 		float r;
 		if (op == R_LOGSUMEXP) {
 			float m = -F_INF;
-			for (long long j = threadIdx.x; j < k; j += BLOCK) m = max_nan(m, p[j * inner]);
+			for (long long j = threadIdx.x; j < k; j += BLOCK) m = max_nan(m, ld(p, j * inner));
 			m = block_combine(R_MAX, m, part);
 			if (isinf(m)) { // the same for every thread: the barriers below stay uniform
 				r = m;
 			} else {
 				float s = 0.0f;
-				for (long long j = threadIdx.x; j < k; j += BLOCK) s += expf(p[j * inner] - m);
+				for (long long j = threadIdx.x; j < k; j += BLOCK) s += expf(ld(p, j * inner) - m);
 				r = logf(block_combine(R_SUM, s, part)) + m;
 			}
 		} else {
 			float acc = r_init(op);
-			for (long long j = threadIdx.x; j < k; j += BLOCK) acc = r_fold(op, acc, p[j * inner]);
+			for (long long j = threadIdx.x; j < k; j += BLOCK) acc = r_fold(op, acc, ld(p, j * inner));
 			r = r_finish(op, block_combine(op, acc, part), k);
 		}
-		if (threadIdx.x == 0) y[o] = r;
+		if (threadIdx.x == 0) st(y, o, r);
 	}
+}
+
+// reduce_block_f32 and reduce_block_f16: reduce_f32 and reduce_f16 with a
+// block of BLOCK threads per output element (blocks loop over the
+// outputs).
+SYNC_KERNEL reduce_block_f32(long long op, float *__restrict__ y, const float *__restrict__ x, long long outer,
+                             long long k, long long inner) {
+	reduce_block(op, y, x, outer, k, inner);
+}
+
+SYNC_KERNEL reduce_block_f16(long long op, half_t *__restrict__ y, const half_t *__restrict__ x, long long outer,
+                             long long k, long long inner) {
+	reduce_block(op, y, x, outer, k, inner);
 }
 
 // Integer reductions accumulate exactly in 64 bits, wrapping, and store
@@ -204,20 +235,33 @@ SYNC_KERNEL reduce_block_int(long long op, long long t, void *__restrict__ y, co
 	}
 }
 
-// reduce_gather_b4 and reduce_gather_b8 copy the n elements (4 or 8
-// bytes) of a strided view of x into y, row-major: y[i] = x[offset(i)]
-// for the view's dims d0..d5 and element strides s0..s5. They bring the
-// reduced axes of a reduction together, last.
+// reduce_gather_b2, reduce_gather_b4 and reduce_gather_b8 copy the n
+// elements (2, 4 or 8 bytes) of a strided view of x into y, row-major:
+// y[i] = x[offset(i)] for the view's dims d0..d5 and element strides
+// s0..s5. They bring the reduced axes of a reduction together, last.
+template <class T>
+DEVICE void reduce_gather(T *__restrict__ y, const T *__restrict__ x, long long n, long long d0, long long d1,
+                          long long d2, long long d3, long long d4, long long d5, long long s0, long long s1,
+                          long long s2, long long s3, long long s4, long long s5) {
+	GRID_STRIDE(i, n) { y[i] = x[strided_offset(i, d0, d1, d2, d3, d4, d5, s0, s1, s2, s3, s4, s5)]; }
+}
+
+KERNEL reduce_gather_b2(unsigned short *__restrict__ y, const unsigned short *__restrict__ x, long long n,
+                        long long d0, long long d1, long long d2, long long d3, long long d4, long long d5,
+                        long long s0, long long s1, long long s2, long long s3, long long s4, long long s5) {
+	reduce_gather(y, x, n, d0, d1, d2, d3, d4, d5, s0, s1, s2, s3, s4, s5);
+}
+
 KERNEL reduce_gather_b4(unsigned int *__restrict__ y, const unsigned int *__restrict__ x, long long n, long long d0,
                         long long d1, long long d2, long long d3, long long d4, long long d5, long long s0,
                         long long s1, long long s2, long long s3, long long s4, long long s5) {
-	GRID_STRIDE(i, n) { y[i] = x[strided_offset(i, d0, d1, d2, d3, d4, d5, s0, s1, s2, s3, s4, s5)]; }
+	reduce_gather(y, x, n, d0, d1, d2, d3, d4, d5, s0, s1, s2, s3, s4, s5);
 }
 
 KERNEL reduce_gather_b8(unsigned long long *__restrict__ y, const unsigned long long *__restrict__ x, long long n,
                         long long d0, long long d1, long long d2, long long d3, long long d4, long long d5,
                         long long s0, long long s1, long long s2, long long s3, long long s4, long long s5) {
-	GRID_STRIDE(i, n) { y[i] = x[strided_offset(i, d0, d1, d2, d3, d4, d5, s0, s1, s2, s3, s4, s5)]; }
+	reduce_gather(y, x, n, d0, d1, d2, d3, d4, d5, s0, s1, s2, s3, s4, s5);
 }
 
 // arg_better reports whether candidate (v, i) beats (b, bi) for ArgMax
@@ -233,34 +277,49 @@ DEVICE bool arg_better(long long want_max, long long last, float v, long long i,
 	return want_max ? v > b : v < b;
 }
 
-// arg_f32: y[o] = the index along K of output o's extreme element
-// (want_max: ArgMax, else ArgMin), a thread each. K > 0.
-KERNEL arg_f32(long long want_max, long long last, long long *__restrict__ y, const float *__restrict__ x,
-               long long outer, long long k, long long inner) {
+// arg is arg_f32 and arg_f16 for the storage type S of x.
+template <class S>
+DEVICE void arg(long long want_max, long long last, long long *__restrict__ y, const S *__restrict__ x,
+                long long outer, long long k, long long inner) {
 	GRID_STRIDE(o, outer * inner) {
-		const float *p = x + (o / inner) * k * inner + o % inner;
-		float b = p[0];
+		const S *p = x + (o / inner) * k * inner + o % inner;
+		float b = ld(p, 0);
 		long long bi = 0;
 		for (long long j = 1; j < k; j++) {
-			float v = p[j * inner];
+			float v = ld(p, j * inner);
 			if (arg_better(want_max, last, v, j, b, bi)) b = v, bi = j;
 		}
 		y[o] = bi;
 	}
 }
 
-// arg_block_f32: arg_f32 with a block per output element.
-SYNC_KERNEL arg_block_f32(long long want_max, long long last, long long *__restrict__ y,
-                          const float *__restrict__ x, long long outer, long long k, long long inner) {
+// arg_f32: y[o] = the index along K of output o's extreme element
+// (want_max: ArgMax, else ArgMin), a thread each. K > 0. arg_f16 is
+// arg_f32 on a float16 x.
+KERNEL arg_f32(long long want_max, long long last, long long *__restrict__ y, const float *__restrict__ x,
+               long long outer, long long k, long long inner) {
+	arg(want_max, last, y, x, outer, k, inner);
+}
+
+KERNEL arg_f16(long long want_max, long long last, long long *__restrict__ y, const half_t *__restrict__ x,
+               long long outer, long long k, long long inner) {
+	arg(want_max, last, y, x, outer, k, inner);
+}
+
+// arg_block is arg_block_f32 and arg_block_f16 for the storage type S of
+// x.
+template <class S>
+DEVICE void arg_block(long long want_max, long long last, long long *__restrict__ y, const S *__restrict__ x,
+                      long long outer, long long k, long long inner) {
 	__shared__ float val[BLOCK];
 	__shared__ long long idx[BLOCK];
 	unsigned tid = threadIdx.x;
 	for (long long o = blockIdx.x; o < outer * inner; o += gridDim.x) {
-		const float *p = x + (o / inner) * k * inner + o % inner;
+		const S *p = x + (o / inner) * k * inner + o % inner;
 		float b = 0.0f;
 		long long bi = -1;
 		for (long long j = tid; j < k; j += BLOCK) {
-			float v = p[j * inner];
+			float v = ld(p, j * inner);
 			if (arg_better(want_max, last, v, j, b, bi)) b = v, bi = j;
 		}
 		val[tid] = b;
@@ -276,4 +335,16 @@ SYNC_KERNEL arg_block_f32(long long want_max, long long last, long long *__restr
 		if (tid == 0) y[o] = idx[0];
 		__syncthreads();
 	}
+}
+
+// arg_block_f32 and arg_block_f16: arg_f32 and arg_f16 with a block per
+// output element.
+SYNC_KERNEL arg_block_f32(long long want_max, long long last, long long *__restrict__ y,
+                          const float *__restrict__ x, long long outer, long long k, long long inner) {
+	arg_block(want_max, last, y, x, outer, k, inner);
+}
+
+SYNC_KERNEL arg_block_f16(long long want_max, long long last, long long *__restrict__ y,
+                          const half_t *__restrict__ x, long long outer, long long k, long long inner) {
+	arg_block(want_max, last, y, x, outer, k, inner);
 }
