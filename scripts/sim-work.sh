@@ -7,7 +7,10 @@
 # its weights, for ResNet-50, MobileNetV2, the
 # BERT-style encoder and the ViT of make bench-cpu, at batch 2 (sequence
 # 16 for the encoder). The counts do not depend on the batch size. Prints
-# the markdown table the README quotes.
+# the markdown table the README quotes, and fails (exit 1) when a model
+# breaks issue 15's bounds: ResNet-50 and the BERT-style encoder at most 60
+# kernel launches per batch, one call with CUDA graphs, and no
+# device-to-device copy for any model (views are free). .ci/run runs it.
 #
 # Needs what scripts/sim-models.sh needs (Go with cgo, Debian's
 # python3-torchvision to export the models into out/bench-cpu).
@@ -37,9 +40,21 @@ for model in resnet50 mobilenet_v2 bert vit; do
 import json, sys
 w = json.load(open(sys.argv[2]))["device_work"]
 e = json.load(open(sys.argv[3]))["device_work"]
-print(f"| {sys.argv[1]} | {w['launches']} | {w['gemms']} | {w['copies_htod']} | {w['copies_dtoh']} | "
+model = sys.argv[1]
+print(f"| {model} | {w['launches']} | {w['gemms']} | {w['copies_htod']} | {w['copies_dtoh']} | "
       f"{w['copies_dtod']} | {w['calls']} | {e['calls']} | {w['device_bytes'] / 2**20:.1f} |")
+broken = []
+if model in ("resnet50", "bert") and w["launches"] > 60:
+    broken.append(f"{w['launches']} kernel launches, at most 60")
+if w["copies_dtod"] > 0:
+    broken.append(f"{w['copies_dtod']} device-to-device copies, want none")
+if w["calls"] != 1:
+    broken.append(f"{w['calls']} calls with CUDA graphs, want 1")
+for b in broken:
+    print(f"sim-work: {model}: {b}", file=sys.stderr)
+sys.exit(1 if broken else 0)
 PY
+	[ $? = 0 ] || failed=1
 	rm -f "$json" "$eager"
 done
 exit $failed
