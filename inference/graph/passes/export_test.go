@@ -87,6 +87,18 @@ func TestExportedModels(t *testing.T) {
 // returns the model and the number of nodes the file holds.
 func compileExport(t *testing.T, dir string, backend cpu.Backend) (*cpu.Model, int) {
 	t.Helper()
+	g := decodeExport(t, dir)
+	nodes := len(g.Nodes)
+	m, err := backend.Compile(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.(*cpu.Model), nodes
+}
+
+// decodeExport decodes dir/model.onnx.
+func decodeExport(t testing.TB, dir string) *graph.Graph {
+	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, "model.onnx"))
 	if err != nil {
 		t.Fatal(err)
@@ -95,12 +107,7 @@ func compileExport(t *testing.T, dir string, backend cpu.Backend) (*cpu.Model, i
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes := len(g.Nodes)
-	m, err := backend.Compile(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m.(*cpu.Model), nodes
+	return g
 }
 
 // exportData reads the inputs and PyTorch's outputs of dir's data set.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"github.com/beamml/beamml/inference/cpu"
 	"github.com/beamml/beamml/inference/graph"
 	"github.com/beamml/beamml/inference/graph/passes"
-	"github.com/beamml/beamml/inference/onnx"
 )
 
 // round16 is v rounded to float16 and back: what a float16 value the
@@ -492,14 +490,7 @@ func TestFloat16WidenedNodeByNodeIsThePass(t *testing.T) {
 	for _, name := range []string{"halfnet_opset17", "mixed_opset17"} {
 		dir := filepath.Join("..", "..", "cuda", "testdata", "float16", name)
 		runs = append(runs, run{name, func() (*graph.Graph, map[string]inference.Tensor) {
-			data, err := os.ReadFile(filepath.Join(dir, "model.onnx"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := onnx.Decode(data, dir)
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := decodeExport(t, dir)
 			feeds, _ := exportData(t, dir, g)
 			return g, feeds
 		}})
