@@ -250,3 +250,50 @@ func TestDeferredEpilogues(t *testing.T) {
 		restore()
 	}
 }
+
+// gapNet's MatMul has a residual Add whose operand broadcasts along a
+// middle dimension ([N, 1, 4] against the product's [N, 3, 4]): no run of
+// dimensions (residualRun), so a broadcasting Add adds it between the
+// bias and the Relu.
+func gapNet(t testing.TB) *graph.Graph {
+	t.Helper()
+	g := &graph.Graph{
+		Name:   "gap",
+		Opsets: map[string]int64{"": 17},
+		Inputs: []graph.Value{{Name: "x", DType: inference.Float32, Shape: []int{inference.Dynamic, 3, 5}},
+			{Name: "r", DType: inference.Float32, Shape: []int{inference.Dynamic, 1, 4}}},
+		Outputs:      []graph.Value{{Name: "y", DType: inference.Float32}},
+		Initializers: map[string]inference.Tensor{"w": check.Rand(1, -0.5, 0.5, 5, 4), "b": check.Rand(2, -0.5, 0.5, 4)},
+		Nodes: []*graph.Node{
+			{Name: "mm", OpType: "MatMul", Inputs: []string{"x", "w"}, Outputs: []string{"p"}},
+			{Name: "bias", OpType: "Add", Inputs: []string{"p", "b"}, Outputs: []string{"pb"}},
+			{Name: "res", OpType: "Add", Inputs: []string{"pb", "r"}, Outputs: []string{"s"}},
+			{Name: "relu", OpType: "Relu", Inputs: []string{"s"}, Outputs: []string{"y"}},
+		},
+	}
+	if err := g.Sort(nil); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// A fused residual that broadcasts other than as a run of dimensions is
+// added by one broadcasting Add between the bias's epilogue launch and the
+// Relu's, with the CPU's results.
+func TestEpilogueResidualWithAGap(t *testing.T) {
+	b, _ := newSim(t, 0)
+	m := compile(t, b, gapNet(t))
+	for i := range 2 {
+		feeds := batchOf(gapNet(t), 2, uint64(i))
+		feeds["r"] = check.Rand(uint64(i)+10, -1, 1, 2, 1, 4)
+		before := runner.Launched()
+		got, err := m.Run(context.Background(), feeds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		matchCPU(t, gapNet, feeds, got)
+		if launched := launchedSince(before); i > 0 && (launched[kernels.EpilogueF32] != 2 || launched[kernels.BinaryF32] != 1) {
+			t.Errorf("launches %v: want 2 of %s and 1 of %s", launched, kernels.EpilogueF32, kernels.BinaryF32)
+		}
+	}
+}
