@@ -115,7 +115,10 @@ DEVICE unsigned short float_to_half(float f) {
 // points are NAME_f32 and NAME_f16. On the GPU st and ld use the hardware
 // conversions (cvt.rn.f16.f32, cvt.f32.f16: exact, and round to nearest
 // even, as float_to_half does) for every value but NaN, whose bits the
-// integer forms above define.
+// integer forms above define. A template's __shared__ arrays are declared
+// in its entry points and passed in: nvcc names a static of a template
+// function with a hash of the source file's path, so the PTX would differ
+// between checkouts, and CI diffs it.
 struct half_t {
 	unsigned short bits;
 };

@@ -1,8 +1,11 @@
 package kernels_test
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -131,6 +134,29 @@ func TestModules(t *testing.T) {
 		}
 		if !slices.IsSorted(m.Entries) {
 			t.Errorf("%s: entries not sorted: %v", m.Name, m.Entries)
+		}
+	}
+}
+
+// No PTX names a symbol after the path it was compiled from: nvcc gives a
+// static of a template function (a __shared__ array declared in one) a
+// name with a hash of the source file's path, "_INTERNAL_<hash>", so
+// another checkout would compile other bytes and CI's regenerate-and-diff
+// would fail (common.cuh: templates take their shared arrays from their
+// entry points).
+func TestPTXIndependentOfThePath(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("ptx", "*.ptx"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no PTX: %v", err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := bytes.Index(b, []byte("_INTERNAL_")); i >= 0 {
+			end := min(len(b), i+80)
+			t.Errorf("%s names a symbol after its source path: %q", f, b[i:end])
 		}
 	}
 }

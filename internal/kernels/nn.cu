@@ -369,9 +369,8 @@ KERNEL pool_max_index_f16(half_t *__restrict__ y, long long *__restrict__ indice
 // pool_global is pool_global_f32 and pool_global_f16 for the storage type
 // S of x and y.
 template <class S>
-DEVICE void pool_global(long long kind, S *__restrict__ y, const S *__restrict__ x, long long planes,
+DEVICE void pool_global(float *buf, long long kind, S *__restrict__ y, const S *__restrict__ x, long long planes,
                         long long size) {
-	__shared__ float buf[BLOCK];
 	for (long long pl = blockIdx.x; pl < planes; pl += gridDim.x) {
 		const S *xp = x + pl * size;
 		float acc = kind == GPOOL_MAX ? -NN_INF : 0.0f;
@@ -407,12 +406,14 @@ DEVICE void pool_global(long long kind, S *__restrict__ y, const S *__restrict__
 // each y once.
 SYNC_KERNEL pool_global_f32(long long kind, float *__restrict__ y, const float *__restrict__ x, long long planes,
                             long long size) {
-	pool_global(kind, y, x, planes, size);
+	__shared__ float buf[BLOCK];
+	pool_global(buf, kind, y, x, planes, size);
 }
 
 SYNC_KERNEL pool_global_f16(long long kind, half_t *__restrict__ y, const half_t *__restrict__ x, long long planes,
                             long long size) {
-	pool_global(kind, y, x, planes, size);
+	__shared__ float buf[BLOCK];
+	pool_global(buf, kind, y, x, planes, size);
 }
 
 // gemm_fill_f32 writes Gemm's C, broadcast, into y [m][n]: y[i, j] =

@@ -81,11 +81,10 @@ KERNEL norm_batch_f16(half_t *__restrict__ y, const half_t *__restrict__ x, cons
 // float whatever S is (LayerNormalization's stash_type 1). A block per
 // row; the variance takes a second pass over the row.
 template <class S>
-DEVICE void norm_rows(S *__restrict__ y, const S *__restrict__ x, const S *__restrict__ scale,
+DEVICE void norm_rows(float *buf, S *__restrict__ y, const S *__restrict__ x, const S *__restrict__ scale,
                       const S *__restrict__ bias, float *__restrict__ mean, float *__restrict__ inv, long long rows,
                       long long size, double eps, long long rms, long long sdiv, long long smod, long long bdiv,
                       long long bmod) {
-	__shared__ float buf[BLOCK];
 	for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
 		const S *xr = x + r * size;
 		float mu = 0.0f;
@@ -117,23 +116,24 @@ SYNC_KERNEL norm_rows_f32(float *__restrict__ y, const float *__restrict__ x, co
                           const float *__restrict__ bias, float *__restrict__ mean, float *__restrict__ inv,
                           long long rows, long long size, double eps, long long rms, long long sdiv, long long smod,
                           long long bdiv, long long bmod) {
-	norm_rows(y, x, scale, bias, mean, inv, rows, size, eps, rms, sdiv, smod, bdiv, bmod);
+	__shared__ float buf[BLOCK];
+	norm_rows(buf, y, x, scale, bias, mean, inv, rows, size, eps, rms, sdiv, smod, bdiv, bmod);
 }
 
 SYNC_KERNEL norm_rows_f16(half_t *__restrict__ y, const half_t *__restrict__ x, const half_t *__restrict__ scale,
                           const half_t *__restrict__ bias, float *__restrict__ mean, float *__restrict__ inv,
                           long long rows, long long size, double eps, long long rms, long long sdiv, long long smod,
                           long long bdiv, long long bmod) {
-	norm_rows(y, x, scale, bias, mean, inv, rows, size, eps, rms, sdiv, smod, bdiv, bmod);
+	__shared__ float buf[BLOCK];
+	norm_rows(buf, y, x, scale, bias, mean, inv, rows, size, eps, rms, sdiv, smod, bdiv, bmod);
 }
 
 // norm_lp is LpNormalization: y = x / ‖x‖_p over rows of size elements,
 // inner apart (as softmax's), p 1 or 2; a row whose norm is 0 gives 0. A
 // block per row.
 template <class S>
-DEVICE void norm_lp(S *__restrict__ y, const S *__restrict__ x, long long outer, long long size, long long inner,
+DEVICE void norm_lp(float *buf, S *__restrict__ y, const S *__restrict__ x, long long outer, long long size, long long inner,
                     long long p) {
-	__shared__ float buf[BLOCK];
 	long long rows = outer * inner;
 	for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
 		long long base = (r / inner) * size * inner + r % inner;
@@ -152,12 +152,14 @@ DEVICE void norm_lp(S *__restrict__ y, const S *__restrict__ x, long long outer,
 
 SYNC_KERNEL norm_lp_f32(float *__restrict__ y, const float *__restrict__ x, long long outer, long long size,
                         long long inner, long long p) {
-	norm_lp(y, x, outer, size, inner, p);
+	__shared__ float buf[BLOCK];
+	norm_lp(buf, y, x, outer, size, inner, p);
 }
 
 SYNC_KERNEL norm_lp_f16(half_t *__restrict__ y, const half_t *__restrict__ x, long long outer, long long size,
                         long long inner, long long p) {
-	norm_lp(y, x, outer, size, inner, p);
+	__shared__ float buf[BLOCK];
+	norm_lp(buf, y, x, outer, size, inner, p);
 }
 
 // lrn is LRN across channels: y = x / (bias + alpha/size · Σ x²)^beta,
@@ -198,10 +200,8 @@ KERNEL lrn_f16(half_t *__restrict__ y, const half_t *__restrict__ x, long long n
 // (NaN never wins, but a NaN first element does, as a scan with v > best
 // from element 0 finds) and 0 elsewhere. A block per row.
 template <class S>
-DEVICE void softmax(long long kind, S *__restrict__ y, const S *__restrict__ x, long long outer, long long size,
+DEVICE void softmax(float *buf, long long *at, long long kind, S *__restrict__ y, const S *__restrict__ x, long long outer, long long size,
                     long long inner) {
-	__shared__ float buf[BLOCK];
-	__shared__ long long at[BLOCK];
 	long long rows = outer * inner;
 	for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
 		long long base = (r / inner) * size * inner + r % inner;
@@ -254,12 +254,16 @@ DEVICE void softmax(long long kind, S *__restrict__ y, const S *__restrict__ x, 
 
 SYNC_KERNEL softmax_f32(long long kind, float *__restrict__ y, const float *__restrict__ x, long long outer,
                         long long size, long long inner) {
-	softmax(kind, y, x, outer, size, inner);
+	__shared__ float buf[BLOCK];
+	__shared__ long long at[BLOCK];
+	softmax(buf, at, kind, y, x, outer, size, inner);
 }
 
 SYNC_KERNEL softmax_f16(long long kind, half_t *__restrict__ y, const half_t *__restrict__ x, long long outer,
                         long long size, long long inner) {
-	softmax(kind, y, x, outer, size, inner);
+	__shared__ float buf[BLOCK];
+	__shared__ long long at[BLOCK];
+	softmax(buf, at, kind, y, x, outer, size, inner);
 }
 
 // Attention mask kinds (attention_softmax_f32's mask_kind).

@@ -122,9 +122,8 @@ DEVICE float block_combine(long long op, float v, float *part) {
 // reduce_block is reduce_block_f32 and reduce_block_f16 for the storage
 // type S of x and y.
 template <class S>
-DEVICE void reduce_block(long long op, S *__restrict__ y, const S *__restrict__ x, long long outer, long long k,
+DEVICE void reduce_block(float *part, long long op, S *__restrict__ y, const S *__restrict__ x, long long outer, long long k,
                          long long inner) {
-	__shared__ float part[BLOCK];
 	for (long long o = blockIdx.x; o < outer * inner; o += gridDim.x) {
 		const S *p = x + (o / inner) * k * inner + o % inner;
 		float r;
@@ -153,12 +152,14 @@ DEVICE void reduce_block(long long op, S *__restrict__ y, const S *__restrict__ 
 // outputs).
 SYNC_KERNEL reduce_block_f32(long long op, float *__restrict__ y, const float *__restrict__ x, long long outer,
                              long long k, long long inner) {
-	reduce_block(op, y, x, outer, k, inner);
+	__shared__ float part[BLOCK];
+	reduce_block(part, op, y, x, outer, k, inner);
 }
 
 SYNC_KERNEL reduce_block_f16(long long op, half_t *__restrict__ y, const half_t *__restrict__ x, long long outer,
                              long long k, long long inner) {
-	reduce_block(op, y, x, outer, k, inner);
+	__shared__ float part[BLOCK];
+	reduce_block(part, op, y, x, outer, k, inner);
 }
 
 // Integer reductions accumulate exactly in 64 bits, wrapping, and store
@@ -309,10 +310,8 @@ KERNEL arg_f16(long long want_max, long long last, long long *__restrict__ y, co
 // arg_block is arg_block_f32 and arg_block_f16 for the storage type S of
 // x.
 template <class S>
-DEVICE void arg_block(long long want_max, long long last, long long *__restrict__ y, const S *__restrict__ x,
+DEVICE void arg_block(float *val, long long *idx, long long want_max, long long last, long long *__restrict__ y, const S *__restrict__ x,
                       long long outer, long long k, long long inner) {
-	__shared__ float val[BLOCK];
-	__shared__ long long idx[BLOCK];
 	unsigned tid = threadIdx.x;
 	for (long long o = blockIdx.x; o < outer * inner; o += gridDim.x) {
 		const S *p = x + (o / inner) * k * inner + o % inner;
@@ -341,10 +340,14 @@ DEVICE void arg_block(long long want_max, long long last, long long *__restrict_
 // output element.
 SYNC_KERNEL arg_block_f32(long long want_max, long long last, long long *__restrict__ y,
                           const float *__restrict__ x, long long outer, long long k, long long inner) {
-	arg_block(want_max, last, y, x, outer, k, inner);
+	__shared__ float val[BLOCK];
+	__shared__ long long idx[BLOCK];
+	arg_block(val, idx, want_max, last, y, x, outer, k, inner);
 }
 
 SYNC_KERNEL arg_block_f16(long long want_max, long long last, long long *__restrict__ y,
                           const half_t *__restrict__ x, long long outer, long long k, long long inner) {
-	arg_block(want_max, last, y, x, outer, k, inner);
+	__shared__ float val[BLOCK];
+	__shared__ long long idx[BLOCK];
+	arg_block(val, idx, want_max, last, y, x, outer, k, inner);
 }
