@@ -69,18 +69,5 @@ func readsFloat16(n *graph.Node, in []inference.Tensor) bool {
 			return true
 		}
 	}
-	for name, a := range n.Attrs {
-		switch {
-		case a.Type == graph.AttrTensor && a.Tensor.DType() == inference.Float16,
-			a.Type == graph.AttrInt && name == "dtype" && a.Int == 10:
-			return true
-		case a.Type == graph.AttrTensors:
-			for _, t := range a.Tensors {
-				if t.DType() == inference.Float16 {
-					return true
-				}
-			}
-		}
-	}
-	return false
+	return opsem.HasFloat16Attrs(n)
 }

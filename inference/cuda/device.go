@@ -62,10 +62,10 @@ type Gemm struct {
 // elemBytes is the size of an element of type t, a Gemm's InType or
 // OutType.
 func elemBytes(t inference.DType) int64 {
-	if t == inference.Float16 {
-		return 2
+	if t == 0 {
+		t = inference.Float32
 	}
-	return 4
+	return int64(t.Size())
 }
 
 // InBytes and OutBytes are the sizes of an element of A and B, and of C.

@@ -5,9 +5,7 @@ package cuda_test
 import (
 	"context"
 	"maps"
-	"math"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/beamml/beamml/inference"
@@ -15,7 +13,6 @@ import (
 	"github.com/beamml/beamml/inference/cuda"
 	"github.com/beamml/beamml/internal/check"
 	"github.com/beamml/beamml/internal/kernels"
-	"github.com/beamml/beamml/internal/sim"
 )
 
 // halfNormKernels are the normalisation operators whose lowerings take
@@ -33,52 +30,6 @@ var halfNormKernels = map[string]string{
 	"Hardmax":               kernels.SoftmaxF16,
 }
 
-// countingRunner passes launches on to the shared runner (whose counts
-// TestMain reads) and counts them by kernel, for one device.
-type countingRunner struct {
-	mu       sync.Mutex
-	launched map[string]int
-}
-
-func (r *countingRunner) Launch(name string, grid, block [3]uint32, args []uint64) error {
-	r.mu.Lock()
-	r.launched[name]++
-	r.mu.Unlock()
-	return runner.Launch(name, grid, block, args)
-}
-
-// newCountingSim is newSim with a device whose launches are counted by
-// kernel.
-func newCountingSim(t *testing.T) (*cuda.Backend, *sim.Device, *countingRunner) {
-	t.Helper()
-	r := &countingRunner{launched: map[string]int{}}
-	dev := sim.New(sim.Options{Runner: r})
-	t.Cleanup(func() {
-		if err := dev.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return cuda.NewBackend(func() (cuda.Device, error) { return dev, nil }), dev, r
-}
-
-// toHalf returns t rounded to float16 when it is float32, else t.
-func toHalf(t *testing.T, x inference.Tensor) inference.Tensor {
-	t.Helper()
-	if x.DType() != inference.Float32 {
-		return x
-	}
-	f := check.Float32s(x)
-	h := make([]inference.Half, len(f))
-	for i, v := range f {
-		h[i] = inference.HalfFromFloat32(v)
-	}
-	y, err := inference.New(x.Shape(), h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return y
-}
-
 // runHalfCase runs c on the CPU reference (cpu.NewModel: each float16 node
 // widened to float32 and its float16 outputs rounded, the semantics) and
 // on a simulated device, and returns both outputs and the device's
@@ -93,20 +44,22 @@ func runHalfCase(t *testing.T, c check.Case) (got, want map[string]inference.Ten
 	if want, err = cpu.NewModel(g).Run(ctx, feeds); err != nil {
 		t.Fatalf("cpu: %v", err)
 	}
-	b, _, r := newCountingSim(t)
+	b, _ := newSim(t, 0)
 	g, feeds, _ = c.Graph() // Compile rewrites its graph
 	m, err := b.Compile(g)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
+	before := runner.Launched()
 	if got, err = m.Run(ctx, feeds); err != nil {
 		t.Fatal(err)
 	}
+	launched = launchedSince(before)
 	if host := m.(*cuda.Model).Stats().HostNodes; len(host) > 0 {
 		t.Errorf("nodes on the host: %q", host)
 	}
-	return got, want, r.launched
+	return got, want, launched
 }
 
 // The float16 forms of the normalisation and softmax kernels (norm.cu's
@@ -135,11 +88,8 @@ func TestHalfNormKernels(t *testing.T) {
 			continue
 		}
 		t.Run(c.Name, func(t *testing.T) {
-			c.Inputs = slices.Clone(c.Inputs) // shared with the other tests' cases
-			for i, in := range c.Inputs {
-				c.Inputs[i].T = toHalf(t, in.T)
-			}
-			got, want, launched := runHalfCase(t, c)
+			h, _ := c.Float16()
+			got, want, launched := runHalfCase(t, h)
 			if launched[kernel] == 0 || launched[kernels.CastConvert] > 0 {
 				t.Errorf("launches %v, want %s and no %s", launched, kernel, kernels.CastConvert)
 			}
@@ -151,13 +101,8 @@ func TestHalfNormKernels(t *testing.T) {
 				if w.DType() != inference.Float16 {
 					continue // Mean and InvStdDev, float32
 				}
-				g, wf := check.Float32s(got[name]), check.Float32s(w)
-				for i := range wf {
-					if math.Float32bits(g[i]) != math.Float32bits(wf[i]) && !(math.IsNaN(float64(g[i])) && math.IsNaN(float64(wf[i]))) {
-						differ[c.Op]++
-					}
-				}
-				elements[c.Op] += len(wf)
+				differ[c.Op] += bitsDiffer(got[name], w)
+				elements[c.Op] += w.Len()
 			}
 		})
 	}
@@ -182,11 +127,11 @@ func TestHalfBatchNormMixedTypes(t *testing.T) {
 			m.Inputs = slices.Clone(c.Inputs)
 			name := "float16-statistics"
 			if halfX {
-				m.Inputs[0].T = toHalf(t, m.Inputs[0].T)
+				m.Inputs[0].T = check.ToFloat16(m.Inputs[0].T)
 				name = "float16-x"
 			} else {
 				for i := 1; i < len(m.Inputs); i++ {
-					m.Inputs[i].T = toHalf(t, m.Inputs[i].T)
+					m.Inputs[i].T = check.ToFloat16(m.Inputs[i].T)
 				}
 			}
 			t.Run(name, func(t *testing.T) {

@@ -264,6 +264,25 @@ func AFloat(v float32) graph.Attr     { return graph.Attr{Type: graph.AttrFloat,
 func AFloats(v ...float32) graph.Attr { return graph.Attr{Type: graph.AttrFloats, Floats: v} }
 func AStr(v string) graph.Attr        { return graph.Attr{Type: graph.AttrString, String: v} }
 
+// ToFloat16 returns a float32 tensor with each value rounded to the
+// nearest float16 (inference.HalfFromFloat32), and a tensor of another type
+// as it is.
+func ToFloat16(t inference.Tensor) inference.Tensor {
+	if t.DType() != inference.Float32 {
+		return t
+	}
+	f, _ := inference.Data[float32](t)
+	v := make([]inference.Half, len(f))
+	for i, x := range f {
+		v[i] = inference.HalfFromFloat32(x)
+	}
+	h, err := inference.New(t.Shape(), v)
+	if err != nil {
+		panic(err) // the shape is t's
+	}
+	return h
+}
+
 // Float16 returns c with every float32 input made float16 (each value
 // rounded to the nearest float16), which both backends then compute as a
 // float16 model (in float32, rounding each float16 output once), and
@@ -281,16 +300,7 @@ func (c Case) Float16() (Case, bool) {
 		if in.Absent || in.T.DType() != inference.Float32 {
 			continue
 		}
-		f, _ := inference.Data[float32](in.T)
-		v := make([]inference.Half, len(f))
-		for j, x := range f {
-			v[j] = inference.HalfFromFloat32(x)
-		}
-		t, err := inference.New(in.T.Shape(), v)
-		if err != nil {
-			panic(err) // the shape is in.T's
-		}
-		h.Inputs[i].T = t
+		h.Inputs[i].T = ToFloat16(in.T)
 		some = true
 	}
 	h.RTol, h.ATol = max(c.RTol, 2e-3), max(c.ATol, 2e-3)

@@ -84,18 +84,8 @@ func mentionsFloat16(g *graph.Graph) bool {
 				return true
 			}
 		}
-		for name, a := range n.Attrs {
-			switch {
-			case a.Type == graph.AttrTensor && a.Tensor.DType() == inference.Float16,
-				a.Type == graph.AttrInt && name == "dtype" && a.Int == onnxFloat16:
-				return true
-			case a.Type == graph.AttrTensors:
-				for _, t := range a.Tensors {
-					if t.DType() == inference.Float16 {
-						return true
-					}
-				}
-			}
+		if opsem.HasFloat16Attrs(n) {
+			return true
 		}
 		for _, sub := range n.Subgraphs() {
 			if sub != nil && mentionsFloat16(sub) {

@@ -13,6 +13,7 @@ import (
 	"github.com/beamml/beamml/inference/cpu"
 	"github.com/beamml/beamml/inference/graph"
 	"github.com/beamml/beamml/inference/graph/passes"
+	"github.com/beamml/beamml/internal/check"
 )
 
 // round16 is v rounded to float16 and back: what a float16 value the
@@ -30,25 +31,6 @@ func halves(shape []int, v ...float32) inference.Tensor {
 		panic(err)
 	}
 	return t
-}
-
-// floatsOf returns a float16 or float32 tensor's values as float32.
-func floatsOf(t *testing.T, x inference.Tensor) []float32 {
-	t.Helper()
-	switch x.DType() {
-	case inference.Float32:
-		v, _ := inference.Data[float32](x)
-		return v
-	case inference.Float16:
-		h, _ := inference.Data[inference.Half](x)
-		v := make([]float32, len(h))
-		for i, b := range h {
-			v[i] = b.Float32()
-		}
-		return v
-	}
-	t.Fatalf("%v is not float16 or float32", x)
-	return nil
 }
 
 // runHalf optimises g with the float16 pass alone, checks it, and runs it
@@ -138,7 +120,7 @@ func TestFloat16ModelComputesInFloat32WithFloat16Rounding(t *testing.T) {
 		t.Errorf("nodes %q, want %q", got, want)
 	}
 
-	x := floatsOf(t, feeds["x"])
+	x := check.Float32s(feeds["x"])
 	wantM := make([]float32, 6)
 	wantY := make([]float32, 6)
 	for i := range x {
@@ -150,7 +132,7 @@ func TestFloat16ModelComputesInFloat32WithFloat16Rounding(t *testing.T) {
 		if got.DType() != inference.Float16 {
 			t.Fatalf("output %s is %v, want float16", name, got)
 		}
-		if v := floatsOf(t, got); !slices.Equal(v, want) {
+		if v := check.Float32s(got); !slices.Equal(v, want) {
 			t.Errorf("output %s = %v, want %v", name, v, want)
 		}
 	}
@@ -186,8 +168,8 @@ func TestFloat16CastsInAFloat32Model(t *testing.T) {
 	if out[y].DType() != inference.Float32 {
 		t.Fatalf("output is %v, want float32", out[y])
 	}
-	got := floatsOf(t, out[y])
-	for i, v := range floatsOf(t, m.feeds["x"]) {
+	got := check.Float32s(out[y])
+	for i, v := range check.Float32s(m.feeds["x"]) {
 		hv := round16(v)
 		if want := round16(round16(hv*hv) / hv); got[i] != want {
 			t.Errorf("element %d: %g, want %g", i, got[i], want)
@@ -246,7 +228,7 @@ func TestFloat16Attributes(t *testing.T) {
 			t.Errorf("output %s is %v, want float16", name, out[name])
 			continue
 		}
-		if got := floatsOf(t, out[name]); !slices.Equal(got, w) {
+		if got := check.Float32s(out[name]); !slices.Equal(got, w) {
 			t.Errorf("output %s = %v, want %v", name, got, w)
 		}
 	}
@@ -301,8 +283,8 @@ func TestFloat16OverridableInitializer(t *testing.T) {
 		if g.Initializers["scale"].DType() != inference.Float16 {
 			t.Errorf("the overridable weight is %v after the pass, want float16", g.Initializers["scale"])
 		}
-		got := floatsOf(t, out["y"])
-		for i, v := range floatsOf(t, x) {
+		got := check.Float32s(out["y"])
+		for i, v := range check.Float32s(x) {
 			if want := round16(v * tc.scale); got[i] != want {
 				t.Errorf("scale %g: element %d is %g, want %g", tc.scale, i, got[i], want)
 			}
@@ -343,8 +325,8 @@ func TestFloat16InSubgraphs(t *testing.T) {
 				t.Errorf("branch %s: output %v, weights %v after the pass; want float32", sub.Name, sub.Outputs[0], sub.Initializers)
 			}
 		}
-		got := floatsOf(t, out["y"])
-		for i, v := range floatsOf(t, x) {
+		got := check.Float32s(out["y"])
+		for i, v := range check.Float32s(x) {
 			want := round16(v + round16(0.1))
 			if !cond {
 				want = round16(v * round16(0.1))
@@ -398,7 +380,7 @@ func TestFloat16OnTheCPUBackend(t *testing.T) {
 		results = append(results, out["y"])
 	}
 	if !inference.Equal(results[0], results[1]) {
-		t.Errorf("optimised %v, unoptimized %v", floatsOf(t, results[0]), floatsOf(t, results[1]))
+		t.Errorf("optimised %v, unoptimized %v", check.Float32s(results[0]), check.Float32s(results[1]))
 	}
 }
 
@@ -421,7 +403,7 @@ func TestFloat16ExportsOnTheCPU(t *testing.T) {
 				if got[o].DType() != w.DType() || !slices.Equal(got[o].Shape(), w.Shape()) {
 					t.Fatalf("%s: output %q is %v, want %v", name, o, got[o], w)
 				}
-				g, wv := floatsOf(t, got[o]), floatsOf(t, w)
+				g, wv := check.Float32s(got[o]), check.Float32s(w)
 				differ := 0
 				for i := range wv {
 					if math.Float32bits(g[i]) != math.Float32bits(wv[i]) {
@@ -466,7 +448,7 @@ func TestFloat16OtherOutputTypes(t *testing.T) {
 			t.Errorf("output %s is %v, want %v", name, out[name], want)
 		}
 	}
-	if top := floatsOf(t, out["top"]); !slices.Equal(top, []float32{3, 2, 7.5, 7}) {
+	if top := check.Float32s(out["top"]); !slices.Equal(top, []float32{3, 2, 7.5, 7}) {
 		t.Errorf("TopK values %v, want [3 2 7.5 7]", top)
 	}
 	if got, want := ops(g), "Cast ArgMax Less TopK Cast LayerNormalization Cast"; got != want {

@@ -119,6 +119,25 @@ const (
 	onnxFloat   = 1
 )
 
+// HasFloat16Attrs reports whether n has a float16 tensor attribute or an
+// attribute dtype of float16: what WidenFloat16Attrs widens.
+func HasFloat16Attrs(n *graph.Node) bool {
+	for name, a := range n.Attrs {
+		switch {
+		case a.Type == graph.AttrTensor && a.Tensor.DType() == inference.Float16,
+			a.Type == graph.AttrInt && name == "dtype" && a.Int == onnxFloat16:
+			return true
+		case a.Type == graph.AttrTensors:
+			for _, t := range a.Tensors {
+				if t.DType() == inference.Float16 {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // WidenFloat16Attrs returns n with its float16 tensor attributes (Constant's
 // and ConstantOfShape's value) made float32, exactly, and an attribute
 // dtype of float16 (EyeLike, RandomNormal, RandomUniform and their Like
@@ -129,8 +148,7 @@ const (
 func WidenFloat16Attrs(n *graph.Node) (*graph.Node, error) {
 	var attrs map[string]graph.Attr
 	var err error
-	for _, name := range slices.Sorted(maps.Keys(n.Attrs)) {
-		a := n.Attrs[name]
+	for name, a := range n.Attrs {
 		switch {
 		case a.Type == graph.AttrTensor && a.Tensor.DType() == inference.Float16:
 			if a.Tensor, err = WidenFloat16(nil, a.Tensor); err != nil {
@@ -149,10 +167,7 @@ func WidenFloat16Attrs(n *graph.Node) (*graph.Node, error) {
 			continue
 		}
 		if attrs == nil {
-			attrs = make(map[string]graph.Attr, len(n.Attrs))
-			for k, v := range n.Attrs {
-				attrs[k] = v
-			}
+			attrs = maps.Clone(n.Attrs)
 		}
 		attrs[name] = a
 	}
