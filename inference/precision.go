@@ -3,7 +3,7 @@ package inference
 import "fmt"
 
 // Precision is the arithmetic a GPU backend may use for a model's float32
-// products. A mode allows a GPU to trade accuracy for speed; the CPU
+// values. A mode allows a GPU to trade accuracy for speed; the CPU
 // backend computes in float32 in every mode. A model's inputs and outputs keep their declared
 // types in every mode.
 type Precision string
@@ -20,20 +20,26 @@ const (
 	// older GPUs compute in float32). Everything else is float32. Relative
 	// errors of products grow to about 1e-3.
 	TF32 Precision = "tf32"
-	// FP16: the same matrix products on tensor cores with their inputs
-	// rounded to float16 (to nearest even), accumulated in float32
-	// (cublasGemmEx on float32 matrices with CUBLAS_COMPUTE_32F_FAST_16F,
-	// which allows cuBLAS the conversion; tensor cores from Volta on, and
-	// on older GPUs cuBLAS may compute in float32). Weights and
-	// activations stay float32 in memory and everything else is float32:
-	// the products convert their inputs as they read them (storing them in
-	// half is not implemented yet, so FP16 saves neither memory nor
-	// bandwidth; it gains the tensor cores' half-precision rate). Half
-	// keeps TF32's 11 significant bits, so relative errors of products are
-	// about 1e-3 as in TF32, but not its range: an input beyond ±65504
-	// becomes ±Inf, one below 2^-14 (6.1e-5) in magnitude keeps fewer
-	// bits, and one at or below 2^-25 becomes 0. A model whose products'
-	// inputs leave that range needs FP32 or TF32.
+	// FP16: the values of the operators a GPU backend runs in float16
+	// (convolutions, matrix products, elementwise and activation
+	// operators, normalisations, softmax, pooling, reductions, data
+	// movement) stored in float16, weights included: a model's weights
+	// and activations take half the memory and bandwidth, and its
+	// products run on tensor cores with float16 inputs. Every kernel
+	// computes in float32 (products and reductions accumulate in
+	// float32) and rounds what it stores to the nearest float16; the
+	// operators without a float16 kernel compute in float32 between
+	// conversions. The model's inputs and outputs keep their declared
+	// types. The meaning of a model in FP16 is its graph rewritten by
+	// passes.StoreInFloat16 (inference/cuda's Passes and Reference): each
+	// converted node computes from float16 operands and rounds its outputs
+	// once. Float16 keeps 11 significant bits, so each value is off by up
+	// to 4.9e-4 of itself and results by about 1e-3 to 1e-2 relative, and
+	// its range is narrow: a value beyond ±65504 becomes ±Inf, one below
+	// 2^-14 (6.1e-5) in magnitude keeps fewer bits, and one at or below
+	// 2^-25 becomes 0. A model whose weights or activations leave that
+	// range, or whose results turn on differences float16 cannot hold
+	// (inputs such as 10000 and 10001), needs FP32 or TF32.
 	FP16 Precision = "fp16"
 )
 

@@ -294,9 +294,10 @@ func Device(d inference.Device) Option {
 	}
 }
 
-// Precision chooses the arithmetic of the model's products on a GPU
-// (inference.FP32, the default; inference.TF32 or inference.FP16: tensor
-// cores with the products' inputs rounded to TF32 or to float16). It
+// Precision chooses the model's arithmetic on a GPU (inference.FP32, the
+// default; inference.TF32, tensor cores with the products' inputs rounded
+// to TF32; inference.FP16, weights and activations stored in float16 and
+// products on tensor cores, accumulating in float32). It
 // sets the spec's option inference.PrecisionOption, which a spec may carry
 // itself; the option wins over the spec's. The CPU backend computes in
 // float32 in every precision.

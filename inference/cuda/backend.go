@@ -175,11 +175,14 @@ func (b *Backend) Compile(g *graph.Graph) (inference.Model, error) {
 	return b.CompileWith(g, graph.Options{})
 }
 
-// CompileWith is Compile in the precision o asks for, which every GEMM
-// (Gemm.Precision) runs in: inference.FP32, inference.TF32 (tensor cores
-// with TF32 inputs) or inference.FP16 (tensor cores with float16 inputs).
-// In each, accumulation, every other operator, the weights and the
-// activations stay float32.
+// CompileWith is Compile in the precision o asks for: inference.FP32;
+// inference.TF32, every float32 GEMM (Gemm.Precision) on tensor cores with
+// TF32 inputs; or inference.FP16, where the graph passes end with
+// passes.StoreInFloat16 (Passes): every node the device runs in
+// float16 (registerHalf) stores its float32 values in float16, weights
+// included, and the GEMMs that stay float32 take float16 inputs. Kernels
+// accumulate in float32 in every mode, and the model's outputs keep their
+// declared types.
 func (b *Backend) CompileWith(g *graph.Graph, o graph.Options) (inference.Model, error) {
 	precision, err := inference.ParsePrecision(string(o.Precision))
 	if err != nil {
@@ -195,7 +198,7 @@ func (b *Backend) CompileWith(g *graph.Graph, o graph.Options) (inference.Model,
 	if err := cpu.Check(g); err != nil {
 		return nil, err
 	}
-	if err := passes.Optimize(g, graphPasses()...); err != nil {
+	if err := passes.Optimize(g, Passes(precision)...); err != nil {
 		return nil, err
 	}
 	if len(devs) == 1 {
@@ -231,6 +234,38 @@ func graphPasses() []passes.Pass {
 		passes.RecognizeAttention(),
 		passes.FuseEpilogues(passes.AllEpilogues),
 	}
+}
+
+// Passes returns the graph passes CompileWith runs in precision p:
+// graphPasses, then, in FP16, StoreInFloat16 over the nodes whose
+// lowerings take float16 (halfLowerings). The CPU backend's run of a graph
+// they rewrote is the meaning of the mode: the reference a test compares
+// the device's FP16 outputs with.
+func Passes(p inference.Precision) []passes.Pass {
+	ps := graphPasses()
+	if p == inference.FP16 {
+		ps = append(ps, passes.StoreInFloat16(func(n *graph.Node) bool { return n.Domain == "" && halfLowerings[n.OpType] }))
+	}
+	return ps
+}
+
+// Reference returns the compiler whose outputs are the meaning of
+// precision p on this backend, for tests to compare the device's with:
+// the CPU backend's run of the graph Passes(p) rewrites. (In FP32 and TF32
+// that is the plain graph's run; TF32's rounding of GEMM inputs is the
+// device's, with tolerances the tests state.)
+func Reference(p inference.Precision) graph.Compiler { return reference{p} }
+
+type reference struct{ p inference.Precision }
+
+func (reference) Device() inference.Device { return inference.CPU }
+func (reference) Available() error         { return nil }
+
+func (r reference) Compile(g *graph.Graph) (inference.Model, error) {
+	if err := passes.Optimize(g, Passes(r.p)...); err != nil {
+		return nil, err
+	}
+	return cpu.Backend{}.Compile(g)
 }
 
 var _ graph.OptionsCompiler = (*Backend)(nil)

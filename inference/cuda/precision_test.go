@@ -25,33 +25,29 @@ func (c inPrecision) Compile(g *graph.Graph) (inference.Model, error) {
 	return c.Backend.CompileWith(g, graph.Options{Precision: c.p})
 }
 
-// reducedPrecisions are the modes that round GEMM inputs, with the
-// tolerances of the check cases whose products run as GEMMs in them (the
-// others keep float32's: nothing else changes). Both modes keep 11
-// significant bits of each input (10 stored and the implicit one, against
-// float32's 24): each input of a product is off by up to 2^-11 of itself
-// (4.9e-4), so a sum of K products of inputs in [-1, 1] is off by about
-// √K·5e-4 (K·1e-3 at worst). Half's narrower range costs the cases next to
-// nothing: their inputs are of order 1, and those below half's smallest
-// normal (2^-14) lose at most 2^-25 each. The largest errors over the
-// cases (|got-want| / (1+|want|)) are 1.46e-3 in TF32 and 1.25e-3 in FP16
-// (nn/Gemm/one-row, K = 300); FP16's tolerance is the tightest round one
-// above that, TF32's the one it was introduced with. In each mode all 65
-// cases with a GEMM fail float32's tolerances, which shows the mode
-// reaches their GEMMs.
+// reducedPrecisions are the modes that round GEMM inputs and nothing
+// else, with the tolerances of the check cases whose products run as GEMMs
+// in them (the others keep float32's). TF32 keeps 11 significant bits of
+// each input (10 stored and the implicit one, against float32's 24): each
+// input of a product is off by up to 2^-11 of itself (4.9e-4), so a sum of
+// K products of inputs in [-1, 1] is off by about √K·5e-4 (K·1e-3 at
+// worst). The largest error over the cases (|got-want| / (1+|want|)) is
+// 1.46e-3 (nn/Gemm/one-row, K = 300); the tolerance is the one TF32 was
+// introduced with. All 65 cases with a GEMM fail float32's tolerances,
+// which shows the mode reaches their GEMMs. (FP16 stores values in
+// float16 as well: fp16_test.go.)
 var reducedPrecisions = []struct {
 	p          inference.Precision
 	rtol, atol float64
 }{
 	{inference.TF32, 3e-3, 3e-3},
-	{inference.FP16, 2e-3, 2e-3},
 }
 
-// Every check case passes in each reduced precision on the simulated
-// device (issue 15, item 1): at float32's tolerances (the case's own)
-// where no GEMM ran, and at the mode's where one did, the device rounding
-// the GEMMs' inputs as tensor cores do. Some case with a GEMM must fail
-// float32's tolerances, or the mode did not reach the device.
+// Every check case passes in TF32 on the simulated device (issue 15, item
+// 1): at float32's tolerances (the case's own) where no GEMM ran, and at
+// the mode's where one did, the device rounding the GEMMs' inputs as
+// tensor cores do. Some case with a GEMM must fail float32's tolerances,
+// or the mode did not reach the device.
 func TestOpsMatchCPUInReducedPrecision(t *testing.T) {
 	ctx := context.Background()
 	for _, mode := range reducedPrecisions {

@@ -99,9 +99,15 @@ func (c Case) Graph() (*graph.Graph, map[string]inference.Tensor, error) {
 // Run compiles and runs c on the CPU backend and on b, and compares the
 // outputs. It returns an error describing the first mismatch.
 func Run(ctx context.Context, b graph.Compiler, c Case) error {
-	want, err := runOn(ctx, cpu.Backend{}, c)
+	return RunAgainst(ctx, cpu.Backend{}, b, c)
+}
+
+// RunAgainst is Run with ref's outputs for the reference: a compiler that
+// gives c another meaning than the CPU backend's (a precision mode's).
+func RunAgainst(ctx context.Context, ref, b graph.Compiler, c Case) error {
+	want, err := runOn(ctx, ref, c)
 	if err != nil {
-		return fmt.Errorf("%s: cpu: %w", c.Name, err)
+		return fmt.Errorf("%s: %s: %w", c.Name, ref.Device(), err)
 	}
 	got, err := runOn(ctx, b, c)
 	if err != nil {
@@ -305,4 +311,50 @@ func (c Case) Float16() (Case, bool) {
 	}
 	h.RTol, h.ATol = max(c.RTol, 2e-3), max(c.ATol, 2e-3)
 	return h, some
+}
+
+// RoundedToFloat16 returns a compiler whose models are b's with every
+// float32 feed and every float32 output rounded to the nearest float16
+// value (kept float32): the answer of a model that computes exactly in
+// float32 but takes and gives float16. Where it is farther from b's own
+// answer than a tolerance, the problem itself is beyond float16 at that
+// tolerance (ill-conditioned at float16's precision, or out of its range),
+// whatever a model does between its inputs and outputs.
+func RoundedToFloat16(b graph.Compiler) graph.Compiler { return rounded{b} }
+
+type rounded struct{ graph.Compiler }
+
+func (r rounded) Compile(g *graph.Graph) (inference.Model, error) {
+	m, err := r.Compiler.Compile(g)
+	if err != nil {
+		return nil, err
+	}
+	return roundedModel{m}, nil
+}
+
+type roundedModel struct{ inference.Model }
+
+func (m roundedModel) Run(ctx context.Context, feeds map[string]inference.Tensor) (map[string]inference.Tensor, error) {
+	outs, err := m.Model.Run(ctx, roundFloat32s(feeds))
+	if err != nil {
+		return nil, err
+	}
+	return roundFloat32s(outs), nil
+}
+
+// roundFloat32s returns ts with each float32 tensor's values rounded to
+// the nearest float16 values.
+func roundFloat32s(ts map[string]inference.Tensor) map[string]inference.Tensor {
+	r := make(map[string]inference.Tensor, len(ts))
+	for name, t := range ts {
+		r[name] = t
+		if t.DType() == inference.Float32 {
+			h, err := inference.New(t.Shape(), Float32s(ToFloat16(t)))
+			if err != nil {
+				panic(err) // the shape is t's
+			}
+			r[name] = h
+		}
+	}
+	return r
 }

@@ -84,9 +84,10 @@ func checkGemm(g cuda.Gemm) error {
 }
 
 // gemm queues g on h, which is bound to s and in g's math mode (useTF32);
-// the context must be current and h held by the caller alone. FP16 is a
-// compute type of the call (cublasGemmEx); FP32 and TF32 are Sgemm's in
-// the handle's math mode.
+// the context must be current and h held by the caller alone. FP16 on
+// float32 matrices is a compute type of the call (cublasGemmEx,
+// CUBLAS_COMPUTE_32F_FAST_16F); FP32 and TF32 are Sgemm's in the handle's
+// math mode; float16 A and B compute in float32 (CUBLAS_COMPUTE_32F).
 func gemm(h *cublas.Handle, s gocu.Stream, g cuda.Gemm) error {
 	cg := cublas.Gemm{
 		TransA: g.TransA, TransB: g.TransB,
@@ -99,7 +100,9 @@ func gemm(h *cublas.Handle, s gocu.Stream, g cuda.Gemm) error {
 		HalfAB: g.InType == inference.Float16, HalfC: g.OutType == inference.Float16,
 	}
 	var err error
-	if g.Precision == inference.FP16 {
+	if g.Precision == inference.FP16 && !cg.HalfAB {
+		// FAST_16F takes float32 matrices only; float16 ones (a model in
+		// FP16, passes.StoreInFloat16) are the mode's inputs already.
 		err = h.GemmFast16F(cg)
 	} else {
 		err = h.Sgemm(cg)

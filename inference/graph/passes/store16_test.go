@@ -1,0 +1,82 @@
+package passes_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/graph/passes"
+)
+
+// notSin converts every node but Sin's: a backend without a float16 Sin.
+var notSin = passes.StoreInFloat16(func(n *graph.Node) bool { return n.OpType != "Sin" })
+
+// StoreInFloat16 makes float16 what the converted nodes read and write: a
+// weight only they read in place, one that a float32 node also reads as a
+// copy, the graph's input through a Cast; a value a float32 node or the
+// graph's outputs read is cast back under its name. The outputs keep their
+// names and types, and the graph computes its float32 values within
+// float16's rounding: each value off by up to 2^-11 of itself, and the
+// errors of a sum of three products and a bias add up (rtol and atol
+// 1e-2).
+func TestStoreInFloat16(t *testing.T) {
+	build := func() *model {
+		m := newModel(17)
+		x := m.input("x", 2, 3)
+		w := m.constant("w", []int{3, 4}, m.randoms(12)...)
+		b := m.constant("b", []int{4}, m.randoms(4)...)
+		y := m.op("Add", nil, m.op("MatMul", nil, x, w), b)
+		m.output(m.op("Sin", nil, y), m.op("Relu", nil, y), m.op("Sin", nil, b))
+		return m
+	}
+	g := rewrite(t, build, notSin, "Sin Cast MatMul Add Relu Cast Sin Cast", 1e-2, 1e-2)
+	for name, want := range map[string]inference.DType{"w": inference.Float16, "b": inference.Float32, "b_float16": inference.Float16} {
+		if got := g.Initializers[name].DType(); got != want {
+			t.Errorf("initializer %s is %v, want %v", name, got, want)
+		}
+	}
+	reads := map[string][]string{}
+	for _, n := range g.Nodes {
+		reads[n.OpType] = append(reads[n.OpType], n.Inputs...)
+	}
+	for op, want := range map[string][]string{"MatMul": {"x_float16", "w"}, "Add": {"v1", "b_float16"}, "Relu": {"v2_float16"}, "Sin": {"b", "v2"}} {
+		if got := reads[op]; !slices.Equal(got, want) {
+			t.Errorf("%s reads %q, want %q", op, got, want)
+		}
+	}
+	for _, o := range g.Outputs {
+		if n := producer(g, o.Name); n == nil || o.Name == "v4" && n.OpType != "Cast" {
+			t.Errorf("output %s made by %v, want its own name, Relu's through a Cast", o.Name, n)
+		}
+	}
+}
+
+// A node whose outputs would not all become float16 stays float32:
+// LayerNormalization's Mean is float32 whatever X is; a Cast's output is
+// its target. A graph with nothing to convert is left alone.
+func TestStoreInFloat16Keeps(t *testing.T) {
+	rewrite(t, func() *model {
+		m := newModel(17)
+		x := m.input("x", 2, 4)
+		outs := m.opN("LayerNormalization", nil, 2, x, m.constant("s", []int{4}, m.randoms(4)...), m.constant("c", []int{4}, m.randoms(4)...))
+		m.output(outs[0], outs[1], m.op("Cast", attrs("to", aInt(7)), x))
+		return m
+	}, notSin, "LayerNormalization Cast", rtol, atol)
+	unchanged(t, func() *model {
+		m := newModel(17)
+		m.output(m.op("Sin", nil, m.input("x", 3)))
+		return m
+	}, notSin)
+}
+
+func producer(g *graph.Graph, value string) *graph.Node {
+	for _, n := range g.Nodes {
+		for _, o := range n.Outputs {
+			if o == value {
+				return n
+			}
+		}
+	}
+	return nil
+}
