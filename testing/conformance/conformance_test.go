@@ -119,10 +119,8 @@ func TestConformancePassesOnOff(t *testing.T) {
 			compared, differ := 0, 0
 			for _, test := range tests {
 				name := testName(dir, test)
-				got := map[string]map[string]inference.Tensor{}
-				want := map[string]map[string]inference.Tensor{}
-				on := runTest(test, optimized, func(set string, outs map[string]inference.Tensor) { got[set] = outs }, false)
-				off := runTest(test, plain, func(set string, outs map[string]inference.Tensor) { want[set] = outs }, false)
+				on, got := runTestOutputs(test, optimized, nil)
+				off, want := runTestOutputs(test, plain, nil)
 				if on.Status != off.Status {
 					t.Errorf("%s: %v with the passes, %v without", name, on, off)
 					continue
@@ -145,6 +143,14 @@ func TestConformancePassesOnOff(t *testing.T) {
 			t.Logf("%s: %d outputs of %d models compared; %d models' outputs not bit-identical", suite, compared, len(tests), differ)
 		})
 	}
+}
+
+// runTestOutputs is runTestWithin returning the outputs of each data set
+// it ran, by data set and output name.
+func runTestOutputs(dir string, b inference.Backend, tol tolerance) (Result, map[string]map[string]inference.Tensor) {
+	outs := map[string]map[string]inference.Tensor{}
+	r := runTestWithin(dir, b, func(set string, o map[string]inference.Tensor) { outs[set] = o }, false, tol)
+	return r, outs
 }
 
 // TestConformanceReusedBuffers runs every model of every suite on the CPU

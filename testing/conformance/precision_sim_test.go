@@ -49,14 +49,7 @@ var reducedPrecisions = []struct {
 // a GEMM must fail the package's tolerances in the mode, or the mode did
 // not reach the device.
 func TestConformanceSimReducedPrecision(t *testing.T) {
-	cpuBackend, err := inference.ResolveDevice(inference.CPU)
-	if err != nil {
-		t.Fatal(err)
-	}
-	simulated, err := resolve("sim")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cpuBackend, simulated := cpuAndSim(t)
 	hasGemm := func(g *graph.Graph) bool {
 		for _, n := range g.Nodes {
 			if gemmOps[n.OpType] {
@@ -67,7 +60,7 @@ func TestConformanceSimReducedPrecision(t *testing.T) {
 	}
 	for _, mode := range reducedPrecisions {
 		t.Run(string(mode.p), func(t *testing.T) {
-			in := inPrecision{simulated.(*cuda.Backend), mode.p}
+			in := inPrecision{simulated, mode.p}
 			var gemms, rounded int
 			for _, suite := range []string{"node", "pytorch-converted", "pytorch-operator", "simple"} {
 				t.Run(suite, func(t *testing.T) {
@@ -129,15 +122,8 @@ const (
 // test that passes on the CPU gives the outputs of the mode's meaning, and
 // those of float32 where its problem is inside float16.
 func TestConformanceSimFP16(t *testing.T) {
-	cpuBackend, err := inference.ResolveDevice(inference.CPU)
-	if err != nil {
-		t.Fatal(err)
-	}
-	simulated, err := resolve("sim")
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := inPrecision{simulated.(*cuda.Backend), inference.FP16}
+	cpuBackend, simulated := cpuAndSim(t)
+	in := inPrecision{simulated, inference.FP16}
 	ref := cuda.Reference(inference.FP16)
 	within := func(tol float64) tolerance {
 		return func(*graph.Graph) (float64, float64) { return tol, tol }
@@ -157,10 +143,8 @@ func TestConformanceSimFP16(t *testing.T) {
 				if RunTest(dir, cpuBackend).Status != Pass {
 					continue
 				}
-				got := map[string]map[string]inference.Tensor{}
-				want := map[string]map[string]inference.Tensor{}
-				on := runTestWithin(dir, in, func(set string, outs map[string]inference.Tensor) { got[set] = outs }, false, anything)
-				off := runTestWithin(dir, ref, func(set string, outs map[string]inference.Tensor) { want[set] = outs }, false, anything)
+				on, got := runTestOutputs(dir, in, anything)
+				off, want := runTestOutputs(dir, ref, anything)
 				if on.Status != off.Status {
 					t.Errorf("%s: %v on the device in fp16, %v in the mode's reference", name, on, off)
 					continue

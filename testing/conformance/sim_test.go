@@ -9,15 +9,13 @@ import (
 	"testing"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/cuda"
 )
 
-// TestConformanceSimMatchesCPU runs every suite through the CUDA executor
-// on the simulated device (host-emulated kernels) and requires the same
-// outcome as the CPU backend for every test: the same PASS list, no FAIL.
-func TestConformanceSimMatchesCPU(t *testing.T) {
-	if _, err := os.Stat(suites); err != nil {
-		t.Fatalf("conformance data not found at %s: %v", suites, err)
-	}
+// cpuAndSim returns the CPU backend and the CUDA backend on the simulated
+// device.
+func cpuAndSim(t *testing.T) (inference.Backend, *cuda.Backend) {
+	t.Helper()
 	cpuBackend, err := inference.ResolveDevice(inference.CPU)
 	if err != nil {
 		t.Fatal(err)
@@ -26,6 +24,17 @@ func TestConformanceSimMatchesCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cpuBackend, simulated.(*cuda.Backend)
+}
+
+// TestConformanceSimMatchesCPU runs every suite through the CUDA executor
+// on the simulated device (host-emulated kernels) and requires the same
+// outcome as the CPU backend for every test: the same PASS list, no FAIL.
+func TestConformanceSimMatchesCPU(t *testing.T) {
+	if _, err := os.Stat(suites); err != nil {
+		t.Fatalf("conformance data not found at %s: %v", suites, err)
+	}
+	cpuBackend, simulated := cpuAndSim(t)
 	for _, suite := range []string{"node", "pytorch-converted", "pytorch-operator", "simple"} {
 		t.Run(suite, func(t *testing.T) {
 			want, err := RunAll(io.Discard, filepath.Join(suites, suite), cpuBackend, nil)
