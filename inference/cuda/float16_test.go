@@ -5,10 +5,8 @@ package cuda_test
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -18,7 +16,6 @@ import (
 	"github.com/beamml/beamml/inference/cpu"
 	"github.com/beamml/beamml/inference/cuda"
 	"github.com/beamml/beamml/inference/graph"
-	"github.com/beamml/beamml/inference/onnx"
 	"github.com/beamml/beamml/internal/check"
 	"github.com/beamml/beamml/internal/kernels"
 	"github.com/beamml/beamml/internal/sim"
@@ -163,32 +160,8 @@ func tensorOf[T inference.Element](t *testing.T, v []T) inference.Tensor {
 // PyTorch's output.
 func decodeExport(t *testing.T, dir string) (*graph.Graph, map[string]inference.Tensor, map[string]inference.Tensor) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, "model.onnx"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := onnx.Decode(data, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	read := func(file string) inference.Tensor {
-		b, err := os.ReadFile(filepath.Join(dir, "test_data_set_0", file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, x, err := onnx.ReadTensor(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
-	}
-	feeds, want := map[string]inference.Tensor{}, map[string]inference.Tensor{}
-	for i, in := range g.Inputs {
-		feeds[in.Name] = read(fmt.Sprintf("input_%d.pb", i))
-	}
-	for i, o := range g.Outputs {
-		want[o.Name] = read(fmt.Sprintf("output_%d.pb", i))
-	}
+	g := check.DecodeExport(t, dir)
+	feeds, want := check.ExportData(t, dir, g)
 	return g, feeds, want
 }
 

@@ -42,7 +42,8 @@ func TestOpsMatchCPUInFP16(t *testing.T) {
 	ctx := context.Background()
 	before := runner.Launched()
 	var beyond int
-	for _, c := range check.Cases() {
+	cases := check.Cases()
+	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
 			b, _ := newSim(t, 0)
 			in := inPrecision{b, inference.FP16}
@@ -65,7 +66,7 @@ func TestOpsMatchCPUInFP16(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("%d of %d cases beyond float16 at %g", beyond, len(check.Cases()), insideHalf)
+	t.Logf("%d of %d cases beyond float16 at %g", beyond, len(cases), insideHalf)
 	after := runner.Launched()
 	for _, k := range []string{"unary_f16", "binary_f16", "variadic_f16", "epilogue_f16",
 		"conv_im2col32_f16", "norm_rows_f16", "norm_batch_f16", "softmax_f16", "pool_f16", "reduce_f16", "arg_f16"} {

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cpu"
 	"github.com/beamml/beamml/inference/graph"
 	"github.com/beamml/beamml/inference/graph/passes"
 	"github.com/beamml/beamml/inference/onnx"
+	"github.com/beamml/beamml/internal/check"
 )
 
 // The tiny PyTorch exports in testdata (written by testdata/export.py)
@@ -59,7 +59,7 @@ func TestExportedModels(t *testing.T) {
 			t.Logf("%d nodes as exported, %d after constant folding alone, %d after the passes: %s",
 				before, len(off.Graph().Nodes), len(on.Graph().Nodes), ops(on.Graph()))
 
-			feeds, want := exportData(t, dir, on.Graph())
+			feeds, want := check.ExportData(t, dir, on.Graph())
 			gotOn, err := on.Run(context.Background(), feeds)
 			if err != nil {
 				t.Fatal(err)
@@ -87,51 +87,13 @@ func TestExportedModels(t *testing.T) {
 // returns the model and the number of nodes the file holds.
 func compileExport(t *testing.T, dir string, backend cpu.Backend) (*cpu.Model, int) {
 	t.Helper()
-	g := decodeExport(t, dir)
+	g := check.DecodeExport(t, dir)
 	nodes := len(g.Nodes)
 	m, err := backend.Compile(g)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m.(*cpu.Model), nodes
-}
-
-// decodeExport decodes dir/model.onnx.
-func decodeExport(t testing.TB, dir string) *graph.Graph {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, "model.onnx"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := onnx.Decode(data, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
-}
-
-// exportData reads the inputs and PyTorch's outputs of dir's data set.
-func exportData(t testing.TB, dir string, g *graph.Graph) (feeds, outs map[string]inference.Tensor) {
-	t.Helper()
-	read := func(file string) inference.Tensor {
-		b, err := os.ReadFile(filepath.Join(dir, "test_data_set_0", file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, x, err := onnx.ReadTensor(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
-	}
-	feeds, outs = map[string]inference.Tensor{}, map[string]inference.Tensor{}
-	for i, in := range g.Inputs {
-		feeds[in.Name] = read(fmt.Sprintf("input_%d.pb", i))
-	}
-	for i, o := range g.Outputs {
-		outs[o.Name] = read(fmt.Sprintf("output_%d.pb", i))
-	}
-	return feeds, outs
 }
 
 // opCounts counts the nodes of g by operator, and the fused epilogues
@@ -179,7 +141,7 @@ func BenchmarkExportedModels(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				feeds, _ := exportData(b, dir, m.(*cpu.Model).Graph())
+				feeds, _ := check.ExportData(b, dir, m.(*cpu.Model).Graph())
 				for b.Loop() {
 					if _, err := m.Run(context.Background(), feeds); err != nil {
 						b.Fatal(err)

@@ -394,7 +394,7 @@ func TestFloat16ExportsOnTheCPU(t *testing.T) {
 		dir := filepath.Join("..", "..", "cuda", "testdata", "float16", name)
 		for _, b := range []cpu.Backend{{}, {Unoptimized: true}} {
 			m, _ := compileExport(t, dir, b)
-			feeds, want := exportData(t, dir, m.Graph())
+			feeds, want := check.ExportData(t, dir, m.Graph())
 			got, err := m.Run(context.Background(), feeds)
 			if err != nil {
 				t.Fatal(err)
@@ -472,8 +472,8 @@ func TestFloat16WidenedNodeByNodeIsThePass(t *testing.T) {
 	for _, name := range []string{"halfnet_opset17", "mixed_opset17"} {
 		dir := filepath.Join("..", "..", "cuda", "testdata", "float16", name)
 		runs = append(runs, run{name, func() (*graph.Graph, map[string]inference.Tensor) {
-			g := decodeExport(t, dir)
-			feeds, _ := exportData(t, dir, g)
+			g := check.DecodeExport(t, dir)
+			feeds, _ := check.ExportData(t, dir, g)
 			return g, feeds
 		}})
 	}
