@@ -33,7 +33,10 @@ const (
 	// types. The meaning of a model in FP16 is its graph rewritten by
 	// passes.StoreInFloat16 (inference/cuda's Passes and Reference): each
 	// converted node computes from float16 operands and rounds its outputs
-	// once. Float16 keeps 11 significant bits, so each value is off by up
+	// once. The GPU rounds twice in two places, as float16 kernels do,
+	// inside the mode's tolerance: a convolution whose bias and clamp its
+	// reader applies as it gathers rounds its product first, and
+	// attention rounds its weights before multiplying V. Float16 keeps 11 significant bits, so each value is off by up
 	// to 4.9e-4 of itself and results by about 1e-3 to 1e-2 relative, and
 	// its range is narrow: a value beyond ±65504 becomes ±Inf, one below
 	// 2^-14 (6.1e-5) in magnitude keeps fewer bits, and one at or below

@@ -5,11 +5,13 @@
 # them (with CUDA graphs one, a replay; without, BEAMML_CUDA_GRAPHS=0, one
 # per launch, GEMM and copy), and the device memory a model holds besides
 # its weights, for ResNet-50, MobileNetV2, the BERT-style encoder and the
-# ViT of make bench-cpu, and the float16 twins of ResNet-50 and the
-# encoder, at batch 2 (sequence 16 for the encoder). The counts do not
-# depend on the batch size. Prints the markdown table the README quotes,
-# and fails (exit 1) when a model breaks issue 15's bounds: ResNet-50 and
-# the BERT-style encoder at most 60 kernel launches per batch, one call
+# ViT of make bench-cpu, in the default precision and in FP16 mode
+# (-precision fp16), and the float16 twins of ResNet-50 and the encoder,
+# at batch 2 (sequence 16 for the encoder). The counts do not depend on
+# the batch size. Prints the markdown table the README quotes, and fails
+# (exit 1) when a model breaks issue 15's bounds: ResNet-50 and the
+# BERT-style encoder at most 60 kernel launches per batch (in either
+# mode), one call
 # with CUDA graphs, no device-to-device copy (views are free), no node on
 # the host, and for the float16 twins no cast_convert but the model's own
 # Casts (they run on their float16 kernels). .ci/run runs it.
@@ -51,22 +53,25 @@ go build -o out/bin/beamml-bench ./cmd/beamml-bench || exit 1
 echo "| model | kernel launches | GEMMs | host→device | device→host | device→device | calls (graph) | calls (no graph) | device MiB besides weights |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 failed=0
-for model in resnet50 mobilenet_v2 bert vit resnet50_float16 bert_float16; do
+for run in resnet50 mobilenet_v2 bert vit resnet50:fp16 mobilenet_v2:fp16 bert:fp16 vit:fp16 resnet50_float16 bert_float16; do
+	model=${run%:*} precision=fp32
+	[ "$run" = "$model" ] || precision=${run#*:}
 	json=$(mktemp) eager=$(mktemp)
-	if ! out/bin/beamml-bench -device sim -model "$dir/$model.onnx" -batch 2 -dynamic 16 -n 0 -warmup 0 -json "$json" >/dev/null ||
-		! BEAMML_CUDA_GRAPHS=0 out/bin/beamml-bench -device sim -model "$dir/$model.onnx" -batch 2 -dynamic 16 -n 0 -warmup 0 -json "$eager" >/dev/null; then
-		echo "| $model | failed: see out/bin/beamml-bench -device sim -model $dir/$model.onnx | | | | | | | |"
+	bench=(out/bin/beamml-bench -device sim -precision "$precision" -model "$dir/$model.onnx" -batch 2 -dynamic 16 -n 0 -warmup 0)
+	if ! "${bench[@]}" -json "$json" >/dev/null || ! BEAMML_CUDA_GRAPHS=0 "${bench[@]}" -json "$eager" >/dev/null; then
+		echo "| $run | failed: see ${bench[*]} | | | | | | | |"
 		failed=1
 		continue
 	fi
 	casts=$(/usr/bin/python3 -c 'import onnx, sys; print(sum(n.op_type == "Cast" for n in onnx.load(sys.argv[1], load_external_data=False).graph.node))' "$dir/$model.onnx")
-	/usr/bin/python3 - "$model" "$json" "$eager" "$casts" <<'PY'
+	/usr/bin/python3 - "$model" "$json" "$eager" "$casts" "$precision" <<'PY'
 import json, sys
 w = json.load(open(sys.argv[2]))["device_work"]
 e = json.load(open(sys.argv[3]))["device_work"]
 model = sys.argv[1]
 model_casts = int(sys.argv[4])
-print(f"| {model} | {w['launches']} | {w['gemms']} | {w['copies_htod']} | {w['copies_dtoh']} | "
+row = model if sys.argv[5] == "fp32" else f"{model}, {sys.argv[5]} mode"
+print(f"| {row} | {w['launches']} | {w['gemms']} | {w['copies_htod']} | {w['copies_dtoh']} | "
       f"{w['copies_dtod']} | {w['calls']} | {e['calls']} | {w['device_bytes'] / 2**20:.1f} |")
 broken = []
 if model in ("resnet50", "bert") and w["launches"] > 60:
@@ -82,7 +87,7 @@ host = json.load(open(sys.argv[2])).get("host_nodes")
 if host:
     broken.append(f"nodes on the host: {host}")
 for b in broken:
-    print(f"sim-work: {model}: {b}", file=sys.stderr)
+    print(f"sim-work: {row}: {b}", file=sys.stderr)
 sys.exit(1 if broken else 0)
 PY
 	[ $? = 0 ] || failed=1

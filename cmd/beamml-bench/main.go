@@ -249,9 +249,6 @@ func bench(ctx context.Context, cfg config) (report, error) {
 	}
 	defer m.Close()
 	rep.LoadMS = ms(time.Since(start))
-	if h, ok := m.(interface{ HostNodes() []string }); ok {
-		rep.HostNodes = h.HostNodes()
-	}
 
 	var firstErr error
 	for _, b := range cfg.batches {
@@ -281,6 +278,11 @@ func bench(ctx context.Context, cfg config) (report, error) {
 			rep.Compared = err.Error()
 			firstErr = cmp.Or(firstErr, err)
 		}
+	}
+	// The nodes of the plans the runs above built (none exists before a
+	// run).
+	if h, ok := m.(interface{ HostNodes() []string }); ok {
+		rep.HostNodes = h.HostNodes()
 	}
 	if cfg.noHost && len(rep.HostNodes) > 0 {
 		firstErr = cmp.Or(firstErr, fmt.Errorf("%d node(s) ran on the host: %s", len(rep.HostNodes), strings.Join(rep.HostNodes, ", ")))

@@ -384,7 +384,7 @@ func atAttentionBias(n opsem.Node, in []inference.Tensor, batch, heads, qSeq, to
 	// The mask, aligned at the right to [batch, heads, q_seq, total]; its
 	// last dimension may be shorter than total (the rest is masked).
 	if present(mask) {
-		m, err := opsem.AttentionMaskOf(n, mask.Shape(), mask.DType(), opsem.AttentionDims{Batch: batch, QHeads: heads, QSeq: qSeq, Total: total})
+		m, err := opsem.AttentionMaskOf(n, mask.Shape(), mask.DType(), inference.Float32, opsem.AttentionDims{Batch: batch, QHeads: heads, QSeq: qSeq, Total: total})
 		if err != nil {
 			return nil, err
 		}

@@ -32,3 +32,11 @@ func SetDeferEpilogues(on bool) (restore func()) {
 	deferEpilogues = on
 	return func() { deferEpilogues = old }
 }
+
+// SetTakeEpilogues lets readers take the pointwise epilogues products
+// offer (on) or not, and returns the function that restores the setting.
+func SetTakeEpilogues(on bool) (restore func()) {
+	old := takeEpilogues
+	takeEpilogues = on
+	return func() { takeEpilogues = old }
+}

@@ -92,14 +92,21 @@ func (e epilogue) apply(l *lowering, y operand) error {
 // finish is apply for a product accumulated in prod: y itself for a
 // float32 product, float32 scratch for a float16 one (y), into which one
 // epilogue_f16 launch rounds the finished values once (even when there is
-// no epilogue).
+// no epilogue). A float16 product the GEMM rounded into y itself
+// (accumulator) takes a pointwise epilogue in place, in
+// epilogue_rounded_f16.
 func (e epilogue) finish(l *lowering, prod, y operand) error {
 	half := y.DType == inference.Float16
 	if prod.DType == inference.Float16 { // the GEMM rounded it: accumulator's choice
-		if !e.none() {
+		if e.none() {
+			return nil
+		}
+		if !e.pointwise() {
 			return l.Errorf(inference.ErrType, "float16 product with an epilogue accumulated in float16")
 		}
-		return nil
+		return l.Launch(kernels.EpilogueRoundedF16, y.Len(), ptrArg(y), e.bias, intArg(0), intArg(y.Len()),
+			intArg(e.size), intArg(e.channels), intArg(btoi(e.clamp)), floatArg(e.lo), floatArg(e.hi),
+			intArg(-1), floatArg(0.0), floatArg(0.0), intArg(0), intArg(0), intArg(1), intArg(1))
 	}
 	rsize, rcount := int64(1), y.Len()
 	if e.residual.Present() && !slices.Equal(e.residual.Shape, y.Shape) {
@@ -239,18 +246,55 @@ type offeredEpilogue struct {
 	ep    epilogue
 }
 
-// applyOrOffer applies e to y, and offers it to y's reader when it is
-// pointwise and y has exactly one reader and is not a graph output.
-func (e epilogue) applyOrOffer(l *lowering, y operand) error {
+// applyOrOffer finishes the product prod into y (finish), and offers
+// the epilogue to y's reader when it is pointwise, y has exactly one
+// reader and is not a graph output, and prod is y (a float32 product, or
+// a float16 one that roundsFirst).
+func (e epilogue) applyOrOffer(l *lowering, prod, y operand) error {
 	before := len(l.steps)
-	if err := e.apply(l, y); err != nil {
+	if err := e.finish(l, prod, y); err != nil {
 		return err
 	}
-	if len(l.steps) == before+1 && e.pointwise() && deferEpilogues && l.p.m.readers[y.Name] == 1 &&
-		y.DType == inference.Float32 { // a float16 output is rounded before its reader reads it
+	if len(l.steps) == before+1 && e.offerable(l, y) && prod.DType == y.DType {
 		l.offer = &offeredEpilogue{value: y.Name, step: before, ep: e}
 	}
 	return nil
+}
+
+// offerable reports whether y's reader may apply e: a pointwise
+// epilogue of y's only reader.
+func (e epilogue) offerable(l *lowering, y operand) bool {
+	return e.pointwise() && deferEpilogues && l.p.m.readers[y.Name] == 1
+}
+
+// roundsFirst reports whether the float16 product y, in FP16 mode, is
+// rounded before its pointwise epilogue, because the Conv reading it
+// applies the epilogue as it gathers (convPrologue) or with its residual
+// (takeResidualBias), and the epilogue's launch goes: one more rounding
+// than the float32 accumulator's, which FP16 mode's tolerance allows
+// (inference.FP16). A float16 model's own products, in FP32 mode, round
+// once.
+func (e epilogue) roundsFirst(l *lowering, y operand) bool {
+	if y.DType != inference.Float16 || l.p.m.precision != inference.FP16 || e.none() || !e.offerable(l, y) {
+		return false
+	}
+	n := l.p.m.readBy[y.Name]
+	if n == nil || n.OpType != "Conv" || n.Domain != "" {
+		return false
+	}
+	r := &lowering{Node: opsem.Node{Node: n, Opset: l.Opset}, p: l.p}
+	for _, name := range n.Inputs {
+		r.In = append(r.In, l.p.operand(name))
+	}
+	if res := int(r.Int(passes.FusedResidual, -1)); r.Node.Has(passes.FusedResidual) && res > 0 && res < len(n.Inputs) &&
+		n.Inputs[res] == y.Name {
+		return !e.clamp && e.bias.ptr && len(n.Outputs) > 0 && slices.Equal(y.Shape, l.p.shapes[n.Outputs[0]])
+	}
+	if len(n.Inputs) < 2 || n.Inputs[0] != y.Name {
+		return false
+	}
+	group, win, err := convOperands(r, r.In[0], r.In[1], false)
+	return err == nil && gathers(r.In[0], group, win)
 }
 
 // takeResidualBias takes the epilogue offered to the reader of e's
@@ -261,7 +305,7 @@ func (e *epilogue) takeResidualBias(l *lowering, y operand) {
 		return
 	}
 	o, ok := l.p.offered[e.residual.Name]
-	if !ok || o.ep.clamp || !o.ep.bias.ptr || o.ep.size != e.size || o.ep.channels != e.channels {
+	if !ok || !takeEpilogues || o.ep.clamp || !o.ep.bias.ptr || o.ep.size != e.size || o.ep.channels != e.channels {
 		return
 	}
 	l.absorbed = append(l.absorbed, e.residual.Name)
@@ -272,13 +316,14 @@ func (e *epilogue) takeResidualBias(l *lowering, y operand) {
 // node then applies, and whether there is one.
 func (l *lowering) takeEpilogue(x operand) (epilogue, bool) {
 	o, ok := l.p.offered[x.Name]
-	if !ok || o.ep.channels != int64(x.Shape[1]) {
+	if !ok || !takeEpilogues || o.ep.channels != int64(x.Shape[1]) {
 		return epilogue{}, false
 	}
 	l.absorbed = append(l.absorbed, x.Name)
 	return o.ep, true
 }
 
-// deferEpilogues lets products offer their epilogues; tests turn it off to
-// compare.
-var deferEpilogues = true
+// deferEpilogues lets products offer their epilogues, and takeEpilogues
+// readers take them; tests turn them off to compare, and to see a
+// product's own step finish what no reader took.
+var deferEpilogues, takeEpilogues = true, true

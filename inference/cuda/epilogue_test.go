@@ -251,6 +251,79 @@ func TestDeferredEpilogues(t *testing.T) {
 	}
 }
 
+// fp16DeferNet is deferNet with a product whose bias alone goes to the
+// residual read of its reader: conv_f's output f is added to conv_g's (the
+// first product the graph passes meet takes the Add, as a ResNet's block
+// takes its shortcut's).
+func fp16DeferNet(t testing.TB) *graph.Graph {
+	g := deferNet(t)
+	g.Initializers["wf"] = check.Rand(10, -0.5, 0.5, 4, 3, 1, 1)
+	g.Initializers["bf"] = check.Rand(11, -0.5, 0.5, 4)
+	g.Initializers["wg"] = check.Rand(12, -0.5, 0.5, 4, 3, 3, 3)
+	g.Nodes = append(g.Nodes,
+		&graph.Node{Name: "conv_g", OpType: "Conv", Inputs: []string{"x", "wg"}, Outputs: []string{"g"},
+			Attrs: map[string]graph.Attr{"pads": {Type: graph.AttrInts, Ints: []int64{1, 1, 1, 1}}}},
+		&graph.Node{Name: "conv_f", OpType: "Conv", Inputs: []string{"x", "wf", "bf"}, Outputs: []string{"f"}},
+		&graph.Node{Name: "add_g", OpType: "Add", Inputs: []string{"g", "f"}, Outputs: []string{"s"}},
+		&graph.Node{Name: "relu_g", OpType: "Relu", Inputs: []string{"s"}, Outputs: []string{"w"}})
+	g.Outputs = append(g.Outputs, graph.Value{Name: "w", DType: inference.Float32})
+	if err := g.Sort(nil); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// In FP16 mode a float16 Conv whose reader applies its pointwise epilogue
+// rounds its product before the epilogue, and the reader applies it as in
+// float32 (conv_a's and conv_b's as they are gathered, conv_f's bias with
+// conv_g's residual): no epilogue launch for them, and no float32
+// accumulator. Where the reader does not take it, the product's own
+// epilogue_rounded_f16 finishes it in place. The results are the mode's
+// meaning (cuda.Reference) at its tolerances (fp16_test.go), with the one
+// more rounding this adds.
+func TestDeferredEpiloguesInFP16(t *testing.T) {
+	ctx := context.Background()
+	ref := compile(t, cuda.Reference(inference.FP16), fp16DeferNet(t))
+	for _, c := range []struct {
+		name               string
+		deferring, taking  bool
+		epilogues, inPlace int // epilogue_f16 and epilogue_rounded_f16 launches
+	}{
+		{"deferred", true, true, 3, 0},
+		{"not taken", true, false, 3, 3},
+		{"not deferred", false, true, 6, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			defer cuda.SetDeferEpilogues(c.deferring)()
+			defer cuda.SetTakeEpilogues(c.taking)()
+			b, _ := newSim(t, 0)
+			m := compile(t, inPrecision{b, inference.FP16}, fp16DeferNet(t))
+			for i := range 2 {
+				feeds := batchOf(fp16DeferNet(t), 2, uint64(i))
+				before := runner.Launched()
+				got, err := m.Run(ctx, feeds)
+				if err != nil {
+					t.Fatal(err)
+				}
+				launched := launchedSince(before)
+				want, err := ref.Run(ctx, feeds)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for name, w := range want {
+					if err := check.Compare(got[name], w, fp16RTol, fp16ATol); err != nil {
+						t.Errorf("output %s: %v", name, err)
+					}
+				}
+				if i > 0 && (launched[kernels.EpilogueF16] != c.epilogues || launched[kernels.EpilogueRoundedF16] != c.inPlace) {
+					t.Errorf("launches %v: want %d of %s and %d of %s", launched,
+						c.epilogues, kernels.EpilogueF16, c.inPlace, kernels.EpilogueRoundedF16)
+				}
+			}
+		})
+	}
+}
+
 // gapNet's MatMul has a residual Add whose operand broadcasts along a
 // middle dimension ([N, 1, 4] against the product's [N, 3, 4]): no run of
 // dimensions (residualRun), so a broadcasting Add adds it between the

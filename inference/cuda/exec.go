@@ -37,6 +37,9 @@ type Model struct {
 	// graph output. A value read once may hand its producer's pointwise
 	// epilogue to its reader (lower_conv.go's deferred epilogues).
 	readers map[string]int
+	// readBy is each value's last reader node: with a readers count of 1,
+	// its only reader.
+	readBy map[string]*graph.Node
 
 	weights     Ptr
 	weightOff   map[string]int64
@@ -86,10 +89,11 @@ func newModel(b *Backend, ord int, dev Device, g *graph.Graph, precision inferen
 			}
 		}
 	}
-	m.readers = map[string]int{}
+	m.readers, m.readBy = map[string]int{}, map[string]*graph.Node{}
 	for _, n := range g.Nodes {
 		for _, in := range n.Inputs {
 			m.readers[in]++
+			m.readBy[in] = n
 		}
 	}
 	for _, o := range g.Outputs {

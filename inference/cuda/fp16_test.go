@@ -69,7 +69,7 @@ func TestOpsMatchCPUInFP16(t *testing.T) {
 	t.Logf("%d of %d cases beyond float16 at %g", beyond, len(cases), insideHalf)
 	after := runner.Launched()
 	for _, k := range []string{"unary_f16", "binary_f16", "variadic_f16", "epilogue_f16",
-		"conv_im2col32_f16", "norm_rows_f16", "norm_batch_f16", "softmax_f16", "pool_f16", "reduce_f16", "arg_f16"} {
+		"conv_im2col32_f16", "norm_rows_f16", "norm_batch_f16", "softmax_f16", "attention_softmax_f16", "pool_f16", "reduce_f16", "arg_f16"} {
 		if after[k] == before[k] {
 			t.Errorf("no case launched %s in FP16", k)
 		}

@@ -14,14 +14,27 @@ import (
 // dimensions and the mask's layout are opsem.Attention's and
 // opsem.AttentionMaskOf's. Past keys and values, nonpad_kv_seqlen and the
 // outputs past Y run on the host.
+//
+// In FP16 mode, float16 Attention (what passes.StoreInFloat16 makes of it)
+// takes float16 Q, K and V: the scores accumulate in float32, and
+// attention_softmax_f16 rounds the weights to float16 for the product
+// with V, as float16 attention kernels do: one rounding more than the
+// mode's meaning (cuda.Reference), inside its tolerance. A float16 model's
+// own Attention, in FP32 mode, runs in float32 between casts (lowerNode),
+// so that its output is rounded once.
 
 func init() {
 	registerLowering("Attention", lowerAttention)
+	registerHalf("Attention")
 }
 
 func lowerAttention(l *lowering) error {
 	q, k, v := l.In[0], l.In[1], l.In[2]
-	if q.DType != inference.Float32 || k.DType != inference.Float32 || v.DType != inference.Float32 {
+	half := q.DType == inference.Float16
+	if half && l.p.m.precision != inference.FP16 {
+		return lowerInFloat32(l, lowerAttention)
+	}
+	if q.DType != k.DType || q.DType != v.DType || q.DType != inference.Float32 && !half {
 		return l.NoKernel("Q %v, K %v, V %v", q.DType, k.DType, v.DType)
 	}
 	for i, name := range []string{4: "past_key", 5: "past_value", 6: "nonpad_kv_seqlen"} {
@@ -42,13 +55,13 @@ func lowerAttention(l *lowering) error {
 	if d.Rank == 3 {
 		yShape = []int{d.Batch, d.QSeq, d.QHeads * d.VHeadSize}
 	}
-	if err := checkOut(l, 0, inference.Float32, yShape); err != nil {
+	if err := checkOut(l, 0, q.DType, yShape); err != nil {
 		return err
 	}
 	maskKind, maskArgs := int64(kernels.ATTN_MASK_NONE), []kernelArg{intArg(0), intArg(0), intArg(0), intArg(0)}
 	mask := l.input(3)
 	if mask.Present() {
-		m, err := opsem.AttentionMaskOf(l.Node, mask.Shape, mask.DType, d)
+		m, err := opsem.AttentionMaskOf(l.Node, mask.Shape, mask.DType, q.DType, d)
 		if err != nil {
 			return l.NoKernel("%v", err)
 		}
@@ -94,12 +107,17 @@ func lowerAttention(l *lowering) error {
 	args := append([]kernelArg{ptrArg(scores), optionalArg(mask), intArg(maskKind), intArg(int64(units) * int64(d.QSeq)),
 		intArg(d.QSeq), intArg(d.QHeads), intArg(d.Total)}, maskArgs...)
 	args = append(args, intArg(l.Int("is_causal", 0)), floatArg(d.Softcap))
-	if err := launchRows(l, kernels.AttentionSoftmaxF32, int64(units)*int64(d.QSeq), args...); err != nil {
+	softmax, weights := kernels.AttentionSoftmaxF32, scores
+	if half {
+		softmax, weights = kernels.AttentionSoftmaxF16, l.Scratch(inference.Float16, scores.Shape)
+		args = append([]kernelArg{ptrArg(weights)}, args...)
+	}
+	if err := launchRows(l, softmax, int64(units)*int64(d.QSeq), args...); err != nil {
 		return err
 	}
 	// Yᵀ (v_head_size × q_seq) = Vᵀ·weightsᵀ, per unit.
 	pv := gemmOp{Gemm: Gemm{M: d.VHeadSize, N: d.QSeq, K: d.Total, Alpha: 1,
-		LDA: vv.LD(), LDB: d.Total, LDC: yv.LD()}, OpA: v, OpB: scores, OpC: l.Out[0]}
+		LDA: vv.LD(), LDB: d.Total, LDC: yv.LD()}, OpA: v, OpB: weights, OpC: l.Out[0]}
 	return unitGemms(l, pv, units,
 		func(u int) int64 { return int64(vv.Base(kvHead(u))) },
 		func(u int) int64 { return int64(u) * block },

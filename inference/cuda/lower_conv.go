@@ -141,7 +141,7 @@ func lowerConv(l *lowering) error {
 		return l.NoKernel("no input channels")
 	}
 	geom := spatialArgs(win.in, win.kernel, win.out, win.stride, win.dilation, win.padBegin)
-	if group > 1 && cg == 1 {
+	if depthwise(x, group) {
 		// The direct kernel adds the bias, and clamps when that is all.
 		clamp := []kernelArg{intArg(0), floatArg(0.0), floatArg(0.0)}
 		rest := ep
@@ -165,10 +165,10 @@ func lowerConv(l *lowering) error {
 		if err := l.Launch(kernel, y.Len(), args...); err != nil {
 			return err
 		}
-		return rest.applyOrOffer(l, y)
+		return rest.applyOrOffer(l, y, y)
 	}
-	pointwise := ksz == 1 && win.stride == [3]int64{1, 1, 1} && win.padBegin == [3]int64{} && win.padEnd == [3]int64{}
-	acc := accumulator(l, y, !ep.none())
+	pointwise := !gathers(x, group, win)
+	acc := accumulator(l, y, !ep.none() && !ep.roundsFirst(l, y))
 	g := gemmOp{Gemm: Gemm{M: int(osp), N: mg, K: int(rows), Alpha: 1, LDA: int(osp), LDB: int(rows), LDC: int(osp)},
 		OpB: w, OpC: acc}
 	cImg, cGrp, bGrp := int64(m)*osp, int64(mg)*osp, int64(mg)*rows
@@ -202,10 +202,20 @@ func lowerConv(l *lowering) error {
 		}
 	}
 	ep.size = osp
-	if y.DType == inference.Float16 {
-		return ep.finish(l, acc, y)
-	}
-	return ep.applyOrOffer(l, y)
+	return ep.applyOrOffer(l, acc, y)
+}
+
+// depthwise reports whether a Conv of x in group groups has one input
+// channel per group: lowerConv runs it with the direct kernel.
+func depthwise(x operand, group int) bool { return group > 1 && x.Shape[1]/group == 1 }
+
+// gathers reports whether lowerConv gathers the Conv's input x, in its
+// group groups and window win: with the direct kernel or im2col, which
+// apply the pointwise epilogue x's producer offers (convPrologue). A 1×1
+// Conv with unit strides and no padding multiplies x itself.
+func gathers(x operand, group int, win convWindow) bool {
+	return depthwise(x, group) || win.kernel != [3]int64{1, 1, 1} || win.stride != [3]int64{1, 1, 1} ||
+		win.padBegin != [3]int64{} || win.padEnd != [3]int64{}
 }
 
 // convPrologue returns the arguments (bias, clamp, lo, hi) of the

@@ -134,15 +134,17 @@ KERNEL unary_f16(long long op, half_t *__restrict__ y, const half_t *__restrict_
 // gates, v·act(v), when gate is 1. A MatMul's bias, one per column, is
 // size 1. epilogue_f16 is the same for a float16 product: y is the GEMM's
 // float32 accumulator, bias, residual and res_bias are float16, and the
-// result is rounded once into out.
-template <class S>
-DEVICE void epilogue_s(S *out, const float *y, const S *__restrict__ bias, const S *__restrict__ residual,
+// result is rounded once into out. epilogue_rounded_f16 finishes, in
+// place, a float16 product the GEMM already rounded into y (FP16 mode's
+// pointwise epilogues, which the reader usually applies instead).
+template <class S, class A>
+DEVICE void epilogue_s(S *out, const A *y, const S *__restrict__ bias, const S *__restrict__ residual,
                        long long total, long long size, long long channels, long long clamp, double lo, double hi,
                        long long act, double a, double b, long long gate, const S *__restrict__ res_bias,
                        long long rsize, long long rcount) {
 	float flo = (float)lo, fhi = (float)hi, fa = (float)a, fb = (float)b;
 	GRID_STRIDE(i, total) {
-		float v = y[i];
+		float v = ld(y, i);
 		if (bias) v += ld(bias, (i / size) % channels);
 		if (residual) {
 			float r = ld(residual, (i / rsize) % rcount);
@@ -172,6 +174,13 @@ KERNEL epilogue_f16(half_t *__restrict__ out, const float *__restrict__ y, const
                     long long clamp, double lo, double hi, long long act, double a, double b, long long gate,
                     const half_t *__restrict__ res_bias, long long rsize, long long rcount) {
 	epilogue_s(out, y, bias, residual, total, size, channels, clamp, lo, hi, act, a, b, gate, res_bias, rsize, rcount);
+}
+
+KERNEL epilogue_rounded_f16(half_t *y, const half_t *__restrict__ bias, const half_t *__restrict__ residual,
+                            long long total, long long size, long long channels, long long clamp, double lo,
+                            double hi, long long act, double a, double b, long long gate,
+                            const half_t *__restrict__ res_bias, long long rsize, long long rcount) {
+	epilogue_s(y, y, bias, residual, total, size, channels, clamp, lo, hi, act, a, b, gate, res_bias, rsize, rcount);
 }
 
 // unary_clip_*: Clip with bounds in device memory, one element each; a

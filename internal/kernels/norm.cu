@@ -41,7 +41,7 @@ DEVICE float norm_block_max(float *buf, float v) {
 	return r;
 }
 
-// The kernels below but attention_softmax_f32 are templates over the
+// The kernels below are templates over the
 // storage type S of their float operands (common.cuh's storage types), with
 // entry points NAME_f32 and NAME_f16: the statistics accumulate in float
 // either way, and each stored element is rounded once.
@@ -278,21 +278,23 @@ SYNC_KERNEL softmax_f16(long long kind, half_t *__restrict__ y, const half_t *__
 // mask[b·mb + h·mh + i·mi + j] for a column j < mask_len (−inf past it),
 // and with causal −inf where j > i. Softmax follows over the row; a row
 // whose bias is −inf everywhere gets zero weights (ONNX's Attention-23
-// rule, where the decomposition would give NaN). Lowering in
-// inference/cuda/lower_attention.go.
-SYNC_KERNEL attention_softmax_f32(float *__restrict__ s, const void *__restrict__ mask, long long mask_kind,
-                                  long long rows, long long q_seq, long long heads, long long total,
-                                  long long mask_len, long long mb, long long mh, long long mi, long long causal,
-                                  double softcap) {
-	__shared__ float buf[BLOCK];
+// rule, where the decomposition would give NaN). attention_softmax_f16 is
+// the same for float16 Attention: the scores stay float32, a float mask is
+// float16, and the weights are rounded to float16 into w, which the
+// product with V reads. Lowering in inference/cuda/lower_attention.go.
+template <class S>
+DEVICE void attention_softmax(float *buf, S *w, float *s, const void *mask, long long mask_kind, long long rows,
+                              long long q_seq, long long heads, long long total, long long mask_len, long long mb,
+                              long long mh, long long mi, long long causal, double softcap) {
 	float cap = (float)softcap;
-	const float *mf = (const float *)mask;
+	const S *mf = (const S *)mask;
 	const unsigned char *mbool = (const unsigned char *)mask;
 	for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
 		long long i = r % q_seq, u = r / q_seq;
 		long long b = u / heads, h = u % heads;
 		long long at = b * mb + h * mh + i * mi;
 		float *row = s + r * total;
+		S *out = w + r * total;
 		float m = -NORM_INF, open = 0.0f;
 		for (long long j = threadIdx.x; j < total; j += BLOCK) {
 			float x = row[j];
@@ -300,7 +302,7 @@ SYNC_KERNEL attention_softmax_f32(float *__restrict__ s, const void *__restrict_
 			float bias = 0.0f;
 			if (mask_kind != ATTN_MASK_NONE) {
 				if (j >= mask_len) bias = -NORM_INF;
-				else if (mask_kind == ATTN_MASK_FLOAT) bias = mf[at + j];
+				else if (mask_kind == ATTN_MASK_FLOAT) bias = ld(mf, at + j);
 				else bias = mbool[at + j] ? 0.0f : -NORM_INF;
 			}
 			if (causal && j > i) bias = -NORM_INF;
@@ -310,13 +312,28 @@ SYNC_KERNEL attention_softmax_f32(float *__restrict__ s, const void *__restrict_
 			m = fmaxf(m, x);
 		}
 		if (norm_block_max(buf, open) == 0.0f) {
-			for (long long j = threadIdx.x; j < total; j += BLOCK) row[j] = 0.0f;
+			for (long long j = threadIdx.x; j < total; j += BLOCK) st(out, j, 0.0f);
 			continue;
 		}
 		m = norm_block_max(buf, m);
 		float sum = 0.0f;
 		for (long long j = threadIdx.x; j < total; j += BLOCK) sum += expf(row[j] - m);
 		sum = norm_block_sum(buf, sum);
-		for (long long j = threadIdx.x; j < total; j += BLOCK) row[j] = expf(row[j] - m) / sum;
+		for (long long j = threadIdx.x; j < total; j += BLOCK) st(out, j, expf(row[j] - m) / sum);
 	}
+}
+
+SYNC_KERNEL attention_softmax_f32(float *s, const void *__restrict__ mask, long long mask_kind, long long rows,
+                                  long long q_seq, long long heads, long long total, long long mask_len, long long mb,
+                                  long long mh, long long mi, long long causal, double softcap) {
+	__shared__ float buf[BLOCK];
+	attention_softmax(buf, s, s, mask, mask_kind, rows, q_seq, heads, total, mask_len, mb, mh, mi, causal, softcap);
+}
+
+SYNC_KERNEL attention_softmax_f16(half_t *__restrict__ w, float *__restrict__ s, const void *__restrict__ mask,
+                                  long long mask_kind, long long rows, long long q_seq, long long heads,
+                                  long long total, long long mask_len, long long mb, long long mh, long long mi,
+                                  long long causal, double softcap) {
+	__shared__ float buf[BLOCK];
+	attention_softmax(buf, w, s, mask, mask_kind, rows, q_seq, heads, total, mask_len, mb, mh, mi, causal, softcap);
 }

@@ -32,7 +32,11 @@ import (
 //   - a converted node's float32 output that a float32 node, a subgraph or
 //     the graph's outputs read is written in float16 under a new name and
 //     cast back to float32 under its own: the graph's outputs keep their
-//     names and declared types.
+//     names and declared types. A Shape or Size node, which reads only its
+//     input's shape, reads the float16 value itself;
+//   - a Cast to float32 from bool or an integer type whose output only
+//     converted nodes read casts to float16 instead (the same values:
+//     an integer beyond float16's range is ±Inf either way).
 //
 // Each converted node computes what it computes from float16 operands and
 // rounds its outputs once (the meaning ComputeFloat16InFloat32 gives a
@@ -56,6 +60,11 @@ func StoreInFloat16(native func(*graph.Node) bool) Pass {
 		}
 		return true, s.rewrite()
 	}}
+}
+
+// shapeOnly reports whether n reads nothing of its input but its shape.
+func shapeOnly(n *graph.Node) bool {
+	return n.Domain == "" && (n.OpType == "Shape" || n.OpType == "Size")
 }
 
 // store16 is the state of one StoreInFloat16 rewrite.
@@ -128,6 +137,19 @@ func (s *store16) rewrite() error {
 		}
 	}
 	for _, n := range s.g.Nodes {
+		if shapeOnly(n) && !s.converted[n] {
+			for i, name := range n.Inputs {
+				if h, ok := s.half[name]; ok {
+					n.Inputs[i] = h
+				}
+			}
+		}
+		if s.castsExactly(n) {
+			n.Attrs["to"] = graph.Attr{Type: graph.AttrInt, Int: onnxFloat16}
+			s.half[n.Outputs[0]] = n.Outputs[0]
+		}
+	}
+	for _, n := range s.g.Nodes {
 		if !s.converted[n] {
 			continue
 		}
@@ -147,18 +169,39 @@ func (s *store16) rewrite() error {
 }
 
 // readInFloat32 reports whether something other than a converted node
-// reads value: a node that stays float32, a subgraph or the graph's
-// outputs.
+// or a shapeOnly one reads value: a node that stays float32, a subgraph or
+// the graph's outputs.
 func (s *store16) readInFloat32(value string) bool {
 	if s.x.pinned[value] {
 		return true
 	}
 	for _, r := range s.x.readers[value] {
-		if !s.converted[r] {
+		if !s.converted[r] && !shapeOnly(r) {
 			return true
 		}
 	}
 	return false
+}
+
+// castsExactly reports whether n is a Cast to float32 from bool or an
+// integer type whose output converted nodes alone read: it may cast to
+// float16 instead (StoreInFloat16's last rule).
+func (s *store16) castsExactly(n *graph.Node) bool {
+	if n.Domain != "" || n.OpType != "Cast" || len(n.Inputs) != 1 || len(n.Outputs) != 1 ||
+		n.Attrs["to"].Int != onnxFloat || s.x.pinned[n.Outputs[0]] || len(s.x.readers[n.Outputs[0]]) == 0 {
+		return false
+	}
+	switch s.types[n.Inputs[0]] {
+	case inference.Bool, inference.Uint8, inference.Int32, inference.Int64:
+	default:
+		return false
+	}
+	for _, r := range s.x.readers[n.Outputs[0]] {
+		if !s.converted[r] {
+			return false
+		}
+	}
+	return true
 }
 
 // float16 returns the name of value's float16 form, making it on first use

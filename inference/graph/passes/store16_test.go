@@ -1,6 +1,7 @@
 package passes_test
 
 import (
+	"maps"
 	"slices"
 	"testing"
 
@@ -79,4 +80,32 @@ func producer(g *graph.Graph, value string) *graph.Node {
 		}
 	}
 	return nil
+}
+
+// A Shape reads a converted node's float16 output itself, with no Cast
+// back to float32 for it; a Cast to float32 from an integer type that
+// converted nodes alone read casts to float16 instead, and one that a
+// float32 node (Sin) also reads stays, with a Cast to float16 for the
+// converted reader.
+func TestStoreInFloat16ShapesAndIntegerCasts(t *testing.T) {
+	g := rewrite(t, func() *model {
+		m := newModel(17)
+		y := m.op("Relu", nil, m.input("x", 2, 3))
+		k := m.op("Cast", attrs("to", aInt(1)), m.ints("k", 1, 2, 3))
+		j := m.op("Cast", attrs("to", aInt(1)), m.ints("j", 4, 5, 6))
+		m.output(m.op("Shape", nil, y), m.op("Add", nil, y, k), m.op("Sin", nil, j), m.op("Mul", nil, y, j))
+		return m
+	}, notSin, "Cast Cast Sin Cast Relu Shape Add Cast Cast Mul Cast", 1e-2, 1e-2)
+	to := map[string]int64{}
+	for _, n := range g.Nodes {
+		if n.OpType == "Cast" {
+			to[n.Inputs[0]] = n.Attrs["to"].Int
+		}
+	}
+	if want := map[string]int64{"x": 10, "k": 10, "j": 1, "v3": 10, "v5_float16": 1, "v7_float16": 1}; !maps.Equal(to, want) {
+		t.Errorf("Casts by input to type %v, want %v", to, want)
+	}
+	if n := producer(g, "v4"); n == nil || !slices.Equal(n.Inputs, []string{"v1"}) {
+		t.Errorf("Shape is %v, want it reading Relu's float16 v1", n)
+	}
 }

@@ -121,8 +121,9 @@ type AttentionMask struct {
 	Len  int
 }
 
-// AttentionMaskOf checks attn_mask's shape and type against d.
-func AttentionMaskOf(n Node, mask []int, t inference.DType, d AttentionDims) (AttentionMask, error) {
+// AttentionMaskOf checks attn_mask's shape and type t against d: Bool, or
+// the type of the scores (Q's), which the mask is added to.
+func AttentionMaskOf(n Node, mask []int, t, scores inference.DType, d AttentionDims) (AttentionMask, error) {
 	if len(mask) < 1 || len(mask) > 4 {
 		return AttentionMask{}, fmt.Errorf("input 3 (attn_mask) is %v, want rank 1 to 4: %w", mask, inference.ErrShape)
 	}
@@ -138,7 +139,7 @@ func AttentionMaskOf(n Node, mask []int, t inference.DType, d AttentionDims) (At
 			return AttentionMask{}, fmt.Errorf("input 3 (attn_mask) is %v, not broadcastable to [%d %d %d %d]: %w", mask, d.Batch, d.QHeads, d.QSeq, d.Total, inference.ErrShape)
 		}
 	}
-	if t != inference.Float32 && t != inference.Bool {
+	if t != scores && t != inference.Bool {
 		return AttentionMask{}, n.Unsupported("attn_mask of element type %v", t)
 	}
 	m.Dims = [3]int{padded[0], padded[1], padded[2]}
