@@ -104,9 +104,7 @@ func (e epilogue) finish(l *lowering, prod, y operand) error {
 		if !e.pointwise() {
 			return l.Errorf(inference.ErrType, "float16 product with an epilogue accumulated in float16")
 		}
-		return l.Launch(kernels.EpilogueRoundedF16, y.Len(), ptrArg(y), e.bias, intArg(0), intArg(y.Len()),
-			intArg(e.size), intArg(e.channels), intArg(btoi(e.clamp)), floatArg(e.lo), floatArg(e.hi),
-			intArg(-1), floatArg(0.0), floatArg(0.0), intArg(0), intArg(0), intArg(1), intArg(1))
+		return l.Launch(kernels.EpilogueRoundedF16, y.Len(), append([]kernelArg{ptrArg(y)}, e.args(y.Len(), 1, 1)...)...)
 	}
 	rsize, rcount := int64(1), y.Len()
 	if e.residual.Present() && !slices.Equal(e.residual.Shape, y.Shape) {
@@ -123,9 +121,7 @@ func (e epilogue) finish(l *lowering, prod, y operand) error {
 	} else {
 		e.takeResidualBias(l, y)
 	}
-	args := []kernelArg{e.bias, optionalArg(e.residual), intArg(y.Len()),
-		intArg(e.size), intArg(e.channels), intArg(btoi(e.clamp)), floatArg(e.lo), floatArg(e.hi),
-		intArg(e.act), floatArg(e.a), floatArg(e.b), intArg(btoi(e.gate)), e.resBias, intArg(rsize), intArg(rcount)}
+	args := e.args(y.Len(), rsize, rcount)
 	if half {
 		return l.Launch(kernels.EpilogueF16, y.Len(), append([]kernelArg{ptrArg(y), ptrArg(prod)}, args...)...)
 	}
@@ -133,6 +129,15 @@ func (e epilogue) finish(l *lowering, prod, y operand) error {
 		return nil
 	}
 	return l.Launch(kernels.EpilogueF32, y.Len(), append([]kernelArg{ptrArg(y)}, args...)...)
+}
+
+// args are the epilogue kernels' arguments after the output (and the
+// float32 product of epilogue_f16), for n elements and a residual read at
+// (i / rsize) % rcount.
+func (e epilogue) args(n, rsize, rcount int64) []kernelArg {
+	return []kernelArg{e.bias, optionalArg(e.residual), intArg(n),
+		intArg(e.size), intArg(e.channels), intArg(btoi(e.clamp)), floatArg(e.lo), floatArg(e.hi),
+		intArg(e.act), floatArg(e.a), floatArg(e.b), intArg(btoi(e.gate)), e.resBias, intArg(rsize), intArg(rcount)}
 }
 
 // residualRun reports whether a residual of shape r, broadcast to y's
