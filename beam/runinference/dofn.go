@@ -250,6 +250,16 @@ func (b *batcher) add(ctx context.Context, e element, out sink) error {
 }
 
 func (b *batcher) finishBundle(ctx context.Context, out sink) error {
+	if err := b.runGroups(ctx, out); err != nil {
+		return err
+	}
+	b.warnIfFailuresDominate(ctx)
+	return nil
+}
+
+// runGroups runs every group left, whatever its size, in the order they
+// were opened, and forgets them.
+func (b *batcher) runGroups(ctx context.Context, out sink) error {
 	defer func() {
 		clear(b.groups)
 		b.order = b.order[:0]
@@ -259,7 +269,6 @@ func (b *batcher) finishBundle(ctx context.Context, out sink) error {
 			return err
 		}
 	}
-	b.warnIfFailuresDominate(ctx)
 	return nil
 }
 

@@ -40,6 +40,12 @@
 // MaxBatchBytes. The end of a bundle runs every group left, whatever its
 // size. A model whose batch dimension is fixed at 1 runs element by element.
 //
+// In streaming pipelines a bundle often holds one element. With
+// MaxBatchDuration(d), batches form across bundles instead, in keyed
+// state: elements are spread over BatchShards shard keys, and each shard
+// runs its elements when MaxBatchSize (or MaxBatchBytes) of them have come
+// or d after the first of them came (see stateful.go).
+//
 // # Failures
 //
 // A batch that fails is split in halves, down to single elements, so one bad
@@ -94,7 +100,13 @@
 // transform emits with each element's timestamp and re-applies the input's
 // window function afterwards. That is exact for the global window and fixed
 // windows, where an element lies in one window determined by its timestamp;
-// other window functions are refused at construction.
+// other window functions are refused at construction unless
+// MaxBatchDuration is given. On that path every window function is served:
+// an element is predicted once, in the global window, and its result is put
+// back into its windows by the input's window function (sliding windows:
+// each of its windows; sessions: merged again at the next grouping), with
+// the watermark held at the earliest element waiting, so that no result is
+// late.
 //
 // # Metrics
 //
@@ -161,6 +173,10 @@ type config struct {
 	// MaxFailureRate; FailureRateMinElements 0 means no limit.
 	MaxFailureRate         float64
 	FailureRateMinElements int
+	// MaxBatchDuration, when positive, batches across bundles in keyed
+	// state (stateful.go), over BatchShards keys (0: defaultShards).
+	MaxBatchDuration time.Duration
+	BatchShards      int
 }
 
 // MinBatchSize is the smallest batch run before the end of a bundle:
@@ -411,11 +427,14 @@ func init() {
 
 func expand(s beam.Scope, spec inference.Spec, col beam.PCollection, keyed, withFailures bool, opts []Option) (beam.PCollection, beam.PCollection) {
 	spec, cfg := newConfig(spec, opts)
+	checkInput(col, keyed)
+	if cfg.MaxBatchDuration > 0 {
+		return expandStateful(s, spec, cfg, col, keyed, withFailures)
+	}
 	ws := col.WindowingStrategy()
 	if k := ws.Fn.Kind; k != window.GlobalWindows && k != window.FixedWindows {
-		panic(fmt.Errorf("RunInference: input windowing %v is not supported: only the global window and fixed windows keep their windows through bundle-end batches", ws))
+		panic(fmt.Errorf("RunInference: input windowing %v is not supported without MaxBatchDuration: only the global window and fixed windows keep their windows through bundle-end batches", ws))
 	}
-	checkInput(col, keyed)
 	core := batcher{Spec: spec, Config: cfg, Failures: withFailures}
 	var results, failures beam.PCollection
 	if keyed {
@@ -425,17 +444,7 @@ func expand(s beam.Scope, spec inference.Spec, col beam.PCollection, keyed, with
 	}
 	if ws.Fn.Kind == window.FixedWindows {
 		// Restore the windows of bundle-end batches (see the package doc).
-		rewindow := []beam.WindowIntoOption{
-			beam.Trigger(ws.Trigger),
-			beam.AllowedLateness(time.Duration(ws.AllowedLateness) * time.Millisecond),
-		}
-		if ws.AccumulationMode == window.Accumulating {
-			rewindow = append(rewindow, beam.PanesAccumulate())
-		} else {
-			rewindow = append(rewindow, beam.PanesDiscard())
-		}
-		results = beam.WindowInto(s, ws.Fn, results, rewindow...)
-		failures = beam.WindowInto(s, ws.Fn, failures, rewindow...)
+		results, failures = rewindow(s, ws, results), rewindow(s, ws, failures)
 	}
 	return results, failures
 }
