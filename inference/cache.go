@@ -98,7 +98,16 @@ func (h *Handle) Loaded() (bool, time.Duration) { return h.loaded, h.e.loadTime 
 // Release gives the reference back. Calls after the first do nothing.
 func (h *Handle) Release() {
 	if h.released.CompareAndSwap(false, true) {
-		h.cache.release(h.e, true)
+		h.cache.release(h.e, true, h.cache.linger)
+	}
+}
+
+// Evict gives the reference back like Release, but closes the model at
+// once, without the cache's linger, if it was the last reference: for a
+// caller that bounds how many models a process holds.
+func (h *Handle) Evict() {
+	if h.released.CompareAndSwap(false, true) {
+		h.cache.release(h.e, true, 0)
 	}
 }
 
@@ -128,12 +137,12 @@ func (c *Cache) Acquire(ctx context.Context, spec Spec) (*Handle, error) {
 		select {
 		case <-e.ready:
 		case <-ctx.Done():
-			c.release(e, false)
+			c.release(e, false, c.linger)
 			return nil, fmt.Errorf("inference: waiting for model %v: %w", spec, context.Cause(ctx))
 		}
 	}
 	if e.err != nil {
-		c.release(e, false)
+		c.release(e, false, c.linger)
 		return nil, e.err
 	}
 	if found {
@@ -196,8 +205,8 @@ func loadModel(ctx context.Context, spec Spec) (m Model, err error) {
 
 // release drops one reference; counted says whether it is a Handle's
 // Release (rather than an Acquire that failed or gave up waiting). The last
-// reference closes the model, at once or after the linger time.
-func (c *Cache) release(e *entry, counted bool) {
+// reference closes the model, at once or after linger.
+func (c *Cache) release(e *entry, counted bool, linger time.Duration) {
 	c.mu.Lock()
 	e.refs--
 	st := c.statsLocked(e.key)
@@ -213,8 +222,8 @@ func (c *Cache) release(e *entry, counted bool) {
 		c.mu.Unlock()
 		return
 	}
-	if c.linger > 0 {
-		e.timer = time.AfterFunc(c.linger, func() { c.closeIfIdle(e) })
+	if linger > 0 {
+		e.timer = time.AfterFunc(linger, func() { c.closeIfIdle(e) })
 		c.mu.Unlock()
 		return
 	}

@@ -103,6 +103,12 @@ type batcher struct {
 	groups     map[groupKey]*group
 	order      []groupKey // groups in the order they were opened, for deterministic flushes
 
+	pool   *modelPool                // the models of ModelsByKey and WithModelUpdates; nil without
+	byKey  map[string]inference.Spec // ModelsByKey's, by key
+	active *inference.Handle         // the model of the batch running
+	// activeSpec is active's spec.
+	activeSpec inference.Spec
+
 	instanceTally tally // the outcomes of every bundle of this instance, for MaxFailureRate
 	bundleTally   tally // the outcomes of this bundle, for its warning
 }
@@ -115,6 +121,7 @@ type element struct {
 	keyed   bool
 	example inference.Example // as the user gave it
 	inputs  inference.Example // keyed by the model's input names
+	model   *inference.Spec   // the pool's model to run on; nil: the transform's
 }
 
 // groupKey separates elements that must not share a batch: other windows,
@@ -122,11 +129,14 @@ type element struct {
 type groupKey struct {
 	window typex.Window
 	shapes string
+	model  string // the pool model's Spec key; "" for the transform's
 }
 
 type group struct {
-	elems []element
-	bytes int64
+	elems    []element
+	bytes    int64
+	model    *inference.Spec // the pool's model; nil for the transform's
+	maxBatch int
 }
 
 // sink emits outputs through the bundle method's emitters.
@@ -142,6 +152,18 @@ type sink struct {
 // failures output is wanted: then the elements go there at stage load and
 // the next bundle tries again.
 func (b *batcher) Setup(ctx context.Context) error {
+	if b.Config.PoolID != "" {
+		b.pool = poolFor(b.Config.PoolID, b.Config.MaxModels)
+		b.byKey = map[string]inference.Spec{}
+		for _, m := range b.Config.Models {
+			for _, k := range m.Keys {
+				b.byKey[k] = m.Spec
+			}
+		}
+	}
+	if b.Spec.Format == "" { // ModelsByKey without a default model
+		return nil
+	}
 	err := b.acquire(ctx)
 	if errors.Is(err, inference.ErrDeviceFailed) {
 		return deviceFailed(ctx, b.Spec, err)
@@ -174,25 +196,13 @@ func (b *batcher) acquire(ctx context.Context) error {
 	}
 	b.handle, b.loadErr = h, nil
 	b.reportLoad, _ = h.Loaded()
-	b.inputs = h.Model().Inputs()
-	b.maxBatch = b.Config.MaxBatchSize
-	for _, in := range b.inputs {
-		if len(in.Shape) > 0 && in.Shape[0] > 0 {
-			// The model's batch dimension is fixed: never run more than that.
-			b.maxBatch = min(b.maxBatch, in.Shape[0])
-		}
-	}
-	if bl, ok := h.Model().(inference.BatchLimiter); ok {
-		// A GPU model: no larger batch than the device memory holds.
-		if c := bl.MaxBatch(); c > 0 {
-			b.maxBatch = min(b.maxBatch, c)
-		}
-	}
+	info := infoOf(h, b.Config.MaxBatchSize)
+	b.inputs, b.maxBatch = info.inputs, info.maxBatch
 	return nil
 }
 
 func (b *batcher) startBundle(ctx context.Context) error {
-	if b.handle == nil {
+	if b.handle == nil && b.Spec.Format != "" {
 		// Only with Failures set: a transient load failure in Setup is
 		// retried for each bundle (the cache retries the loader).
 		err := b.acquire(ctx)
@@ -203,7 +213,7 @@ func (b *batcher) startBundle(ctx context.Context) error {
 			return fmt.Errorf("RunInference: %w", err)
 		}
 	}
-	if b.reportLoad {
+	if b.reportLoad && b.handle != nil {
 		b.reportLoad = false
 		_, took := b.handle.Loaded()
 		loadLatencyMs.Update(ctx, took.Milliseconds())
@@ -220,19 +230,37 @@ func (b *batcher) startBundle(ctx context.Context) error {
 // the element does not fit the model's inputs, and otherwise adds it to its
 // group, running the group when it is full.
 func (b *batcher) add(ctx context.Context, e element, out sink) error {
-	if b.handle == nil {
+	if b.byKey != nil && e.keyed && e.model == nil {
+		if spec, ok := b.byKey[fmt.Sprint(e.key)]; ok {
+			e.model = &spec
+		} else if b.Spec.Format == "" {
+			return b.fail(&e, StageBatch, fmt.Errorf("no model for key %q: ModelsByKey maps %d keys, and the transform has no spec of its own", fmt.Sprint(e.key), len(b.byKey)), inference.ModelID{}, out)
+		}
+	}
+	inputs, maxBatch, modelKey := b.inputs, b.maxBatch, ""
+	var id inference.ModelID
+	if e.model != nil {
+		l, err := b.pool.borrow(ctx, *e.model, b.Config.MaxBatchSize)
+		if err != nil {
+			return b.fail(&e, StageLoad, err, inference.ModelID{}, out)
+		}
+		inputs, maxBatch, modelKey, id = l.entry.info.inputs, l.entry.info.maxBatch, e.model.Key(), l.handle().ID()
+		l.done()
+	} else if b.handle == nil {
 		return b.fail(&e, StageLoad, b.loadErr, inference.ModelID{}, out)
+	} else {
+		id = b.handle.ID()
 	}
-	inputs, err := inference.Conform(b.inputs, e.example)
+	conformed, err := inference.Conform(inputs, e.example)
 	if err != nil {
-		return b.fail(&e, StageBatch, err, b.handle.ID(), out)
+		return b.fail(&e, StageBatch, err, id, out)
 	}
-	e.inputs = inputs
-	size := inputs.ByteSize()
-	key := groupKey{window: e.window, shapes: inference.StackKey(b.inputs, inputs)}
+	e.inputs = conformed
+	size := conformed.ByteSize()
+	key := groupKey{window: e.window, shapes: inference.StackKey(inputs, conformed), model: modelKey}
 	g, ok := b.groups[key]
 	if !ok {
-		g = &group{}
+		g = &group{model: e.model, maxBatch: maxBatch}
 		b.groups[key] = g
 		b.order = append(b.order, key)
 	}
@@ -243,7 +271,7 @@ func (b *batcher) add(ctx context.Context, e element, out sink) error {
 	}
 	g.elems = append(g.elems, e)
 	g.bytes += size
-	if len(g.elems) >= b.maxBatch {
+	if len(g.elems) >= g.maxBatch {
 		return b.runGroup(ctx, g, out)
 	}
 	return nil
@@ -276,6 +304,21 @@ func (b *batcher) runGroup(ctx context.Context, g *group, out sink) error {
 	if len(g.elems) == 0 {
 		return nil
 	}
+	b.active, b.activeSpec = b.handle, b.Spec
+	if g.model != nil {
+		l, err := b.pool.borrow(ctx, *g.model, b.Config.MaxBatchSize)
+		if err != nil { // evicted, and its load fails now
+			for i := range g.elems {
+				if ferr := b.fail(&g.elems[i], StageLoad, err, inference.ModelID{}, out); ferr != nil {
+					return ferr
+				}
+			}
+			g.elems, g.bytes = g.elems[:0], 0
+			return nil
+		}
+		defer l.done()
+		b.active, b.activeSpec = l.handle(), *g.model
+	}
 	err := b.run(ctx, g.elems, out)
 	clear(g.elems) // drop the examples for the collector; keep the capacity
 	g.elems, g.bytes = g.elems[:0], 0
@@ -294,7 +337,7 @@ func (b *batcher) run(ctx context.Context, elems []element, out sink) error {
 		}
 		if len(elems) == 1 || ctx.Err() != nil {
 			for i := range elems {
-				if ferr := b.fail(&elems[i], stage, err, b.handle.ID(), out); ferr != nil {
+				if ferr := b.fail(&elems[i], stage, err, b.active.ID(), out); ferr != nil {
 					return ferr
 				}
 			}
@@ -306,7 +349,7 @@ func (b *batcher) run(ctx context.Context, elems []element, out sink) error {
 		}
 		return b.run(ctx, elems[half:], out)
 	}
-	id := b.handle.ID()
+	id := b.active.ID()
 	for i := range elems {
 		out.result(&elems[i], PredictionResult{Example: elems[i].example, Outputs: rows[i], ModelID: id})
 	}
@@ -365,7 +408,7 @@ func (b *batcher) runModel(ctx context.Context, inputs map[string]inference.Tens
 	if budget := b.Config.MemoryBudget; budget > 0 {
 		runCtx = inference.WithMemoryBudget(runCtx, budget)
 	}
-	model := b.handle.Model()
+	model := b.active.Model()
 	done := make(chan runResult, 1)
 	go func() {
 		r := runResult{err: errors.New("Model.Run ended its goroutine (runtime.Goexit) without returning")}
@@ -413,7 +456,7 @@ type runResult struct {
 // released when the run returns, so that the shared cache does not close
 // the model under it.
 func (b *batcher) holdModelFor(ctx context.Context, done <-chan runResult) {
-	h, err := inference.Acquire(context.WithoutCancel(ctx), b.Spec) // a cache hit: b.handle holds the model
+	h, err := inference.Acquire(context.WithoutCancel(ctx), b.activeSpec) // a cache hit: b.active holds the model
 	if err != nil {
 		return
 	}

@@ -123,8 +123,10 @@ package runinference
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -177,6 +179,11 @@ type config struct {
 	// state (stateful.go), over BatchShards keys (0: defaultShards).
 	MaxBatchDuration time.Duration
 	BatchShards      int
+	// Models (ModelsByKey) and MaxModels (MaxModelsPerWorker); PoolID names
+	// the transform's model pool, set when it has one.
+	Models    []KeyModelMapping
+	MaxModels int
+	PoolID    string
 }
 
 // MinBatchSize is the smallest batch run before the end of a bundle:
@@ -329,12 +336,25 @@ func Precision(p inference.Precision) Option {
 
 func newConfig(spec inference.Spec, opts []Option) (inference.Spec, config) {
 	c := config{MinBatchSize: 1, MaxBatchSize: DefaultMaxBatchSize}
-	if err := spec.Validate(); err != nil {
-		panic(fmt.Errorf("RunInference: %w", err))
-	}
 	for _, o := range opts {
 		if err := o(&c); err != nil {
 			panic(fmt.Errorf("RunInference: %w", err))
+		}
+	}
+	if err := spec.Validate(); err != nil && (c.Models == nil || !reflect.ValueOf(spec).IsZero()) {
+		// With ModelsByKey, the zero Spec says no key falls back to it.
+		panic(fmt.Errorf("RunInference: %w", err))
+	}
+	if c.Models != nil {
+		c.PoolID = newPoolID()
+		c.Models = slices.Clone(c.Models)
+		for i := range c.Models {
+			if c.Device != "" {
+				c.Models[i].Spec = c.Models[i].Spec.WithDevice(c.Device)
+			}
+			if c.Precision != "" {
+				c.Models[i].Spec = c.Models[i].Spec.WithPrecision(c.Precision)
+			}
 		}
 	}
 	if v, ok := spec.Options[memoryBudgetOption]; ok {
@@ -348,6 +368,9 @@ func newConfig(spec inference.Spec, opts []Option) (inference.Spec, config) {
 	}
 	if c.MaxBatchSize < c.MinBatchSize {
 		panic(fmt.Errorf("RunInference: MaxBatchSize(%d) is less than MinBatchSize(%d)", c.MaxBatchSize, c.MinBatchSize))
+	}
+	if spec.Format == "" {
+		return spec, c
 	}
 	if c.Device != "" {
 		spec = spec.WithDevice(c.Device)
@@ -428,6 +451,14 @@ func init() {
 func expand(s beam.Scope, spec inference.Spec, col beam.PCollection, keyed, withFailures bool, opts []Option) (beam.PCollection, beam.PCollection) {
 	spec, cfg := newConfig(spec, opts)
 	checkInput(col, keyed)
+	if cfg.Models != nil {
+		if !keyed {
+			panic(errors.New("RunInference: ModelsByKey needs keyed input: use RunInferenceKeyed"))
+		}
+		if k := col.Type().Components()[0].Type(); k != reflect.TypeOf("") {
+			panic(fmt.Errorf("RunInference: ModelsByKey needs string keys, and the input's are %v", k))
+		}
+	}
 	if cfg.MaxBatchDuration > 0 {
 		return expandStateful(s, spec, cfg, col, keyed, withFailures)
 	}

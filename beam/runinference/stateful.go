@@ -304,10 +304,14 @@ func (c *statefulCore) process(ctx context.Context, st shardState, sp state.Prov
 		hold := timers.WithOutputTimestamp(mtime.Time(earliest).ToTime())
 		st.Due.Set(tp, time.UnixMilli(deadline), hold)
 	}
-	full := count >= int64(max(c.maxBatch, 1))
-	if c.maxBatch == 0 { // the model did not load: run at once, to fail the element
-		full = true
+	maxBatch := c.maxBatch
+	switch {
+	case c.handle == nil && c.Spec.Format != "": // the model did not load: run at once, to fail the element
+		maxBatch = 1
+	case c.handle == nil: // ModelsByKey alone: each model's own limit applies as it runs
+		maxBatch = c.Config.MaxBatchSize
 	}
+	full := count >= int64(max(maxBatch, 1))
 	if max := c.Config.MaxBatchBytes; max > 0 && size >= max {
 		full = true
 	}
