@@ -126,6 +126,9 @@ func (s Spec) String() string {
 type ModelID struct {
 	URI      string
 	Instance string
+	// Name is the pipeline's own name for the model, where it gave one
+	// (runinference's ModelMetadata.ID); empty otherwise.
+	Name string
 }
 
 func (id ModelID) String() string { return id.URI + "@" + id.Instance }

@@ -108,6 +108,7 @@ type batcher struct {
 	active *inference.Handle         // the model of the batch running
 	// activeSpec is active's spec.
 	activeSpec inference.Spec
+	activeName string // its name, for results' ModelID.Name
 
 	instanceTally tally // the outcomes of every bundle of this instance, for MaxFailureRate
 	bundleTally   tally // the outcomes of this bundle, for its warning
@@ -122,6 +123,8 @@ type element struct {
 	example inference.Example // as the user gave it
 	inputs  inference.Example // keyed by the model's input names
 	model   *inference.Spec   // the pool's model to run on; nil: the transform's
+	// modelName is model's name, for results' ModelID.Name.
+	modelName string
 }
 
 // groupKey separates elements that must not share a batch: other windows,
@@ -136,6 +139,7 @@ type group struct {
 	elems    []element
 	bytes    int64
 	model    *inference.Spec // the pool's model; nil for the transform's
+	name     string          // model's name, for results' ModelID.Name
 	maxBatch int
 }
 
@@ -162,6 +166,16 @@ func (b *batcher) Setup(ctx context.Context) error {
 		}
 	}
 	if b.Spec.Format == "" { // ModelsByKey without a default model
+		return nil
+	}
+	if b.Config.Updates { // the shards' state names the model; check the first loads
+		l, err := b.pool.borrow(ctx, b.Spec, b.Config.MaxBatchSize)
+		if err != nil && (!b.Failures || permanent(err)) {
+			return fmt.Errorf("RunInference: %w", err)
+		}
+		if err == nil {
+			l.done()
+		}
 		return nil
 	}
 	err := b.acquire(ctx)
@@ -202,7 +216,7 @@ func (b *batcher) acquire(ctx context.Context) error {
 }
 
 func (b *batcher) startBundle(ctx context.Context) error {
-	if b.handle == nil && b.Spec.Format != "" {
+	if b.handle == nil && b.Spec.Format != "" && !b.Config.Updates {
 		// Only with Failures set: a transient load failure in Setup is
 		// retried for each bundle (the cache retries the loader).
 		err := b.acquire(ctx)
@@ -260,7 +274,7 @@ func (b *batcher) add(ctx context.Context, e element, out sink) error {
 	key := groupKey{window: e.window, shapes: inference.StackKey(inputs, conformed), model: modelKey}
 	g, ok := b.groups[key]
 	if !ok {
-		g = &group{model: e.model, maxBatch: maxBatch}
+		g = &group{model: e.model, name: e.modelName, maxBatch: maxBatch}
 		b.groups[key] = g
 		b.order = append(b.order, key)
 	}
@@ -304,7 +318,7 @@ func (b *batcher) runGroup(ctx context.Context, g *group, out sink) error {
 	if len(g.elems) == 0 {
 		return nil
 	}
-	b.active, b.activeSpec = b.handle, b.Spec
+	b.active, b.activeSpec, b.activeName = b.handle, b.Spec, g.name
 	if g.model != nil {
 		l, err := b.pool.borrow(ctx, *g.model, b.Config.MaxBatchSize)
 		if err != nil { // evicted, and its load fails now
@@ -350,6 +364,7 @@ func (b *batcher) run(ctx context.Context, elems []element, out sink) error {
 		return b.run(ctx, elems[half:], out)
 	}
 	id := b.active.ID()
+	id.Name = b.activeName
 	for i := range elems {
 		out.result(&elems[i], PredictionResult{Example: elems[i].example, Outputs: rows[i], ModelID: id})
 	}

@@ -184,6 +184,10 @@ type config struct {
 	Models    []KeyModelMapping
 	MaxModels int
 	PoolID    string
+	// Updates says WithModelUpdates gave updates, the PCollection (not
+	// serialized).
+	Updates bool
+	updates beam.PCollection
 }
 
 // MinBatchSize is the smallest batch run before the end of a bundle:
@@ -345,8 +349,10 @@ func newConfig(spec inference.Spec, opts []Option) (inference.Spec, config) {
 		// With ModelsByKey, the zero Spec says no key falls back to it.
 		panic(fmt.Errorf("RunInference: %w", err))
 	}
-	if c.Models != nil {
+	if c.Models != nil || c.Updates {
 		c.PoolID = newPoolID()
+	}
+	if c.Models != nil {
 		c.Models = slices.Clone(c.Models)
 		for i := range c.Models {
 			if c.Device != "" {
@@ -458,6 +464,9 @@ func expand(s beam.Scope, spec inference.Spec, col beam.PCollection, keyed, with
 		if k := col.Type().Components()[0].Type(); k != reflect.TypeOf("") {
 			panic(fmt.Errorf("RunInference: ModelsByKey needs string keys, and the input's are %v", k))
 		}
+	}
+	if cfg.Updates && cfg.MaxBatchDuration == 0 {
+		cfg.MaxBatchDuration = DefaultUpdateBatchDuration
 	}
 	if cfg.MaxBatchDuration > 0 {
 		return expandStateful(s, spec, cfg, col, keyed, withFailures)

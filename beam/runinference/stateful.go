@@ -124,12 +124,18 @@ func expandStateful(s beam.Scope, spec inference.Spec, cfg config, col beam.PCol
 	if keyed {
 		keyType := beam.EncodedType{T: col.Type().Components()[0].Type()}
 		sharded := beam.ParDo(s, &keyedShardFn{shardFn: shardFn{Shards: shards}, KeyType: keyType}, global)
+		if cfg.Updates {
+			sharded = beam.Flatten(s, sharded, broadcastUpdates(s, cfg.updates, shards))
+		}
 		fn := newKeyedStatefulFn(core)
 		fn.KeyType = keyType
 		results, failures = beam.ParDo2(s, fn, sharded,
 			beam.TypeDefinition{Var: beam.XType, T: keyType.T})
 	} else {
 		sharded := beam.ParDo(s, &shardFn{Shards: shards}, global)
+		if cfg.Updates {
+			sharded = beam.Flatten(s, sharded, broadcastUpdates(s, cfg.updates, shards))
+		}
 		results, failures = beam.ParDo2(s, newStatefulFn(core), sharded)
 	}
 	return rewindow(s, ws, results), rewindow(s, ws, failures)
@@ -150,13 +156,19 @@ func rewindow(s beam.Scope, ws *window.WindowingStrategy, col beam.PCollection) 
 	return beam.WindowInto(s, ws.Fn, col, opts...)
 }
 
-// A pending element, as the stateful DoFn buffers it: its timestamp (a
-// varint of milliseconds), its key (a uvarint length, then the key's
-// encoding; empty when unkeyed) and its example (inference.Example's
-// MarshalBinary).
+// What the stateful DoFn receives: a byte saying what it is, then a
+// pending element (pendingElement) or a model update (pendingUpdate: a
+// ModelMetadata's JSON, see updates.go). A pending element, as the DoFn
+// buffers it, has its timestamp (a varint of milliseconds), its key (a
+// uvarint length, then the key's encoding; empty when unkeyed) and its
+// example (inference.Example's MarshalBinary).
+const (
+	pendingElement = 0
+	pendingUpdate  = 1
+)
 
 func encodePending(ts beam.EventTime, key []byte, ex inference.Example) ([]byte, error) {
-	b := binary.AppendVarint(nil, int64(ts))
+	b := binary.AppendVarint([]byte{pendingElement}, int64(ts))
 	b = binary.AppendUvarint(b, uint64(len(key)))
 	b = append(b, key...)
 	exb, err := ex.MarshalBinary()
@@ -168,7 +180,10 @@ func encodePending(ts beam.EventTime, key []byte, ex inference.Example) ([]byte,
 
 // pendingTime reads a pending element's timestamp.
 func pendingTime(b []byte) (beam.EventTime, error) {
-	ts, n := binary.Varint(b)
+	if len(b) == 0 || b[0] != pendingElement {
+		return 0, errors.New("runinference: a buffered element is not one")
+	}
+	ts, n := binary.Varint(b[1:])
 	if n <= 0 {
 		return 0, errors.New("runinference: a buffered element's timestamp is truncated")
 	}
@@ -179,8 +194,8 @@ func decodePending(b []byte) (ts beam.EventTime, key []byte, ex inference.Exampl
 	if ts, err = pendingTime(b); err != nil {
 		return
 	}
-	_, n := binary.Varint(b)
-	b = b[n:]
+	_, n := binary.Varint(b[1:])
+	b = b[1+n:]
 	l, k := binary.Uvarint(b)
 	if k <= 0 || l > uint64(len(b)-k) {
 		return 0, nil, nil, errors.New("runinference: a buffered element's key is truncated")
@@ -255,11 +270,15 @@ type shardState struct {
 	Earliest state.Value[int64] // the earliest timestamp: the timers' watermark hold
 	Deadline state.Value[int64] // when Due fires: the first element's arrival plus MaxBatchDuration, Unix ms
 	Due      timers.ProcessingTime
+	Model    state.Value[[]byte] // the shard's model, with WithModelUpdates: a ModelMetadata's JSON; absent for the transform's spec
 }
 
 // process buffers one pending element of shard, and runs the shard's
 // elements when they make a full batch.
 func (c *statefulCore) process(ctx context.Context, st shardState, sp state.Provider, tp timers.Provider, p []byte, keyType reflect.Type, out sink) error {
+	if len(p) > 0 && p[0] == pendingUpdate {
+		return c.update(ctx, st, sp, tp, p, keyType, out)
+	}
 	ts, err := pendingTime(p)
 	if err != nil {
 		return err
@@ -306,9 +325,9 @@ func (c *statefulCore) process(ctx context.Context, st shardState, sp state.Prov
 	}
 	maxBatch := c.maxBatch
 	switch {
-	case c.handle == nil && c.Spec.Format != "": // the model did not load: run at once, to fail the element
+	case c.handle == nil && c.Spec.Format != "" && !c.Config.Updates: // the model did not load: run at once, to fail the element
 		maxBatch = 1
-	case c.handle == nil: // ModelsByKey alone: each model's own limit applies as it runs
+	case c.handle == nil: // ModelsByKey or WithModelUpdates: each model's own limit applies as it runs
 		maxBatch = c.Config.MaxBatchSize
 	}
 	full := count >= int64(max(maxBatch, 1))
@@ -332,6 +351,16 @@ func (c *statefulCore) flush(ctx context.Context, st shardState, sp state.Provid
 	if err != nil {
 		return err
 	}
+	var model *inference.Spec // WithModelUpdates: the shard's
+	var name string
+	if c.Config.Updates {
+		md, err := c.current(ctx, st, sp)
+		if err != nil {
+			return err
+		}
+		spec := c.specOf(md)
+		model, name = &spec, md.ID
+	}
 	for _, clear := range []func(state.Provider) error{st.Buffer.Clear, st.Count.Clear, st.Bytes.Clear, st.Earliest.Clear, st.Deadline.Clear} {
 		if err := clear(sp); err != nil {
 			return err
@@ -342,7 +371,7 @@ func (c *statefulCore) flush(ctx context.Context, st shardState, sp state.Provid
 		if err != nil {
 			return fmt.Errorf("RunInference: %w", err)
 		}
-		e := element{window: window.GlobalWindow{}, ts: ts, example: ex}
+		e := element{window: window.GlobalWindow{}, ts: ts, example: ex, model: model, modelName: name}
 		if keyType != nil {
 			if c.dec == nil {
 				c.dec = beam.NewElementDecoder(keyType)
@@ -369,10 +398,11 @@ type statefulFn struct {
 	Earliest state.Value[int64]
 	Deadline state.Value[int64]
 	Due      timers.ProcessingTime
+	Model    state.Value[[]byte]
 }
 
 func (f *statefulFn) state() shardState {
-	return shardState{f.Buffer, f.Count, f.Bytes, f.Earliest, f.Deadline, f.Due}
+	return shardState{f.Buffer, f.Count, f.Bytes, f.Earliest, f.Deadline, f.Due, f.Model}
 }
 
 func (f *statefulFn) StartBundle(ctx context.Context, _ func(beam.EventTime, PredictionResult), _ func(beam.EventTime, Failure)) error {
@@ -403,10 +433,11 @@ type keyedStatefulFn struct {
 	Earliest state.Value[int64]
 	Deadline state.Value[int64]
 	Due      timers.ProcessingTime
+	Model    state.Value[[]byte]
 }
 
 func (f *keyedStatefulFn) state() shardState {
-	return shardState{f.Buffer, f.Count, f.Bytes, f.Earliest, f.Deadline, f.Due}
+	return shardState{f.Buffer, f.Count, f.Bytes, f.Earliest, f.Deadline, f.Due, f.Model}
 }
 
 func (f *keyedStatefulFn) StartBundle(ctx context.Context, _ func(beam.EventTime, beam.X, PredictionResult), _ func(beam.EventTime, beam.X, Failure)) error {
@@ -435,14 +466,15 @@ var (
 	earliestState = state.MakeValueState[int64]("earliest")
 	deadlineState = state.MakeValueState[int64]("deadline")
 	dueTimer      = timers.InProcessingTime("due")
+	modelState    = state.MakeValueState[[]byte]("model")
 )
 
 func newStatefulFn(core statefulCore) *statefulFn {
 	return &statefulFn{statefulCore: core, Buffer: bufferState, Count: countState, Bytes: bytesState,
-		Earliest: earliestState, Deadline: deadlineState, Due: dueTimer}
+		Earliest: earliestState, Deadline: deadlineState, Due: dueTimer, Model: modelState}
 }
 
 func newKeyedStatefulFn(core statefulCore) *keyedStatefulFn {
 	return &keyedStatefulFn{statefulCore: core, Buffer: bufferState, Count: countState, Bytes: bytesState,
-		Earliest: earliestState, Deadline: deadlineState, Due: dueTimer}
+		Earliest: earliestState, Deadline: deadlineState, Due: dueTimer, Model: modelState}
 }

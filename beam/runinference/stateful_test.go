@@ -30,11 +30,13 @@ func secondsRow(ts beam.EventTime, v float64) inference.Example {
 
 // runOnPrism runs p on prism, under -runner=direct too: the direct runner
 // has no state, timers or test stream, which the stateful path needs.
-func runOnPrism(t *testing.T, p *beam.Pipeline) {
+func runOnPrism(t *testing.T, p *beam.Pipeline) beam.PipelineResult {
 	t.Helper()
-	if _, err := beam.Run(context.Background(), "prism", p); err != nil {
+	pr, err := beam.Run(context.Background(), "prism", p)
+	if err != nil {
 		t.Fatalf("Failed to execute job: %v", err)
 	}
+	return pr
 }
 
 // streamOf adds each group of values as one event at its element's

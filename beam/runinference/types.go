@@ -102,7 +102,7 @@ func encodePrediction(p PredictionResult) ([]byte, error) {
 	if b, err = inference.AppendTensors(b, p.Outputs); err != nil {
 		return nil, err
 	}
-	return appendStrings(b, p.ModelID.URI, p.ModelID.Instance), nil
+	return appendStrings(b, p.ModelID.URI, p.ModelID.Instance, p.ModelID.Name), nil
 }
 
 func decodePrediction(b []byte) (PredictionResult, error) {
@@ -115,22 +115,27 @@ func decodePrediction(b []byte) (PredictionResult, error) {
 	if err != nil {
 		return p, err
 	}
-	s, err := readStrings(b[n+m:], 2)
-	if err != nil {
-		return p, fmt.Errorf("runinference: decode PredictionResult: %w", err)
+	s, err := readStrings(b[n+m:], 3)
+	if err != nil { // an encoding from before ModelID.Name
+		old, oldErr := readStrings(b[n+m:], 2)
+		if oldErr != nil {
+			return p, fmt.Errorf("runinference: decode PredictionResult: %w", err)
+		}
+		s = append(old, "")
 	}
-	return PredictionResult{Example: ex, Outputs: outs, ModelID: inference.ModelID{URI: s[0], Instance: s[1]}}, nil
+	return PredictionResult{Example: ex, Outputs: outs, ModelID: inference.ModelID{URI: s[0], Instance: s[1], Name: s[2]}}, nil
 }
 
-// encodeFailure writes the example, then Err, Stage, the model id and
-// Kind. Kind comes last so that an encoding from before it (four strings)
-// still decodes, as a Failure in flight across a pipeline update may be.
+// encodeFailure writes the example, then Err, Stage, the model id's URI
+// and instance, Kind and the model id's Name. The later fields come last so
+// that an encoding from before them (four or five strings) still decodes,
+// as a Failure in flight across a pipeline update may be.
 func encodeFailure(f Failure) ([]byte, error) {
 	b, err := inference.AppendTensors(nil, f.Example)
 	if err != nil {
 		return nil, err
 	}
-	return appendStrings(b, f.Err, string(f.Stage), f.ModelID.URI, f.ModelID.Instance, string(f.Kind)), nil
+	return appendStrings(b, f.Err, string(f.Stage), f.ModelID.URI, f.ModelID.Instance, string(f.Kind), f.ModelID.Name), nil
 }
 
 // decodeFailure reads what encodeFailure writes, or the encoding without
@@ -140,7 +145,10 @@ func decodeFailure(b []byte) (Failure, error) {
 	if err != nil {
 		return Failure{}, err
 	}
-	s, err := readStrings(b[n:], 5)
+	s, err := readStrings(b[n:], 6)
+	if err != nil { // an encoding from before ModelID.Name, or before Kind
+		s, err = readStrings(b[n:], 5)
+	}
 	if err != nil {
 		old, oldErr := readStrings(b[n:], 4)
 		if oldErr != nil {
@@ -148,7 +156,8 @@ func decodeFailure(b []byte) (Failure, error) {
 		}
 		s = append(old, string(KindOther))
 	}
-	return Failure{Example: ex, Err: s[0], Stage: Stage(s[1]), ModelID: inference.ModelID{URI: s[2], Instance: s[3]}, Kind: FailureKind(s[4])}, nil
+	s = append(s, "") // Name, when the encoding has none
+	return Failure{Example: ex, Err: s[0], Stage: Stage(s[1]), ModelID: inference.ModelID{URI: s[2], Instance: s[3], Name: s[5]}, Kind: FailureKind(s[4])}, nil
 }
 
 func appendStrings(b []byte, ss ...string) []byte {
