@@ -19,10 +19,16 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 # ONNX's backend test data, in the repository (testing/conformance/testdata/README.md).
 CONFORMANCE_DIR ?= testing/conformance/testdata
 
-.PHONY: demo test test-direct race build-nocgo lint bench bench-cpu conformance fuzz generate kernels ptxas build-cuda worker container
+.PHONY: demo demo-streaming test test-direct race build-nocgo lint bench bench-cpu conformance fuzz generate kernels ptxas build-cuda worker container
 
 demo:
 	$(GO) run ./examples/classify
+
+# The streaming demo on prism: a periodic source, fixed windows,
+# MaxBatchDuration, one file per window in out/streaming. Not in
+# PIPELINE_PKGS: the direct runner has no state or timers.
+demo-streaming:
+	$(GO) run ./examples/streaming
 
 test: lint build-nocgo
 	$(GO) test -count=1 ./...

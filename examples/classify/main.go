@@ -27,7 +27,6 @@ import (
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/gcs"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/textio"
@@ -209,26 +208,6 @@ func main() {
 	if err != nil {
 		jobs.Exit("classify", "no summary", fmt.Errorf("every record failed; see %s", filepath.Join(*output, "failures.txt")))
 	}
-	fmt.Printf("%s\n%s; predictions in %s\n", strings.TrimSpace(string(summary)), metricsLine(pr),
+	fmt.Printf("%s\n%s; predictions in %s\n", strings.TrimSpace(string(summary)), jobs.Metrics(pr),
 		filepath.Join(*output, "predictions.csv"))
-}
-
-// metricsLine prints RunInference's counters and batch sizes.
-func metricsLine(pr beam.PipelineResult) string {
-	if pr == nil {
-		return "no metrics from this runner"
-	}
-	q := pr.Metrics().Query(func(r metrics.SingleResult) bool { return r.Namespace() == runinference.Namespace })
-	counts := map[string]int64{}
-	for _, c := range q.Counters() {
-		counts[c.Name()] += c.Result()
-	}
-	line := fmt.Sprintf("num_inferences=%d failed_batches=%d", counts["num_inferences"], counts["failed_batches_counter"])
-	for _, d := range q.Distributions() {
-		if d.Name() == "inference_request_batch_size" {
-			v := d.Result()
-			line += fmt.Sprintf(" batches=%d (sizes %d to %d)", v.Count, v.Min, v.Max)
-		}
-	}
-	return line
 }

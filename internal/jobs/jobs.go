@@ -1,5 +1,6 @@
-// Package jobs is what the examples do with a pipeline that failed: say
-// why in one line on stderr and exit non-zero.
+// Package jobs is what the examples do with a pipeline's result: when it
+// failed, say why in one line on stderr and exit non-zero (Exit); when it
+// ran, print RunInference's metrics in one line (Metrics).
 //
 // A runner's error for a failed job is long: prism's repeats the bundle's
 // whole execution plan before the DoFn's own error, after "caused by:".
@@ -12,6 +13,11 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
+
+	"github.com/beamml/beamml/beam/runinference"
 )
 
 // maxCause bounds the line Cause returns: a terminal line or two.
@@ -59,4 +65,25 @@ func Exit(prog, what string, err error) {
 
 func fail(w io.Writer, prog, what string, err error) {
 	fmt.Fprintf(w, "%s: %s: %s\n", prog, what, Cause(err))
+}
+
+// Metrics is RunInference's counters and batch sizes in one line:
+// "num_inferences=N failed_batches=F batches=B (sizes MIN to MAX)".
+func Metrics(pr beam.PipelineResult) string {
+	if pr == nil {
+		return "no metrics from this runner"
+	}
+	q := pr.Metrics().Query(func(r metrics.SingleResult) bool { return r.Namespace() == runinference.Namespace })
+	counts := map[string]int64{}
+	for _, c := range q.Counters() {
+		counts[c.Name()] += c.Result()
+	}
+	line := fmt.Sprintf("num_inferences=%d failed_batches=%d", counts["num_inferences"], counts["failed_batches_counter"])
+	for _, d := range q.Distributions() {
+		if d.Name() == "inference_request_batch_size" {
+			v := d.Result()
+			line += fmt.Sprintf(" batches=%d (sizes %d to %d)", v.Count, v.Min, v.Max)
+		}
+	}
+	return line
 }
