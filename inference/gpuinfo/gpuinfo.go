@@ -1,17 +1,19 @@
 // Package gpuinfo describes the NVIDIA GPUs of this machine as the driver's
 // management library (NVML, libnvidia-ml.so.1) sees them: name, UUID,
 // compute capability, memory, compute mode, driver and CUDA versions, and
-// whether an MPS server serves the device. It runs no CUDA code, so it
-// answers where the CUDA backend cannot start, and says why.
+// whether an MPS server serves the device; and, through a Sampler, how much
+// of each is in use (Usage: memory, utilisation, this process's memory).
+// It runs no CUDA code, so it answers where the CUDA backend cannot start,
+// and says why.
 //
 // Who it is for: tools and operators that report what GPUs a worker sees
-// (container/selfcheck prints it); a pipeline needs nothing from it to run
-// on a GPU.
+// (container/selfcheck prints it), and RunInference's BeamML_GPU metrics,
+// which sample Usage; a pipeline needs nothing from it to run on a GPU.
 //
 // NVML is reached through github.com/NVIDIA/go-nvml, which needs cgo but no
 // NVIDIA library at build time: it loads libnvidia-ml.so.1 at run time
-// (DESIGN.md rule 2). In a binary built without cgo, Devices fails with
-// "built without cgo". Every error that means "no GPU here" wraps
+// (DESIGN.md rule 2). In a binary built without cgo, Devices and NewSampler
+// fail with "built without cgo". Every error that means "no GPU here" wraps
 // inference.ErrNoDevice.
 //
 // # MPS
