@@ -100,6 +100,7 @@ type batcher struct {
 	loadErr    error                  // why handle is nil, with Failures set
 	reportLoad bool                   // this instance loaded the model and has not reported its metrics
 	maxBatch   int
+	sizer      *batchSizer // with TargetBatchLatency; made by batchLimit
 	groups     map[groupKey]*group
 	order      []groupKey // groups in the order they were opened, for deterministic flushes
 
@@ -243,7 +244,7 @@ func (b *batcher) add(ctx context.Context, e element, out sink) error {
 	}
 	g.elems = append(g.elems, e)
 	g.bytes += size
-	if len(g.elems) >= b.maxBatch {
+	if len(g.elems) >= b.batchLimit() {
 		return b.runGroup(ctx, g, out)
 	}
 	return nil
@@ -341,6 +342,7 @@ func (b *batcher) predict(ctx context.Context, elems []element) (rows []map[stri
 		return nil, stage, err
 	}
 	batchLatencyUs.Update(ctx, time.Since(start).Microseconds())
+	b.observeLatency(len(elems), time.Since(start))
 	stage = StageOutput
 	if rows, err = inference.UnstackOutputs(outputs, len(elems)); err != nil {
 		return nil, stage, err
