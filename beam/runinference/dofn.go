@@ -100,6 +100,7 @@ type batcher struct {
 	loadErr    error                  // why handle is nil, with Failures set
 	reportLoad bool                   // this instance loaded the model and has not reported its metrics
 	maxBatch   int
+	sizer      *batchSizer // with TargetBatchLatency; made by batchLimit
 	groups     map[groupKey]*group
 	order      []groupKey // groups in the order they were opened, for deterministic flushes
 
@@ -232,12 +233,21 @@ func (b *batcher) startBundle(ctx context.Context) error {
 		_, took := b.handle.Loaded()
 		loadLatencyMs.Update(ctx, took.Milliseconds())
 		modelByteSize.Update(ctx, b.handle.Model().ByteSize())
+		metricsFor(b.Spec.URI).loaded(ctx, took, b.handle.Model().ByteSize())
 	}
 	if b.groups == nil {
 		b.groups = map[groupKey]*group{}
 	}
 	b.bundleTally = tally{}
+	reportGPU(ctx)
 	return nil
+}
+
+// modelMetrics are the per-model metrics of the batch running: named by
+// the model's name where the pipeline gave one (WithModelUpdates), else by
+// its URI.
+func (b *batcher) modelMetrics() *modelMetrics {
+	return metricsFor(cmp.Or(b.activeName, b.activeSpec.URI))
 }
 
 // add takes one element: it fails it at once if the model is not loaded or
@@ -285,7 +295,11 @@ func (b *batcher) add(ctx context.Context, e element, out sink) error {
 	}
 	g.elems = append(g.elems, e)
 	g.bytes += size
-	if len(g.elems) >= g.maxBatch {
+	limit := g.maxBatch
+	if g.model == nil {
+		limit = b.batchLimit() // TargetBatchLatency's size, for the transform's own model
+	}
+	if len(g.elems) >= limit {
 		return b.runGroup(ctx, g, out)
 	}
 	return nil
@@ -334,6 +348,7 @@ func (b *batcher) runGroup(ctx context.Context, g *group, out sink) error {
 		b.active, b.activeSpec = l.handle(), *g.model
 	}
 	err := b.run(ctx, g.elems, out)
+	reportGPU(ctx)
 	clear(g.elems) // drop the examples for the collector; keep the capacity
 	g.elems, g.bytes = g.elems[:0], 0
 	return err
@@ -346,6 +361,7 @@ func (b *batcher) run(ctx context.Context, elems []element, out sink) error {
 	rows, stage, err := b.predict(ctx, elems)
 	if err != nil {
 		failedBatches.Inc(ctx, 1)
+		b.modelMetrics().batchFailed(ctx)
 		if errors.Is(err, inference.ErrDeviceFailed) {
 			return deviceFailed(ctx, b.Spec, err)
 		}
@@ -398,12 +414,16 @@ func (b *batcher) predict(ctx context.Context, elems []element) (rows []map[stri
 	if err != nil {
 		return nil, stage, err
 	}
-	batchLatencyUs.Update(ctx, time.Since(start).Microseconds())
+	took := time.Since(start)
+	batchLatencyUs.Update(ctx, took.Microseconds())
+	b.modelMetrics().ran(ctx, took)
+	b.observeLatency(len(elems), took)
 	stage = StageOutput
 	if rows, err = inference.UnstackOutputs(outputs, len(elems)); err != nil {
 		return nil, stage, err
 	}
 	numInferences.Inc(ctx, int64(len(elems)))
+	b.modelMetrics().inferred(ctx, len(elems))
 	batchSize.Update(ctx, int64(len(elems)))
 	return rows, "", nil
 }

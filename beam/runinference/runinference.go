@@ -39,6 +39,10 @@
 // least MinBatchSize elements and the next element would take it past
 // MaxBatchBytes. The end of a bundle runs every group left, whatever its
 // size. A model whose batch dimension is fixed at 1 runs element by element.
+// With TargetBatchLatency(d), a group runs at an adaptive size instead of
+// MaxBatchSize, one between MinBatchSize and MaxBatchSize chosen from the
+// latencies of the batches before it so that a batch's Model.Run takes
+// about d.
 //
 // In streaming pipelines a bundle often holds one element. With
 // MaxBatchDuration(d), batches form across bundles instead, in keyed
@@ -188,6 +192,9 @@ type config struct {
 	// serialized).
 	Updates bool
 	updates beam.PCollection
+	// TargetBatchLatency, when positive, sizes batches adaptively
+	// (adaptive.go).
+	TargetBatchLatency time.Duration
 }
 
 // MinBatchSize is the smallest batch run before the end of a bundle:

@@ -2,6 +2,7 @@ package runinference
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -102,7 +103,11 @@ func encodePrediction(p PredictionResult) ([]byte, error) {
 	if b, err = inference.AppendTensors(b, p.Outputs); err != nil {
 		return nil, err
 	}
-	return appendStrings(b, p.ModelID.URI, p.ModelID.Instance, p.ModelID.Name), nil
+	b = appendStrings(b, p.ModelID.URI, p.ModelID.Instance)
+	if p.ModelID.Name != "" { // only then: the encoding stays what it was without names
+		b = appendStrings(b, p.ModelID.Name)
+	}
+	return b, nil
 }
 
 func decodePrediction(b []byte) (PredictionResult, error) {
@@ -116,7 +121,10 @@ func decodePrediction(b []byte) (PredictionResult, error) {
 		return p, err
 	}
 	s, err := readStrings(b[n+m:], 3)
-	if err != nil { // an encoding from before ModelID.Name
+	if err == nil && s[2] == "" {
+		err = errors.New("an empty model name, which is never encoded")
+	}
+	if err != nil { // an encoding without ModelID.Name
 		old, oldErr := readStrings(b[n+m:], 2)
 		if oldErr != nil {
 			return p, fmt.Errorf("runinference: decode PredictionResult: %w", err)
@@ -135,7 +143,11 @@ func encodeFailure(f Failure) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return appendStrings(b, f.Err, string(f.Stage), f.ModelID.URI, f.ModelID.Instance, string(f.Kind), f.ModelID.Name), nil
+	b = appendStrings(b, f.Err, string(f.Stage), f.ModelID.URI, f.ModelID.Instance, string(f.Kind))
+	if f.ModelID.Name != "" { // only then: the encoding stays what it was without names
+		b = appendStrings(b, f.ModelID.Name)
+	}
+	return b, nil
 }
 
 // decodeFailure reads what encodeFailure writes, or the encoding without
@@ -146,7 +158,10 @@ func decodeFailure(b []byte) (Failure, error) {
 		return Failure{}, err
 	}
 	s, err := readStrings(b[n:], 6)
-	if err != nil { // an encoding from before ModelID.Name, or before Kind
+	if err == nil && s[5] == "" {
+		err = errors.New("an empty model name, which is never encoded")
+	}
+	if err != nil { // an encoding without ModelID.Name, or from before Kind
 		s, err = readStrings(b[n:], 5)
 	}
 	if err != nil {

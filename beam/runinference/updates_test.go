@@ -98,6 +98,13 @@ func TestModelUpdatesSwapDuringRun(t *testing.T) {
 	if got := counter(t, pr, "model_update_failures"); got != 2 {
 		t.Errorf("model_update_failures = %d, want 2 (the broken model, once per shard)", got)
 	}
+	// Per-model metrics: the updated model by its name, the first by its URI.
+	if got := counter(t, pr, "double-v2_num_inferences"); got != 3 {
+		t.Errorf("double-v2_num_inferences = %d, want 3", got)
+	}
+	if got := counter(t, pr, square.URI+"_num_inferences"); got != 3 {
+		t.Errorf("%s_num_inferences = %d, want 3", square.URI, got)
+	}
 	if st := inference.Shared().StatsFor(double); st.Loads != 1 {
 		t.Errorf("the new model loaded %d times, want once per process", st.Loads)
 	}

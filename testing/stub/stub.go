@@ -18,7 +18,7 @@ import (
 const Format = "stub"
 
 // Option keys of stub Specs; faults.go adds "<fault>_on" and
-// "<fault>_rate" for each Fault.
+// "<fault>_rate" for each Fault, latency.go "delay_per_row".
 const (
 	optKind      = "kind"       // "echo", "affine" or "shaped"
 	optWidth     = "width"      // echo: the row length
@@ -129,6 +129,8 @@ type Model struct {
 	done      chan struct{} // closed by Close: releases Hang and Deadlock
 	closeOnce sync.Once
 
+	delayPerRow time.Duration // added to delay for each row of a Run (WithLatency)
+
 	mu      sync.Mutex
 	batches [][]float32 // guarded by mu; with record set
 
@@ -199,6 +201,9 @@ func load(ctx context.Context, spec inference.Spec, backend inference.Backend) (
 		}
 	}
 	if m.delay, err = durationOption(o, optDelay); err != nil {
+		return nil, err
+	}
+	if m.delayPerRow, err = durationOption(o, optDelayPerRow); err != nil {
 		return nil, err
 	}
 	switch kind := o[optKind]; kind {
@@ -361,8 +366,9 @@ func (m *Model) Run(ctx context.Context, inputs map[string]inference.Tensor) (ma
 }
 
 // prepare does what every kind of stub does to a checked batch before it
-// computes: it records the rows' first values, sleeps the delay, does the
-// faults and the triggers, and checks the memory the batch needs.
+// computes: it records the rows' first values, sleeps the delay
+// (runDelay), does the faults and the triggers, and checks the memory the
+// batch needs.
 func (m *Model) prepare(ctx context.Context, feeds map[string]inference.Tensor, rows int, firsts []float32) error {
 	m.rows.Add(int64(rows))
 	if m.record {
@@ -370,9 +376,9 @@ func (m *Model) prepare(ctx context.Context, feeds map[string]inference.Tensor, 
 		m.batches = append(m.batches, firsts)
 		m.mu.Unlock()
 	}
-	if m.delay > 0 {
+	if d := m.runDelay(rows); d > 0 {
 		select {
-		case <-time.After(m.delay):
+		case <-time.After(d):
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
