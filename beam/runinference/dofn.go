@@ -106,6 +106,7 @@ type batcher struct {
 
 	pool   *modelPool                // the models of ModelsByKey and WithModelUpdates; nil without
 	byKey  map[string]inference.Spec // ModelsByKey's, by key
+	infos  map[string]pooledInfo     // the pool's models' inputs and limits, by Spec key: read once
 	active *inference.Handle         // the model of the batch running
 	// activeSpec is active's spec.
 	activeSpec inference.Spec
@@ -113,6 +114,13 @@ type batcher struct {
 
 	instanceTally tally // the outcomes of every bundle of this instance, for MaxFailureRate
 	bundleTally   tally // the outcomes of this bundle, for its warning
+}
+
+// pooledInfo is what add reads from a pool's model, kept so that only its
+// first element borrows the model.
+type pooledInfo struct {
+	modelInfo
+	id inference.ModelID
 }
 
 // element is one input with what RunInference needs to emit its output.
@@ -264,12 +272,21 @@ func (b *batcher) add(ctx context.Context, e element, out sink) error {
 	inputs, maxBatch, modelKey := b.inputs, b.maxBatch, ""
 	var id inference.ModelID
 	if e.model != nil {
-		l, err := b.pool.borrow(ctx, *e.model, b.Config.MaxBatchSize)
-		if err != nil {
-			return b.fail(&e, StageLoad, err, inference.ModelID{}, out)
+		modelKey = e.model.Key()
+		pi, ok := b.infos[modelKey]
+		if !ok {
+			l, err := b.pool.borrow(ctx, *e.model, b.Config.MaxBatchSize)
+			if err != nil {
+				return b.fail(&e, StageLoad, err, inference.ModelID{}, out)
+			}
+			pi = pooledInfo{l.entry.info, l.handle().ID()}
+			l.done()
+			if b.infos == nil {
+				b.infos = map[string]pooledInfo{}
+			}
+			b.infos[modelKey] = pi
 		}
-		inputs, maxBatch, modelKey, id = l.entry.info.inputs, l.entry.info.maxBatch, e.model.Key(), l.handle().ID()
-		l.done()
+		inputs, maxBatch, id = pi.inputs, pi.maxBatch, pi.id
 	} else if b.handle == nil {
 		return b.fail(&e, StageLoad, b.loadErr, inference.ModelID{}, out)
 	} else {
