@@ -197,11 +197,13 @@ container:
 e2e:
 	$(GO) test -count=1 -v -run '^TestWorkerPath$$' ./testing/e2e/
 
-# The GPU bring-up bundle: everything a GPU machine without Go needs to
+# The GPU bring-up bundle: the binaries a GPU machine without Go needs to
 # check the CUDA backend (the cuda-tagged test binaries, the self-check, the
-# conformance runner and its data, beamml-bench, the PyTorch reference),
-# built here with the CUDA toolkit and no GPU into out/gpu/ (under 64 MiB).
-# There: bash out/gpu/gpu-run.sh [STAGE...] (README: Bringing up a GPU machine).
+# conformance runner, beamml-bench), built here with the CUDA toolkit and no
+# GPU into out/gpu/; they read their data from the checkout beside them.
+# Fails when a device call (this checkout and out/gpu) would send over
+# 60 MiB. There: bash out/gpu/gpu-run.sh [STAGE...], in two calls
+# (docs/gpu/README.md); scripts/gpu-run.sh says what each stage does.
 .PHONY: gpu-bundle
 gpu-bundle:
 	bash scripts/gpu-bundle.sh

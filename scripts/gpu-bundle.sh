@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # gpu-bundle.sh: build, on a Linux machine with the CUDA toolkit and no GPU,
-# everything a GPU machine without Go needs to check beamml's CUDA backend.
+# the binaries a GPU machine without Go needs to check beamml's CUDA
+# backend, for gpu-run.sh to run there inside this checkout.
 #
 #   make gpu-bundle                 (or: bash scripts/gpu-bundle.sh [OUTDIR])
 #
@@ -10,25 +11,32 @@
 #                               every package's cuda-tagged tests (go test -c),
 #                               examples/classify's among them
 #                     tests.tsv which test binary runs in which package folder
-#                     src/      the files those tests read, at their
-#                               repository paths: ONNX's conformance data,
-#                               examples/classify's model and records
-#                     ptx/      the committed PTX (internal/kernels/ptx)
-#                     py/       scripts/gpu/*.py, the PyTorch reference
-#   MANIFEST.txt      commit, toolkit, Go version, and every file's size
+#   sources.sha256    the checkout's files the binaries and gpu-run.sh read
+#                     there (the packages' testdata, ONNX's conformance data,
+#                     the PTX, scripts/gpu): the payload holds none of them,
+#                     since the device machine gets the checkout with the
+#                     bundle, and gpu-run.sh's env stage checks they are the
+#                     ones the binaries were built with
+#   MANIFEST.txt      commit, toolkit, Go version, every binary's size and
+#                     the shared libraries it needs
 #
-# Everything is built with CGO_ENABLED=1 -tags cuda -trimpath -ldflags='-s -w',
-# so the binaries link libcuda and libc only (cuBLAS is loaded at run time:
-# DESIGN.md rule 13) and cannot run without a GPU (rule 1). The bundle must
-# stay under 64 MiB, what a device machine accepts; the script says its
-# size and fails above. It needs Go, a C compiler, and the CUDA toolkit's
-# nvcc, cuda.h, cublas_v2.h and libcuda.so (Debian's nvidia-cuda-toolkit
-# from non-free); it fails naming what is missing.
+# Everything is built with CGO_ENABLED=1 -tags cuda -trimpath -ldflags='-s -w'.
+# The binaries link libcuda.so.1 (the driver's; they cannot run without a GPU:
+# DESIGN.md rule 1) and libc; beamml-bench and conformance also link libstdc++ and
+# libgcc_s, for the simulated device's C++ kernels. cuBLAS is loaded at run
+# time (DESIGN.md rule 13). MANIFEST.txt lists what each one needs.
+#
+# A device call sends the checkout (tracked and untracked-not-ignored files)
+# with the carried bundle, and refuses more than 64 MiB: the script prints
+# that total (scripts/gpu/send-size.sh) and fails above SEND_LIMIT (default
+# 60 MiB). It needs Go, a C compiler, xz, and the CUDA toolkit's nvcc,
+# cuda.h, cublas_v2.h and libcuda.so (Debian's nvidia-cuda-toolkit from
+# non-free); it fails naming what is missing.
 set -uo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:-$repo/out/gpu}
-limit=$((64 << 20))
+send_limit=${SEND_LIMIT:-$((60 << 20))}
 
 die() { echo "gpu-bundle: $*" >&2; exit 1; }
 
@@ -41,6 +49,7 @@ first_of() {
 
 cd "$repo" || exit 1
 command -v go >/dev/null || die "no Go toolchain on PATH"
+command -v xz >/dev/null || die "no xz (Debian: xz-utils)"
 command -v nvcc >/dev/null || die "no nvcc: install the CUDA toolkit (Debian: nvidia-cuda-toolkit, component non-free)"
 for h in cuda.h cublas_v2.h; do
 	first_of /usr/include/$h /usr/local/cuda/include/$h >/dev/null ||
@@ -52,7 +61,7 @@ first_of /usr/lib/x86_64-linux-gnu/libcuda.so /usr/lib64/libcuda.so /usr/local/c
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/beamml-gpu-bundle.XXXXXX") || exit 1
 trap 'rm -rf "$scratch"' EXIT
 pay=$scratch/payload
-mkdir -p "$pay/bin" "$pay/src" "$pay/ptx" "$pay/py"
+mkdir -p "$pay/bin"
 
 export CGO_ENABLED=1
 export CGO_CFLAGS=${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}
@@ -65,8 +74,7 @@ done
 
 # The test binaries: every package with a cuda-tagged test file, and
 # examples/classify, whose pipeline tests run on the GPU in a cuda build.
-# Each runs in its package's folder, as go test runs it, with the folder's
-# testdata beside it.
+# Each runs in its package's folder of the checkout, as go test runs it.
 mapfile -t pkgs < <({
 	git ls-files '*_test.go' | xargs grep -l '^//go:build cuda' | xargs -n1 dirname
 	echo examples/classify
@@ -76,19 +84,19 @@ for pkg in "${pkgs[@]}"; do
 	[ ! -e "$pay/bin/$bin" ] || die "two test packages would make bin/$bin: name one apart in this script"
 	go test -c "${build[@]}" -o "$pay/bin/$bin" "./$pkg" || die "go test -c ./$pkg failed"
 	printf '%s\t%s\n' "$bin" "$pkg" >>"$pay/tests.tsv"
-	mkdir -p "$pay/src/$pkg"
-	[ ! -d "$pkg/testdata" ] || cp -r "$pkg/testdata" "$pay/src/$pkg/"
 done
-cp examples/classify/digits.onnx "$pay/src/examples/classify/"
-mkdir -p "$pay/src/testing/conformance"
-cp -r testing/conformance/testdata "$pay/src/testing/conformance/"
-cp internal/kernels/ptx/*.ptx "$pay/ptx/"
-cp scripts/gpu/*.py "$pay/py/"
 
 rm -rf "$out"
 mkdir -p "$out" || exit 1
-echo "gpu-bundle: compressing the payload (xz)"
-tar -C "$pay" -cf - . | xz -T2 -6 >"$out/payload.tar.xz" || die "xz failed"
+# What gpu-run.sh and the binaries read from the checkout.
+sources=(testing/conformance/testdata internal/kernels/ptx scripts/gpu examples/classify/digits.onnx)
+for pkg in "${pkgs[@]}"; do [ ! -d "$pkg/testdata" ] || sources+=("$pkg/testdata"); done
+git ls-files -z -- "${sources[@]}" | xargs -0 sha256sum >"$out/sources.sha256" || die "sha256sum of the sources failed"
+
+# -9 with one thread: a 64 MiB dictionary, which finds the code the
+# binaries share (the Go runtime, Beam, gorgonia.org/cu) across files.
+echo "gpu-bundle: compressing the payload (xz -9, about a minute)"
+tar -C "$pay" -cf - . | xz -T1 -9 >"$out/payload.tar.xz" || die "xz failed"
 cp scripts/gpu-run.sh "$out/"
 chmod +x "$out/gpu-run.sh"
 
@@ -100,16 +108,24 @@ git diff --quiet HEAD 2>/dev/null || commit="$commit + uncommitted changes"
 	echo "built:    $(date -u +%FT%TZ) on $(uname -srm), $(ldd --version | head -1)"
 	echo "go:       $(go version)"
 	echo "toolkit:  $(nvcc --version | tail -1)"
+	echo "sources:  $(wc -l <"$out/sources.sha256") files of the checkout (sources.sha256)"
 	echo
-	echo "payload.tar.xz, $(stat -c %s "$out/payload.tar.xz") bytes, holds (bytes, uncompressed):"
-	(cd "$pay" && find . -path ./src/testing/conformance/testdata -prune -o -type f -printf '%s\t%p\n') |
-		sort -k2 | awk -F'\t' '{ printf "%10d  %s\n", $1, $2 }'
-	printf '%10d  %s (%d tests)\n' "$(du -sb "$pay/src/testing/conformance/testdata" | cut -f1)" \
-		./src/testing/conformance/testdata/ "$(find "$pay/src/testing/conformance/testdata" -name model.onnx | wc -l)"
+	echo "payload.tar.xz, $(stat -c %s "$out/payload.tar.xz") bytes, holds (bytes, uncompressed; shared libraries needed):"
+	for f in "$pay"/tests.tsv "$pay"/bin/*; do
+		needed=$(readelf -d "$f" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | xargs)
+		printf '%10d  %s%s\n' "$(stat -c %s "$f")" "${f#"$pay"/}" "${needed:+  ($needed)}"
+	done
+	echo "bundle:   $(du -sb "$out" | cut -f1) bytes in all"
 } >"$out/MANIFEST.txt"
-size=$(du -sb "$out" | cut -f1)
-echo "bundle:   $size bytes in all" >>"$out/MANIFEST.txt"
-
 cat "$out/MANIFEST.txt"
-[ "$size" -lt "$limit" ] || die "the bundle is $size bytes, over 64 MiB ($limit)"
-echo "gpu-bundle: $out is $((size >> 20)) MiB ($size bytes). On the GPU machine: bash ${out#"$repo"/}/gpu-run.sh"
+
+echo
+case $out in
+"$repo"/*)
+	echo "gpu-bundle: a device call (bash ${out#"$repo"/}/gpu-run.sh, carrying ${out#"$repo"/}) sends:"
+	bash scripts/gpu/send-size.sh --limit "$send_limit" "${out#"$repo"/}" ||
+		die "what a device call sends is over $send_limit bytes (SEND_LIMIT): untrack or ignore what it need not send"
+	;;
+*) echo "gpu-bundle: $out is outside the checkout, which a device call would not send with it: send-size not checked" ;;
+esac
+echo "gpu-bundle: done. On the GPU machine, in this checkout: bash ${out#"$repo"/}/gpu-run.sh (docs/gpu/README.md: the plan)"

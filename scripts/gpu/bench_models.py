@@ -3,9 +3,11 @@
 two benchmark models to ONNX, times them in PyTorch and ONNX Runtime on the
 GPU, and compares their outputs with beamml-bench's. Usage:
 
-    bench_models.py export OUTDIR
-        OUTDIR/resnet50.onnx, OUTDIR/bert.onnx and their weights
-        (OUTDIR/NAME.pt), with random weights from torch.manual_seed(0).
+    bench_models.py export OUTDIR [NAME ...]
+        OUTDIR/NAME.onnx and its weights (OUTDIR/NAME.pt) for each NAME
+        (default: every model), with random weights from
+        torch.manual_seed(0); written under a temporary name, then renamed,
+        so that a run cut off leaves no half-written model.
     bench_models.py reference OUTDIR NAME BATCHES [DUMPDIR]
         JSON lines on stdout: one per runtime, mode and batch size (p50 and
         p90 ms per batch, items/s), then, when DUMPDIR holds beamml-bench's
@@ -155,22 +157,29 @@ def example(name, batch, device="cpu"):
     return torch.rand((batch, *shape), device=device) * 2 - 1
 
 
-def export(outdir):
+def export(outdir, names):
     import torch
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        sys.exit(f"bench_models.py: no model {', '.join(unknown)}: the models are {', '.join(MODELS)}")
     os.makedirs(outdir, exist_ok=True)
-    for name, (_, iname, _, _, oname) in MODELS.items():
+    for name in names:
+        _, iname, _, _, oname = MODELS[name]
         model, source = build(name)
-        torch.save(model.state_dict(), os.path.join(outdir, name + ".pt"))
+        torch.save(model.state_dict(), os.path.join(outdir, name + ".pt.part"))
+        os.replace(os.path.join(outdir, name + ".pt.part"), os.path.join(outdir, name + ".pt"))
         path = os.path.join(outdir, name + ".onnx")
+        part = path + ".part"
         kw = dict(input_names=[iname], output_names=[oname], opset_version=OPSET,
                   dynamic_axes={iname: {0: "batch"}, oname: {0: "batch"}})
         start = time.perf_counter()
         # Traced with grad enabled: under no_grad, TransformerEncoderLayer
         # takes its fused fast path, which has no ONNX export.
         try:
-            torch.onnx.export(model, (example(name, 2),), path, dynamo=False, **kw)
+            torch.onnx.export(model, (example(name, 2),), part, dynamo=False, **kw)
         except TypeError:  # torch before 2.5 has no dynamo argument
-            torch.onnx.export(model, (example(name, 2),), path, **kw)
+            torch.onnx.export(model, (example(name, 2),), part, **kw)
+        os.replace(part, path)
         emit(what="export", model=name, source=source, path=path, bytes=os.path.getsize(path),
              seconds=round(time.perf_counter() - start, 1), torch=torch.__version__)
 
@@ -195,13 +204,16 @@ def timed(run, runs=20, warmup=3):
 
 
 def torch_runner(model, mode):
-    """A function from a host numpy array to a host numpy array."""
+    """A function from a host numpy array to a host numpy array. The TF32
+    switches are global, so each run sets them for its own mode: set once
+    when the runner is built, the last runner built would decide every
+    mode's."""
     import torch
     tf32 = mode == "tf32"
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-    torch.backends.cudnn.allow_tf32 = tf32
 
     def run(x):
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
         with torch.inference_mode(), torch.autocast("cuda", dtype=torch.float16, enabled=mode == "fp16"):
             y = model(torch.from_numpy(x).cuda())
         return y.float().cpu().numpy()
@@ -315,8 +327,8 @@ def table(results):
 
 if __name__ == "__main__":
     cmd = sys.argv[1] if len(sys.argv) > 1 else ""
-    if cmd == "export" and len(sys.argv) == 3:
-        export(sys.argv[2])
+    if cmd == "export" and len(sys.argv) >= 3:
+        export(sys.argv[2], sys.argv[3:] or list(MODELS))
     elif cmd == "reference" and len(sys.argv) in (5, 6):
         reference(sys.argv[2], sys.argv[3], [int(b) for b in sys.argv[4].split(",")],
                   sys.argv[5] if len(sys.argv) == 6 else None)
