@@ -268,7 +268,11 @@ find_libs() {
 	libcuda=$(where_lib libcuda.so.1) || libcuda=
 	nvml=$(where_lib libnvidia-ml.so.1) || nvml=
 	if [ -n "${BEAMML_CUBLAS:-}" ]; then
-		cublas="$BEAMML_CUBLAS (BEAMML_CUBLAS)"
+		if [[ $BEAMML_CUBLAS != */* ]] || [ -e "$BEAMML_CUBLAS" ]; then
+			cublas="$BEAMML_CUBLAS (BEAMML_CUBLAS)"
+		else
+			cublas_why="BEAMML_CUBLAS names $BEAMML_CUBLAS, which does not exist"
+		fi
 	else
 		find_cublas
 	fi
