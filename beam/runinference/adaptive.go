@@ -32,11 +32,13 @@ import (
 //
 // The size settles where t̄ equals d, or at MaxBatchSize when even that
 // batch takes less than d, or at MinBatchSize when the model's fixed cost
-// alone passes d. It is kept per DoFn instance across its bundles, and
-// shared by all its groups (windows and tensor shapes). MaxBatchBytes
-// still cuts a batch short, the end of a bundle still runs what is left,
-// and with MaxBatchDuration a shard still gathers up to MaxBatchSize
-// elements, then runs them in batches of the current size.
+// alone passes d. It is kept per DoFn instance and model across bundles,
+// and shared by the model's groups (windows and tensor shapes): with
+// ModelsByKey or WithModelUpdates, each model's batches are sized from its
+// own latencies. MaxBatchBytes still cuts a batch short, the end of a
+// bundle still runs what is left, and with MaxBatchDuration a shard still
+// gathers up to MaxBatchSize elements, then runs them in batches of the
+// current size.
 func TargetBatchLatency(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
@@ -124,26 +126,27 @@ func (s *batchSizer) next() int {
 	return min(max(next, s.min), s.max)
 }
 
-// batchLimit is the number of elements at which add runs a group:
-// b.maxBatch, or with TargetBatchLatency the sizer's size, which stays
-// within [MinBatchSize, b.maxBatch] (b.maxBatch alone when it is less).
-// When b.maxBatch changes (the model was acquired again), the sizer starts
-// afresh.
-func (b *batcher) batchLimit() int {
-	target := b.Config.TargetBatchLatency
+// batchLimit is the number of elements at which add runs a group of m's:
+// m's largest batch, or with TargetBatchLatency m's sizer's size, which
+// stays within [MinBatchSize, the largest batch] (the largest alone when
+// it is less). Each model has its own sizer, fed its own latencies; when
+// its largest batch changes (the model was acquired again), the sizer
+// starts afresh.
+func (b *batcher) batchLimit(m *batchModel) int {
+	target, maxBatch := b.Config.TargetBatchLatency, m.info.maxBatch
 	if target <= 0 {
-		return b.maxBatch
+		return maxBatch
 	}
-	if b.sizer == nil || b.sizer.max != b.maxBatch {
-		b.sizer = newBatchSizer(target, min(b.Config.MinBatchSize, b.maxBatch), b.maxBatch)
+	if m.sizer == nil || m.sizer.max != maxBatch {
+		m.sizer = newBatchSizer(target, min(b.Config.MinBatchSize, maxBatch), maxBatch)
 	}
-	return b.sizer.size
+	return m.sizer.size
 }
 
-// observeLatency gives the sizer, if any, the latency of a batch of n
-// rows that the model ran without error.
-func (b *batcher) observeLatency(n int, latency time.Duration) {
-	if b.sizer != nil {
-		b.sizer.observe(n, latency)
+// observeLatency gives m's sizer, if any, the latency of a batch of n rows
+// that the model ran without error.
+func (m *batchModel) observeLatency(n int, latency time.Duration) {
+	if m.sizer != nil {
+		m.sizer.observe(n, latency)
 	}
 }

@@ -90,37 +90,81 @@ func keyed(emit func(beam.EventTime, beam.X, PredictionResult), fail func(beam.E
 
 // batcher is the state and logic both DoFns share. Its exported fields are
 // the serialized configuration; the rest is built on the worker.
+//
+// Each element is batched for one model (batchModel), decided in add by
+// the transform's model source (Config.Source): the transform's own model,
+// the model its key maps to (ModelsByKey), or its shard's current model
+// (WithModelUpdates). Each batch then runs on one target, resolved once
+// per batch in runGroup and passed down through the run, the failures and
+// the metrics.
 type batcher struct {
 	Spec     inference.Spec
 	Config   config
 	Failures bool // emit Failures rather than failing the bundle
 
-	handle     *inference.Handle
-	inputs     []inference.TensorInfo // the model's, read once
-	loadErr    error                  // why handle is nil, with Failures set
-	reportLoad bool                   // this instance loaded the model and has not reported its metrics
-	maxBatch   int
-	sizer      *batchSizer // with TargetBatchLatency; made by batchLimit
+	handle     *inference.Handle // the transform's own model, held from Setup to Teardown
+	own        *batchModel       // handle's, while it is loaded
+	loadErr    error             // why handle is nil, with Failures set
+	reportLoad bool              // this instance loaded the model and has not reported its metrics
+	models     map[string]*batchModel
 	groups     map[groupKey]*group
 	order      []groupKey // groups in the order they were opened, for deterministic flushes
 
-	pool   *modelPool                // the models of ModelsByKey and WithModelUpdates; nil without
-	byKey  map[string]inference.Spec // ModelsByKey's, by key
-	infos  map[string]pooledInfo     // the pool's models' inputs and limits, by Spec key: read once
-	active *inference.Handle         // the model of the batch running
-	// activeSpec is active's spec.
-	activeSpec inference.Spec
-	activeName string // its name, for results' ModelID.Name
+	pool      *modelPool                 // the models of ModelsByKey and WithModelUpdates; nil without
+	byKey     map[string]KeyModelMapping // ModelsByKey's, by key
+	metricIDs map[string]string          // ModelsByKey's unnamed models' metrics ids, by Spec key (modelsByKeyIDs)
 
 	instanceTally tally // the outcomes of every bundle of this instance, for MaxFailureRate
 	bundleTally   tally // the outcomes of this bundle, for its warning
 }
 
-// pooledInfo is what add reads from a pool's model, kept so that only its
-// first element borrows the model.
-type pooledInfo struct {
-	modelInfo
-	id inference.ModelID
+// batchModel is one model the batcher batches for: what it reads from the
+// model once, the name results and metrics give it, and the sizer of its
+// batches (TargetBatchLatency sizes each model's batches from its own
+// latencies).
+type batchModel struct {
+	spec    inference.Spec
+	name    string // results' ModelID.Name: ModelName, the mapping's ID or the update's; "" when unnamed
+	pooled  bool   // borrowed from the pool for each batch; else the batcher's handle
+	info    modelInfo
+	id      inference.ModelID // the loaded model's, for an element that fails before its batch runs
+	sizer   *batchSizer
+	metrics *modelMetrics
+}
+
+func (b *batcher) newBatchModel(spec inference.Spec, name string, pooled bool, info modelInfo, id inference.ModelID) *batchModel {
+	id.Name = name
+	metrics := metricsID(name, spec)
+	if alike, ok := b.metricIDs[spec.Key()]; ok && name == "" {
+		metrics = alike
+	}
+	return &batchModel{spec: spec, name: name, pooled: pooled, info: info, id: id, metrics: metricsFor(metrics)}
+}
+
+// modelKey tells the models of a batcher apart: an update may name the
+// same file under another name.
+func modelKey(spec inference.Spec, name string) string { return spec.Key() + "\x00" + name }
+
+// target is what one batch runs on: its model, the handle the batch holds,
+// and the lease to end when it is done (nil for the transform's own
+// model, which the batcher holds).
+type target struct {
+	*batchModel
+	handle *inference.Handle
+	lease  *lease
+}
+
+func (t *target) release() {
+	if t.lease != nil {
+		t.lease.done()
+	}
+}
+
+// ranID is the ModelID results and failures of the batch carry.
+func (t *target) ranID() inference.ModelID {
+	id := t.handle.ID()
+	id.Name = t.name
+	return id
 }
 
 // element is one input with what RunInference needs to emit its output.
@@ -131,25 +175,21 @@ type element struct {
 	keyed   bool
 	example inference.Example // as the user gave it
 	inputs  inference.Example // keyed by the model's input names
-	model   *inference.Spec   // the pool's model to run on; nil: the transform's
-	// modelName is model's name, for results' ModelID.Name.
-	modelName string
+	update  *ModelMetadata    // WithModelUpdates: the shard's model when the element was flushed
 }
 
 // groupKey separates elements that must not share a batch: other windows,
-// other tensor shapes.
+// other tensor shapes, other models.
 type groupKey struct {
 	window typex.Window
 	shapes string
-	model  string // the pool model's Spec key; "" for the transform's
+	model  string // modelKey's
 }
 
 type group struct {
-	elems    []element
-	bytes    int64
-	model    *inference.Spec // the pool's model; nil for the transform's
-	name     string          // model's name, for results' ModelID.Name
-	maxBatch int
+	elems []element
+	bytes int64
+	model *batchModel
 }
 
 // sink emits outputs through the bundle method's emitters.
@@ -165,19 +205,23 @@ type sink struct {
 // failures output is wanted: then the elements go there at stage load and
 // the next bundle tries again.
 func (b *batcher) Setup(ctx context.Context) error {
-	if b.Config.PoolID != "" {
+	b.models = map[string]*batchModel{}
+	if b.Config.Source != ownModel {
 		b.pool = poolFor(b.Config.PoolID, b.Config.MaxModels)
-		b.byKey = map[string]inference.Spec{}
+	}
+	switch b.Config.Source {
+	case keyedModels:
+		b.byKey = map[string]KeyModelMapping{}
 		for _, m := range b.Config.Models {
 			for _, k := range m.Keys {
-				b.byKey[k] = m.Spec
+				b.byKey[k] = m
 			}
 		}
-	}
-	if b.Spec.Format == "" { // ModelsByKey without a default model
-		return nil
-	}
-	if b.Config.Updates { // the shards' state names the model; check the first loads
+		b.metricIDs = modelsByKeyIDs(b.Config.Models, b.Spec, b.Config.ModelName)
+		if b.Spec.Format == "" { // no model of the transform's own
+			return nil
+		}
+	case updatedModels: // the shards' state names the model; check the first loads
 		l, err := b.pool.borrow(ctx, b.Spec, b.Config.MaxBatchSize)
 		if err != nil && (!b.Failures || permanent(err)) {
 			return fmt.Errorf("RunInference: %w", err)
@@ -197,6 +241,13 @@ func (b *batcher) Setup(ctx context.Context) error {
 	return nil
 }
 
+// ownWanted says whether the batcher holds a model of its own: the
+// transform's Spec, for every element or for the keys ModelsByKey does
+// not map.
+func (b *batcher) ownWanted() bool {
+	return b.Spec.Format != "" && b.Config.Source != updatedModels
+}
+
 // permanent says whether a load error will recur on every attempt in this
 // process.
 func permanent(err error) bool {
@@ -207,7 +258,7 @@ func permanent(err error) bool {
 func (b *batcher) Teardown() {
 	if b.handle != nil {
 		b.handle.Release()
-		b.handle = nil
+		b.handle, b.own = nil, nil
 	}
 }
 
@@ -219,13 +270,12 @@ func (b *batcher) acquire(ctx context.Context) error {
 	}
 	b.handle, b.loadErr = h, nil
 	b.reportLoad, _ = h.Loaded()
-	info := infoOf(h, b.Config.MaxBatchSize)
-	b.inputs, b.maxBatch = info.inputs, info.maxBatch
+	b.own = b.newBatchModel(b.Spec, b.Config.ModelName, false, infoOf(h, b.Config.MaxBatchSize), h.ID())
 	return nil
 }
 
 func (b *batcher) startBundle(ctx context.Context) error {
-	if b.handle == nil && b.Spec.Format != "" && !b.Config.Updates {
+	if b.handle == nil && b.ownWanted() {
 		// Only with Failures set: a transient load failure in Setup is
 		// retried for each bundle (the cache retries the loader).
 		err := b.acquire(ctx)
@@ -241,7 +291,7 @@ func (b *batcher) startBundle(ctx context.Context) error {
 		_, took := b.handle.Loaded()
 		loadLatencyMs.Update(ctx, took.Milliseconds())
 		modelByteSize.Update(ctx, b.handle.Model().ByteSize())
-		metricsFor(b.Spec.URI).loaded(ctx, took, b.handle.Model().ByteSize())
+		b.own.metrics.loaded(ctx, took, b.handle.Model().ByteSize())
 	}
 	if b.groups == nil {
 		b.groups = map[groupKey]*group{}
@@ -251,57 +301,72 @@ func (b *batcher) startBundle(ctx context.Context) error {
 	return nil
 }
 
-// modelMetrics are the per-model metrics of the batch running: named by
-// the model's name where the pipeline gave one (WithModelUpdates), else by
-// its URI.
-func (b *batcher) modelMetrics() *modelMetrics {
-	return metricsFor(cmp.Or(b.activeName, b.activeSpec.URI))
+// modelFor is the model e runs on. A model of the pool is borrowed once,
+// for its inputs and limits, when its first element comes.
+func (b *batcher) modelFor(ctx context.Context, e *element) (*batchModel, Stage, error) {
+	var spec inference.Spec
+	var name string
+	switch b.Config.Source {
+	case keyedModels:
+		m, ok := b.byKey[fmt.Sprint(e.key)]
+		if !ok {
+			if b.Spec.Format == "" {
+				return nil, StageInput, fmt.Errorf("no model for key %q: ModelsByKey maps %d keys, and the transform has no spec of its own", fmt.Sprint(e.key), len(b.byKey))
+			}
+			return b.ownModel()
+		}
+		spec, name = m.Spec, m.ID
+	case updatedModels:
+		spec, name = b.specOf(*e.update), e.update.ID
+		if *e.update == (ModelMetadata{}) {
+			name = b.Config.ModelName
+		}
+	default:
+		return b.ownModel()
+	}
+	key := modelKey(spec, name)
+	if m, ok := b.models[key]; ok {
+		return m, "", nil
+	}
+	l, err := b.pool.borrow(ctx, spec, b.Config.MaxBatchSize)
+	if err != nil {
+		return nil, StageLoad, err
+	}
+	m := b.newBatchModel(spec, name, true, l.entry.info, l.handle().ID())
+	l.done()
+	b.models[key] = m
+	return m, "", nil
 }
 
-// add takes one element: it fails it at once if the model is not loaded or
+func (b *batcher) ownModel() (*batchModel, Stage, error) {
+	if b.own == nil {
+		return nil, StageLoad, b.loadErr
+	}
+	return b.own, "", nil
+}
+
+// add takes one element: it fails it at once if its model is not loaded or
 // the element does not fit the model's inputs, and otherwise adds it to its
 // group, running the group when it is full.
 func (b *batcher) add(ctx context.Context, e element, out sink) error {
-	if b.byKey != nil && e.keyed && e.model == nil {
-		if spec, ok := b.byKey[fmt.Sprint(e.key)]; ok {
-			e.model = &spec
-		} else if b.Spec.Format == "" {
-			return b.fail(&e, StageBatch, fmt.Errorf("no model for key %q: ModelsByKey maps %d keys, and the transform has no spec of its own", fmt.Sprint(e.key), len(b.byKey)), inference.ModelID{}, out)
-		}
-	}
-	inputs, maxBatch, modelKey := b.inputs, b.maxBatch, ""
-	var id inference.ModelID
-	if e.model != nil {
-		modelKey = e.model.Key()
-		pi, ok := b.infos[modelKey]
-		if !ok {
-			l, err := b.pool.borrow(ctx, *e.model, b.Config.MaxBatchSize)
-			if err != nil {
-				return b.fail(&e, StageLoad, err, inference.ModelID{}, out)
-			}
-			pi = pooledInfo{l.entry.info, l.handle().ID()}
-			l.done()
-			if b.infos == nil {
-				b.infos = map[string]pooledInfo{}
-			}
-			b.infos[modelKey] = pi
-		}
-		inputs, maxBatch, id = pi.inputs, pi.maxBatch, pi.id
-	} else if b.handle == nil {
-		return b.fail(&e, StageLoad, b.loadErr, inference.ModelID{}, out)
-	} else {
-		id = b.handle.ID()
-	}
-	conformed, err := inference.Conform(inputs, e.example)
+	m, stage, err := b.modelFor(ctx, &e)
 	if err != nil {
-		return b.fail(&e, StageBatch, err, id, out)
+		spec := b.Spec
+		if m != nil {
+			spec = m.spec
+		}
+		return b.fail(&e, stage, err, spec, inference.ModelID{}, out)
+	}
+	conformed, err := inference.Conform(m.info.inputs, e.example)
+	if err != nil {
+		return b.fail(&e, StageInput, err, m.spec, m.id, out)
 	}
 	e.inputs = conformed
 	size := conformed.ByteSize()
-	key := groupKey{window: e.window, shapes: inference.StackKey(inputs, conformed), model: modelKey}
+	key := groupKey{window: e.window, shapes: inference.StackKey(m.info.inputs, conformed), model: modelKey(m.spec, m.name)}
 	g, ok := b.groups[key]
 	if !ok {
-		g = &group{model: e.model, name: e.modelName, maxBatch: maxBatch}
+		g = &group{model: m}
 		b.groups[key] = g
 		b.order = append(b.order, key)
 	}
@@ -312,11 +377,7 @@ func (b *batcher) add(ctx context.Context, e element, out sink) error {
 	}
 	g.elems = append(g.elems, e)
 	g.bytes += size
-	limit := g.maxBatch
-	if g.model == nil {
-		limit = b.batchLimit() // TargetBatchLatency's size, for the transform's own model
-	}
-	if len(g.elems) >= limit {
+	if len(g.elems) >= b.batchLimit(m) {
 		return b.runGroup(ctx, g, out)
 	}
 	return nil
@@ -345,59 +406,68 @@ func (b *batcher) runGroups(ctx context.Context, out sink) error {
 	return nil
 }
 
+// target resolves what a batch of m's runs on: the batcher's own handle,
+// or a lease of m from the pool (which loads it again if it was evicted).
+func (b *batcher) target(ctx context.Context, m *batchModel) (*target, error) {
+	if !m.pooled {
+		return &target{batchModel: m, handle: b.handle}, nil
+	}
+	l, err := b.pool.borrow(ctx, m.spec, b.Config.MaxBatchSize)
+	if err != nil {
+		return nil, err
+	}
+	return &target{batchModel: m, handle: l.handle(), lease: l}, nil
+}
+
 func (b *batcher) runGroup(ctx context.Context, g *group, out sink) error {
 	if len(g.elems) == 0 {
 		return nil
 	}
-	b.active, b.activeSpec, b.activeName = b.handle, b.Spec, g.name
-	if g.model != nil {
-		l, err := b.pool.borrow(ctx, *g.model, b.Config.MaxBatchSize)
-		if err != nil { // evicted, and its load fails now
-			for i := range g.elems {
-				if ferr := b.fail(&g.elems[i], StageLoad, err, inference.ModelID{}, out); ferr != nil {
-					return ferr
-				}
+	defer func() {
+		clear(g.elems) // drop the examples for the collector; keep the capacity
+		g.elems, g.bytes = g.elems[:0], 0
+	}()
+	t, err := b.target(ctx, g.model)
+	if err != nil { // evicted, and its load fails now
+		for i := range g.elems {
+			if ferr := b.fail(&g.elems[i], StageLoad, err, g.model.spec, inference.ModelID{}, out); ferr != nil {
+				return ferr
 			}
-			g.elems, g.bytes = g.elems[:0], 0
-			return nil
 		}
-		defer l.done()
-		b.active, b.activeSpec = l.handle(), *g.model
+		return nil
 	}
-	err := b.run(ctx, g.elems, out)
+	defer t.release()
+	err = b.run(ctx, t, g.elems, out)
 	reportGPU(ctx)
-	clear(g.elems) // drop the examples for the collector; keep the capacity
-	g.elems, g.bytes = g.elems[:0], 0
 	return err
 }
 
-// run predicts a batch and emits a result per element. A batch that fails
-// is split in halves, down to single elements, which then fail alone. A
-// device failure fails the bundle instead (deviceFailed).
-func (b *batcher) run(ctx context.Context, elems []element, out sink) error {
-	rows, stage, err := b.predict(ctx, elems)
+// run predicts a batch on t and emits a result per element. A batch that
+// fails is split in halves, down to single elements, which then fail
+// alone. A device failure fails the bundle instead (deviceFailed).
+func (b *batcher) run(ctx context.Context, t *target, elems []element, out sink) error {
+	rows, stage, err := b.predict(ctx, t, elems)
 	if err != nil {
 		failedBatches.Inc(ctx, 1)
-		b.modelMetrics().batchFailed(ctx)
+		t.metrics.batchFailed(ctx)
 		if errors.Is(err, inference.ErrDeviceFailed) {
-			return deviceFailed(ctx, b.Spec, err)
+			return deviceFailed(ctx, t.spec, err)
 		}
 		if len(elems) == 1 || ctx.Err() != nil {
 			for i := range elems {
-				if ferr := b.fail(&elems[i], stage, err, b.active.ID(), out); ferr != nil {
+				if ferr := b.fail(&elems[i], stage, err, t.spec, t.ranID(), out); ferr != nil {
 					return ferr
 				}
 			}
 			return nil
 		}
 		half := len(elems) / 2
-		if err := b.run(ctx, elems[:half], out); err != nil {
+		if err := b.run(ctx, t, elems[:half], out); err != nil {
 			return err
 		}
-		return b.run(ctx, elems[half:], out)
+		return b.run(ctx, t, elems[half:], out)
 	}
-	id := b.active.ID()
-	id.Name = b.activeName
+	id := t.ranID()
 	for i := range elems {
 		out.result(&elems[i], PredictionResult{Example: elems[i].example, Outputs: rows[i], ModelID: id})
 	}
@@ -407,7 +477,7 @@ func (b *batcher) run(ctx context.Context, elems []element, out sink) error {
 
 // predict stacks, runs and unstacks one batch, and says which stage failed.
 // A panic in any stage becomes that stage's error.
-func (b *batcher) predict(ctx context.Context, elems []element) (rows []map[string]inference.Tensor, stage Stage, err error) {
+func (b *batcher) predict(ctx context.Context, t *target, elems []element) (rows []map[string]inference.Tensor, stage Stage, err error) {
 	stage = StageBatch
 	defer func() {
 		if p := recover(); p != nil {
@@ -427,20 +497,20 @@ func (b *batcher) predict(ctx context.Context, elems []element) (rows []map[stri
 	}
 	stage = StageInference
 	start := time.Now()
-	outputs, err := b.runModel(ctx, inputs, len(elems))
+	outputs, err := b.runModel(ctx, t, inputs, len(elems))
 	if err != nil {
 		return nil, stage, err
 	}
 	took := time.Since(start)
 	batchLatencyUs.Update(ctx, took.Microseconds())
-	b.modelMetrics().ran(ctx, took)
-	b.observeLatency(len(elems), took)
+	t.metrics.ran(ctx, took)
+	t.observeLatency(len(elems), took)
 	stage = StageOutput
 	if rows, err = inference.UnstackOutputs(outputs, len(elems)); err != nil {
 		return nil, stage, err
 	}
 	numInferences.Inc(ctx, int64(len(elems)))
-	b.modelMetrics().inferred(ctx, len(elems))
+	t.metrics.inferred(ctx, len(elems))
 	batchSize.Update(ctx, int64(len(elems)))
 	return rows, "", nil
 }
@@ -453,14 +523,14 @@ func (b *batcher) predict(ctx context.Context, elems []element) (rows []map[stri
 // becomes an error wrapping inference.ErrPanic (and a runtime.Goexit an
 // error too, not an empty result). Metrics are counted here,
 // on the bundle's goroutine: an abandoned run may outlive the bundle.
-func (b *batcher) runModel(ctx context.Context, inputs map[string]inference.Tensor, n int) (map[string]inference.Tensor, error) {
+func (b *batcher) runModel(ctx context.Context, t *target, inputs map[string]inference.Tensor, n int) (map[string]inference.Tensor, error) {
 	timeout := cmp.Or(b.Config.InferenceTimeout, DefaultInferenceTimeout)
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if budget := b.Config.MemoryBudget; budget > 0 {
 		runCtx = inference.WithMemoryBudget(runCtx, budget)
 	}
-	model := b.active.Model()
+	model := t.handle.Model()
 	done := make(chan runResult, 1)
 	go func() {
 		r := runResult{err: errors.New("Model.Run ended its goroutine (runtime.Goexit) without returning")}
@@ -483,7 +553,7 @@ func (b *batcher) runModel(ctx context.Context, inputs map[string]inference.Tens
 		case r = <-done:
 		case <-grace.C:
 			abandonedRuns.Inc(ctx, 1)
-			b.holdModelFor(ctx, done)
+			holdModelFor(ctx, t.spec, done)
 			r.abandoned = true
 		}
 	}
@@ -504,11 +574,11 @@ type runResult struct {
 	abandoned bool
 }
 
-// holdModelFor takes a reference to the model for an abandoned run,
+// holdModelFor takes a reference to spec's model for an abandoned run,
 // released when the run returns, so that the shared cache does not close
 // the model under it.
-func (b *batcher) holdModelFor(ctx context.Context, done <-chan runResult) {
-	h, err := inference.Acquire(context.WithoutCancel(ctx), b.activeSpec) // a cache hit: b.active holds the model
+func holdModelFor(ctx context.Context, spec inference.Spec, done <-chan runResult) {
+	h, err := inference.Acquire(context.WithoutCancel(ctx), spec) // a cache hit: the batch's target holds the model
 	if err != nil {
 		return
 	}
@@ -548,8 +618,9 @@ func (e *timeoutError) Unwrap() []error {
 }
 
 // fail routes one element to the failures output, or, without it, returns
-// the error that fails the bundle.
-func (b *batcher) fail(e *element, stage Stage, cause error, id inference.ModelID, out sink) error {
+// the error that fails the bundle. spec is the model the element was for,
+// and id the loaded model's (zero when it did not load).
+func (b *batcher) fail(e *element, stage Stage, cause error, spec inference.Spec, id inference.ModelID, out sink) error {
 	if cause == nil {
 		cause = errors.New("unknown error")
 	}
@@ -560,7 +631,7 @@ func (b *batcher) fail(e *element, stage Stage, cause error, id inference.ModelI
 		return b.checkFailureRate()
 	}
 	err := &elementError{element: formatExample(e.example), stage: stage, kind: kindOf(cause), cause: cause,
-		model: b.Spec, ts: e.ts, window: e.window}
+		model: spec, ts: e.ts, window: e.window}
 	if e.keyed {
 		err.key = formatKey(e.key)
 	}

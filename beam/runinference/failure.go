@@ -20,9 +20,12 @@ const (
 	// unreachable store). A model that can never load (malformed,
 	// unsupported, no such device) fails the pipeline instead.
 	StageLoad Stage = "load"
-	// StageBatch: the element does not fit the model's inputs (a missing
-	// or extra input, a wrong element type or shape), or could not be
-	// stacked into a batch.
+	// StageInput: the element does not fit the model's inputs (a missing
+	// or extra input, a wrong element type or shape), or no model serves
+	// its key (ModelsByKey). It fails at once, unbatched.
+	StageInput Stage = "input"
+	// StageBatch: the element fit the model's inputs but could not be
+	// stacked into a batch with others.
 	StageBatch Stage = "batch"
 	// StageInference: the model failed on a batch holding only this
 	// element: it returned an error, panicked, passed its InferenceTimeout

@@ -80,7 +80,7 @@ func TestFailureCoderRoundTrip(t *testing.T) {
 		Example: inference.Example{"ids": ids, "x": example(1, 2)["x"]},
 		Kind:    KindUnexpectedInput,
 		Err:     `inference: example has tensor "ids", model inputs are [x]: inference: unexpected input`,
-		Stage:   StageBatch,
+		Stage:   StageInput,
 		ModelID: inference.ModelID{URI: "stub://echo/2", Instance: "3"},
 	}
 	b, err := encodeFailure(f)
@@ -135,9 +135,9 @@ func TestFailureString(t *testing.T) {
 		Example: inference.Example{"ids": idsT, "mask": mask, "x": example(0.5, 0.25, 2)["x"]},
 		Kind:    KindElementType,
 		Err:     `inference: input "ids": element type int64, want float32: inference: element type mismatch`,
-		Stage:   StageBatch,
+		Stage:   StageInput,
 	}
-	want := `{ids: int64[128] [1000 1001 1002 1003 …], mask: bool[2] [true false], x: float32[3] [0.5 0.25 2]} failed at stage batch (element_type): ` + f.Err
+	want := `{ids: int64[128] [1000 1001 1002 1003 …], mask: bool[2] [true false], x: float32[3] [0.5 0.25 2]} failed at stage input (element_type): ` + f.Err
 	if got := f.String(); got != want {
 		t.Errorf("String() =\n%s\nwant\n%s", got, want)
 	}
@@ -181,7 +181,7 @@ func TestTruncate(t *testing.T) {
 }
 
 // int64 examples for a model that takes float32 "x": every one fails at
-// stage batch with kind element_type.
+// stage input with kind element_type.
 func wrongType(n int) []inference.Example {
 	exs := make([]inference.Example, n)
 	for i := range exs {
@@ -343,7 +343,7 @@ func TestBundleErrorNamesKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := fn.ProcessElement(ctx, nil, 0, "row-17", inference.Example{"x": example(1, 2)["x"], "id": example(17)["x"]}, emit, fail)
-	want := `RunInference: element {id: float32[1] [17], x: float32[2] [1 2]} with key "row-17" failed at stage batch (unexpected_input): inference: example has tensor "id", model inputs are [x]: inference: unexpected input`
+	want := `RunInference: element {id: float32[1] [17], x: float32[2] [1 2]} with key "row-17" failed at stage input (unexpected_input): inference: example has tensor "id", model inputs are [x]: inference: unexpected input`
 	if err == nil || strings.Split(err.Error(), "\n")[0] != want {
 		t.Errorf("bundle error\n%v\nwant first line\n%s", err, want)
 	}

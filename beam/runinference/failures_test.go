@@ -149,7 +149,7 @@ func TestExtraInputIsUnexpectedInput(t *testing.T) {
 	results, failures := runinference.RunInferenceWithFailures(s, stub.Tag(stub.Echo(2), t.Name()), beam.CreateList(s, in))
 	passert.Equals(s, beam.ParDo(s, formatResult, results), "[1 2] -> [1 2]")
 	passert.Equals(s, beam.ParDo(s, describeFailure, failures),
-		`[3 4] at batch (unexpected_input): inference: example has tensor "id", model inputs are [x]: inference: unexpected input (model true)`)
+		`[3 4] at input (unexpected_input): inference: example has tensor "id", model inputs are [x]: inference: unexpected input (model true)`)
 	ptest.RunAndValidate(t, p)
 }
 
@@ -193,7 +193,7 @@ func TestMaxFailureRateFailsSystematicMistake(t *testing.T) {
 		passert.Empty(s, results)
 		want := make([]any, len(in))
 		for i := range want {
-			want[i] = "element_type at batch"
+			want[i] = "element_type at input"
 		}
 		passert.Equals(s, beam.ParDo(s, kindAndStage, failures), want...)
 		ptest.RunAndValidate(t, p)
@@ -212,13 +212,13 @@ func TestMaxFailureRateUnderTheLimit(t *testing.T) {
 	ptest.RunAndValidate(t, p)
 }
 
-func TestWrongShapeFailsAtBatchStage(t *testing.T) {
+func TestWrongShapeFailsAtInputStage(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	in := []inference.Example{row(1, 2), row(1, 2, 3), row(3, 4)}
 	results, failures := runinference.RunInferenceWithFailures(s, stub.Tag(stub.Echo(2), t.Name()), beam.CreateList(s, in))
 	passert.Count(s, results, "results", 2)
 	passert.Equals(s, beam.ParDo(s, describeFailure, failures),
-		`[1 2 3] at batch (shape): inference: input "x": shape [3], want [2] (the model's [? 2] without the batch dimension): inference: shape mismatch (model true)`)
+		`[1 2 3] at input (shape): inference: input "x": shape [3], want [2] (the model's [? 2] without the batch dimension): inference: shape mismatch (model true)`)
 	ptest.RunAndValidate(t, p)
 }
 

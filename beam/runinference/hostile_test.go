@@ -185,7 +185,7 @@ func classifyResult(id int, r runinference.PredictionResult) string {
 func classifyFailure(id int, f runinference.Failure) string {
 	class := "unexplained: " + f.Err
 	switch {
-	case f.Stage == runinference.StageBatch && strings.Contains(f.Err, `input "x": shape [4], want [? ?]`):
+	case f.Stage == runinference.StageInput && strings.Contains(f.Err, `input "x": shape [4], want [? ?]`):
 		class = "shape"
 	case f.Stage != runinference.StageInference:
 	case strings.Contains(f.Err, `node "colsum" (ReduceSum)`) && strings.Contains(f.Err, "over the memory budget of 64.0 MiB"):

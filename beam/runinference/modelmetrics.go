@@ -2,17 +2,24 @@ package runinference
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"path"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
+	"github.com/beamml/beamml/inference"
 )
 
 // modelMetrics are RunInference's metrics of one model, in Namespace, named
 // as Beam Python's RunInference names the metrics of a model it tells apart
 // (apache_beam.ml.inference.base._MetricsCollector with a prefix): the
-// model id, an underscore, and the name of the unlabelled metric, as in
-// "gs://bucket/resnet50.onnx_num_inferences". They count what the
+// model id (metricsID), an underscore, and the name of the unlabelled
+// metric, as in "resnet50.onnx_num_inferences". They count what the
 // unlabelled metrics count, for that model alone.
 type modelMetrics struct {
 	inferences     beam.Counter      // <id>_num_inferences
@@ -31,9 +38,60 @@ func modelMetricName(id, name string) string { return id + "_" + name }
 // entry per model URI the process has run (a few per model update).
 var modelMetricsByID sync.Map
 
-// metricsFor returns the metrics of the model id. The id is the model's
-// URI (inference.ModelID.URI), not the loaded instance's random id, so that
-// the workers' metrics of one model add up.
+// metricsID is the id a model's metrics are named by: the name the
+// pipeline gave it (ModelName, KeyModelMapping.ID, ModelMetadata.ID),
+// else the base name of its URI ("resnet50.onnx" for
+// gs://bucket/models/resnet50.onnx). Both are the same on every worker, so
+// the workers' metrics of one model add up; neither is the loaded
+// instance's random id. With ModelsByKey, unnamed models whose base names
+// are alike are told apart (modelsByKeyIDs).
+func metricsID(name string, spec inference.Spec) string {
+	if name != "" {
+		return name
+	}
+	if base := path.Base(strings.TrimRight(spec.URI, "/")); base != "." && base != "/" {
+		return base
+	}
+	return spec.URI
+}
+
+// modelsByKeyIDs gives the unnamed models of ModelsByKey (and the
+// transform's own, where it has one and no ModelName) their metrics' ids,
+// by Spec key: the base name of the URI, followed by "-" and 8 hex digits
+// of the SHA-256 of the Spec's key where another of them has the same base
+// name ("model.onnx-3fa2c1d0" for gs://bucket/customer-a/model.onnx): short,
+// apart, and the same on every worker.
+func modelsByKeyIDs(models []KeyModelMapping, own inference.Spec, ownName string) map[string]string {
+	specs := map[string][]inference.Spec{} // base name → the distinct unnamed specs
+	add := func(spec inference.Spec) {
+		base := metricsID("", spec)
+		if !slices.ContainsFunc(specs[base], func(s inference.Spec) bool { return s.Key() == spec.Key() }) {
+			specs[base] = append(specs[base], spec)
+		}
+	}
+	for _, m := range models {
+		if m.ID == "" {
+			add(m.Spec)
+		}
+	}
+	if own.Format != "" && ownName == "" {
+		add(own)
+	}
+	ids := map[string]string{}
+	for base, alike := range specs {
+		for _, spec := range alike {
+			id := base
+			if len(alike) > 1 {
+				sum := sha256.Sum256([]byte(spec.Key()))
+				id += "-" + hex.EncodeToString(sum[:4])
+			}
+			ids[spec.Key()] = id
+		}
+	}
+	return ids
+}
+
+// metricsFor returns the metrics of the model id (metricsID's).
 func metricsFor(id string) *modelMetrics {
 	if m, ok := modelMetricsByID.Load(id); ok {
 		return m.(*modelMetrics)

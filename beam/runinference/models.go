@@ -32,6 +32,10 @@ var (
 type KeyModelMapping struct {
 	Keys []string
 	Spec inference.Spec
+	// ID names the model: its results carry it in ModelID.Name, and its
+	// per-model metrics are named by it. By default results carry no name
+	// and the metrics are named by the base name of the Spec's URI.
+	ID string
 }
 
 // ModelsByKey makes RunInferenceKeyed (and RunInferenceKeyedWithFailures)
@@ -88,8 +92,8 @@ func newPoolID() string {
 
 // PoolStats counts what a transform's model pool did in this process.
 type PoolStats struct {
-	Loads     int64 // models loaded (or taken from the shared cache)
-	Hits      int64 // batches that found their model loaded
+	Loads     int64 // models the pool loaded (model_loads)
+	Hits      int64 // borrows that found their model loaded, in the pool or in the shared cache (a retired model within its linger)
 	Evictions int64 // models released to make room
 	Loaded    int   // models held now
 }
@@ -199,8 +203,12 @@ func (p *modelPool) borrow(ctx context.Context, spec inference.Spec, maxBatch in
 		}
 		e.handle, e.info = h, infoOf(h, maxBatch)
 		e.inFlight++
-		p.stats.Loads++
-		modelLoads.Inc(ctx, 1)
+		if loaded, _ := h.Loaded(); loaded {
+			p.stats.Loads++
+			modelLoads.Inc(ctx, 1)
+		} else { // another transform's, or a model retired within the cache's linger
+			p.stats.Hits++
+		}
 		return &lease{p, e}, nil
 	}
 }
@@ -243,7 +251,9 @@ func (l *lease) done() {
 }
 
 // retire marks spec's model as replaced: no new batch borrows it, and it is
-// released when its last batch ends. A later borrow loads it again.
+// released when its last batch ends. A later borrow (a shard of this
+// process that has not yet taken the update) takes it again from the
+// shared cache within the cache's linger, without loading it.
 func (p *modelPool) retire(spec inference.Spec) {
 	key := spec.Key()
 	p.mu.Lock()

@@ -79,3 +79,35 @@ func TestModelPoolRetiresAfterLastBatch(t *testing.T) {
 	}
 	_ = m
 }
+
+// WithModelUpdates with MaxModelsPerWorker: a retired model leaves room at
+// once, and a shard that still borrows it (it has not taken the update
+// yet) takes it from the shared cache without a load: model_loads counts
+// each model once.
+func TestModelUpdatesWithMaxModelsPerWorker(t *testing.T) {
+	ctx := context.Background()
+	p := poolFor(t.Name(), 1)
+	v1, v2 := stub.Tag(stub.Echo(2), t.Name()+"v1"), stub.Tag(stub.Echo(2), t.Name()+"v2")
+	l, err := p.borrow(ctx, v1, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.done()
+	p.retire(v1) // a shard took the update to v2
+	l, err = p.borrow(ctx, v2, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.done()
+	l, err = p.borrow(ctx, v1, 8) // another shard's last batch on v1
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.done()
+	if st := p.Stats(); st.Loads != 2 || st.Loaded > 1 {
+		t.Errorf("stats %+v: want 2 loads, one per model, and at most 1 loaded", st)
+	}
+	if st := inference.Shared().StatsFor(v1); st.Loads != 1 {
+		t.Errorf("v1 loaded %d times, want once", st.Loads)
+	}
+}

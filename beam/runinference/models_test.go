@@ -2,9 +2,11 @@ package runinference_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
@@ -47,6 +49,21 @@ func TestModelsByKeyWithMaxModelsPerWorker(t *testing.T) {
 		runinference.MaxModelsPerWorker(2))
 	passert.Equals(s, beam.ParDo(s, formatKeyed, results), want...)
 	pr := ptest.RunAndValidate(t, p)
+	// Unnamed, with one base name: their metrics are told apart by a hash.
+	perModel := map[string]int64{}
+	for _, c := range pr.Metrics().Query(func(r metrics.SingleResult) bool {
+		return r.Namespace() == runinference.Namespace && strings.HasPrefix(r.Name(), "2x2-") && strings.HasSuffix(r.Name(), "_num_inferences")
+	}).Counters() {
+		perModel[c.Name()] += c.Result()
+	}
+	if len(perModel) != 3 {
+		t.Errorf("per-model counters %v: want three, named 2x2-<hash>_num_inferences, of 20 each", perModel)
+	}
+	for name, n := range perModel {
+		if n != 20 {
+			t.Errorf("%s = %d, want 20", name, n)
+		}
+	}
 	loads, evictions := counter(t, pr, "model_loads"), counter(t, pr, "model_evictions")
 	if evictions == 0 || loads != evictions+2 && loads != evictions+1 {
 		t.Errorf("model_loads %d, model_evictions %d: want evictions, and loads = evictions + the models left loaded (at most 2)", loads, evictions)
@@ -62,7 +79,7 @@ func TestModelsByKeyUnmappedKey(t *testing.T) {
 		runinference.ModelsByKey(runinference.KeyModelMapping{Keys: []string{"m0"}, Spec: stub.Echo(2)}))
 	passert.Equals(s, beam.ParDo(s, formatKeyed, results), "m0: [0 1] -> [0 1]")
 	passert.Equals(s, beam.ParDo(s, describeKeyedFailure, failures),
-		`m5: [5 2] at batch (other): no model for key "m5": ModelsByKey maps 1 keys, and the transform has no spec of its own (model false)`)
+		`m5: [5 2] at input (other): no model for key "m5": ModelsByKey maps 1 keys, and the transform has no spec of its own (model false)`)
 	withDefault := runinference.RunInferenceKeyed(s, stub.Affine([][]float32{{1, 0}, {0, 1}}, []float32{0, 100}), col,
 		runinference.ModelsByKey(runinference.KeyModelMapping{Keys: []string{"m0"}, Spec: stub.Echo(2)}))
 	passert.Equals(s, beam.ParDo(s, formatKeyed, withDefault), "m0: [0 1] -> [0 1]", "m5: [5 2] -> [5 102]")
@@ -92,4 +109,21 @@ func TestModelsByKeyOptionsValidated(t *testing.T) {
 			runinference.RunInferenceKeyed(s, stub.Echo(2), col, tc.opts...)
 		}()
 	}
+}
+
+// ModelsByKey and WithModelUpdates together are refused at construction,
+// naming both: an update replaces the transform's one model, and would
+// leave the keys' mappings silently unused.
+func TestModelsByKeyWithModelUpdatesRefused(t *testing.T) {
+	defer func() {
+		r := fmt.Sprint(recover())
+		if !contains(r, "ModelsByKey") || !contains(r, "WithModelUpdates") {
+			t.Errorf("recovered %q, want a panic naming ModelsByKey and WithModelUpdates", r)
+		}
+	}()
+	_, s := beam.NewPipelineWithRoot()
+	col := beam.ParDo(s, keyByName, beam.CreateList(s, []inference.Example{row(1, 2)}))
+	updates := beam.Create(s, runinference.ModelMetadata{ID: "v2", URI: "v2.onnx"})
+	runinference.RunInferenceKeyed(s, stub.Echo(2), col, runinference.WithModelUpdates(updates),
+		runinference.ModelsByKey(runinference.KeyModelMapping{Keys: []string{"m1"}, Spec: stub.Echo(2)}))
 }

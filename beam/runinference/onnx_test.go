@@ -123,7 +123,7 @@ func TestONNXFixedBatchOneAndWrongShape(t *testing.T) {
 	results, failures := runinference.RunInferenceWithFailures(s, spec, beam.CreateList(s, in), runinference.MaxBatchSize(16))
 	passert.Equals(s, beam.ParDo(s, formatResult, results), "[1 -2 3] -> [1 0 3]", "[-1 5 -6] -> [0 5 0]", "[0 0 9] -> [0 0 9]")
 	passert.Equals(s, beam.ParDo(s, describeFailure, failures),
-		`[1 2] at batch (shape): inference: input "x": shape [2], want [3] (the model's [1 3] without the batch dimension): inference: shape mismatch (model true)`)
+		`[1 2] at input (shape): inference: input "x": shape [2], want [3] (the model's [1 3] without the batch dimension): inference: shape mismatch (model true)`)
 	pr := ptest.RunAndValidate(t, p)
 	if d := distribution(t, pr, "inference_request_batch_size"); d.Max != 1 || d.Count != 3 {
 		t.Errorf("inference_request_batch_size = %+v, want 3 batches of 1", d)

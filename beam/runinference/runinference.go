@@ -48,7 +48,7 @@
 // MaxBatchDuration(d), batches form across bundles instead, in keyed
 // state: elements are spread over BatchShards shard keys, and each shard
 // runs its elements when MaxBatchSize (or MaxBatchBytes) of them have come
-// or d after the first of them came (see stateful.go).
+// or d after the first of them came (see MaxBatchDuration).
 //
 // # Failures
 //
@@ -56,9 +56,10 @@
 // element costs only itself. An element that fails alone becomes a Failure
 // (with the WithFailures variants) or fails the bundle with an error whose
 // first line names the element (with its first values), its key, the
-// stage, the kind and the cause (Beam then retries the bundle, and prints
-// the error after the bundle's plan). An element that does not fit the
-// model's inputs fails at once, unbatched.
+// stage, the kind, the model it ran on and the cause (Beam then retries
+// the bundle, and prints the error after the bundle's plan). An element
+// that does not fit the model's inputs fails at once, unbatched, at stage
+// input.
 //
 // A Failure's Kind says what went wrong in a form to group by
 // (KindElementType, KindUnexpectedInput, KindIndexOutOfRange, …), its Err
@@ -112,17 +113,63 @@
 // the watermark held at the earliest element waiting, so that no result is
 // late.
 //
+// # Options together
+//
+// Each option applies as it does alone, except in these combinations;
+// each row names the test that shows it.
+//
+//	MinBatchSize > MaxBatchSize               refused                                  TestRefusedCombinations
+//	MaxBatchBytes, MinBatchSize               bytes never cut a batch below the min    TestMaxBatchBytes
+//	TargetBatchLatency, Min/MaxBatchSize      sizes within [min, max]                  TestTargetBatchLatencyCeiling
+//	TargetBatchLatency, ModelsByKey           a size per model, from its latencies     TestTargetBatchLatencyPerModel
+//	TargetBatchLatency, WithModelUpdates      a size per model, from its latencies     TestTargetBatchLatencyPerUpdate
+//	TargetBatchLatency, MaxBatchDuration      a shard's elements run at the size       TestTargetBatchLatencyWithMaxBatchDuration
+//	MaxBatchDuration, any window function     windows and timestamps kept              TestMaxBatchDurationSlidingWindows, …Sessions
+//	no MaxBatchDuration, sliding or sessions  refused                                  TestSlidingWindowsRefused
+//	BatchShards without MaxBatchDuration      refused (WithModelUpdates implies it)     TestRefusedCombinations
+//	ModelsByKey, unkeyed variants             refused                                  TestRefusedCombinations
+//	ModelsByKey, WithModelUpdates             refused: updates replace one model       TestRefusedCombinations
+//	ModelsByKey, MaxModelsPerWorker           at most n loaded, LRU idle evicted       TestModelsByKeyWithMaxModelsPerWorker
+//	WithModelUpdates, MaxModelsPerWorker      at most n loaded, old ones retired       TestModelUpdatesWithMaxModelsPerWorker
+//	MaxModelsPerWorker alone                  refused                                  TestRefusedCombinations
+//	WithModelUpdates, MaxBatchDuration        updates take that path (default 1s)      TestModelUpdatesSwapDuringRun
+//	ModelName, ModelsByKey                    names the unmapped keys' model; refused  TestModelNames, TestRefusedCombinations
+//	                                          when the Spec is the zero Spec
+//	ModelName, WithModelUpdates               names the model before the first update  TestModelUpdatesSwapDuringRun
+//	Device or Precision, ModelsByKey          applied to every mapping's Spec          TestDeviceAndPrecisionReachEveryModel
+//	Device or Precision, WithModelUpdates     applied to every update's Spec           TestDeviceAndPrecisionReachEveryModel
+//	MemoryBudget, Spec option memory_budget   the option wins                          TestMemoryBudget
+//	MaxFailureRate without a failures output  refused                                  TestRefusedCombinations
+//
+// A refused combination panics at construction naming both options.
+//
 // # Metrics
 //
-// In namespace BeamML_RunInference: counters num_inferences,
-// failed_batches_counter, recovered_panics (batches whose run panicked),
-// timed_out_batches (batches past their deadline) and abandoned_runs (runs
-// that ignored their deadline and were left running); distributions
-// inference_batch_latency_micro_secs, inference_request_batch_size,
-// load_model_latency_milli_secs and model_byte_size (the last two from the
-// worker that loaded the model). A batch is split until its bad element
-// is alone, so one element that panics or hangs counts once for each
-// batch that held it: up to log₂(MaxBatchSize)+1 times.
+// In namespace BeamML_RunInference, counters:
+//
+//   - num_inferences: elements predicted;
+//   - failed_batches_counter: batches that failed, before they are split;
+//   - recovered_panics: batches whose run panicked;
+//   - timed_out_batches: batches past their InferenceTimeout;
+//   - abandoned_runs: runs that ignored their deadline and were left running;
+//   - device_failures: batches that found the device failed for good;
+//   - model_loads and model_evictions: models the pool of ModelsByKey or
+//     WithModelUpdates loaded, and released to make room (MaxModelsPerWorker);
+//   - model_updates and model_update_failures: updates a shard took, and
+//     updates that did not load (the model in service stays);
+//
+// and distributions inference_batch_latency_micro_secs,
+// inference_request_batch_size, load_model_latency_milli_secs and
+// model_byte_size (the last two from the worker that loaded the model).
+// Each model also has its own num_inferences, failed_batches_counter and
+// the four distributions, named "<id>_<metric>" as Beam Python names them,
+// where id is the model's name (ModelName, KeyModelMapping.ID,
+// ModelMetadata.ID) or else the base name of its URI, with a hash of its
+// Spec after it where ModelsByKey has two unnamed models of one base name:
+// "resnet50.onnx_num_inferences". The GPUs' memory and utilisation are in
+// namespace GPUNamespace. A batch is split until its bad element is alone,
+// so one element that panics or hangs counts once for each batch that held
+// it: up to log₂(MaxBatchSize)+1 times.
 package runinference
 
 import (
@@ -131,6 +178,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -192,10 +240,24 @@ type config struct {
 	// serialized).
 	Updates bool
 	updates beam.PCollection
+	// Source is where batches get their model, decided from the options
+	// at construction.
+	Source modelSource
+	// ModelName is ModelName's: the transform's own model's name.
+	ModelName string
 	// TargetBatchLatency, when positive, sizes batches adaptively
 	// (adaptive.go).
 	TargetBatchLatency time.Duration
 }
+
+// modelSource is where a transform's batches get their model.
+type modelSource int
+
+const (
+	ownModel      modelSource = iota // the transform's Spec, for every element
+	keyedModels                      // ModelsByKey: the model of the element's key, else the transform's Spec
+	updatedModels                    // WithModelUpdates: the model in service in the element's shard
+)
 
 // MinBatchSize is the smallest batch run before the end of a bundle:
 // MaxBatchBytes never cuts a batch shorter than this. It must be positive;
@@ -345,6 +407,24 @@ func Precision(p inference.Precision) Option {
 	}
 }
 
+// ModelName names the transform's own model, its Spec: results carry the
+// name in ModelID.Name, and its per-model metrics are named by it
+// ("<name>_num_inferences"). By default results carry no name and the
+// metrics are named by the base name of the Spec's URI. With
+// WithModelUpdates it names the model served until the first update (each
+// update names its own: ModelMetadata.ID); with ModelsByKey, the model of
+// the keys no mapping names (KeyModelMapping.ID names a mapping's). name
+// must not be empty.
+func ModelName(name string) Option {
+	return func(c *config) error {
+		if strings.TrimSpace(name) == "" {
+			return fmt.Errorf("ModelName(%q): must not be empty", name)
+		}
+		c.ModelName = name
+		return nil
+	}
+}
+
 func newConfig(spec inference.Spec, opts []Option) (inference.Spec, config) {
 	c := config{MinBatchSize: 1, MaxBatchSize: DefaultMaxBatchSize}
 	for _, o := range opts {
@@ -352,11 +432,15 @@ func newConfig(spec inference.Spec, opts []Option) (inference.Spec, config) {
 			panic(fmt.Errorf("RunInference: %w", err))
 		}
 	}
-	if err := spec.Validate(); err != nil && (c.Models == nil || !reflect.ValueOf(spec).IsZero()) {
+	noSpec := reflect.ValueOf(spec).IsZero()
+	if err := spec.Validate(); err != nil && (c.Models == nil || !noSpec) {
 		// With ModelsByKey, the zero Spec says no key falls back to it.
 		panic(fmt.Errorf("RunInference: %w", err))
 	}
-	if c.Models != nil || c.Updates {
+	if err := c.combine(noSpec); err != nil {
+		panic(fmt.Errorf("RunInference: %w", err))
+	}
+	if c.Source != ownModel {
 		c.PoolID = newPoolID()
 	}
 	if c.Models != nil {
@@ -395,6 +479,32 @@ func newConfig(spec inference.Spec, opts []Option) (inference.Spec, config) {
 		panic(fmt.Errorf("RunInference: %w", err))
 	}
 	return spec, c
+}
+
+// combine decides the model source from the options, and refuses the
+// combinations of options that cannot work together, naming both (the
+// package doc's table lists every combination that matters). noSpec says
+// the transform's Spec is the zero Spec.
+func (c *config) combine(noSpec bool) error {
+	switch {
+	case c.Models != nil && c.Updates:
+		return errors.New("ModelsByKey and WithModelUpdates cannot be combined: an update replaces the transform's one model, " +
+			"so the keys' models would never change; give the updates to a transform of their own")
+	case c.Models != nil:
+		c.Source = keyedModels
+	case c.Updates:
+		c.Source = updatedModels
+	}
+	if c.MaxModels > 0 && c.Source == ownModel {
+		return fmt.Errorf("MaxModelsPerWorker(%d) needs ModelsByKey or WithModelUpdates: a transform of one model holds one", c.MaxModels)
+	}
+	if c.BatchShards > 0 && c.MaxBatchDuration == 0 && !c.Updates {
+		return fmt.Errorf("BatchShards(%d) needs MaxBatchDuration (or WithModelUpdates): without it batches form within bundles, unsharded", c.BatchShards)
+	}
+	if c.ModelName != "" && c.Source == keyedModels && noSpec {
+		return fmt.Errorf("ModelName(%q) names the transform's own model, and with ModelsByKey its Spec is the zero Spec: name the mappings' models with KeyModelMapping.ID", c.ModelName)
+	}
+	return nil
 }
 
 // RunInference runs the model of spec over col, a PCollection<inference.Example>,
@@ -464,6 +574,10 @@ func init() {
 func expand(s beam.Scope, spec inference.Spec, col beam.PCollection, keyed, withFailures bool, opts []Option) (beam.PCollection, beam.PCollection) {
 	spec, cfg := newConfig(spec, opts)
 	checkInput(col, keyed)
+	if cfg.FailureRateMinElements > 0 && !withFailures {
+		panic(fmt.Errorf("RunInference: MaxFailureRate(%g, %d) needs a failures output (RunInferenceWithFailures or RunInferenceKeyedWithFailures): without one the first failed element fails its bundle",
+			cfg.MaxFailureRate, cfg.FailureRateMinElements))
+	}
 	if cfg.Models != nil {
 		if !keyed {
 			panic(errors.New("RunInference: ModelsByKey needs keyed input: use RunInferenceKeyed"))

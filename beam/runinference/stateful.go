@@ -323,12 +323,12 @@ func (c *statefulCore) process(ctx context.Context, st shardState, sp state.Prov
 		hold := timers.WithOutputTimestamp(mtime.Time(earliest).ToTime())
 		st.Due.Set(tp, time.UnixMilli(deadline), hold)
 	}
-	maxBatch := c.maxBatch
-	switch {
-	case c.handle == nil && c.Spec.Format != "" && !c.Config.Updates: // the model did not load: run at once, to fail the element
-		maxBatch = 1
-	case c.handle == nil: // ModelsByKey or WithModelUpdates: each model's own limit applies as it runs
-		maxBatch = c.Config.MaxBatchSize
+	maxBatch := c.Config.MaxBatchSize // ModelsByKey or WithModelUpdates: each model's own limit applies as it runs
+	if c.Config.Source == ownModel {
+		maxBatch = 1 // the model did not load: run at once, to fail the element
+		if c.own != nil {
+			maxBatch = c.own.info.maxBatch
+		}
 	}
 	full := count >= int64(max(maxBatch, 1))
 	if max := c.Config.MaxBatchBytes; max > 0 && size >= max {
@@ -351,15 +351,13 @@ func (c *statefulCore) flush(ctx context.Context, st shardState, sp state.Provid
 	if err != nil {
 		return err
 	}
-	var model *inference.Spec // WithModelUpdates: the shard's
-	var name string
-	if c.Config.Updates {
+	var update *ModelMetadata // WithModelUpdates: the shard's model
+	if c.Config.Source == updatedModels {
 		md, err := c.current(ctx, st, sp)
 		if err != nil {
 			return err
 		}
-		spec := c.specOf(md)
-		model, name = &spec, md.ID
+		update = &md
 	}
 	for _, clear := range []func(state.Provider) error{st.Buffer.Clear, st.Count.Clear, st.Bytes.Clear, st.Earliest.Clear, st.Deadline.Clear} {
 		if err := clear(sp); err != nil {
@@ -371,7 +369,7 @@ func (c *statefulCore) flush(ctx context.Context, st shardState, sp state.Provid
 		if err != nil {
 			return fmt.Errorf("RunInference: %w", err)
 		}
-		e := element{window: window.GlobalWindow{}, ts: ts, example: ex, model: model, modelName: name}
+		e := element{window: window.GlobalWindow{}, ts: ts, example: ex, update: update}
 		if keyType != nil {
 			if c.dec == nil {
 				c.dec = beam.NewElementDecoder(keyType)

@@ -62,8 +62,8 @@ func init() {
 // ModelMetadata of updates, a PCollection<ModelMetadata>, replaces the
 // model from when it arrives (WatchFilePattern makes one from files that
 // appear). A batch runs wholly on one model, and results carry the name of
-// the model that produced them in ModelID.Name (empty for the transform's
-// own spec). A model that fails to load leaves the one in service; the
+// the model that produced them in ModelID.Name (ModelMetadata.ID; for the
+// transform's own spec, ModelName's, else empty). A model that fails to load leaves the one in service; the
 // error is logged and counted in model_update_failures.
 //
 // Updates reach the batches through keyed state, so the transform takes
@@ -104,8 +104,8 @@ func broadcastUpdates(s beam.Scope, updates beam.PCollection, shards int) beam.P
 }
 
 // specOf is the spec of the model md names: the transform's, with md's URI.
-func (c *statefulCore) specOf(md ModelMetadata) inference.Spec {
-	spec := c.Spec
+func (b *batcher) specOf(md ModelMetadata) inference.Spec {
+	spec := b.Spec
 	if md.URI != "" {
 		spec.URI = md.URI
 	}

@@ -51,7 +51,7 @@ func binaryModel(t *testing.T, name, op string) inference.Spec {
 }
 
 // The model is swapped during a run: results before the swap come from the
-// old model and carry its id, results after it from the new; a broken
+// old model and carry its name (ModelName), results after it from the new; a broken
 // model leaves the new one in service and is counted; every element is
 // predicted once.
 func TestModelUpdatesSwapDuringRun(t *testing.T) {
@@ -83,11 +83,11 @@ func TestModelUpdatesSwapDuringRun(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	examples, updates := beam.ParDo2(s, splitUpdates, teststream.Create(s, c))
 	results := runinference.RunInference(s, square, examples, runinference.WithModelUpdates(updates),
-		runinference.MaxBatchDuration(5*time.Second), runinference.BatchShards(2))
+		runinference.MaxBatchDuration(5*time.Second), runinference.BatchShards(2), runinference.ModelName("square-v1"))
 	passert.Equals(s, beam.ParDo(s, describeModelResult, results),
-		`[1 1] -> [1 1] by "" (square.onnx)`,
-		`[2 2] -> [4 4] by "" (square.onnx)`,
-		`[3 3] -> [9 9] by "" (square.onnx)`,
+		`[1 1] -> [1 1] by "square-v1" (square.onnx)`,
+		`[2 2] -> [4 4] by "square-v1" (square.onnx)`,
+		`[3 3] -> [9 9] by "square-v1" (square.onnx)`,
 		`[4 4] -> [8 8] by "double-v2" (double.onnx)`,
 		`[5 5] -> [10 10] by "double-v2" (double.onnx)`,
 		`[6 6] -> [12 12] by "double-v2" (double.onnx)`)
@@ -98,12 +98,12 @@ func TestModelUpdatesSwapDuringRun(t *testing.T) {
 	if got := counter(t, pr, "model_update_failures"); got != 2 {
 		t.Errorf("model_update_failures = %d, want 2 (the broken model, once per shard)", got)
 	}
-	// Per-model metrics: the updated model by its name, the first by its URI.
+	// Per-model metrics, each model's by its name.
 	if got := counter(t, pr, "double-v2_num_inferences"); got != 3 {
 		t.Errorf("double-v2_num_inferences = %d, want 3", got)
 	}
-	if got := counter(t, pr, square.URI+"_num_inferences"); got != 3 {
-		t.Errorf("%s_num_inferences = %d, want 3", square.URI, got)
+	if got := counter(t, pr, "square-v1_num_inferences"); got != 3 {
+		t.Errorf("square-v1_num_inferences = %d, want 3", got)
 	}
 	if st := inference.Shared().StatsFor(double); st.Loads != 1 {
 		t.Errorf("the new model loaded %d times, want once per process", st.Loads)
