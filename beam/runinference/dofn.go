@@ -31,6 +31,10 @@ var (
 	deviceFailures  = beam.NewCounter(Namespace, "device_failures")
 )
 
+// allCounters are RunInference's counters (declareCounters).
+var allCounters = []beam.Counter{numInferences, failedBatches, recoveredPanics, timedOutBatches, abandonedRuns, deviceFailures,
+	modelLoads, modelEvictions, modelUpdates, modelUpdateFailures}
+
 func init() {
 	register.DoFn6x1[context.Context, beam.Window, beam.EventTime, inference.Example,
 		func(beam.EventTime, PredictionResult), func(beam.EventTime, Failure), error](&inferFn{})
@@ -113,6 +117,7 @@ type batcher struct {
 	pool      *modelPool                 // the models of ModelsByKey and WithModelUpdates; nil without
 	byKey     map[string]KeyModelMapping // ModelsByKey's, by key
 	metricIDs map[string]string          // ModelsByKey's unnamed models' metrics ids, by Spec key (modelsByKeyIDs)
+	known     []*modelMetrics            // the metrics of the models known at Setup, which declareCounters declares
 
 	instanceTally tally // the outcomes of every bundle of this instance, for MaxFailureRate
 	bundleTally   tally // the outcomes of this bundle, for its warning
@@ -134,11 +139,16 @@ type batchModel struct {
 
 func (b *batcher) newBatchModel(spec inference.Spec, name string, pooled bool, info modelInfo, id inference.ModelID) *batchModel {
 	id.Name = name
-	metrics := metricsID(name, spec)
+	return &batchModel{spec: spec, name: name, pooled: pooled, info: info, id: id, metrics: metricsFor(b.metricsIDOf(name, spec))}
+}
+
+// metricsIDOf is the id of the per-model metrics of spec, named name:
+// metricsID's, or modelsByKeyIDs' for an unnamed model of ModelsByKey.
+func (b *batcher) metricsIDOf(name string, spec inference.Spec) string {
 	if alike, ok := b.metricIDs[spec.Key()]; ok && name == "" {
-		metrics = alike
+		return alike
 	}
-	return &batchModel{spec: spec, name: name, pooled: pooled, info: info, id: id, metrics: metricsFor(metrics)}
+	return metricsID(name, spec)
 }
 
 // modelKey tells the models of a batcher apart: an update may name the
@@ -209,6 +219,9 @@ func (b *batcher) Setup(ctx context.Context) error {
 	if b.Config.Source != ownModel {
 		b.pool = poolFor(b.Config.PoolID, b.Config.MaxModels)
 	}
+	if b.Spec.Format != "" {
+		b.known = append(b.known, metricsFor(metricsID(b.Config.ModelName, b.Spec)))
+	}
 	switch b.Config.Source {
 	case keyedModels:
 		b.byKey = map[string]KeyModelMapping{}
@@ -218,6 +231,13 @@ func (b *batcher) Setup(ctx context.Context) error {
 			}
 		}
 		b.metricIDs = modelsByKeyIDs(b.Config.Models, b.Spec, b.Config.ModelName)
+		b.known = b.known[:0]
+		for _, m := range b.Config.Models {
+			b.known = append(b.known, metricsFor(b.metricsIDOf(m.ID, m.Spec)))
+		}
+		if b.Spec.Format != "" {
+			b.known = append(b.known, metricsFor(b.metricsIDOf(b.Config.ModelName, b.Spec)))
+		}
 		if b.Spec.Format == "" { // no model of the transform's own
 			return nil
 		}
@@ -227,6 +247,7 @@ func (b *batcher) Setup(ctx context.Context) error {
 			return fmt.Errorf("RunInference: %w", err)
 		}
 		if err == nil {
+			b.reportLoad = l.loaded // Setup is in no bundle: startBundle reports it
 			l.done()
 		}
 		return nil
@@ -286,19 +307,44 @@ func (b *batcher) startBundle(ctx context.Context) error {
 			return fmt.Errorf("RunInference: %w", err)
 		}
 	}
-	if b.reportLoad && b.handle != nil {
+	if b.reportLoad {
 		b.reportLoad = false
-		_, took := b.handle.Loaded()
-		loadLatencyMs.Update(ctx, took.Milliseconds())
-		modelByteSize.Update(ctx, b.handle.Model().ByteSize())
-		b.own.metrics.loaded(ctx, took, b.handle.Model().ByteSize())
+		if b.handle != nil {
+			reportLoad(ctx, b.handle, b.own.metrics)
+		} else { // WithModelUpdates' first model, loaded in Setup through the pool
+			modelLoads.Inc(ctx, 1)
+		}
 	}
 	if b.groups == nil {
 		b.groups = map[groupKey]*group{}
 	}
 	b.bundleTally = tally{}
+	b.declareCounters(ctx)
 	reportGPU(ctx)
 	return nil
+}
+
+// declareCounters reports every counter the bundle may count, at 0, so
+// that the runner learns their ids from the bundle's first report.
+//
+// prism (Beam v2.77) keeps a bundle's value of a metric whose id it has
+// not yet resolved in a map by id, until it has asked the worker what the
+// id means; two bundles that report one new id before that overwrite each
+// other's value, and one is lost (jobservices/metrics.go,
+// contributeMetrics). A value of 0 that is overwritten loses nothing: once
+// the stage's first bundle has reported its counters, prism has resolved
+// them before any bundle counts in earnest. Distributions cannot be
+// declared without adding a sample, so they stay exposed.
+func (b *batcher) declareCounters(ctx context.Context) {
+	for _, c := range allCounters {
+		c.Inc(ctx, 0)
+	}
+	for _, m := range b.known {
+		m.declare(ctx)
+	}
+	for _, m := range b.models {
+		m.metrics.declare(ctx)
+	}
 }
 
 // modelFor is the model e runs on. A model of the pool is borrowed once,
@@ -333,6 +379,7 @@ func (b *batcher) modelFor(ctx context.Context, e *element) (*batchModel, Stage,
 		return nil, StageLoad, err
 	}
 	m := b.newBatchModel(spec, name, true, l.entry.info, l.handle().ID())
+	l.reportLoad(ctx, m.metrics)
 	l.done()
 	b.models[key] = m
 	return m, "", nil
@@ -416,6 +463,7 @@ func (b *batcher) target(ctx context.Context, m *batchModel) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.reportLoad(ctx, m.metrics) // evicted since, and loaded again
 	return &target{batchModel: m, handle: l.handle(), lease: l}, nil
 }
 

@@ -114,6 +114,12 @@ func (m *modelMetrics) loaded(ctx context.Context, took time.Duration, byteSize 
 	m.byteSize.Update(ctx, byteSize)
 }
 
+// declare reports the model's counters at 0 (batcher.declareCounters).
+func (m *modelMetrics) declare(ctx context.Context) {
+	m.inferences.Inc(ctx, 0)
+	m.failedBatches.Inc(ctx, 0)
+}
+
 // batchFailed reports a batch that failed, before it is split.
 func (m *modelMetrics) batchFailed(ctx context.Context) { m.failedBatches.Inc(ctx, 1) }
 

@@ -158,8 +158,9 @@ func (p *modelPool) Stats() PoolStats {
 
 // lease is one batch's use of a pool's model.
 type lease struct {
-	pool  *modelPool
-	entry *poolEntry
+	pool   *modelPool
+	entry  *poolEntry
+	loaded bool // this borrow loaded the model: the borrower reports it (reportLoad)
 }
 
 func (l *lease) handle() *inference.Handle { return l.entry.handle }
@@ -167,7 +168,9 @@ func (l *lease) handle() *inference.Handle { return l.entry.handle }
 // borrow lends spec's model for one batch, loading it if the pool does not
 // hold it, after releasing the least recently used idle model if the pool
 // is full. It waits while the pool is full of running models. maxBatch is
-// the transform's MaxBatchSize, which the model's own limits may lower.
+// the transform's MaxBatchSize, which the model's own limits may lower. A
+// lease that loaded its model says so; its borrower reports the load, in a
+// bundle's context (reportLoad).
 func (p *modelPool) borrow(ctx context.Context, spec inference.Spec, maxBatch int) (*lease, error) {
 	key := spec.Key()
 	p.mu.Lock()
@@ -184,7 +187,7 @@ func (p *modelPool) borrow(ctx context.Context, spec inference.Spec, maxBatch in
 		if ok && !e.retired {
 			e.inFlight++
 			p.stats.Hits++
-			return &lease{p, e}, nil
+			return &lease{pool: p, entry: e}, nil
 		}
 		if p.max > 0 && len(p.entries) >= p.max && !p.evictLocked(ctx) {
 			p.cond.Wait() // every model is running a batch or loading
@@ -203,13 +206,13 @@ func (p *modelPool) borrow(ctx context.Context, spec inference.Spec, maxBatch in
 		}
 		e.handle, e.info = h, infoOf(h, maxBatch)
 		e.inFlight++
-		if loaded, _ := h.Loaded(); loaded {
+		loaded, _ := h.Loaded()
+		if loaded {
 			p.stats.Loads++
-			modelLoads.Inc(ctx, 1)
 		} else { // another transform's, or a model retired within the cache's linger
 			p.stats.Hits++
 		}
-		return &lease{p, e}, nil
+		return &lease{pool: p, entry: e, loaded: loaded}, nil
 	}
 }
 
@@ -233,6 +236,31 @@ func (p *modelPool) evictLocked(ctx context.Context) bool {
 	p.stats.Evictions++
 	modelEvictions.Inc(ctx, 1)
 	return true
+}
+
+// reportLoad reports the lease's load, if it made one, in the metrics of
+// the bundle whose context ctx is: model_loads, the load's latency and the
+// model's size, unlabelled and in the model's metrics m (nil: unlabelled
+// only).
+func (l *lease) reportLoad(ctx context.Context, m *modelMetrics) {
+	if !l.loaded {
+		return
+	}
+	l.loaded = false
+	modelLoads.Inc(ctx, 1)
+	reportLoad(ctx, l.handle(), m)
+}
+
+// reportLoad reports the load of h: its latency and the model's size,
+// unlabelled and in m (where not nil).
+func reportLoad(ctx context.Context, h *inference.Handle, m *modelMetrics) {
+	_, took := h.Loaded()
+	size := h.Model().ByteSize()
+	loadLatencyMs.Update(ctx, took.Milliseconds())
+	modelByteSize.Update(ctx, size)
+	if m != nil {
+		m.loaded(ctx, took, size)
+	}
 }
 
 // done ends the lease's batch. A retired model is released when its last

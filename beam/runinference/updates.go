@@ -149,6 +149,10 @@ func (c *statefulCore) update(ctx context.Context, st shardState, sp state.Provi
 			md.ID, md.URI, c.specOf(cur).URI, err)
 		return nil
 	}
+	// The new model's metrics, declared here (batcher.declareCounters), at 0.
+	m := metricsFor(metricsID(md.ID, spec))
+	m.declare(ctx)
+	l.reportLoad(ctx, m)
 	l.done()
 	b, _ := json.Marshal(md)
 	if err := st.Model.Write(sp, b); err != nil {

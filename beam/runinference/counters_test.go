@@ -1,0 +1,127 @@
+package runinference_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
+
+	"github.com/beamml/beamml/beam/runinference"
+	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/testing/stub"
+)
+
+func init() {
+	register.DoFn2x0[int64, func(string, inference.Example)](&tickRows{})
+	register.Emitter2[string, inference.Example]()
+	register.DoFn2x0[int64, func(runinference.ModelMetadata)](&tickUpdate{})
+	register.Emitter1[runinference.ModelMetadata]()
+	register.DoFn2x0[string, runinference.PredictionResult](&seeResult{})
+	register.DoFn2x0[string, runinference.Failure](&seeFailure{})
+}
+
+// What a streaming run emitted, by run: prism runs in this process, so the
+// DoFns record it here rather than in counters of their own, which the
+// runner's metrics could get wrong as well.
+var (
+	seenMu       sync.Mutex
+	seenResults  = map[string]int{} // run → results
+	seenFailures = map[string]int{} // run → failures
+)
+
+// tickRows makes four rows per tick, keyed a to d; tick 3, 10, 17, … has a
+// bad row (one value, for a model of two) keyed "bad".
+type tickRows struct{}
+
+func (tickRows) ProcessElement(tick int64, emit func(string, inference.Example)) {
+	for n := range 4 {
+		if tick%7 == 3 && n == 0 {
+			emit("bad", row(float32(tick)))
+			continue
+		}
+		emit(string(rune('a'+n)), row(float32(tick), float32(n)))
+	}
+}
+
+// tickUpdate turns its one tick into an update to URI.
+type tickUpdate struct{ URI string }
+
+func (f tickUpdate) ProcessElement(_ int64, emit func(runinference.ModelMetadata)) {
+	emit(runinference.ModelMetadata{ID: "v2", URI: f.URI})
+}
+
+type seeResult struct{ Run string }
+
+func (f seeResult) ProcessElement(string, runinference.PredictionResult) {
+	seenMu.Lock()
+	defer seenMu.Unlock()
+	seenResults[f.Run]++
+}
+
+type seeFailure struct{ Run string }
+
+func (f seeFailure) ProcessElement(string, runinference.Failure) {
+	seenMu.Lock()
+	defer seenMu.Unlock()
+	seenFailures[f.Run]++
+}
+
+// A keyed streaming pipeline (a periodic source, fixed windows,
+// MaxBatchDuration over two shards, an update from v1 to v2, bad elements
+// to the failures output) run 20 times on prism: in every run
+// num_inferences equals the results, the two models' own counters add up
+// to it, each shard takes the update once, and each model loads once.
+//
+// prism loses now and then the value of a metric that two bundles report
+// before it has resolved the metric's id (declareCounters in dofn.go);
+// RunInference declares its counters at the start of every bundle, so its
+// own are whole.
+func TestCountersCountEveryResult(t *testing.T) {
+	const runs, ticks, perTick, bad = 20, 50, 4, 7
+	for i := range runs {
+		run := fmt.Sprintf("%s-%d", t.Name(), i)
+		v1 := stub.Tag(stub.Echo(2), run) // new models each run: each loads once in the run
+		p, s := beam.NewPipelineWithRoot()
+		start := time.Now().Truncate(time.Millisecond)
+		seq := func(from, to time.Duration, every time.Duration) beam.PCollection {
+			return periodic.Sequence(s, beam.Create(s, periodic.NewSequenceDefinition(start.Add(from), start.Add(to), every)))
+		}
+		rows := beam.WindowInto(s, window.NewFixedWindows(200*time.Millisecond), beam.ParDo(s, tickRows{}, seq(0, ticks*20*time.Millisecond, 20*time.Millisecond)))
+		updates := beam.ParDo(s, tickUpdate{URI: v1.URI + "/v2"}, seq(400*time.Millisecond, 500*time.Millisecond, 100*time.Millisecond))
+		results, failures := runinference.RunInferenceKeyedWithFailures(s, v1, rows, runinference.ModelName("v1"),
+			runinference.MaxBatchSize(16), runinference.MaxBatchDuration(100*time.Millisecond), runinference.BatchShards(2),
+			runinference.WithModelUpdates(updates))
+		beam.ParDo0(s, seeResult{Run: run}, results)
+		beam.ParDo0(s, seeFailure{Run: run}, failures)
+		pr := runOnPrism(t, p)
+
+		got := map[string]int64{}
+		for _, c := range pr.Metrics().Query(func(r metrics.SingleResult) bool { return r.Namespace() == runinference.Namespace }).Counters() {
+			got[c.Name()] += c.Result()
+		}
+		seenMu.Lock()
+		nResults, fails := int64(seenResults[run]), int64(seenFailures[run])
+		seenMu.Unlock()
+		if nResults+fails != ticks*perTick || fails != bad {
+			t.Errorf("run %d: %d results and %d failures, want %d and %d", i, nResults, fails, ticks*perTick-bad, bad)
+		}
+		for name, want := range map[string]int64{
+			"num_inferences": nResults,
+			"model_updates":  2, // one per shard
+			"model_loads":    2, // v1 and v2
+		} {
+			if got[name] != want {
+				t.Errorf("run %d: %s = %d, want %d (counters %v)", i, name, got[name], want, got)
+			}
+		}
+		if sum := got["v1_num_inferences"] + got["v2_num_inferences"]; sum != nResults || got["v2_num_inferences"] == 0 {
+			t.Errorf("run %d: v1_num_inferences %d + v2_num_inferences %d = %d, want %d with some on v2", i, got["v1_num_inferences"], got["v2_num_inferences"], sum, nResults)
+		}
+	}
+}
