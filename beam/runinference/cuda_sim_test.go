@@ -26,7 +26,7 @@ import (
 	"github.com/beamml/beamml/inference/cuda"
 	"github.com/beamml/beamml/inference/onnx"
 	"github.com/beamml/beamml/internal/check"
-	"github.com/beamml/beamml/internal/digits"
+	"github.com/beamml/beamml/examples/digits"
 	"github.com/beamml/beamml/internal/kernels/emu"
 	"github.com/beamml/beamml/internal/sim"
 )

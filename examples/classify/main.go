@@ -37,10 +37,9 @@ import (
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 
 	"github.com/beamml/beamml/beam/runinference"
+	"github.com/beamml/beamml/examples/digits"
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/onnx"
-	"github.com/beamml/beamml/internal/digits"
-	"github.com/beamml/beamml/internal/jobs"
 )
 
 var (
@@ -182,16 +181,16 @@ func main() {
 		// Prism logs every job step at INFO; the demo prints one line.
 		// SetupLogging routes the log package through the same handler at
 		// "warn", so a log.Fatal would exit without a word: failures go
-		// through jobs.Exit, which writes to stderr itself.
+		// through exit, which writes to stderr itself.
 		beamlog.SetupLogging("warn", "text")
 	}
 	if err := os.MkdirAll(*output, 0o755); err != nil {
-		jobs.Exit("classify", "output folder", err)
+		exit("output folder", err)
 	}
 	for _, name := range []string{"predictions.csv", "failures.txt", "summary.txt"} {
 		// A run writes only the files it has lines for: clear the last run's.
 		if err := os.Remove(filepath.Join(*output, name)); err != nil && !os.IsNotExist(err) {
-			jobs.Exit("classify", "output folder", err)
+			exit("output folder", err)
 		}
 	}
 	p, s := beam.NewPipelineWithRoot()
@@ -202,12 +201,21 @@ func main() {
 	}
 	pr, err := beam.Run(context.Background(), runner, p)
 	if err != nil {
-		jobs.Exit("classify", "pipeline failed", err)
+		exit("pipeline failed", err)
 	}
 	summary, err := os.ReadFile(filepath.Join(*output, "summary.txt"))
 	if err != nil {
-		jobs.Exit("classify", "no summary", fmt.Errorf("every record failed; see %s", filepath.Join(*output, "failures.txt")))
+		exit("no summary", fmt.Errorf("every record failed; see %s", filepath.Join(*output, "failures.txt")))
 	}
-	fmt.Printf("%s\n%s; predictions in %s\n", strings.TrimSpace(string(summary)), jobs.Metrics(pr),
+	fmt.Printf("%s\n%s; predictions in %s\n", strings.TrimSpace(string(summary)), runinference.MetricsSummary(pr),
 		filepath.Join(*output, "predictions.csv"))
+}
+
+// exit says why the program stops, in one line on stderr, and exits with
+// status 1. It does not use log.Fatal: beamlog's SetupLogging routes the
+// log package through its handler at the level it is given, so a
+// log.Fatal under "warn" would exit with nothing printed.
+func exit(what string, err error) {
+	fmt.Fprintf(os.Stderr, "classify: %s: %s\n", what, runinference.JobErrorCause(err))
+	os.Exit(1)
 }

@@ -44,10 +44,9 @@ import (
 
 	"github.com/beamml/beamml/beam/dataflowgpu"
 	"github.com/beamml/beamml/beam/runinference"
+	"github.com/beamml/beamml/examples/digits"
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/onnx"
-	"github.com/beamml/beamml/internal/digits"
-	"github.com/beamml/beamml/internal/jobs"
 )
 
 var (
@@ -142,15 +141,24 @@ func main() {
 	if runner == "prism" || runner == "direct" {
 		// The local runners log every step at INFO. SetupLogging routes the
 		// log package through the same handler at "warn": a failure goes
-		// through jobs.Exit, which writes to stderr itself.
+		// through exit, which writes to stderr itself.
 		beamlog.SetupLogging("warn", "text")
 	}
 	p, s := beam.NewPipelineWithRoot()
 	Build(s, *model, *input, *output)
 	if _, err := beam.Run(context.Background(), runner, p); err != nil {
-		jobs.Exit("dataflow", "pipeline failed", err)
+		exit("pipeline failed", err)
 	}
 	if !strings.Contains(flag.Lookup("dry_run").Value.String(), "true") {
 		fmt.Printf("predictions in %s\n", *output)
 	}
+}
+
+// exit says why the program stops, in one line on stderr, and exits with
+// status 1. It does not use log.Fatal: beamlog's SetupLogging routes the
+// log package through its handler at the level it is given, so a
+// log.Fatal under "warn" would exit with nothing printed.
+func exit(what string, err error) {
+	fmt.Fprintf(os.Stderr, "dataflow: %s: %s\n", what, runinference.JobErrorCause(err))
+	os.Exit(1)
 }

@@ -30,7 +30,6 @@ import (
 	"github.com/beamml/beamml/beam/runinference"
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/onnx"
-	"github.com/beamml/beamml/internal/jobs"
 )
 
 var (
@@ -116,7 +115,7 @@ func main() {
 	flag.Parse()
 	beam.Init()
 	// Prism logs every step at INFO. SetupLogging routes the log package
-	// through the same handler at "warn": failures go through jobs.Exit,
+	// through the same handler at "warn": failures go through exit,
 	// which writes to stderr itself.
 	beamlog.SetupLogging("warn", "text")
 	p, s := beam.NewPipelineWithRoot()
@@ -126,7 +125,16 @@ func main() {
 		runner = "prism"
 	}
 	if _, err := beam.Run(context.Background(), runner, p); err != nil {
-		jobs.Exit("quickstart", "pipeline failed", err)
+		exit("pipeline failed", err)
 	}
 	fmt.Fprintf(os.Stdout, "labels in %s, failures in %s\n", filepath.Join(*output, "labels.csv"), filepath.Join(*output, "failures.txt"))
+}
+
+// exit says why the program stops, in one line on stderr, and exits with
+// status 1. It does not use log.Fatal: beamlog's SetupLogging routes the
+// log package through its handler at the level it is given, so a
+// log.Fatal under "warn" would exit with nothing printed.
+func exit(what string, err error) {
+	fmt.Fprintf(os.Stderr, "quickstart: %s: %s\n", what, runinference.JobErrorCause(err))
+	os.Exit(1)
 }

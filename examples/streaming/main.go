@@ -43,10 +43,9 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
 
 	"github.com/beamml/beamml/beam/runinference"
+	"github.com/beamml/beamml/examples/digits"
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/onnx"
-	"github.com/beamml/beamml/internal/digits"
-	"github.com/beamml/beamml/internal/jobs"
 )
 
 var (
@@ -112,7 +111,7 @@ func Build(s beam.Scope, c Config) {
 // row (i·PerTick + n) mod rows of the Digits CSV, keyed "i,n,id" (the
 // row's id). The records keep the tick's timestamp.
 type tickRecords struct {
-	Digits  string // examples/classify's CSV (internal/digits), read at Setup
+	Digits  string // examples/classify's CSV (examples/digits), read at Setup
 	PerTick int
 
 	ids      []string
@@ -232,7 +231,7 @@ func main() {
 	flag.Parse()
 	beam.Init()
 	// Prism logs every step at INFO. SetupLogging routes the log package
-	// through the same handler at "warn": failures go through jobs.Exit,
+	// through the same handler at "warn": failures go through exit,
 	// which writes to stderr itself.
 	beamlog.SetupLogging("warn", "text")
 	ctx := context.Background()
@@ -241,16 +240,16 @@ func main() {
 	case "":
 		runner = "prism"
 	case "direct":
-		jobs.Exit("streaming", "runner direct", errors.New("the Go direct runner has no state or timers, which MaxBatchDuration needs; use prism (the default)"))
+		exit("runner direct", errors.New("the Go direct runner has no state or timers, which MaxBatchDuration needs; use prism (the default)"))
 	}
 	// A run writes the windows it saw: clear the last run's.
 	old, err := windowFiles(ctx, *output)
 	if err != nil {
-		jobs.Exit("streaming", "output folder", err)
+		exit("output folder", err)
 	}
 	for _, name := range old {
 		if err := removeFile(ctx, name); err != nil {
-			jobs.Exit("streaming", "output folder", err)
+			exit("output folder", err)
 		}
 	}
 
@@ -263,11 +262,11 @@ func main() {
 	})
 	pr, err := beam.Run(ctx, runner, p)
 	if err != nil {
-		jobs.Exit("streaming", "pipeline failed", err)
+		exit("pipeline failed", err)
 	}
 	files, err := windowFiles(ctx, *output)
 	if err != nil {
-		jobs.Exit("streaming", "output folder", err)
+		exit("output folder", err)
 	}
 	fmt.Fprintf(os.Stdout, "%d ticks every %v for %v, %d records each, in %v windows: %d window files in %s\n",
 		int(*duration / *interval), *interval, *duration, *perTick, *windowSize, len(files), *output)
@@ -275,7 +274,7 @@ func main() {
 		fmt.Fprintln(os.Stdout, " ", f)
 	}
 	fmt.Fprintf(os.Stdout, "%s (MaxBatchSize %d, MaxBatchDuration %v, BatchShards %d)\n",
-		jobs.Metrics(pr), *maxBatchSize, *maxBatchDuration, *batchShards)
+		runinference.MetricsSummary(pr), *maxBatchSize, *maxBatchDuration, *batchShards)
 }
 
 // removeFile removes a file through Beam's filesystems.
@@ -290,4 +289,13 @@ func removeFile(ctx context.Context, name string) error {
 		return fmt.Errorf("remove %s: the filesystem cannot remove files", name)
 	}
 	return rm.Remove(ctx, name)
+}
+
+// exit says why the program stops, in one line on stderr, and exits with
+// status 1. It does not use log.Fatal: beamlog's SetupLogging routes the
+// log package through its handler at the level it is given, so a
+// log.Fatal under "warn" would exit with nothing printed.
+func exit(what string, err error) {
+	fmt.Fprintf(os.Stderr, "streaming: %s: %s\n", what, runinference.JobErrorCause(err))
+	os.Exit(1)
 }

@@ -16,10 +16,10 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
+	"github.com/beamml/beamml/beam/runinference"
+	"github.com/beamml/beamml/examples/digits"
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/onnx"
-	"github.com/beamml/beamml/internal/digits"
-	"github.com/beamml/beamml/internal/jobs"
 )
 
 func TestMain(m *testing.M) { ptest.Main(m) }
@@ -45,7 +45,7 @@ func TestStreamingWritesEachWindow(t *testing.T) {
 	if err != nil {
 		t.Fatalf("pipeline failed: %v", err)
 	}
-	t.Log(jobs.Metrics(pr))
+	t.Log(runinference.MetricsSummary(pr))
 	entries, err := os.ReadDir(c.Output)
 	if err != nil {
 		t.Fatal(err)

@@ -51,7 +51,7 @@ import (
 	"github.com/beamml/beamml/beam/runinference"
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/onnx"
-	"github.com/beamml/beamml/internal/digits"
+	"github.com/beamml/beamml/examples/digits"
 )
 
 var (

@@ -1,6 +1,8 @@
-// Package digits reads the handwritten-digit records the examples and the
-// end-to-end test classify (examples/classify/testdata/digits.csv):
-// "id,p0..p63,label,torch_prediction,logit0..logit9".
+// Package digits reads the handwritten-digit records the examples classify
+// (examples/classify/testdata/digits.csv, scikit-learn's 8×8 digits):
+// "id,p0..p63,label,torch_prediction,logit0..logit9". It is for the
+// examples and the end-to-end test, and for a reader who copies an example:
+// a pipeline of one's own reads its own records.
 package digits
 
 import (
