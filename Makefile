@@ -159,7 +159,7 @@ build-cuda:
 	CGO_ENABLED=1 $(GO) build -tags cuda ./...
 	CGO_ENABLED=1 $(GO) vet -tags cuda ./...
 	CGO_ENABLED=1 $(GO) test -tags cuda -c -o /dev/null ./inference/cuda/cu/
-	CGO_ENABLED=1 $(GO) test -count=1 -tags cuda ./inference/cuda/cu/internal/cublas/ ./inference/cuda/cu/internal/curesult/
+	CGO_ENABLED=1 $(GO) test -count=1 -tags cuda ./inference/cuda/cu/internal/cublas/ ./inference/cuda/cu/internal/curesult/ ./inference/gpuinfo/
 
 # The GPU self-check: lists the GPUs, compares every operator case (and
 # SELFCHECK_ARGS='--model m.onnx') on the GPU with the CPU. Exit 0: all

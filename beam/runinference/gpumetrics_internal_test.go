@@ -231,7 +231,7 @@ func TestGPUReportWithoutNVML(t *testing.T) {
 	clock := &fakeClock{}
 	ctx := bundleContext()
 
-	noDevice := fmt.Errorf("gpuinfo: built without cgo (CGO_ENABLED=0), so NVML cannot be loaded: %w", inference.ErrNoDevice)
+	noDevice := fmt.Errorf("gpuinfo: this binary has no NVML: it is reached through cgo, in binaries built with the cuda tag: %w", inference.ErrNoDevice)
 	var opens atomic.Int64
 	r := newGPUReporter(func() (gpuSampler, error) { opens.Add(1); return nil, noDevice }, 10*time.Second, clock.Now)
 	for i := range 5 {
