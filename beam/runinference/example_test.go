@@ -1,14 +1,17 @@
 package runinference_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
 
 	"github.com/beamml/beamml/beam/runinference"
 	"github.com/beamml/beamml/inference"
@@ -21,6 +24,7 @@ func init() {
 	register.Function2x0(printKeyed)
 	register.Function1x2(keyByID)
 	register.Function1x0(printLabel)
+	register.DoFn2x0[int64, func(runinference.ModelMetadata)](&updateOnTick{})
 }
 
 func printResult(r runinference.PredictionResult) {
@@ -214,4 +218,46 @@ func ExampleMaxFailureRate() {
 	}
 	// Output:
 	// RunInference: 10 of 10 elements failed, a fraction of 1 over MaxFailureRate(0.05, 10), model stub:stub://echo/2 on auto; by kind: element_type: 10 (first: inference: input "x": element type int64, want float32: inference: element type mismatch)
+}
+
+// updateOnTick turns a tick into the update it names.
+type updateOnTick struct{ ID, URI string }
+
+func (u updateOnTick) ProcessElement(_ int64, emit func(runinference.ModelMetadata)) {
+	emit(runinference.ModelMetadata{ID: u.ID, URI: u.URI})
+}
+
+// A streaming pipeline whose model is replaced while it runs. The update
+// is one ModelMetadata, made from one tick of periodic.Sequence at the time
+// the new model should take over; any PCollection<ModelMetadata> will do
+// (WatchFilePattern makes one from the files of a folder, a Pub/Sub
+// subscription another). Each result names the model that scored it, and
+// the pipeline ends when its sources do.
+func ExampleWithModelUpdates() {
+	p, s := beam.NewPipelineWithRoot()
+	start := time.Now()
+
+	// A row every 50ms for three seconds.
+	ticks := periodic.Sequence(s, beam.Create(s, periodic.NewSequenceDefinition(start, start.Add(3*time.Second), 50*time.Millisecond)))
+	rows := beam.ParDo(s, rowOfTick, ticks)
+
+	// One update, a second and a half in: from then on, v2 scores the rows.
+	at := start.Add(1500 * time.Millisecond)
+	tick := periodic.Sequence(s, beam.Create(s, periodic.NewSequenceDefinition(at, at.Add(time.Second), time.Second)))
+	updates := beam.ParDo(s, updateOnTick{ID: "v2", URI: "stub://echo/2/v2"}, tick)
+
+	results := runinference.RunInference(s, stub.Tag(stub.Echo(2), "ExampleWithModelUpdates"), rows,
+		runinference.ModelName("v1"), runinference.WithModelUpdates(updates))
+	beam.ParDo0(s, seeModel{Run: "ExampleWithModelUpdates"}, results)
+
+	// Model updates need state and timers: prism has them, Go's direct runner not.
+	if _, err := beam.Run(context.Background(), "prism", p); err != nil {
+		panic(err)
+	}
+	byModel := modelsSeen("ExampleWithModelUpdates")
+	fmt.Println("rows scored:", byModel["v1"]+byModel["v2"])
+	fmt.Println("by v1:", byModel["v1"] > 0, "by v2:", byModel["v2"] > 0)
+	// Output:
+	// rows scored: 60
+	// by v1: true by v2: true
 }

@@ -40,13 +40,19 @@ func tensorInfo(name string, batch int64, dims ...int64) *onnxpb.ValueInfoProto 
 // memModel saves an ONNX graph under memfs:// and returns its Spec.
 func memModel(t *testing.T, name string, g *onnxpb.GraphProto) inference.Spec {
 	t.Helper()
+	uri := "memfs://" + t.Name() + "/" + name
+	memfs.Write(uri, modelBytes(t, g))
+	return onnx.Model(uri)
+}
+
+// modelBytes is the ONNX file of g (opset 17).
+func modelBytes(t *testing.T, g *onnxpb.GraphProto) []byte {
+	t.Helper()
 	b, err := proto.Marshal(&onnxpb.ModelProto{IrVersion: 8, OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: 17}}, Graph: g})
 	if err != nil {
 		t.Fatal(err)
 	}
-	uri := "memfs://" + t.Name() + "/" + name
-	memfs.Write(uri, b)
-	return onnx.Model(uri)
+	return b
 }
 
 func formatSumProd(r runinference.PredictionResult) string {

@@ -3,6 +3,7 @@ package runinference
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"reflect"
@@ -172,14 +173,52 @@ func (c *statefulCore) update(ctx context.Context, st shardState, sp state.Provi
 // name as ID. Newest is by modification time where the filesystem tells
 // it (local files and gs:// do), and else the last name in sort order.
 // The source is a periodic impulse from now on, so the pipeline is
-// streaming.
-func WatchFilePattern(s beam.Scope, pattern string, interval time.Duration) beam.PCollection {
+// streaming; it runs until the pipeline is cancelled, or until the time
+// WatchUntil gives, after which a pipeline whose other inputs have ended
+// finishes.
+//
+// Any PCollection<ModelMetadata> can feed WithModelUpdates: one built from
+// a Pub/Sub topic, or a single update at a given time, from one tick of
+// periodic.Sequence (see the package's example of WithModelUpdates).
+func WatchFilePattern(s beam.Scope, pattern string, interval time.Duration, opts ...WatchOption) beam.PCollection {
 	s = s.Scope("runinference.WatchFilePattern")
 	if interval <= 0 {
 		panic(fmt.Errorf("RunInference: WatchFilePattern(%q, %v): the interval must be positive", pattern, interval))
 	}
-	ticks := periodic.Impulse(s, time.Now(), mtime.MaxTimestamp.ToTime(), interval, false)
+	w := watchConfig{end: mtime.MaxTimestamp.ToTime()}
+	for _, o := range opts {
+		if err := o(&w); err != nil {
+			panic(fmt.Errorf("RunInference: WatchFilePattern(%q, %v): %w", pattern, interval, err))
+		}
+	}
+	start := time.Now()
+	if !w.end.After(start) {
+		panic(fmt.Errorf("RunInference: WatchFilePattern(%q, %v): WatchUntil(%v) is not after now (%v)", pattern, interval, w.end.Format(time.RFC3339Nano), start.Format(time.RFC3339Nano)))
+	}
+	ticks := periodic.Impulse(s, start, w.end, interval, false)
 	return beam.ParDo(s, &watchFn{Pattern: pattern}, ticks)
+}
+
+// A WatchOption configures WatchFilePattern.
+type WatchOption func(*watchConfig) error
+
+type watchConfig struct {
+	end time.Time
+}
+
+// WatchUntil stops WatchFilePattern's watching at end: its last look is
+// the last tick before end, and then its PCollection ends, so that a
+// pipeline whose other inputs end too finishes (a bounded job, a test, a
+// backfill). By default it watches until the pipeline is cancelled. end
+// must be after the time WatchFilePattern is called.
+func WatchUntil(end time.Time) WatchOption {
+	return func(c *watchConfig) error {
+		if end.IsZero() {
+			return errors.New("WatchUntil: the zero time")
+		}
+		c.end = end
+		return nil
+	}
 }
 
 // watchFn emits the newest file of Pattern when it changes.
