@@ -3,6 +3,11 @@ package cpu
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -287,4 +292,73 @@ func TestRunNodeNilLimits(t *testing.T) {
 	if errors.As(err, &re); re.Budget != limit.New(context.Background(), 0).Budget() {
 		t.Errorf("budget %d, want the default", re.Budget)
 	}
+}
+
+// loopChildEnv makes the test binary, started again by
+// TestGrowingLoopStopsBeforeTheProcessLimit, run the growing loop itself.
+const loopChildEnv = "BEAMML_GROWING_LOOP_CHILD"
+
+// A Loop whose scan output keeps a one-element copy of every iteration,
+// with a trip count of 10^15, in a process whose memory limit is 1 GiB
+// (GOMEMLIMIT, GOMAXPROCS=2: a default budget of 384 MiB per run): the run
+// fails with ErrResourceExhausted before the process's peak resident
+// memory reaches 1.2 GiB. The budget counts what the loop holds at its
+// real size (record and slice overhead included), not the 8 bytes of
+// each value. It runs in a child process, so the limit and the peak are
+// its own.
+func TestGrowingLoopStopsBeforeTheProcessLimit(t *testing.T) {
+	if os.Getenv(loopChildEnv) == "1" {
+		growingLoopChild(t)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestGrowingLoopStopsBeforeTheProcessLimit$", "-test.v", "-test.timeout=5m")
+	cmd.Env = append(os.Environ(), loopChildEnv+"=1", "GOMEMLIMIT=1GiB", "GOMAXPROCS=2")
+	out, err := cmd.CombinedOutput()
+	m := regexp.MustCompile(`growing loop: exhausted=(\w+) peak=(\d+) took=(\S+) err=(.*)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("the child printed no result (%v):\n%s", err, out)
+	}
+	peak, _ := strconv.ParseInt(string(m[2]), 10, 64)
+	t.Logf("child: exhausted %s, peak RSS %s, took %s: %s", m[1], inference.FormatBytes(peak), m[3], m[4])
+	if string(m[1]) != "true" {
+		t.Errorf("the run ended with %s, want ErrResourceExhausted", m[4])
+	}
+	if limit := int64(12 << 30 / 10); peak >= limit {
+		t.Errorf("peak RSS %s, want under 1.2 GiB", inference.FormatBytes(peak))
+	}
+}
+
+func growingLoopChild(t *testing.T) {
+	body := &graph.Graph{Name: "body", Opsets: map[string]int64{"": 13}, Initializers: map[string]inference.Tensor{},
+		Inputs:  []graph.Value{{Name: "i"}, {Name: "c"}},
+		Outputs: []graph.Value{{Name: "c2"}, {Name: "s"}},
+		Nodes: []*graph.Node{
+			{Name: "keep", OpType: "Identity", Inputs: []string{"c"}, Outputs: []string{"c2"}},
+			{Name: "scan", OpType: "Identity", Inputs: []string{"i"}, Outputs: []string{"s"}},
+		}}
+	if err := body.Sort(map[string]bool{}); err != nil {
+		t.Fatal(err)
+	}
+	g := oneNode(t, "Loop", 13, map[string]graph.Attr{"body": {Type: graph.AttrGraph, Graph: body}}, "m", "")
+	g.Inputs = []graph.Value{{Name: "m"}}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := NewModel(g).Run(ctx, map[string]inference.Tensor{"m": tensorOf(t, []int{}, int64(1e15))})
+	took := time.Since(start)
+	fmt.Printf("growing loop: exhausted=%v peak=%d took=%v err=%v\n", errors.Is(err, inference.ErrResourceExhausted), peakRSS(t), took.Round(time.Millisecond), err)
+}
+
+// peakRSS is the process's peak resident memory (VmHWM), in bytes.
+func peakRSS(t *testing.T) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`VmHWM:\s+(\d+) kB`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("no VmHWM in /proc/self/status")
+	}
+	kb, _ := strconv.ParseInt(string(m[1]), 10, 64)
+	return kb << 10
 }

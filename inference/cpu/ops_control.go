@@ -8,6 +8,7 @@ import (
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/internal/limit"
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
@@ -150,7 +151,7 @@ func scanLoop(ctx context.Context, n opsem.Node, body *graph.Graph, states, scan
 		for k := range nScanOut {
 			collected[k] = append(collected[k], outs[nState+k])
 		}
-		if err := kept.next(state, outs[nState:]); err != nil {
+		if err := kept.next(state, outs[nState:], collected); err != nil {
 			return nil, fmt.Errorf("iteration %d: %w", i, err)
 		}
 	}
@@ -242,7 +243,7 @@ func loop(ctx context.Context, n opsem.Node, in []inference.Tensor, outer map[st
 		for k := range nScanOut {
 			collected[k] = append(collected[k], outs[1+nCarried+k])
 		}
-		if err := kept.next(carried, outs[1+nCarried:]); err != nil {
+		if err := kept.next(carried, outs[1+nCarried:], collected); err != nil {
 			return nil, fmt.Errorf("iteration %d: %w", i, err)
 		}
 	}
@@ -263,13 +264,15 @@ func loop(ctx context.Context, n opsem.Node, in []inference.Tensor, outer map[st
 	return res, nil
 }
 
-// iterations counts what a loop keeps against its run's budget: the
-// values carried into the next iteration and the scan outputs collected so
-// far. What an iteration computed and dropped is released.
+// iterations counts what a loop keeps against its run's budget, at the
+// size the heap holds it (limit.Held): the values carried into the next
+// iteration, and the scan outputs collected so far with the slices that
+// hold them. What an iteration computed and dropped is released.
 type iterations struct {
 	n       opsem.Node
 	mark    int64 // the run's bytes in use before the first iteration
-	scanned int64 // the bytes of the scan outputs collected
+	scanned int64 // the scan outputs collected: limit.Held of each
+	stacked int64 // their ByteSize: what stacking them allocates
 }
 
 func iterationBudget(n opsem.Node) *iterations {
@@ -277,15 +280,20 @@ func iterationBudget(n opsem.Node) *iterations {
 }
 
 // next accounts for an iteration that carries the values carried and adds
-// the scan outputs scanned, failing once they pass the budget.
-func (it *iterations) next(carried, scanned []inference.Tensor) error {
+// the scan outputs scanned to collected (each scan output's slice of the
+// iterations so far), failing once they pass the budget.
+func (it *iterations) next(carried, scanned []inference.Tensor, collected [][]inference.Tensor) error {
 	it.n.Run.Reset(it.mark)
 	for _, t := range scanned {
-		it.scanned += t.ByteSize()
+		it.scanned += limit.Held(t)
+		it.stacked += t.ByteSize()
 	}
 	keep := it.scanned
+	for _, c := range collected {
+		keep += int64(cap(c)) * limit.TensorRecord
+	}
 	for _, t := range carried {
-		keep += t.ByteSize()
+		keep += limit.Held(t)
 	}
 	return it.n.Run.Reserve(func() string { return "the values and scan outputs " + it.n.OpType + " keeps" }, keep)
 }
@@ -293,5 +301,5 @@ func (it *iterations) next(carried, scanned []inference.Tensor) error {
 // stack reserves the stacked scan outputs, a second copy of the collected
 // ones.
 func (it *iterations) stack() error {
-	return it.n.Run.Reserve(func() string { return "the stacked scan outputs of " + it.n.OpType }, it.scanned)
+	return it.n.Run.Reserve(func() string { return "the stacked scan outputs of " + it.n.OpType }, it.stacked)
 }

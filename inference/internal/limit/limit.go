@@ -210,3 +210,31 @@ func describe[T any](shape []int) string {
 	}
 	return fmt.Sprintf("%T[%s]", zero, strings.Join(dims, " "))
 }
+
+// TensorRecord is the size of an inference.Tensor value: what a slice of
+// tensors holds per element besides their elements and shapes.
+const TensorRecord = int64(unsafe.Sizeof(inference.Tensor{}))
+
+// Held is an upper bound of the heap memory a tensor kept alive holds
+// besides its record: its elements and its shape, each as the Go
+// allocator allocates it (allocated). A loop that keeps a small tensor per
+// iteration holds far more than the tensor's ByteSize; this is what a
+// kernel that keeps values counts against the budget.
+func Held(t inference.Tensor) int64 {
+	return allocated(t.ByteSize()) + allocated(int64(t.Rank())*int64(unsafe.Sizeof(int(0))))
+}
+
+// allocated is an upper bound of the bytes the Go allocator takes for an
+// object of n bytes: nothing for none, else n rounded up to its size
+// class, which wastes at most an eighth over 16 bytes (runtime/sizeclasses.go)
+// and rounds anything smaller up to 16.
+func allocated(n int64) int64 {
+	switch {
+	case n <= 0:
+		return 0
+	case n <= 16:
+		return 16
+	default:
+		return (n + n/8 + 15) &^ 15
+	}
+}

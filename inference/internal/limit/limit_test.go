@@ -88,3 +88,27 @@ func TestCount(t *testing.T) {
 		}
 	}
 }
+
+// Held counts a small tensor at what the heap gives it, not its bytes: a
+// scalar's 8 bytes of elements take a 16-byte object; a shape of 3 takes
+// 24 bytes rounded to 32; large objects are bounded by an eighth more.
+func TestHeld(t *testing.T) {
+	scalar, _ := inference.New([]int{}, []int64{7})
+	small, _ := inference.New([]int{1, 2, 3}, make([]float32, 6))
+	large, _ := inference.New([]int{1 << 20}, make([]float32, 1<<20))
+	for _, tc := range []struct {
+		t      inference.Tensor
+		lo, hi int64
+	}{
+		{scalar, 16, 16},
+		{small, 32 + 32, 32 + 32},
+		{large, 4<<20 + 16, 4<<20 + 4<<20/8 + 32},
+	} {
+		if got := Held(tc.t); got < tc.lo || got > tc.hi {
+			t.Errorf("Held(%v) = %d, want %d to %d", tc.t, got, tc.lo, tc.hi)
+		}
+	}
+	if TensorRecord < 32 {
+		t.Errorf("TensorRecord %d: a Tensor holds a shape slice, a pointer and a length", TensorRecord)
+	}
+}
