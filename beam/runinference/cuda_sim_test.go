@@ -22,11 +22,11 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
 	"github.com/beamml/beamml/beam/runinference"
+	"github.com/beamml/beamml/examples/digits"
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cuda"
 	"github.com/beamml/beamml/inference/onnx"
 	"github.com/beamml/beamml/internal/check"
-	"github.com/beamml/beamml/examples/digits"
 	"github.com/beamml/beamml/internal/kernels/emu"
 	"github.com/beamml/beamml/internal/sim"
 )

@@ -49,9 +49,9 @@ import (
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal"
 
 	"github.com/beamml/beamml/beam/runinference"
+	"github.com/beamml/beamml/examples/digits"
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/onnx"
-	"github.com/beamml/beamml/examples/digits"
 )
 
 var (
