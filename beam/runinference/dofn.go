@@ -129,6 +129,7 @@ type batcher struct {
 // latencies).
 type batchModel struct {
 	spec    inference.Spec
+	key     string // modelKey's, for the groups: computed once
 	name    string // results' ModelID.Name: ModelName, the mapping's ID or the update's; "" when unnamed
 	pooled  bool   // borrowed from the pool for each batch; else the batcher's handle
 	info    modelInfo
@@ -139,7 +140,8 @@ type batchModel struct {
 
 func (b *batcher) newBatchModel(spec inference.Spec, name string, pooled bool, info modelInfo, id inference.ModelID) *batchModel {
 	id.Name = name
-	return &batchModel{spec: spec, name: name, pooled: pooled, info: info, id: id, metrics: metricsFor(b.metricsIDOf(name, spec))}
+	return &batchModel{spec: spec, key: modelKey(spec, name), name: name, pooled: pooled, info: info, id: id,
+		metrics: metricsFor(b.metricsIDOf(name, spec))}
 }
 
 // metricsIDOf is the id of the per-model metrics of spec, named name:
@@ -410,7 +412,7 @@ func (b *batcher) add(ctx context.Context, e element, out sink) error {
 	}
 	e.inputs = conformed
 	size := conformed.ByteSize()
-	key := groupKey{window: e.window, shapes: inference.StackKey(m.info.inputs, conformed), model: modelKey(m.spec, m.name)}
+	key := groupKey{window: e.window, shapes: inference.StackKey(m.info.inputs, conformed), model: m.key}
 	g, ok := b.groups[key]
 	if !ok {
 		g = &group{model: m}
