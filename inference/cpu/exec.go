@@ -580,11 +580,15 @@ func dataAddr(t inference.Tensor) uintptr {
 	return uintptr(p)
 }
 
-// seqBytes is the size of a sequence operator's output.
+// seqBytes is the size of a sequence operator's output as the heap holds
+// it: a sequence's tensors at limit.Held, with their records.
 func seqBytes(t inference.Tensor, seq []inference.Tensor) int64 {
 	b := t.ByteSize()
+	if seq != nil {
+		b += int64(cap(seq)) * limit.TensorRecord
+	}
 	for _, s := range seq {
-		b += s.ByteSize()
+		b += limit.Held(s)
 	}
 	return b
 }

@@ -61,7 +61,7 @@ func scan8(ctx context.Context, n opsem.Node, body *graph.Graph, m int, in []inf
 	perBatch := make([][]inference.Tensor, len(vars))
 	batch := -1
 	for i, v := range vars {
-		parts, err := inference.Unstack(v)
+		parts, err := unstackUnder(n.Run, v)
 		if err != nil {
 			return nil, fmt.Errorf("input %d: %w", i+1, err)
 		}
@@ -98,13 +98,38 @@ func scan8(ctx context.Context, n opsem.Node, body *graph.Graph, m int, in []inf
 	}
 	res := make([]inference.Tensor, len(results))
 	for k, parts := range results {
-		t, err := inference.Stack(parts)
+		t, err := stackUnder(n, parts)
 		if err != nil {
 			return nil, fmt.Errorf("output %d: %w", k, err)
 		}
 		res[k] = t
 	}
 	return res, nil
+}
+
+// unstackUnder is inference.Unstack of t, its records (one Tensor per
+// entry of t's leading axis, sharing t's elements and the shape of one)
+// claimed under r first: a tensor without elements can have any number.
+func unstackUnder(r *limit.Run, t inference.Tensor) ([]inference.Tensor, error) {
+	if t.Rank() > 0 {
+		if _, err := limit.Claim[inference.Tensor](r, t.Dim(0)); err != nil {
+			return nil, err
+		}
+	}
+	return inference.Unstack(t)
+}
+
+// stackUnder is inference.Stack of parts, the stacked copy claimed under
+// n's run first.
+func stackUnder(n opsem.Node, parts []inference.Tensor) (inference.Tensor, error) {
+	var bytes int64
+	for _, t := range parts {
+		bytes += t.ByteSize()
+	}
+	if err := n.Run.Reserve(func() string { return "the stacked scan outputs of " + n.OpType }, bytes); err != nil {
+		return inference.Tensor{}, err
+	}
+	return inference.Stack(parts)
 }
 
 // scanLoop runs the body over axis 0 of the scan inputs and returns the
@@ -118,7 +143,7 @@ func scanLoop(ctx context.Context, n opsem.Node, body *graph.Graph, states, scan
 	slicesIn := make([][]inference.Tensor, m)
 	steps := -1
 	for j, t := range scanIn {
-		parts, err := inference.Unstack(t)
+		parts, err := unstackUnder(n.Run, t)
 		if err != nil {
 			return nil, fmt.Errorf("scan input %d: %w", j, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/limit"
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
@@ -95,7 +96,7 @@ func dtNonMaxSuppression(n opsem.Node, in []inference.Tensor) ([]inference.Tenso
 	if len(ss) != 3 || ss[0] != bs[0] || ss[2] != bs[1] {
 		return nil, fmt.Errorf("scores %v for boxes %v, want [%d, classes, %d]: %w", scoresT, boxesT, bs[0], bs[1], inference.ErrShape)
 	}
-	limit, _, err := dtScalarInput[int64](arg(in, 2), "max_output_boxes_per_class")
+	maxPerClass, _, err := dtScalarInput[int64](arg(in, 2), "max_output_boxes_per_class")
 	if err != nil {
 		return nil, err
 	}
@@ -111,8 +112,25 @@ func dtNonMaxSuppression(n opsem.Node, in []inference.Tensor) ([]inference.Tenso
 	scores, _ := floats(scoresT)
 	batches, numBoxes, classes := bs[0], bs[1], ss[1]
 	var selected []int64
-	var candidates []int
-	var kept []dtBox
+	if batches == 0 || classes == 0 { // numBoxes may not count within int
+		return opsem.Single(n, []int{0, 3}, selected)
+	}
+	// One class at a time: its candidates, and the boxes it keeps with
+	// their indices.
+	perClass := numBoxes
+	if maxPerClass < int64(numBoxes) {
+		perClass = int(max(0, maxPerClass))
+	}
+	if _, err := limit.Claim[int](n.Run, numBoxes); err != nil {
+		return nil, err
+	}
+	if _, err := limit.Claim[dtBox](n.Run, perClass); err != nil {
+		return nil, err
+	}
+	if _, err := limit.Claim[int](n.Run, perClass); err != nil {
+		return nil, err
+	}
+	candidates, kept, picked := make([]int, 0, numBoxes), make([]dtBox, 0, perClass), make([]int, 0, perClass)
 	for b := range batches {
 		batchBoxes := boxes[b*numBoxes*4 : (b+1)*numBoxes*4]
 		for c := range classes {
@@ -124,9 +142,9 @@ func dtNonMaxSuppression(n opsem.Node, in []inference.Tensor) ([]inference.Tenso
 				}
 			}
 			slices.SortStableFunc(candidates, func(i, j int) int { return cmp.Compare(classScores[j], classScores[i]) })
-			kept = kept[:0]
+			kept, picked = kept[:0], picked[:0]
 			for _, i := range candidates {
-				if int64(len(kept)) >= limit {
+				if len(kept) >= perClass {
 					break
 				}
 				// The loop is quadratic in the boxes kept, not bounded by
@@ -137,8 +155,19 @@ func dtNonMaxSuppression(n opsem.Node, in []inference.Tensor) ([]inference.Tenso
 				box := dtCorners(batchBoxes, i, centerPoint)
 				if !slices.ContainsFunc(kept, func(k dtBox) bool { return dtOverlaps(box, k, iouThreshold) }) {
 					kept = append(kept, box)
-					selected = append(selected, int64(b), int64(c), int64(i))
+					picked = append(picked, i)
 				}
+			}
+			// The result grows as append would, claimed first.
+			if need := len(selected) + 3*len(picked); need > cap(selected) {
+				grown := max(need, 2*cap(selected))
+				if _, err := limit.Claim[int64](n.Run, grown); err != nil {
+					return nil, err
+				}
+				selected = slices.Grow(selected, grown-len(selected))
+			}
+			for _, i := range picked {
+				selected = append(selected, int64(b), int64(c), int64(i))
 			}
 		}
 	}

@@ -58,7 +58,7 @@ func gaGather(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	case inference.Int32:
 		picked, err = gaPick(n.Run, p, x, dataOf[int32](ind))
 	default:
-		idx, ierr := opsem.Int64s(ind)
+		idx, ierr := int64sUnder(n.Run, ind)
 		if ierr != nil {
 			return nil, fmt.Errorf("indices: %w", ierr)
 		}
@@ -103,13 +103,28 @@ func gaPick[I int64 | int32](r *limit.Run, p *gaGatherPlan, x inference.Tensor, 
 	return picked, nil
 }
 
+// int64sUnder is opsem.Int64s of t, the copy it makes of t's elements
+// unless they are int64 claimed under r first: indices and targets of
+// another type are widened, one int64 per element.
+func int64sUnder(r *limit.Run, t inference.Tensor) ([]int64, error) {
+	if t.DType() != inference.Int64 {
+		if _, err := limit.Claim[int64](r, t.Len()); err != nil {
+			return nil, err
+		}
+	}
+	return opsem.Int64s(t)
+}
+
 // gaElementOffsets returns opsem.ElementOffsets of the indices ind into
 // data of shape data along axis: GatherElements and ScatterElements
-// addressing.
-func gaElementOffsets(data []int, ind inference.Tensor, axis int) ([]int, error) {
-	idx, err := opsem.Int64s(ind)
+// addressing. The table, one int per index, is claimed under r.
+func gaElementOffsets(r *limit.Run, data []int, ind inference.Tensor, axis int) ([]int, error) {
+	idx, err := int64sUnder(r, ind)
 	if err != nil {
 		return nil, fmt.Errorf("indices: %w", err)
+	}
+	if _, err := limit.Claim[int](r, len(idx)); err != nil {
+		return nil, err
 	}
 	return opsem.ElementOffsets(data, ind.Shape(), idx, axis)
 }
@@ -124,7 +139,7 @@ func gaGatherElements(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, 
 	if err != nil {
 		return nil, fmt.Errorf("data %v: %w", x, err)
 	}
-	offs, err := gaElementOffsets(x.Shape(), ind, axis)
+	offs, err := gaElementOffsets(n.Run, x.Shape(), ind, axis)
 	if err != nil {
 		return nil, err
 	}
@@ -133,11 +148,19 @@ func gaGatherElements(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, 
 }
 
 // gaNDOffsets returns opsem.NDOffsets of GatherND or ScatterND indices ind
-// into data of shape data.
-func gaNDOffsets(data []int, ind inference.Tensor, batchDims int) (opsem.NDAddress, error) {
-	idx, err := opsem.Int64s(ind)
+// into data of shape data. Its table, one int per index tuple of the last
+// axis, is claimed under r.
+func gaNDOffsets(r *limit.Run, data []int, ind inference.Tensor, batchDims int) (opsem.NDAddress, error) {
+	idx, err := int64sUnder(r, ind)
 	if err != nil {
 		return opsem.NDAddress{}, fmt.Errorf("indices: %w", err)
+	}
+	tuples := len(idx)
+	if q := ind.Rank(); q > 0 && ind.Dim(q-1) > 0 {
+		tuples /= ind.Dim(q - 1)
+	}
+	if _, err := limit.Claim[int](r, tuples); err != nil {
+		return opsem.NDAddress{}, err
 	}
 	return opsem.NDOffsets(data, ind.Shape(), idx, batchDims)
 }
@@ -157,7 +180,7 @@ func gaGatherND(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error)
 		return nil, err
 	}
 	x, ind := in[0], in[1]
-	a, err := gaNDOffsets(x.Shape(), ind, opsem.GatherNDBatchDims(n))
+	a, err := gaNDOffsets(n.Run, x.Shape(), ind, opsem.GatherNDBatchDims(n))
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +211,7 @@ func gaScatterElements(n opsem.Node, in []inference.Tensor) ([]inference.Tensor,
 	if !slices.Equal(ind.Shape(), upd.Shape()) {
 		return nil, fmt.Errorf("indices %v and updates %v differ in shape: %w", ind, upd, inference.ErrShape)
 	}
-	offs, err := gaElementOffsets(x.Shape(), ind, axis)
+	offs, err := gaElementOffsets(n.Run, x.Shape(), ind, axis)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +225,7 @@ func gaScatterND(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 		return nil, err
 	}
 	x, ind, upd := in[0], in[1], in[2]
-	a, err := gaNDOffsets(x.Shape(), ind, 0)
+	a, err := gaNDOffsets(n.Run, x.Shape(), ind, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -398,7 +421,7 @@ func gaCompress(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error)
 		return nil, err
 	}
 	x := in[0]
-	cond, err := opsem.Int64s(in[1])
+	cond, err := int64sUnder(n.Run, in[1])
 	if err != nil {
 		return nil, fmt.Errorf("condition: %w", err)
 	}
@@ -408,7 +431,16 @@ func gaCompress(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error)
 	// selected lists the kept indices of a dimension; the condition may be
 	// shorter than it (the rest is false).
 	selected := func(dim, stride int) ([]int, error) {
-		var keep []int
+		count := 0
+		for _, c := range cond {
+			if c != 0 {
+				count++
+			}
+		}
+		if _, err := limit.Claim[int](n.Run, count); err != nil {
+			return nil, err
+		}
+		keep := make([]int, 0, count)
 		for i, c := range cond {
 			if c == 0 {
 				continue

@@ -200,7 +200,7 @@ func gnOneHot(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		return nil, err
 	}
 	ind, values := in[0], in[2]
-	idx, err := opsem.Int64s(ind)
+	idx, err := int64sUnder(n.Run, ind)
 	if err != nil {
 		return nil, fmt.Errorf("indices: %w", err)
 	}

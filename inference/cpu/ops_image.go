@@ -235,7 +235,9 @@ func imResizeTaps(r *limit.Run, rs opsem.Resampling, inW, outW int, scale float6
 		x, inside := imSourceCoord(rs.Coord, float64(y), inW, outW, scale, roi)
 		if !inside {
 			if t.extrap == nil {
-				t.extrap = make([]bool, outW)
+				if t.extrap, err = limit.Make[bool](r, outW); err != nil {
+					return imTaps{}, err
+				}
 			}
 			t.extrap[y] = true
 			continue

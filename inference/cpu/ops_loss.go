@@ -60,7 +60,10 @@ func lsLossInputs(n opsem.Node, in []inference.Tensor) (*lsLoss, error) {
 	if !slices.Equal(l.targetShape, want) {
 		return nil, fmt.Errorf("target %v for scores %v, want shape %v: %w", target, x, want, inference.ErrShape)
 	}
-	l.target, _ = opsem.Int64s(target)
+	var err error
+	if l.target, err = int64sUnder(n.Run, target); err != nil {
+		return nil, err
+	}
 	if w := arg(in, 2); present(w) {
 		if w.DType() != inference.Float32 {
 			return nil, n.Unsupported("weight of element type %v", w.DType())
@@ -77,13 +80,20 @@ func lsLossInputs(n opsem.Node, in []inference.Tensor) (*lsLoss, error) {
 // at each position, loss = -weight[c]·logp[n, c, d…] with c the target class,
 // and 0 where the target is ignore_index. "sum" adds the losses, "mean"
 // divides that sum by the sum of the weights applied (the count of the
-// positions not ignored when there is no weight input).
-func (l *lsLoss) compute(logp []float32) (inference.Tensor, error) {
+// positions not ignored when there is no weight input). Only "none", which
+// returns the loss of every position, allocates them, under r.
+func (l *lsLoss) compute(r *limit.Run, logp []float32) (inference.Tensor, error) {
 	classes, spatial := l.shape[1], 0
 	if len(l.target) > 0 { // else d1…dk may not count within int
 		spatial = len(l.target) / l.shape[0]
 	}
-	loss := make([]float32, len(l.target)) // as large as the target input
+	var loss []float32 // as large as the target input
+	if l.reduction == "none" {
+		var err error
+		if loss, err = limit.Make[float32](r, len(l.target)); err != nil {
+			return inference.Tensor{}, err
+		}
+	}
 	var sum, weights float64
 	for i, c := range l.target {
 		if l.hasIgnore && c == l.ignore {
@@ -97,8 +107,11 @@ func (l *lsLoss) compute(logp []float32) (inference.Tensor, error) {
 			w = l.weight[c]
 		}
 		s, d := i/spatial, i%spatial
-		loss[i] = -w * logp[(s*classes+int(c))*spatial+d]
-		sum += float64(loss[i])
+		v := -w * logp[(s*classes+int(c))*spatial+d]
+		if loss != nil {
+			loss[i] = v
+		}
+		sum += float64(v)
 		weights += float64(w)
 	}
 	switch l.reduction {
@@ -117,7 +130,7 @@ func lsNLLLoss(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) 
 		return nil, err
 	}
 	x, _ := floats(in[0])
-	loss, err := l.compute(x)
+	loss, err := l.compute(n.Run, x)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +173,7 @@ func lsSoftmaxCrossEntropyLoss(n opsem.Node, in []inference.Tensor) ([]inference
 			}
 		}
 	}
-	loss, err := l.compute(logp)
+	loss, err := l.compute(n.Run, logp)
 	if err != nil {
 		return nil, err
 	}

@@ -120,9 +120,15 @@ func nmBatchNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 		// over the batch and spatial axes) and return the running
 		// statistics updated with momentum, as ONNX's reference does.
 		momentum := float64(n.Float("momentum", 0.9))
-		// As many as the scale input has.
-		batchMean, batchVar := make([]float32, params), make([]float32, params)
-		runMean, runVar := make([]float32, params), make([]float32, params)
+		// As many as the scale input has, each written below: the batch's
+		// statistics (scratch) and the running ones (outputs).
+		var stats [4][]float32
+		for i := range stats {
+			if stats[i], err = limit.MakeOverwritten[float32](n.Run, params); err != nil {
+				return nil, err
+			}
+		}
+		batchMean, batchVar, runMean, runVar := stats[0], stats[1], stats[2], stats[3]
 		for c := range params {
 			var sum, sq float64
 			for s := range batch {
@@ -191,7 +197,11 @@ func nmInstanceNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, er
 		return nil, err
 	}
 	eps := opsem.Epsilon(n)
-	x, y := d[0], make([]float32, len(d[0]))
+	x := d[0]
+	y, err := limit.MakeOverwritten[float32](n.Run, len(x)) // every block is written
+	if err != nil {
+		return nil, err
+	}
 	if len(x) == 0 { // the loop would count the dimensions that are not 0
 		return opsem.Single(n, in[0].Shape(), y)
 	}
@@ -208,16 +218,20 @@ func nmInstanceNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, er
 	return opsem.Single(n, in[0].Shape(), y)
 }
 
-// nmTrailingOffsets returns, for each element of the normalised block, the
-// element of t (a scale or bias) that broadcasting maps to it, t taking the
-// shape opsem.BlockOperand gives it. nil t gives nil, and so does an input
-// without rows (its block may not count within int).
-func nmTrailingOffsets(t inference.Tensor, name string, block []int, rows int) ([]int, error) {
+// nmTrailingOffsets returns, for each element of the normalised block (size
+// elements), the element of t (a scale or bias) that broadcasting maps to
+// it, t taking the shape opsem.BlockOperand gives it; the table is a
+// plan's, claimed under r. nil t gives nil, and so does an input without
+// rows (its block may not count within int).
+func nmTrailingOffsets(r *limit.Run, t inference.Tensor, name string, block []int, rows, size int) ([]int, error) {
 	if !present(t) {
 		return nil, nil
 	}
 	s, err := opsem.BlockOperand(t.Shape(), block, name)
 	if err != nil || rows == 0 {
+		return nil, err
+	}
+	if _, err := limit.Claim[int](r, size); err != nil {
 		return nil, err
 	}
 	return opsem.BroadcastOffsets(s, block), nil
@@ -351,10 +365,10 @@ func newNmBlockPlan(n opsem.Node, in []inference.Tensor, rms bool) (*nmBlockPlan
 	if p.rows > 0 {
 		p.size = in[0].Len() / p.rows
 	}
-	if p.scaleAt, err = nmTrailingOffsets(in[1], "scale", block, p.rows); err != nil {
+	if p.scaleAt, err = nmTrailingOffsets(n.Run, in[1], "scale", block, p.rows, p.size); err != nil {
 		return nil, err
 	}
-	if p.biasAt, err = nmTrailingOffsets(arg(in, 2), "B", block, p.rows); err != nil {
+	if p.biasAt, err = nmTrailingOffsets(n.Run, arg(in, 2), "B", block, p.rows, p.size); err != nil {
 		return nil, err
 	}
 	p.body = p.normRows
@@ -479,7 +493,11 @@ func nmLRN(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		return nil, err
 	}
 	lo, hi := (size-1)/2, size/2
-	x, y := d[0], make([]float32, len(d[0]))
+	x := d[0]
+	y, err := limit.MakeOverwritten[float32](n.Run, len(x)) // every element is written
+	if err != nil {
+		return nil, err
+	}
 	if len(x) == 0 { // the loops would count the dimensions that are not 0
 		return opsem.Single(n, in[0].Shape(), y)
 	}
@@ -513,7 +531,11 @@ func nmLpNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		return nil, err
 	}
 	outer, size, inner := opsem.SplitAxis(shape, axis)
-	x, y := d[0], make([]float32, len(d[0]))
+	x := d[0]
+	y, err := limit.Make[float32](n.Run, len(x)) // a slice whose norm is 0 is left 0
+	if err != nil {
+		return nil, err
+	}
 	for o := range outer {
 		for j := range inner {
 			base := o*size*inner + j
@@ -568,7 +590,9 @@ func nmMVN(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	}
 	x := d[0]
 	k := opsem.Count(p.keep)
-	// den is first the sum of squared deviations, then σ + 1e-9.
+	// den is first the sum of squared deviations, then σ + 1e-9. Both are
+	// counted: newReducePlan claimed two float64 accumulators per output
+	// element.
 	mean, den := make([]float64, k), make([]float64, k)
 	for i, v := range x {
 		mean[p.offs[i]] += float64(v)

@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -110,9 +111,10 @@ type plPoolPlan struct {
 	fast                              bool         // maxPool2D runs it
 	taps                              []plPoolTaps // nil until the run that first needs them
 	tapSizes                          []int        // the tables' sizes, claimed by every run
-	colTaps                           []plColTap   // maxPool2D's column taps
+	colTaps                           []plColTap   // maxPool2D's column taps, made with taps
 	body                              func(lo, hi int)
 	scratch                           plScratches[plPoolScratch]
+	scratchSize                       []int // [workers, elements]: what scratch holds at most, claimed by every run
 
 	// The operands of the run in progress.
 	xd, out []float32
@@ -188,9 +190,13 @@ func newPlPoolPlan(n opsem.Node, x inference.Tensor, kind plPoolKind) (*plPoolPl
 		}
 	}
 	p.fast = kind == plMaxKind && !p.wantIndices && r == 2 && g.Dilation[0] == 1 && g.Dilation[1] == 1 && g.Stride[1] <= 2 && p.osp > 0
+	// Each worker of the loop over the planes holds its scratch.
+	workers := min(p.planes, runtime.GOMAXPROCS(0))
 	if p.fast {
-		p.colTaps = plColTaps(g)
 		p.body = p.maxPool2D
+		if g.Stride[1] == 2 { // the plane split into its columns, in floats
+			p.scratchSize = []int{workers, p.isp}
+		}
 		return p, nil
 	}
 	p.window = 1
@@ -199,19 +205,40 @@ func newPlPoolPlan(n opsem.Node, x inference.Tensor, kind plPoolKind) (*plPoolPl
 	}
 	p.chunk = max(1, plPoolChunk/max(1, p.window))
 	p.body = p.windows
+	if p.osp > 0 {
+		// In ints: a chunk's window offsets (twice with indices), and
+		// starts and pad counts; a window's offsets, twice over, as it
+		// is built (cur, next and their indices).
+		positions := min(p.osp, p.chunk)
+		offsets := positions * p.window
+		if p.wantIndices {
+			offsets *= 2
+		}
+		p.scratchSize = []int{workers, offsets + 2*positions + 1 + 4*p.window}
+	}
 	return p, nil
 }
 
-// claimTaps makes the taps of every spatial dimension on the plan's first
-// run with output elements, and on later runs claims their sizes again, as
-// a run that made them would.
+// claimTaps makes the taps of every spatial dimension (and maxPool2D's
+// column taps) on the plan's first run with output elements, and on later
+// runs claims their sizes again, as a run that made them would; and it
+// claims the loop's scratch.
 func (p *plPoolPlan) claimTaps(run *limit.Run) error {
+	if err := p.claimScratch(run); err != nil {
+		return err
+	}
 	if p.taps == nil {
 		taps := make([]plPoolTaps, p.r)
 		var sizes []int
 		for d := range p.r {
 			var err error
 			if taps[d], err = plPoolTapsOf(run, p.g, d, &sizes); err != nil {
+				return err
+			}
+		}
+		if p.fast {
+			var err error
+			if p.colTaps, err = plColTaps(run, p.g); err != nil {
 				return err
 			}
 		}
@@ -223,7 +250,23 @@ func (p *plPoolPlan) claimTaps(run *limit.Run) error {
 			return err
 		}
 	}
-	return nil
+	_, err := limit.Claim[plColTap](run, cap(p.colTaps))
+	return err
+}
+
+// claimScratch claims the scratch the loop's workers hold: floats on
+// maxPool2D's path, ints on the other.
+func (p *plPoolPlan) claimScratch(run *limit.Run) error {
+	if p.scratchSize == nil {
+		return nil
+	}
+	var err error
+	if p.fast {
+		_, err = limit.Claim[float32](run, p.scratchSize...)
+	} else {
+		_, err = limit.Claim[int](run, p.scratchSize...)
+	}
+	return err
 }
 
 // plPool runs MaxPool, AveragePool and LpPool over x [N, C, spatial...].
@@ -392,17 +435,22 @@ func (p *plPoolPlan) windows(lo, hi int) {
 // reads the input columns from c on (every stride-th).
 type plColTap struct{ oLo, oHi, c int }
 
-// plColTaps returns maxPool2D's column taps of g, the same on every row:
-// those that read no input column are left out.
-func plColTaps(g opsem.Window) []plColTap {
+// plColTaps returns maxPool2D's column taps of g, the same on every row,
+// claimed under r: those that read no input column are left out. Tap kx
+// reads columns from off = kx − pw on, stride sw apart, for outputs
+// ⌈−off/sw⌉… while the column is below iw: it reads some only for off in
+// (−ow·sw, iw), which bounds the taps when the kernel is far larger than
+// the input.
+func plColTaps(r *limit.Run, g opsem.Window) ([]plColTap, error) {
 	iw, ow := g.In[1], g.Out[1]
 	sw, pw, kw := g.Stride[1], g.PadBegin[1], g.Kernel[1]
-	taps := make([]plColTap, 0, kw)
-	for kx := range kw {
+	from, to := max(0, pw-ow*sw+1), min(kw, pw+iw)
+	if _, err := limit.Claim[plColTap](r, max(0, to-from)); err != nil {
+		return nil, err
+	}
+	taps := make([]plColTap, 0, max(0, to-from))
+	for kx := from; kx < to; kx++ {
 		off := kx - pw // output ox reads column ox·sw + off
-		if iw-off <= 0 {
-			continue
-		}
 		oLo, oHi := 0, min(ow, (iw-off+sw-1)/sw)
 		if off < 0 {
 			oLo = (-off + sw - 1) / sw
@@ -411,7 +459,7 @@ func plColTaps(g opsem.Window) []plColTap {
 			taps = append(taps, plColTap{oLo, oHi, oLo*sw + off})
 		}
 	}
-	return taps
+	return taps, nil
 }
 
 // maxPool2D is MaxPool over the 2-D planes lo…hi−1, without indices or

@@ -483,26 +483,34 @@ func rdArg(max bool) kernel {
 		switch x.DType() {
 		case inference.Float32:
 			d, _ := floats(x)
-			idx = rdArgIndex(d, shape, axis, max, last)
+			idx, err = rdArgIndex(n.Run, d, shape, axis, max, last)
 		case inference.Int64:
 			d, _ := inference.Data[int64](x)
-			idx = rdArgIndex(d, shape, axis, max, last)
+			idx, err = rdArgIndex(n.Run, d, shape, axis, max, last)
 		case inference.Int32:
 			d, _ := inference.Data[int32](x)
-			idx = rdArgIndex(d, shape, axis, max, last)
+			idx, err = rdArgIndex(n.Run, d, shape, axis, max, last)
 		case inference.Uint8:
 			d, _ := inference.Data[uint8](x)
-			idx = rdArgIndex(d, shape, axis, max, last)
+			idx, err = rdArgIndex(n.Run, d, shape, axis, max, last)
 		default:
 			return nil, n.Unsupported("element type %v", x.DType())
+		}
+		if err != nil {
+			return nil, err
 		}
 		return opsem.Single(n, outShape, idx)
 	}
 }
 
-func rdArgIndex[T float32 | rdInteger](x []T, shape []int, axis int, max, last bool) []int64 {
+// rdArgIndex returns the index along axis of the largest (max) or
+// smallest element of each line of x, in a buffer allocated under r.
+func rdArgIndex[T float32 | rdInteger](r *limit.Run, x []T, shape []int, axis int, max, last bool) ([]int64, error) {
 	outer, n, inner := opsem.SplitAxis(shape, axis)
-	idx := make([]int64, outer*inner)
+	idx, err := limit.MakeOverwritten[int64](r, outer, inner) // every line's index is written
+	if err != nil {
+		return nil, err
+	}
 	for o := range outer {
 		for j := range inner {
 			base := o*n*inner + j
@@ -530,7 +538,7 @@ func rdArgIndex[T float32 | rdInteger](x []T, shape []int, axis int, max, last b
 			idx[o*inner+j] = int64(bi)
 		}
 	}
-	return idx
+	return idx, nil
 }
 
 // rdCumSum is CumSum: y_i = Σ_{j≤i} x_j along axis (the second input), j<i

@@ -5,6 +5,7 @@ import (
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/internal/limit"
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
@@ -35,6 +36,20 @@ var seqKernels = map[string]seqKernel{
 	"ConcatFromSequence": seqConcat,
 }
 
+// seqKeep counts against n's budget what a sequence the node made keeps
+// beyond what its inputs hold: its records (limit.TensorRecord each) and,
+// for each tensor, the heap it holds (limit.Held) beyond its elements,
+// which are counted as the values or sequences they come from. The records
+// are allocated before they are counted: a sequence has at most one per
+// node of the graph.
+func seqKeep(n opsem.Node, seq []inference.Tensor) error {
+	bytes := int64(cap(seq)) * limit.TensorRecord
+	for _, t := range seq {
+		bytes += limit.Held(t) - t.ByteSize()
+	}
+	return n.Run.Reserve(func() string { return fmt.Sprintf("a sequence of %d tensors", len(seq)) }, bytes)
+}
+
 func seqArg(in []item, i int, wantSeq bool) (item, error) {
 	if i >= len(in) {
 		return item{}, fmt.Errorf("input %d missing: %w", i, inference.ErrBadModel)
@@ -59,7 +74,7 @@ func seqEmpty(n opsem.Node, _ []item) (item, error) {
 }
 
 func seqConstruct(n opsem.Node, in []item) (item, error) {
-	seq := make([]inference.Tensor, len(in))
+	seq := make([]inference.Tensor, len(in)) // one per input of the node
 	for i := range in {
 		a, err := seqArg(in, i, false)
 		if err != nil {
@@ -70,7 +85,7 @@ func seqConstruct(n opsem.Node, in []item) (item, error) {
 		}
 		seq[i] = a.t
 	}
-	return item{isSeq: true, seq: seq}, nil
+	return item{isSeq: true, seq: seq}, seqKeep(n, seq)
 }
 
 // seqPosition reads an optional position input: def when absent, negative
@@ -126,7 +141,7 @@ func seqInsert(n opsem.Node, in []item) (item, error) {
 	}
 	seq := make([]inference.Tensor, 0, len(s.seq)+1)
 	seq = append(append(append(seq, s.seq[:p]...), t.t), s.seq[p:]...)
-	return item{isSeq: true, seq: seq}, nil
+	return item{isSeq: true, seq: seq}, seqKeep(n, seq)
 }
 
 func seqErase(n opsem.Node, in []item) (item, error) {
@@ -144,8 +159,9 @@ func seqErase(n opsem.Node, in []item) (item, error) {
 	if p == len(s.seq) {
 		return item{}, fmt.Errorf("position %d out of range for a sequence of %d: %w", p, len(s.seq), inference.ErrShape)
 	}
-	seq := append(append([]inference.Tensor{}, s.seq[:p]...), s.seq[p+1:]...)
-	return item{isSeq: true, seq: seq}, nil
+	seq := make([]inference.Tensor, 0, len(s.seq)-1)
+	seq = append(append(seq, s.seq[:p]...), s.seq[p+1:]...)
+	return item{isSeq: true, seq: seq}, seqKeep(n, seq)
 }
 
 func seqLength(n opsem.Node, in []item) (item, error) {
@@ -169,9 +185,13 @@ func seqConcat(n opsem.Node, in []item) (item, error) {
 	}
 	axis := n.Int("axis", 0)
 	parts := s.seq
+	// The kernels run under n's budget.
 	if n.Int("new_axis", 0) == 1 {
 		unsq := opsem.Node{Node: &graph.Node{Name: n.Name, OpType: "Unsqueeze", Attrs: map[string]graph.Attr{
-			"axes": {Type: graph.AttrInts, Ints: []int64{axis}}}}, Opset: 11}
+			"axes": {Type: graph.AttrInts, Ints: []int64{axis}}}}, Opset: 11, Run: n.Run}
+		if _, err := limit.Claim[inference.Tensor](n.Run, len(s.seq)); err != nil {
+			return item{}, err
+		}
 		parts = make([]inference.Tensor, len(s.seq))
 		for i, t := range s.seq {
 			out, err := kernels["Unsqueeze"](unsq, []inference.Tensor{t})
@@ -182,7 +202,7 @@ func seqConcat(n opsem.Node, in []item) (item, error) {
 		}
 	}
 	concat := opsem.Node{Node: &graph.Node{Name: n.Name, OpType: "Concat", Attrs: map[string]graph.Attr{
-		"axis": {Type: graph.AttrInt, Int: axis}}}, Opset: 13}
+		"axis": {Type: graph.AttrInt, Int: axis}}}, Opset: 13, Run: n.Run}
 	out, err := kernels["Concat"](concat, parts)
 	if err != nil {
 		return item{}, err

@@ -161,6 +161,7 @@ func soUnique(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 }
 
 // soUniqueOf does Unique on x of element type T; axis -1 flattens x.
+// Every table and output is allocated under r.
 func soUniqueOf[T inference.Element](r *limit.Run, x inference.Tensor, axis int, sorted bool, compare func(a, b T) int) ([]inference.Tensor, error) {
 	data, _ := inference.Data[T](x)
 	shape := x.Shape()
@@ -169,19 +170,26 @@ func soUniqueOf[T inference.Element](r *limit.Run, x inference.Tensor, axis int,
 	if axis >= 0 {
 		outer, count, inner = opsem.SplitAxis(shape, axis)
 	}
-	slice := func(k int) []T {
-		s := make([]T, 0, outer*inner)
-		for o := range outer {
-			s = append(s, data[(o*count+k)*inner:(o*count+k+1)*inner]...)
-		}
-		return s
-	}
 	items, err := limit.Make[[]T](r, count) // count can exceed len(data) when x has no elements
 	if err != nil {
 		return nil, err
 	}
-	for k := range items {
-		items[k] = slice(k)
+	if outer == 1 { // slice k is contiguous in data
+		for k := range items {
+			items[k] = data[k*inner : (k+1)*inner : (k+1)*inner]
+		}
+	} else { // gathered, slice after slice, into one buffer as large as x
+		gathered, err := limit.MakeOverwritten[T](r, len(data))
+		if err != nil {
+			return nil, err
+		}
+		for k := range items {
+			s := gathered[k*outer*inner : k*outer*inner : (k+1)*outer*inner]
+			for o := range outer {
+				s = append(s, data[(o*count+k)*inner:(o*count+k+1)*inner]...)
+			}
+			items[k] = s
+		}
 	}
 	compareItems := func(i, j int) int { return slices.CompareFunc(items[i], items[j], compare) }
 	order, err := limit.Make[int](r, count)
@@ -194,30 +202,60 @@ func soUniqueOf[T inference.Element](r *limit.Run, x inference.Tensor, axis int,
 	// Stable, so the first index in each run of equal items is its first
 	// occurrence.
 	slices.SortStableFunc(order, compareItems)
-	var firsts, counts []int64
 	group, err := limit.Make[int](r, count) // group of each item, numbered in sorted order
 	if err != nil {
 		return nil, err
 	}
-	for r, k := range order {
-		if r == 0 || compareItems(order[r-1], k) != 0 {
-			firsts = append(firsts, int64(k))
-			counts = append(counts, 0)
+	unique := 0
+	for i, k := range order {
+		if i > 0 && compareItems(order[i-1], k) != 0 {
+			unique++
 		}
-		group[k] = len(firsts) - 1
-		counts[len(counts)-1]++
+		group[k] = unique
 	}
-	rank := make([]int, len(firsts)) // output position of each group
+	if count > 0 {
+		unique++
+	}
+	// The first occurrence and count of each group.
+	firsts, err := limit.Make[int64](r, unique)
+	if err != nil {
+		return nil, err
+	}
+	counts, err := limit.Make[int64](r, unique)
+	if err != nil {
+		return nil, err
+	}
+	for i, k := range order {
+		g := group[k]
+		if i == 0 || g != group[order[i-1]] {
+			firsts[g] = int64(k)
+		}
+		counts[g]++
+	}
+	rank, err := limit.Make[int](r, unique) // output position of each group
+	if err != nil {
+		return nil, err
+	}
 	for g := range rank {
 		rank[g] = g
 	}
 	if !sorted {
-		byFirst := make([]int, len(firsts))
+		byFirst, err := limit.Make[int](r, unique)
+		if err != nil {
+			return nil, err
+		}
 		for g := range byFirst {
 			byFirst[g] = g
 		}
 		slices.SortFunc(byFirst, func(a, b int) int { return cmp.Compare(firsts[a], firsts[b]) })
-		f, c := make([]int64, len(firsts)), make([]int64, len(counts))
+		f, err := limit.Make[int64](r, unique)
+		if err != nil {
+			return nil, err
+		}
+		c, err := limit.Make[int64](r, unique)
+		if err != nil {
+			return nil, err
+		}
 		for pos, g := range byFirst {
 			rank[g] = pos
 			f[pos], c[pos] = firsts[g], counts[g]
@@ -231,22 +269,18 @@ func soUniqueOf[T inference.Element](r *limit.Run, x inference.Tensor, axis int,
 	for k := range inverse {
 		inverse[k] = int64(rank[group[k]])
 	}
-	unique := len(firsts)
-	var y []T
 	yShape := []int{unique}
-	if axis < 0 {
-		y = make([]T, unique)
-		for pos, k := range firsts {
-			y[pos] = data[k]
-		}
-	} else {
+	if axis >= 0 {
 		yShape = slices.Clone(shape)
 		yShape[axis] = unique
-		y = make([]T, outer*unique*inner)
-		for pos, k := range firsts {
-			for o := range outer {
-				copy(y[(o*unique+pos)*inner:(o*unique+pos+1)*inner], data[(o*count+int(k))*inner:(o*count+int(k)+1)*inner])
-			}
+	}
+	y, err := limit.MakeOverwritten[T](r, outer, unique, inner) // every group's slice is copied
+	if err != nil {
+		return nil, err
+	}
+	for pos, k := range firsts {
+		for o := range outer {
+			copy(y[(o*unique+pos)*inner:(o*unique+pos+1)*inner], data[(o*count+int(k))*inner:(o*count+int(k)+1)*inner])
 		}
 	}
 	yt, err := inference.New(yShape, y)
@@ -273,15 +307,15 @@ func soNonZero(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) 
 	var nz []bool
 	switch x.DType() {
 	case inference.Float32:
-		nz, err = soNonZeroOf[float32](x)
+		nz, err = soNonZeroOf[float32](n.Run, x)
 	case inference.Int64:
-		nz, err = soNonZeroOf[int64](x)
+		nz, err = soNonZeroOf[int64](n.Run, x)
 	case inference.Int32:
-		nz, err = soNonZeroOf[int32](x)
+		nz, err = soNonZeroOf[int32](n.Run, x)
 	case inference.Bool:
-		nz, err = soNonZeroOf[bool](x)
+		nz, err = soNonZeroOf[bool](n.Run, x)
 	case inference.Uint8:
-		nz, err = soNonZeroOf[uint8](x)
+		nz, err = soNonZeroOf[uint8](n.Run, x)
 	default:
 		err = fmt.Errorf("%v: %w", x, inference.ErrType)
 	}
@@ -320,13 +354,18 @@ func soNonZero(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) 
 	return []inference.Tensor{y}, err
 }
 
-func soNonZeroOf[T inference.Element](x inference.Tensor) ([]bool, error) {
+// soNonZeroOf returns the mask of x's elements that are not zero, one bool
+// per element, allocated under r.
+func soNonZeroOf[T inference.Element](r *limit.Run, x inference.Tensor) ([]bool, error) {
 	d, err := inference.Data[T](x)
 	if err != nil {
 		return nil, err
 	}
 	var zero T
-	nz := make([]bool, len(d)) // as large as the input
+	nz, err := limit.MakeOverwritten[bool](r, len(d)) // every element is written
+	if err != nil {
+		return nil, err
+	}
 	for i, v := range d {
 		nz[i] = v != zero
 	}
