@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/beamml/beamml/internal/intern"
 )
 
 // Example is one input of a model without the batch dimension: a tensor for
@@ -183,7 +185,13 @@ func UnstackOutputs(outputs map[string]Tensor, n int) ([]map[string]Tensor, erro
 // encoding. It is the wire format of Example and of prediction outputs.
 func AppendTensors(b []byte, ts map[string]Tensor) ([]byte, error) {
 	b = binary.AppendUvarint(b, uint64(len(ts)))
-	for _, name := range slices.Sorted(maps.Keys(ts)) {
+	var buf [8]string // most maps have a few names: sort them without allocating
+	names := buf[:0]
+	for name := range ts {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
 		b = binary.AppendUvarint(b, uint64(len(name)))
 		b = append(b, name...)
 		var err error
@@ -192,6 +200,16 @@ func AppendTensors(b []byte, ts map[string]Tensor) ([]byte, error) {
 		}
 	}
 	return b, nil
+}
+
+// EncodedSize is a bound of the bytes AppendTensors appends for ts, to
+// size a buffer.
+func EncodedSize(ts map[string]Tensor) int {
+	n := binary.MaxVarintLen64
+	for name, t := range ts {
+		n += 2*binary.MaxVarintLen64 + len(name) + 1 + binary.MaxVarintLen64*len(t.shape) + int(t.ByteSize())
+	}
+	return n
 }
 
 // DecodeTensors reads what AppendTensors wrote from the front of b and
@@ -208,7 +226,7 @@ func DecodeTensors(b []byte) (map[string]Tensor, int, error) {
 			return nil, 0, fmt.Errorf("inference: tensor map encoding: bad name: %w", ErrShape)
 		}
 		off += k
-		name := string(b[off : off+int(l)])
+		name := intern.String(b[off : off+int(l)])
 		off += int(l)
 		var t Tensor
 		k, err := t.decode(b[off:])
@@ -223,7 +241,7 @@ func DecodeTensors(b []byte) (map[string]Tensor, int, error) {
 
 // MarshalBinary encodes the example with AppendTensors.
 func (e Example) MarshalBinary() ([]byte, error) {
-	return AppendTensors(make([]byte, 0, 16+e.ByteSize()), e)
+	return AppendTensors(make([]byte, 0, EncodedSize(e)), e)
 }
 
 // UnmarshalBinary decodes what MarshalBinary wrote.

@@ -418,8 +418,15 @@ func (t Tensor) AppendBinary(b []byte) ([]byte, error) {
 	if t.n == 0 {
 		return b, nil
 	}
+	if littleEndian { // the elements in memory are their encoding
+		return append(b, t.Bytes()...), nil
+	}
 	return binary.Append(b, binary.LittleEndian, fixedSize(t.elements()))
 }
+
+// littleEndian says the machine stores numbers little-endian, as the
+// tensor encoding does.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // fixedSize returns data, a slice makeData returns, as one that
 // encoding/binary reads and writes without reflection: a []Half as the
@@ -486,16 +493,57 @@ func (t *Tensor) decode(b []byte) (int, error) {
 		return 0, fmt.Errorf("inference: tensor encoding: %v%v needs %d bytes, %d present: %w",
 			dtype, shape, n*size, len(b)-off, ErrShape)
 	}
+	raw := b[off : off+n*dtype.Size()]
+	if littleEndian {
+		*t = decodeElements(dtype, shape, raw)
+		return off + len(raw), nil
+	}
 	data, err := makeData(dtype, n)
 	if err != nil {
 		return 0, err
 	}
-	k, err = binary.Decode(b[off:off+n*dtype.Size()], binary.LittleEndian, fixedSize(data))
+	k, err = binary.Decode(raw, binary.LittleEndian, fixedSize(data))
 	if err != nil {
 		return 0, fmt.Errorf("inference: tensor encoding: %v: %w", err, ErrShape)
 	}
 	*t = wrapAny(shape, data)
 	return off + k, nil
+}
+
+// decodeElements makes the tensor of dtype and shape whose little-endian
+// encoding is raw, on a little-endian machine: the bytes are copied as
+// they are, but for bools, which decode as binary.Decode reads them (any
+// byte but 0 is true).
+func decodeElements(dtype DType, shape []int, raw []byte) Tensor {
+	switch dtype {
+	case Float32:
+		return wrap(shape, copied[float32](raw))
+	case Int64:
+		return wrap(shape, copied[int64](raw))
+	case Int32:
+		return wrap(shape, copied[int32](raw))
+	case Uint8:
+		return wrap(shape, copied[uint8](raw))
+	case Float16:
+		return wrap(shape, copied[Half](raw))
+	case Bool:
+		d := make([]bool, len(raw))
+		for i, v := range raw {
+			d[i] = v != 0
+		}
+		return wrap(shape, d)
+	}
+	return Tensor{}
+}
+
+// copied is raw's bytes as a new []T.
+func copied[T Element](raw []byte) []T {
+	var zero T
+	d := make([]T, len(raw)/int(unsafe.Sizeof(zero)))
+	if len(d) > 0 {
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&d[0])), len(raw)), raw)
+	}
+	return d
 }
 
 // onnxTypes maps ONNX's TensorProto.DataType numbers to the DTypes a Tensor

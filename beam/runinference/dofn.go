@@ -411,7 +411,10 @@ func (b *batcher) add(ctx context.Context, e element, out sink) error {
 		return b.fail(&e, StageInput, err, m.spec, m.id, out)
 	}
 	e.inputs = conformed
-	size := conformed.ByteSize()
+	var size int64
+	if b.Config.MaxBatchBytes > 0 {
+		size = conformed.ByteSize()
+	}
 	key := groupKey{window: e.window, shapes: inference.StackKey(m.info.inputs, conformed), model: m.key}
 	g, ok := b.groups[key]
 	if !ok {

@@ -20,6 +20,13 @@ func init() {
 	register.DoFn3x1[*sdf.LockRTracker, []byte, func(inference.Example), error](&rangeSource{})
 	register.Emitter1[inference.Example]()
 	register.Function2x0(checkEcho)
+	register.Function1x1(resultOfItself)
+}
+
+// resultOfItself is the PredictionResult an echo model makes of ex.
+func resultOfItself(ex inference.Example) runinference.PredictionResult {
+	return runinference.PredictionResult{Example: ex, Outputs: map[string]inference.Tensor{"y": ex["x"]},
+		ModelID: inference.ModelID{URI: "stub://echo/2", Instance: "0f8fad5b-d9cb-469f-a165-70867728950e"}}
 }
 
 // rangeSource is a splittable source of the examples [i, -i] for i in
@@ -93,23 +100,25 @@ func TestManyBundlesLoadModelOnce(t *testing.T) {
 
 // BenchmarkPipelineEcho runs whole pipelines of 50,000 elements on the
 // runner under test and reports wall time per element: "baseline" is the
-// source and a count of its output, "runinference" puts RunInference with
-// the echo model between them. The difference is what RunInference costs in
-// a pipeline, the coders of its output included; BenchmarkRunInferenceEcho
-// is the transform's own cost.
+// source and a count of its output; "identity" puts between them a ParDo
+// that makes each element a PredictionResult of itself, one by one: what
+// any transform with RunInference's output costs in a pipeline (Beam's
+// per-element plumbing and the output's coder); "runinference" puts
+// RunInference with the echo model there instead. runinference − identity
+// is what batching adds; BenchmarkRunInferenceEcho is the transform's own
+// cost.
 func BenchmarkPipelineEcho(b *testing.B) {
 	const n = 50000
 	spec := stub.Tag(stub.Echo(2), b.Name())
-	for _, withModel := range []bool{false, true} {
-		name := "baseline"
-		if withModel {
-			name = "runinference"
-		}
+	for _, name := range []string{"baseline", "identity", "runinference"} {
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
 				p, s := beam.NewPipelineWithRoot()
 				out := beam.ParDo(s, &rangeSource{N: n, Parts: 8}, beam.Impulse(s))
-				if withModel {
+				switch name {
+				case "identity":
+					out = beam.ParDo(s, resultOfItself, out)
+				case "runinference":
 					out = runinference.RunInference(s, spec, out)
 				}
 				passert.Count(s, out, "elements", n)
