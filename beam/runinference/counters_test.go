@@ -22,13 +22,14 @@ func init() {
 	register.Emitter2[string, inference.Example]()
 	register.DoFn2x0[int64, func(runinference.ModelMetadata)](&tickUpdate{})
 	register.Emitter1[runinference.ModelMetadata]()
-	register.DoFn2x0[string, runinference.PredictionResult](&seeResult{})
-	register.DoFn2x0[string, runinference.Failure](&seeFailure{})
+	register.Function2x1(one)
+	register.Function2x1(sum)
+	register.DoFn1x0[int](&seeCount{})
 }
 
 // What a streaming run emitted, by run: prism runs in this process, so the
-// DoFns record it here rather than in counters of their own, which the
-// runner's metrics could get wrong as well.
+// pipeline's own counts are recorded here rather than in counters, which
+// the runner's metrics could get wrong as well.
 var (
 	seenMu       sync.Mutex
 	seenResults  = map[string]int{} // run → results
@@ -56,20 +57,33 @@ func (f tickUpdate) ProcessElement(_ int64, emit func(runinference.ModelMetadata
 	emit(runinference.ModelMetadata{ID: "v2", URI: f.URI})
 }
 
-type seeResult struct{ Run string }
+// one is 1 for each element.
+func one(string, beam.X) int { return 1 }
 
-func (f seeResult) ProcessElement(string, runinference.PredictionResult) {
-	seenMu.Lock()
-	defer seenMu.Unlock()
-	seenResults[f.Run]++
+func sum(a, b int) int { return a + b }
+
+// seeCount records a count of run's output: the pipeline's own count, of
+// its committed output, so that a bundle the runner retried (its side
+// effects happen twice) counts once.
+type seeCount struct {
+	Run  string
+	What string // "results" or "failures"
 }
 
-type seeFailure struct{ Run string }
-
-func (f seeFailure) ProcessElement(string, runinference.Failure) {
+func (f seeCount) ProcessElement(n int) {
 	seenMu.Lock()
 	defer seenMu.Unlock()
-	seenFailures[f.Run]++
+	if f.What == "results" {
+		seenResults[f.Run] = n
+	} else {
+		seenFailures[f.Run] = n
+	}
+}
+
+// countInto counts col's elements, over all its windows, into seeCount.
+func countInto(s beam.Scope, col beam.PCollection, run, what string) {
+	ones := beam.ParDo(s, one, beam.WindowInto(s, window.NewGlobalWindows(), col))
+	beam.ParDo0(s, seeCount{Run: run, What: what}, beam.Combine(s, sum, ones))
 }
 
 // A keyed streaming pipeline (a periodic source, fixed windows,
@@ -97,8 +111,8 @@ func TestCountersCountEveryResult(t *testing.T) {
 		results, failures := runinference.RunInferenceKeyedWithFailures(s, v1, rows, runinference.ModelName("v1"),
 			runinference.MaxBatchSize(16), runinference.MaxBatchDuration(100*time.Millisecond), runinference.BatchShards(2),
 			runinference.WithModelUpdates(updates))
-		beam.ParDo0(s, seeResult{Run: run}, results)
-		beam.ParDo0(s, seeFailure{Run: run}, failures)
+		countInto(s, results, run, "results")
+		countInto(s, failures, run, "failures")
 		pr := runOnPrism(t, p)
 
 		got := map[string]int64{}

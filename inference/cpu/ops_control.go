@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"unsafe"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
@@ -157,10 +158,11 @@ func scanLoop(ctx context.Context, n opsem.Node, body *graph.Graph, states, scan
 		slicesIn[j] = parts
 	}
 	state := slices.Clone(states)
-	collected := make([][]inference.Tensor, nScanOut)
+	collected := make([]scanOutput, nScanOut)
 	kept := iterationBudget(n)
+	frame := newBodyFrame()
+	feeds := make(map[string]inference.Tensor, len(body.Inputs))
 	for i := range steps {
-		feeds := make(map[string]inference.Tensor, len(body.Inputs))
 		for k, v := range body.Inputs {
 			if k < nState {
 				feeds[v.Name] = state[k]
@@ -168,13 +170,13 @@ func scanLoop(ctx context.Context, n opsem.Node, body *graph.Graph, states, scan
 				feeds[v.Name] = slicesIn[k-nState][i]
 			}
 		}
-		outs, err := run(ctx, n.Run, body, feeds, outer)
+		outs, err := frame.run(ctx, n.Run, body, feeds, outer)
 		if err != nil {
 			return nil, fmt.Errorf("iteration %d: %w", i, err)
 		}
 		copy(state, outs[:nState])
 		for k := range nScanOut {
-			collected[k] = append(collected[k], outs[nState+k])
+			collected[k].add(outs[nState+k])
 		}
 		if err := kept.next(state, outs[nState:], collected); err != nil {
 			return nil, fmt.Errorf("iteration %d: %w", i, err)
@@ -184,7 +186,8 @@ func scanLoop(ctx context.Context, n opsem.Node, body *graph.Graph, states, scan
 	if err := kept.stack(); err != nil {
 		return nil, err
 	}
-	for k, parts := range collected {
+	for k, c := range collected {
+		parts := c.all()
 		if k < len(outDirs) && outDirs[k] == 1 {
 			slices.Reverse(parts)
 		}
@@ -239,9 +242,11 @@ func loop(ctx context.Context, n opsem.Node, in []inference.Tensor, outer map[st
 		return nil, n.Unsupported("a loop with neither trip count nor condition never ends")
 	}
 	carried := slices.Clone(in[2:])
-	collected := make([][]inference.Tensor, nScanOut)
+	collected := make([]scanOutput, nScanOut)
 	kept := iterationBudget(n)
 	condValue := in[1]
+	frame := newBodyFrame()
+	feeds := make(map[string]inference.Tensor, len(body.Inputs))
 	for i := int64(0); i < trips && cond; i++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -250,11 +255,11 @@ func loop(ctx context.Context, n opsem.Node, in []inference.Tensor, outer map[st
 		if !present(condValue) {
 			condValue, _ = inference.New([]int{}, []bool{true})
 		}
-		feeds := map[string]inference.Tensor{body.Inputs[0].Name: iter, body.Inputs[1].Name: condValue}
+		feeds[body.Inputs[0].Name], feeds[body.Inputs[1].Name] = iter, condValue
 		for k, v := range body.Inputs[2:] {
 			feeds[v.Name] = carried[k]
 		}
-		outs, err := run(ctx, n.Run, body, feeds, outer)
+		outs, err := frame.run(ctx, n.Run, body, feeds, outer)
 		if err != nil {
 			return nil, fmt.Errorf("iteration %d: %w", i, err)
 		}
@@ -266,7 +271,7 @@ func loop(ctx context.Context, n opsem.Node, in []inference.Tensor, outer map[st
 		}
 		copy(carried, outs[1:1+nCarried])
 		for k := range nScanOut {
-			collected[k] = append(collected[k], outs[1+nCarried+k])
+			collected[k].add(outs[1+nCarried+k])
 		}
 		if err := kept.next(carried, outs[1+nCarried:], collected); err != nil {
 			return nil, fmt.Errorf("iteration %d: %w", i, err)
@@ -276,7 +281,8 @@ func loop(ctx context.Context, n opsem.Node, in []inference.Tensor, outer map[st
 	if err := kept.stack(); err != nil {
 		return nil, err
 	}
-	for k, parts := range collected {
+	for k, c := range collected {
+		parts := c.all()
 		if len(parts) == 0 {
 			return nil, n.Unsupported("scan output %d of a loop that ran zero times", k)
 		}
@@ -289,6 +295,60 @@ func loop(ctx context.Context, n opsem.Node, in []inference.Tensor, outer map[st
 	return res, nil
 }
 
+// bodyFrame runs a loop's body again and again in one frame: the maps of
+// values and sequences and the outputs' slice are cleared and reused, so
+// that an iteration leaves the collector only what the body computed. (A
+// body that runs millions of times would otherwise leave a few kilobytes
+// of maps each time, which a process near its memory limit cannot collect
+// as fast.)
+type bodyFrame struct{ st runState }
+
+func newBodyFrame() *bodyFrame {
+	return &bodyFrame{st: runState{values: map[string]inference.Tensor{}, seqs: map[string][]inference.Tensor{}}}
+}
+
+// run runs body once; its outputs stay valid until the next run.
+func (f *bodyFrame) run(ctx context.Context, r *limit.Run, body *graph.Graph, feeds, outer map[string]inference.Tensor) ([]inference.Tensor, error) {
+	clear(f.st.values)
+	clear(f.st.seqs)
+	return runObserved(ctx, r, body, &f.st, feeds, outer, nil)
+}
+
+// scanChunk is how many iterations' values a chunk of a scanOutput holds.
+const scanChunk = 4096
+
+// scanOutput collects a scan output's values, one per iteration, in
+// chunks: a slice that grew by copying would leave its old array to the
+// collector, nearly as large as what it keeps, at each growth.
+type scanOutput struct {
+	chunks [][]inference.Tensor
+	n      int
+}
+
+func (c *scanOutput) add(t inference.Tensor) {
+	if k := len(c.chunks); k == 0 || len(c.chunks[k-1]) == scanChunk {
+		c.chunks = append(c.chunks, make([]inference.Tensor, 0, scanChunk))
+	}
+	last := &c.chunks[len(c.chunks)-1]
+	*last = append(*last, t)
+	c.n++
+}
+
+// records is the bytes the chunks hold besides the values' elements and
+// shapes.
+func (c *scanOutput) records() int64 {
+	return int64(len(c.chunks))*scanChunk*limit.TensorRecord + int64(cap(c.chunks))*int64(unsafe.Sizeof([]inference.Tensor(nil)))
+}
+
+// all is the values in order, in one slice.
+func (c *scanOutput) all() []inference.Tensor {
+	out := make([]inference.Tensor, 0, c.n)
+	for _, chunk := range c.chunks {
+		out = append(out, chunk...)
+	}
+	return out
+}
+
 // iterations counts what a loop keeps against its run's budget, at the
 // size the heap holds it (limit.Held): the values carried into the next
 // iteration, and the scan outputs collected so far with the slices that
@@ -298,6 +358,7 @@ type iterations struct {
 	mark    int64 // the run's bytes in use before the first iteration
 	scanned int64 // the scan outputs collected: limit.Held of each
 	stacked int64 // their ByteSize: what stacking them allocates
+	values  int64 // how many were collected
 }
 
 func iterationBudget(n opsem.Node) *iterations {
@@ -307,15 +368,16 @@ func iterationBudget(n opsem.Node) *iterations {
 // next accounts for an iteration that carries the values carried and adds
 // the scan outputs scanned to collected (each scan output's slice of the
 // iterations so far), failing once they pass the budget.
-func (it *iterations) next(carried, scanned []inference.Tensor, collected [][]inference.Tensor) error {
+func (it *iterations) next(carried, scanned []inference.Tensor, collected []scanOutput) error {
 	it.n.Run.Reset(it.mark)
 	for _, t := range scanned {
 		it.scanned += limit.Held(t)
 		it.stacked += t.ByteSize()
 	}
+	it.values += int64(len(scanned))
 	keep := it.scanned
-	for _, c := range collected {
-		keep += int64(cap(c)) * limit.TensorRecord
+	for i := range collected {
+		keep += collected[i].records()
 	}
 	for _, t := range carried {
 		keep += limit.Held(t)
@@ -324,7 +386,7 @@ func (it *iterations) next(carried, scanned []inference.Tensor, collected [][]in
 }
 
 // stack reserves the stacked scan outputs, a second copy of the collected
-// ones.
+// ones, and the slice of their records that stacking each reads.
 func (it *iterations) stack() error {
-	return it.n.Run.Reserve(func() string { return "the stacked scan outputs of " + it.n.OpType }, it.stacked)
+	return it.n.Run.Reserve(func() string { return "the stacked scan outputs of " + it.n.OpType }, it.stacked+it.values*limit.TensorRecord)
 }
