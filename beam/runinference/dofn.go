@@ -117,7 +117,12 @@ type batcher struct {
 	pool      *modelPool                 // the models of ModelsByKey and WithModelUpdates; nil without
 	byKey     map[string]KeyModelMapping // ModelsByKey's, by key
 	metricIDs map[string]string          // ModelsByKey's unnamed models' metrics ids, by Spec key (modelsByKeyIDs)
-	known     []*modelMetrics            // the metrics of the models known at Setup, which declareCounters declares
+	// The pool's models by what an element names them with, so that the
+	// element's model is a lookup of its key or update, not of its
+	// Spec's Key.
+	modelOfKey    map[string]*batchModel        // ModelsByKey's, by the element's key
+	modelOfUpdate map[ModelMetadata]*batchModel // WithModelUpdates', by the shard's update
+	known         []*modelMetrics               // the metrics of the models known at Setup, which declareCounters declares
 
 	instanceTally tally // the outcomes of every bundle of this instance, for MaxFailureRate
 	bundleTally   tally // the outcomes of this bundle, for its warning
@@ -221,29 +226,29 @@ func (b *batcher) Setup(ctx context.Context) error {
 	if b.Config.Source != ownModel {
 		b.pool = poolFor(b.Config.PoolID, b.Config.MaxModels)
 	}
-	if b.Spec.Format != "" {
-		b.known = append(b.known, metricsFor(metricsID(b.Config.ModelName, b.Spec)))
-	}
-	switch b.Config.Source {
-	case keyedModels:
+	if b.Config.Source == keyedModels {
 		b.byKey = map[string]KeyModelMapping{}
+		b.modelOfKey = map[string]*batchModel{}
 		for _, m := range b.Config.Models {
 			for _, k := range m.Keys {
 				b.byKey[k] = m
 			}
 		}
 		b.metricIDs = modelsByKeyIDs(b.Config.Models, b.Spec, b.Config.ModelName)
-		b.known = b.known[:0]
 		for _, m := range b.Config.Models {
 			b.known = append(b.known, metricsFor(b.metricsIDOf(m.ID, m.Spec)))
 		}
-		if b.Spec.Format != "" {
-			b.known = append(b.known, metricsFor(b.metricsIDOf(b.Config.ModelName, b.Spec)))
-		}
+	}
+	if b.Spec.Format != "" {
+		b.known = append(b.known, metricsFor(b.metricsIDOf(b.Config.ModelName, b.Spec)))
+	}
+	switch b.Config.Source {
+	case keyedModels:
 		if b.Spec.Format == "" { // no model of the transform's own
 			return nil
 		}
 	case updatedModels: // the shards' state names the model; check the first loads
+		b.modelOfUpdate = map[ModelMetadata]*batchModel{}
 		l, err := b.pool.borrow(ctx, b.Spec, b.Config.MaxBatchSize)
 		if err != nil && (!b.Failures || permanent(err)) {
 			return fmt.Errorf("RunInference: %w", err)
@@ -312,7 +317,7 @@ func (b *batcher) startBundle(ctx context.Context) error {
 	if b.reportLoad {
 		b.reportLoad = false
 		if b.handle != nil {
-			reportLoad(ctx, b.handle, b.own.metrics)
+			reportModelLoad(ctx, b.handle, b.own.metrics)
 		} else { // WithModelUpdates' first model, loaded in Setup through the pool
 			modelLoads.Inc(ctx, 1)
 		}
@@ -349,61 +354,80 @@ func (b *batcher) declareCounters(ctx context.Context) {
 	}
 }
 
-// modelFor is the model e runs on. A model of the pool is borrowed once,
-// for its inputs and limits, when its first element comes.
-func (b *batcher) modelFor(ctx context.Context, e *element) (*batchModel, Stage, error) {
-	var spec inference.Spec
-	var name string
+// modelFor is the model e runs on, or why it has none and the spec of
+// the model it wanted.
+func (b *batcher) modelFor(ctx context.Context, e *element) (*batchModel, inference.Spec, Stage, error) {
 	switch b.Config.Source {
 	case keyedModels:
-		m, ok := b.byKey[fmt.Sprint(e.key)]
+		key, ok := e.key.(string) // ModelsByKey takes string keys (expand)
+		if !ok {
+			key = fmt.Sprint(e.key)
+		}
+		if m, ok := b.modelOfKey[key]; ok {
+			return m, m.spec, "", nil
+		}
+		mapping, ok := b.byKey[key]
 		if !ok {
 			if b.Spec.Format == "" {
-				return nil, StageInput, fmt.Errorf("no model for key %q: ModelsByKey maps %d keys, and the transform has no spec of its own", fmt.Sprint(e.key), len(b.byKey))
+				return nil, b.Spec, StageInput, fmt.Errorf("no model for key %q: ModelsByKey maps %d keys, and the transform has no spec of its own", key, len(b.byKey))
 			}
 			return b.ownModel()
 		}
-		spec, name = m.Spec, m.ID
+		m, err := b.pooledModel(ctx, mapping.Spec, mapping.ID)
+		if err != nil {
+			return nil, mapping.Spec, StageLoad, err
+		}
+		b.modelOfKey[key] = m
+		return m, m.spec, "", nil
 	case updatedModels:
-		spec, name = b.specOf(*e.update), e.update.ID
+		if m, ok := b.modelOfUpdate[*e.update]; ok {
+			return m, m.spec, "", nil
+		}
+		spec, name := b.specOf(*e.update), e.update.ID
 		if *e.update == (ModelMetadata{}) {
 			name = b.Config.ModelName
 		}
-	default:
-		return b.ownModel()
+		m, err := b.pooledModel(ctx, spec, name)
+		if err != nil {
+			return nil, spec, StageLoad, err
+		}
+		b.modelOfUpdate[*e.update] = m
+		return m, m.spec, "", nil
 	}
+	return b.ownModel()
+}
+
+// pooledModel is the batcher's model of spec, named name, from the pool:
+// borrowed once, for its inputs and limits, when its first element comes.
+func (b *batcher) pooledModel(ctx context.Context, spec inference.Spec, name string) (*batchModel, error) {
 	key := modelKey(spec, name)
 	if m, ok := b.models[key]; ok {
-		return m, "", nil
+		return m, nil
 	}
 	l, err := b.pool.borrow(ctx, spec, b.Config.MaxBatchSize)
 	if err != nil {
-		return nil, StageLoad, err
+		return nil, err
 	}
 	m := b.newBatchModel(spec, name, true, l.entry.info, l.handle().ID())
 	l.reportLoad(ctx, m.metrics)
 	l.done()
 	b.models[key] = m
-	return m, "", nil
+	return m, nil
 }
 
-func (b *batcher) ownModel() (*batchModel, Stage, error) {
+func (b *batcher) ownModel() (*batchModel, inference.Spec, Stage, error) {
 	if b.own == nil {
-		return nil, StageLoad, b.loadErr
+		return nil, b.Spec, StageLoad, b.loadErr
 	}
-	return b.own, "", nil
+	return b.own, b.Spec, "", nil
 }
 
 // add takes one element: it fails it at once if its model is not loaded or
 // the element does not fit the model's inputs, and otherwise adds it to its
 // group, running the group when it is full.
 func (b *batcher) add(ctx context.Context, e element, out sink) error {
-	m, stage, err := b.modelFor(ctx, &e)
+	m, spec, stage, err := b.modelFor(ctx, &e)
 	if err != nil {
-		spec := b.Spec
-		if m != nil {
-			spec = m.spec
-		}
 		return b.fail(&e, stage, err, spec, inference.ModelID{}, out)
 	}
 	conformed, err := inference.Conform(m.info.inputs, e.example)

@@ -248,12 +248,12 @@ func (l *lease) reportLoad(ctx context.Context, m *modelMetrics) {
 	}
 	l.loaded = false
 	modelLoads.Inc(ctx, 1)
-	reportLoad(ctx, l.handle(), m)
+	reportModelLoad(ctx, l.handle(), m)
 }
 
-// reportLoad reports the load of h: its latency and the model's size,
-// unlabelled and in m (where not nil).
-func reportLoad(ctx context.Context, h *inference.Handle, m *modelMetrics) {
+// reportModelLoad reports the load of h: its latency and the model's
+// size, unlabelled and in m (where not nil).
+func reportModelLoad(ctx context.Context, h *inference.Handle, m *modelMetrics) {
 	_, took := h.Loaded()
 	size := h.Model().ByteSize()
 	loadLatencyMs.Update(ctx, took.Milliseconds())
