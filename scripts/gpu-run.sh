@@ -523,7 +523,7 @@ stage_bench() {
 			-n 20 -warmup 3 -json "$work/bench/$name.beamml.json" -dump "$tmp/dump-$name" -dump-batch 8
 		for p in tf32 fp16; do
 			step bench "$name-beamml-$p" 120 "$bin/beamml-bench" -model "$models/$name.onnx" -device cuda -batch "$batches" \
-				-n 20 -warmup 3 -precision "$p" -json "$work/bench/$name.beamml-$p.json"
+				-n 20 -warmup 3 -precision "$p" -json "$work/bench/$name.beamml-$p.json" -dump "$tmp/dump-$name-$p" -dump-batch 8
 		done
 		step bench "$name-reference" 180 "$python" "$repo/scripts/gpu/bench_models.py" reference "$models" "$name" "$batches" "$tmp/dump-$name"
 		grep '^{' "$work/$name-reference.log" >"$work/bench/$name.reference.jsonl"

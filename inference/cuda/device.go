@@ -48,7 +48,11 @@ type Gemm struct {
 	//   - inference.FP16: A and B rounded to float16 (to nearest even;
 	//     from ±65520 on they become ±Inf, at or below 2^-25 in magnitude
 	//     0) on tensor cores, accumulated in float32 (cublasGemmEx with
-	//     float32 matrices and CUBLAS_COMPUTE_32F_FAST_16F).
+	//     float32 matrices and CUBLAS_COMPUTE_32F_FAST_16F). That compute
+	//     type permits half and does not require it: cuBLAS may round to
+	//     TensorFloat-32 instead, as cuBLAS 13.1 does on an H200
+	//     (docs/gpu/2026-11-28-nvidia-h200.md). The simulated device
+	//     rounds to half, the coarser of the two.
 	Precision inference.Precision
 	// InType is the element type of A and B, OutType C's: 0 or
 	// inference.Float32, or inference.Float16, whose values the product

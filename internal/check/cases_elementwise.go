@@ -287,6 +287,17 @@ func elementwiseMixedCases() {
 		Case{Name: "binary/Pow/int32-f32-nonfinite", Op: "Pow", Inputs: []Input{
 			{T: tensorOf([]int{10}, int32(2), 2, 2, -2, 0, 7, -2, 3, -2, 10)},
 			{T: tensorOf([]int{10}, float32(31), 30, 40, 31, -0.5, nan, 0.5, ninf, 33, pinf)}}},
+		// Whole float exponents whose powers double holds exactly (Go's
+		// repeated squaring gives them; a GPU's pow can come out an ulp
+		// low, which truncation turns into the integer below), and int64
+		// powers past 2^53, which double rounds as Go's squaring does; 4^±0.5
+		// and 9^1.5 are Go's square roots and a fractional power.
+		Case{Name: "binary/Pow/int-f32-whole-exponents", Op: "Pow", Inputs: []Input{
+			{T: Ints([]int{12}, 3, -3, 10, 7, 3, -3, 5, 7, 4, 4, 9, 2)},
+			{T: tensorOf([]int{12}, float32(19), 19, 18, 22, 39, 39, 27, 11, 0.5, -0.5, 1.5, -3)}}},
+		Case{Name: "binary/Pow/int32-f32-whole-exponents", Op: "Pow", Inputs: []Input{
+			{T: tensorOf([]int{8}, int32(3), -3, 10, 7, 3, 2, -2, 4)},
+			{T: tensorOf([]int{8}, float32(19), 19, 9, 11, 20, 30, 30, 0.5)}}},
 	)
 
 	// The variadic operators: Sum, Max, Min and Mean.

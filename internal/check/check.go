@@ -151,7 +151,7 @@ func Compare(got, want inference.Tensor, rtol, atol float64) error {
 	g, w := Float32s(got), Float32s(want)
 	if w == nil && want.Len() > 0 {
 		if !inference.Equal(got, want) {
-			return fmt.Errorf("got %v, want %v (exact)", got, want)
+			return fmt.Errorf("got %v, want %v (exact)%s", got, want, firstDifference(got, want))
 		}
 		return nil
 	}
@@ -165,6 +165,33 @@ func Compare(got, want inference.Tensor, rtol, atol float64) error {
 		}
 	}
 	return nil
+}
+
+// firstDifference says where two tensors of one type and shape first
+// differ (", element i: got g, want w"), or "" where they do not.
+func firstDifference(got, want inference.Tensor) string {
+	switch want.DType() {
+	case inference.Int64:
+		return differ[int64](got, want)
+	case inference.Int32:
+		return differ[int32](got, want)
+	case inference.Bool:
+		return differ[bool](got, want)
+	case inference.Uint8:
+		return differ[uint8](got, want)
+	}
+	return ""
+}
+
+func differ[T int64 | int32 | bool | uint8](got, want inference.Tensor) string {
+	g, _ := inference.Data[T](got)
+	w, _ := inference.Data[T](want)
+	for i := range min(len(g), len(w)) {
+		if g[i] != w[i] {
+			return fmt.Sprintf(", element %d: got %v, want %v", i, g[i], w[i])
+		}
+	}
+	return ""
 }
 
 // Float32s returns the values of a float32 or float16 tensor as float32

@@ -383,12 +383,58 @@ DEVICE long long load_integer(long long t, const void *p, long long i) {
 	return (long long)((const unsigned char *)p)[i];
 }
 
+// pow_go is Go's math.Pow(x, y), the CPU backend's, for a finite x other
+// than 0 and 1: for a whole y it multiplies out x's mantissa by repeated
+// squaring, keeping the power of two aside, as Go does, so a power that
+// double holds comes out exact and one it does not is rounded as Go
+// rounds it; y = ±0.5 is a square root, as in Go. CUDA's pow errs by up
+// to 2 ulps: 2^31 comes out 2147483647.9999998 (on an H200), which an
+// int32 result would truncate to 2147483647, not Go's overflow to the
+// least int32. The rest (NaN, infinities, 0, 1 and other fractional
+// exponents) is pow's, whose special values are Go's; a fractional power
+// may differ from Go's by an ulp.
+DEVICE double pow_go(double x, double y) {
+	double ay = fabs(y);
+	if (!(fabs(x) <= 1.7976931348623157e308) || x == 0 || x == 1 || y == 0 || !(ay < 9223372036854775808.0)) {
+		return pow(x, y);
+	}
+	if (ay == 0.5) return y > 0 ? sqrt(x) : 1 / sqrt(x);
+	if (floor(ay) != ay) return pow(x, y);
+	int xe0;
+	double a1 = 1, x1 = frexp(x, &xe0);
+	long long ae = 0, xe = xe0;
+	for (long long i = (long long)ay; i != 0; i >>= 1) {
+		if (xe < -4096 || 4096 < xe) { // overflows or underflows whatever is left: ldexp's
+			ae += xe;
+			break;
+		}
+		if (i & 1) {
+			a1 *= x1;
+			ae += xe;
+		}
+		x1 *= x1;
+		xe <<= 1;
+		if (x1 < .5) {
+			x1 += x1;
+			xe--;
+		}
+	}
+	if (y < 0) {
+		a1 = 1 / a1;
+		ae = -ae;
+	}
+	// Beyond ±2200 every a1 (in [0.5, 1) in magnitude, or its inverse) is
+	// ±Inf or 0 already; ldexp takes an int.
+	return ldexp(a1, (int)(ae < -2200 ? -2200 : (ae > 2200 ? 2200 : ae)));
+}
+
 // binary_pow_mixed: Pow for every pair of types but float32^float32
 // (binary_f32). The result has the base's type xt (float32, int64 or
 // int32); the exponent has type yt. Two integers give the exact power
-// (wrapping), anything else the double power, truncated for an integer
-// base as Go converts it (d2ll, d2i: NaN, infinities and powers out of
-// range give the least value): the CPU backend's rules.
+// (wrapping), anything else the double power as Go computes it (pow_go),
+// truncated for an integer base as Go converts it (d2ll, d2i: NaN,
+// infinities and powers out of range give the least value): the CPU
+// backend's rules.
 KERNEL binary_pow_mixed(long long xt, long long yt, void *__restrict__ z, const void *__restrict__ x,
                         const void *__restrict__ y, BCAST_PARAMS) {
 	GRID_STRIDE(i, n) {
@@ -399,7 +445,7 @@ KERNEL binary_pow_mixed(long long xt, long long yt, void *__restrict__ z, const 
 			else ((int *)z)[i] = (int)r;
 			continue;
 		}
-		double r = pow(load_number(xt, x, xi), load_number(yt, y, yi));
+		double r = pow_go(load_number(xt, x, xi), load_number(yt, y, yi));
 		switch (xt) {
 		case T_F32: ((float *)z)[i] = (float)r; break;
 		case T_I64: ((long long *)z)[i] = d2ll(r); break;

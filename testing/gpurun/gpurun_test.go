@@ -431,7 +431,8 @@ func TestTwoCalls(t *testing.T) {
 			t.Errorf("%s ran as %q: want once, with -test.timeout", p.bin, lines)
 		}
 	}
-	for _, want := range []string{"| model | batch | beamml | beamml tf32 | beamml fp16 | torch fp32 | torch tf32 | torch fp16 |", "| resnet50 | 8 | 8.50 | 8.50 | 8.50 | 8.25 | 8.25 | 8.25 |", "| bert | 32 |"} {
+	for _, want := range []string{"| model | batch | beamml | beamml tf32 | beamml fp16 | torch fp32 | torch tf32 | torch fp16 |", "| resnet50 | 8 | 8.50 | 8.50 | 8.50 | 8.25 | 8.25 | 8.25 |", "| bert | 32 |",
+		"- bert: beamml tf32 vs torch fp32 at batch 8: max |Δ| 1e-05, 1e-06 of the output's largest |x| (10)"} {
 		if !strings.Contains(a.summary, want) {
 			t.Errorf("the summary's benchmark table lacks %q:\n%s", want, a.summary)
 		}
