@@ -90,7 +90,7 @@ func checkDockerfile(dockerfile, gomod string) []error {
 	case b == nil || b[3] != "devel":
 		errs = append(errs, fmt.Errorf("build stage image %s, want nvidia/cuda:12.x-devel-…", build.image))
 	case b[1] != "12":
-		errs = append(errs, fmt.Errorf("build stage CUDA %s.%s, want major 12 (gorgonia.org/cu v0.9.6 is written against CUDA 12, DESIGN.md rule 10)", b[1], b[2]))
+		errs = append(errs, fmt.Errorf("build stage CUDA %s.%s, want major 12 (gorgonia.org/cu v0.9.6 does not build against CUDA 13: docs/design.md, rule 10)", b[1], b[2]))
 	}
 	switch {
 	case f == nil || f[3] != "runtime":

@@ -10,8 +10,9 @@ import (
 	"testing"
 )
 
-// The runtime never imports Beam (DESIGN.md: the same runtime serves any Go
-// program, and the worker's Beam version is the pipeline's business).
+// The runtime never imports Beam (docs/design.md, Layout: the same runtime
+// serves any Go program, and the worker's Beam version is the pipeline's
+// business).
 func TestRuntimeDoesNotImportBeam(t *testing.T) {
 	files := 0
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {

@@ -22,9 +22,10 @@
 #
 # Everything is built with CGO_ENABLED=1 -tags cuda -trimpath -ldflags='-s -w'.
 # The binaries link libcuda.so.1 (the driver's; they cannot run without a GPU:
-# DESIGN.md rule 1) and libc; beamml-bench and conformance also link libstdc++ and
-# libgcc_s, for the simulated device's C++ kernels. cuBLAS is loaded at run
-# time (DESIGN.md rule 13). MANIFEST.txt lists what each one needs.
+# docs/design.md, rule 1) and libc; beamml-bench and conformance also link
+# libstdc++ and libgcc_s, for the simulated device's C++ kernels. cuBLAS is
+# loaded at run time (docs/design.md, rule 13). MANIFEST.txt lists what each one
+# needs.
 #
 # A device call sends the checkout (tracked and untracked-not-ignored files)
 # with the carried bundle, and refuses more than 64 MiB: the script prints

@@ -33,14 +33,15 @@
 // the kernel module, so there is no option to leave it out.
 //
 // The worker binary is the same pipeline program built a second time with
-// CGO_ENABLED=1 -tags cuda (DESIGN rule 3); the launcher itself is a plain
-// build and never loads CUDA. Apply and ApplyRightFit read the worker binary
-// first ([ReadWorker], [Worker.Check]) and refuse one that Dataflow's GPU
-// workers could not start or that is not the launcher's program: the
-// platform, the main package and Beam version, the glibc version and shared
-// libraries against the container ([Image] describes container/Dockerfile's).
-// A job with such a worker would otherwise fail only after its workers
-// booted, with nothing but the loader's message in the worker logs.
+// CGO_ENABLED=1 -tags cuda (docs/design.md, rule 3); the launcher itself is
+// a plain build and never loads CUDA. Apply and ApplyRightFit read the
+// worker binary first ([ReadWorker], [Worker.Check]) and refuse one that
+// Dataflow's GPU workers could not start or that is not the launcher's
+// program: the platform, the main package and Beam version, the glibc
+// version and shared libraries against the container ([Image] describes
+// container/Dockerfile's). A job with such a worker would otherwise fail
+// only after its workers booted, with nothing but the loader's message in
+// the worker logs.
 //
 // Importing this package registers the Beam Dataflow runner's flags and the
 // jobopts flags on flag.CommandLine, as importing the runner does.

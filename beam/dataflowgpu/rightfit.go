@@ -112,7 +112,7 @@ func (o Options) RightFitHint() string {
 //
 // WorkerBinary (the cuda-built worker) runs the RunInference steps only:
 // it cannot start on a worker without a GPU (gorgonia.org/cu exits at
-// init, DESIGN.md rule 1), so the other steps run Beam's usual worker,
+// init: docs/design.md, rule 1), so the other steps run Beam's usual worker,
 // --worker_binary built without the cuda tag or the launcher itself.
 //
 // There is no worker_accelerator service option (Dataflow does not allow

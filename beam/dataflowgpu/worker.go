@@ -60,7 +60,7 @@ type Worker struct {
 }
 
 // CUDA reports whether the binary has the GPU backend: built with cgo and
-// the cuda tag (DESIGN.md rule 3).
+// the cuda tag (docs/design.md, rule 3).
 func (w *Worker) CUDA() bool { return w.CGO && slices.Contains(w.Tags, "cuda") }
 
 // ReadWorker reads the build settings and the dynamic section of the worker
@@ -81,7 +81,7 @@ func ReadWorker(path string) (*Worker, error) {
 	}
 	bi, err := buildinfo.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("worker binary %s: no Go build information (%v): the worker must be the pipeline program itself, built a second time (DESIGN.md rule 3)", path, err)
+		return nil, fmt.Errorf("worker binary %s: no Go build information (%v): the worker must be the pipeline program itself, built a second time (docs/design.md, rule 3)", path, err)
 	}
 	w.Package, w.GoVersion = bi.Path, bi.GoVersion
 	for _, s := range bi.Settings {

@@ -10,8 +10,8 @@ import (
 )
 
 // -device sim: the CUDA backend's executor on the simulated device, which
-// runs the host-emulated kernels (DESIGN.md rule 6). Its times say nothing
-// about a GPU; its host nodes and outputs are the GPU path's.
+// runs the host-emulated kernels (docs/design.md, rule 6). Its times say
+// nothing about a GPU; its host nodes and outputs are the GPU path's.
 func init() {
 	simBackend = func() (inference.Backend, *simDevice, error) {
 		runner := emu.NewRunner()

@@ -141,7 +141,7 @@ type Device interface {
 	LoadModule(m kernels.Module) error
 	Function(name string) (Function, error)
 	// Launch queues a kernel on s. Every argument is 8 bytes: a Ptr, an
-	// int64, or the bits of a float64 (DESIGN.md rule 8).
+	// int64, or the bits of a float64 (docs/design.md, rule 8).
 	Launch(f Function, grid, block Dim3, s Stream, args []uint64) error
 	// Gemm queues a float32 matrix product on s (cuBLAS).
 	Gemm(s Stream, g Gemm) error

@@ -18,8 +18,9 @@ import (
 const moduleRoot = "../.."
 
 // gorgonia.org/cu exits the process at init without a GPU, so only files
-// built with the cuda tag may import it; go-nvml needs cgo (DESIGN.md
-// rules 1 and 2). Each import of either must sit behind its constraint.
+// built with the cuda tag may import it; go-nvml needs cgo, and only the
+// cuda build links it (docs/design.md, rules 1 and 2). Each import of
+// either must sit behind its constraint.
 func TestGuardedImports(t *testing.T) {
 	// go-nvml needs cgo, and only the GPU worker's build (the cuda tag)
 	// links it: a CPU pipeline builds without its cgo warnings.

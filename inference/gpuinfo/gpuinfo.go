@@ -12,11 +12,11 @@
 //
 // NVML is reached through github.com/NVIDIA/go-nvml, which needs cgo but no
 // NVIDIA library at build time: it loads libnvidia-ml.so.1 at run time
-// (DESIGN.md rule 2). It is compiled only into binaries built with cgo and
-// the cuda tag, the GPU worker's build, so that a CPU pipeline's build has
-// no GPU code (and none of go-nvml's cgo warnings); elsewhere Devices and
-// NewSampler fail saying so. Every error that means "no GPU here" wraps
-// inference.ErrNoDevice.
+// (docs/design.md, rule 2). It is compiled only into binaries built with
+// cgo and the cuda tag, the GPU worker's build, so that a CPU pipeline's
+// build has no GPU code (and none of go-nvml's cgo warnings); elsewhere
+// Devices and NewSampler fail saying so. Every error that means "no GPU
+// here" wraps inference.ErrNoDevice.
 //
 // # MPS
 //

@@ -18,7 +18,7 @@ import (
 func Devices() ([]Device, error) { return devices(nvml.New()) }
 
 // devices reads lib. Nothing is called before Init succeeds: a call into
-// the library that did not load kills the process (DESIGN.md rule 11).
+// the library that did not load kills the process (docs/design.md, rule 11).
 func devices(lib nvml.Interface) ([]Device, error) {
 	if r := lib.Init(); r != nvml.SUCCESS {
 		return nil, initErr(r)

@@ -41,7 +41,7 @@ func (s *Sampler) Sample() ([]Usage, error) {
 	defer s.mu.Unlock()
 	if s.closed {
 		// The library may be unloaded: a call now would kill the process
-		// (DESIGN.md rule 11).
+		// (docs/design.md, rule 11).
 		return nil, errors.New("gpuinfo: Sample after Close")
 	}
 	return sample(s.lib, s.pid)

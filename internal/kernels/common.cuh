@@ -6,7 +6,7 @@
 //   - KERNEL for an entry point without barriers, SYNC_KERNEL for one that
 //     calls __syncthreads (the emulator runs those threads as coroutines);
 //   - parameters are pointers, long long and double only: gorgonia.org/cu
-//     copies every launch parameter as 8 bytes (DESIGN.md rule 8);
+//     copies every launch parameter as 8 bytes (docs/design.md, rule 8);
 //   - __shared__ arrays of a fixed size (no extern dynamic shared memory),
 //     no warp shuffles; of the atomics, atomicCAS on unsigned int and
 //     unsigned long long, and atomicMax on int (the ones emu.h defines);

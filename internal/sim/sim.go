@@ -3,7 +3,7 @@
 // internal/kernels/emu), GEMMs run in Go with cuBLAS's column-major
 // semantics, and every allocation, copy, launch and GEMM is counted. The
 // executor of inference/cuda runs on it unchanged, which is how the GPU
-// path is tested on machines without a GPU (DESIGN.md rule 6).
+// path is tested on machines without a GPU (docs/design.md, rule 6).
 //
 // Each allocation is followed by guard bytes; Free and Check report a
 // kernel that wrote past the end of its buffer.

@@ -375,7 +375,7 @@ func (d *Device) Function(name string) (cuda.Function, error) {
 }
 
 // Launch queues a kernel on s (cuLaunchKernel). Each argument is passed
-// as 8 bytes (DESIGN.md rule 8); no dynamic shared memory.
+// as 8 bytes (docs/design.md, rule 8); no dynamic shared memory.
 func (d *Device) Launch(f cuda.Function, grid, block cuda.Dim3, s cuda.Stream, args []uint64) error {
 	k, ok := f.(*kernel)
 	if !ok {

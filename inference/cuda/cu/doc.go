@@ -1,10 +1,12 @@
 //go:build cuda
 
 // Package cu is the CUDA Device of the GPU backend: the driver API through
-// gorgonia.org/cu v0.9.6 (primary context, device and pinned host memory,
-// copies, PTX modules, kernel launches, streams) and cuBLAS through a small
-// cgo binding of its own (cublasSgemm_v2, cublasSgemmStridedBatched on
-// device pointers, bound to the caller's stream; DESIGN.md rule 9).
+// gorgonia.org/cu v0.9.6 (primary context, device memory, copies, kernel
+// modules, launches, streams), with cgo of its own where v0.9.6 has no
+// binding (pinned host memory, CUDA graphs), and cuBLAS through a small
+// binding of its own (cublasSgemm_v2, cublasSgemmStridedBatched and their
+// Ex forms on device pointers, bound to the caller's stream;
+// docs/design.md, rule 9).
 //
 // cuBLAS is loaded at run time (internal/cublas: dlopen of libcublas.so.12,
 // .13 or .11, or $BEAMML_CUBLAS), not linked: a binary links only libcuda
@@ -20,7 +22,7 @@
 //	import _ "github.com/beamml/beamml/inference/cuda/cu" // in a binary built with CGO_ENABLED=1 -tags cuda
 //
 // Every file has the build constraint cuda, so the default build never links
-// CUDA (DESIGN.md rules 1–3).
+// CUDA (docs/design.md, rules 1–3).
 //
 // # No GPU: the process exits at init
 //
@@ -53,10 +55,11 @@
 // through one locked goroutine; that serialises all concurrent runs of a
 // process behind one channel, which is why it is not used.
 //
-// cuBLAS work goes through one handle per Device. Binding the handle to a
-// stream and queuing the product are two calls, so they run under a mutex;
-// both return at once (the product is queued), so the mutex is held for
-// microseconds.
+// cuBLAS work goes through a handle per stream, created and bound to the
+// stream by its first product, so concurrent Runs share no handle and no
+// lock. A product on the legacy default stream uses the Device's own
+// handle, under a mutex: binding it to the stream and queuing the product
+// are two calls.
 //
 // # Streams and synchronous copies
 //

@@ -3,7 +3,7 @@
 // host C++ compiler (emu.h maps blockIdx, threadIdx, __shared__ and
 // __syncthreads onto a loop over threads and coroutines), so the kernels
 // are tested against the CPU backend on machines without a GPU
-// (DESIGN.md rule 6). The simulated device (internal/sim) launches
+// (docs/design.md, rule 6). The simulated device (internal/sim) launches
 // them through a Runner.
 //
 // Nothing in a production binary imports this package: it exists for

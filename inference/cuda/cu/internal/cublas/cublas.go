@@ -16,8 +16,9 @@
 // a cublasComputeType_t). Load says which files it tried when none loads.
 //
 // The package does not initialise the driver and does not import
-// gorgonia.org/cu, so its tests run on a machine without a GPU (DESIGN.md
-// rule 1 keeps inference/cuda/cu's own tests off such machines).
+// gorgonia.org/cu, so its tests run on a machine without a GPU
+// (docs/design.md, rule 1 keeps inference/cuda/cu's own tests off such
+// machines).
 package cublas
 
 /*

@@ -7,13 +7,14 @@
 //
 // gorgonia.org/cu v0.9.6 calls cuInit(0) in its package init and, when that
 // fails, prints "Error in initialization, please refer to … for details on:
-// NoDevice" on stdout and calls os.Exit(1) (DESIGN.md rule 1). Nothing can
-// stop that exit once its init runs; this package only runs first. Go
-// initialises packages in import-path order among those whose imports are
-// ready (the spec's rule since Go 1.21): this package imports only C, fmt and
-// os, which gorgonia.org/cu imports as well, and "github.com/…" sorts before
-// "gorgonia.org/…", so its init always runs before gorgonia's in a binary
-// that links both. inference/cuda/cu imports it for that reason alone.
+// NoDevice" on stdout and calls os.Exit(1) (docs/design.md, rule 1).
+// Nothing can stop that exit once its init runs; this package only runs
+// first. Go initialises packages in import-path order among those whose
+// imports are ready (the spec's rule since Go 1.21): this package imports
+// only C, fmt and os, which gorgonia.org/cu imports as well, and
+// "github.com/…" sorts before "gorgonia.org/…", so its init always runs
+// before gorgonia's in a binary that links both. inference/cuda/cu imports
+// it for that reason alone.
 package cuinit
 
 /*

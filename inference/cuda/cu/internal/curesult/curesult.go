@@ -3,8 +3,8 @@
 // Package curesult says what a CUDA driver result means to the runtime:
 // which inference sentinel an error wraps. It reads only cuda.h's
 // constants, calls no driver function and does not import gorgonia.org/cu,
-// so its tests run on a machine without a GPU (DESIGN.md rule 1 keeps
-// inference/cuda/cu's own tests off such machines).
+// so its tests run on a machine without a GPU (docs/design.md, rule 1
+// keeps inference/cuda/cu's own tests off such machines).
 package curesult
 
 /*
