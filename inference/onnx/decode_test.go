@@ -203,14 +203,22 @@ func TestNotAModelFails(t *testing.T) {
 	wantErr(t, err, inference.ErrBadModel)
 }
 
+// conformanceData is ONNX's backend test data in the repository
+// (testing/conformance/testdata/README.md).
+var conformanceData = filepath.Join("..", "..", "testing", "conformance", "testdata")
+
 // FuzzDecode feeds the decoder mutations of real models: it must never
 // panic, and never allocate more than 64 times the input plus 4 MiB (it
-// checks declared sizes against the bytes present before allocating).
+// checks declared sizes against the bytes present before allocating). Its
+// seeds are models of the conformance data: a missing one fails the test
+// rather than leaving the fuzzer without them.
 func FuzzDecode(f *testing.F) {
-	for _, m := range []string{"simple/test_single_relu_model", "node/test_add_bcast", "node/test_conv_with_strides_padding", "pytorch-operator/test_operator_add_broadcast"} {
-		if b, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "onnx-conformance", m, "model.onnx")); err == nil {
-			f.Add(b)
+	for _, m := range []string{"simple/test_single_relu_model", "node/test_add_bcast", "node/test_conv_with_strides_padding", "pytorch-converted/test_Conv1d"} {
+		b, err := os.ReadFile(filepath.Join(conformanceData, m, "model.onnx"))
+		if err != nil {
+			f.Fatalf("seeds from the conformance data: %v", err) // the error names the path
 		}
+		f.Add(b)
 	}
 	b, _ := proto.Marshal(model(weights()))
 	f.Add(b)
