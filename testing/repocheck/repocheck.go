@@ -3,8 +3,9 @@
 // [MaxSize] outside the folders that hold test data and the kernels'
 // generated images. A plain clone stays small enough to send to a device
 // machine (64 MiB with the GPU bundle: scripts/gpu-bundle.sh), and build
-// outputs stay out of git. Its test runs on this repository's git ls-files
-// in go test ./... (and so in make test and .ci/run).
+// outputs stay out of git. It also checks the citations of the design
+// rules ([Citations]). Its test runs on this repository's git ls-files in
+// go test ./... (and so in make test and .ci/run).
 package repocheck
 
 import (
@@ -15,6 +16,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -152,4 +156,143 @@ func binaryKind(head []byte) string {
 func peOffsetPlausible(head []byte) bool {
 	off := int(head[0x3c]) | int(head[0x3d])<<8 | int(head[0x3e])<<16 | int(head[0x3f])<<24
 	return off >= 64 && off < 1<<16
+}
+
+// DesignDoc is the file of the design rules, from the repository's root.
+// Code, scripts and documents cite a rule as "docs/design.md, rule 8", a
+// few as "docs/design.md, rules 1–3" or "docs/design.md, rules 3, 9 and
+// 10", and a section as "docs/design.md, Layout".
+const DesignDoc = "docs/design.md"
+
+// Citations reads the tracked text files under root and returns the
+// problems with their citations of the design rules: a name for the design
+// document other than DesignDoc (such as the upper-case file outside the
+// repository that the citations once named, which a clone does not have),
+// a rule that DesignDoc does not number, and a section it does not have.
+// A wrapped citation counts: comment markers and line breaks between its
+// words are read as spaces. It also checks DesignDoc itself: its rules
+// ("N. **…**" at the start of a line) are numbered 1, 2, 3, … in order.
+func Citations(root string, files []File) ([]Problem, error) {
+	doc, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(DesignDoc)))
+	if err != nil {
+		return nil, fmt.Errorf("repocheck: %w", err)
+	}
+	rules, sections := designOutline(doc)
+	var problems []Problem
+	for i, n := range rules {
+		if n != i+1 {
+			problems = append(problems, Problem{DesignDoc, fmt.Sprintf("rule %d is numbered %d: rules are numbered 1, 2, 3, … in order, and keep their numbers", i+1, n)})
+			break
+		}
+	}
+	if len(rules) == 0 {
+		problems = append(problems, Problem{DesignDoc, `no numbered rule ("N. **…**" at the start of a line)`})
+	}
+	for _, f := range files {
+		if f.Mode == "120000" || f.Mode == "160000" {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f.Path)))
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("repocheck: %w", err)
+		}
+		if bytes.IndexByte(data, 0) >= 0 { // binary data: test inputs, fatbins
+			continue
+		}
+		for _, why := range citationProblems(data, rules, sections) {
+			problems = append(problems, Problem{f.Path, why})
+		}
+	}
+	return problems, nil
+}
+
+var (
+	// ruleLine is a numbered rule of DesignDoc.
+	ruleLine = regexp.MustCompile(`(?m)^(\d+)\. \*\*`)
+	// sectionLine is a section of DesignDoc.
+	sectionLine = regexp.MustCompile(`(?m)^## +(.+)$`)
+	// designName is any name of the design document, with its folders.
+	// Only DesignDoc, spelled so, is a good one.
+	designName = regexp.MustCompile(`(?i)(?:[\w./-]*/)?\bdesign\.md\b`)
+	// designRule is a citation of a rule by the upper-case name without
+	// its ".md".
+	designRule = regexp.MustCompile(`\bDESIGN,? rules? \d`)
+	// citation is DesignDoc followed by what it cites, rules or a section.
+	citation = regexp.MustCompile(`docs/design\.md,\s+(?:rules?\s+(\d+(?:\s*(?:,|–|-|and|or)\s*\d+)*)|([A-Z][\w-]*))`)
+	// ruleNumber is a number of a rule list, with the dash of a range
+	// before it.
+	ruleNumber = regexp.MustCompile(`([–-]\s*)?(\d+)`)
+	// wrap is what a citation wrapped over lines has between two words: a
+	// line break, indentation and a comment marker.
+	wrap = regexp.MustCompile(`[ \t]*\r?\n[ \t]*(?://+|#+|\*|--)?[ \t]*`)
+)
+
+// designOutline returns the numbers of DesignDoc's rules, in order, and
+// the titles of its sections.
+func designOutline(doc []byte) (rules []int, sections []string) {
+	for _, m := range ruleLine.FindAllSubmatch(doc, -1) {
+		n, _ := strconv.Atoi(string(m[1]))
+		rules = append(rules, n)
+	}
+	for _, m := range sectionLine.FindAllSubmatch(doc, -1) {
+		sections = append(sections, strings.TrimSpace(string(m[1])))
+	}
+	return rules, sections
+}
+
+// citationProblems returns what is wrong with the citations of the design
+// rules in one file's text.
+func citationProblems(data []byte, rules []int, sections []string) []string {
+	if !mentionsDesign(data) {
+		return nil
+	}
+	text := wrap.ReplaceAllString(string(data), " ")
+	var problems []string
+	for _, name := range designName.FindAllString(text, -1) {
+		if name != DesignDoc {
+			problems = append(problems, fmt.Sprintf("cites %q: the design rules are %s, in the repository", name, DesignDoc))
+		}
+	}
+	for _, c := range designRule.FindAllString(text, -1) {
+		problems = append(problems, fmt.Sprintf("cites %q: cite %s, rule N", c, DesignDoc))
+	}
+	for _, m := range citation.FindAllStringSubmatch(text, -1) {
+		if section := m[2]; section != "" {
+			if !slices.ContainsFunc(sections, func(s string) bool { return strings.HasPrefix(s, section) }) {
+				problems = append(problems, fmt.Sprintf("cites %q: %s has no section %q", m[0], DesignDoc, section))
+			}
+			continue
+		}
+		for _, n := range citedRules(m[1]) {
+			if !slices.Contains(rules, n) {
+				problems = append(problems, fmt.Sprintf("cites %q: %s has no rule %d (it has rules 1 to %d)", m[0], DesignDoc, n, len(rules)))
+			}
+		}
+	}
+	return problems
+}
+
+// mentionsDesign reports whether data holds "design", in any case: the
+// regular expressions run only on such files, which are few.
+func mentionsDesign(data []byte) bool {
+	return bytes.Contains(bytes.ToLower(data), []byte("design"))
+}
+
+// citedRules returns the rules a list such as "1–3", "3, 9 and 10" or "1
+// and 2" names.
+func citedRules(list string) []int {
+	var rules []int
+	for _, m := range ruleNumber.FindAllStringSubmatch(list, -1) {
+		n, _ := strconv.Atoi(m[2])
+		if m[1] != "" && len(rules) > 0 { // a range from the number before
+			for k := rules[len(rules)-1] + 1; k < n; k++ {
+				rules = append(rules, k)
+			}
+		}
+		rules = append(rules, n)
+	}
+	return rules
 }

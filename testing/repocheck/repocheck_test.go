@@ -159,3 +159,121 @@ func TestGitignoreCoversBuildOutputs(t *testing.T) {
 		t.Errorf("git check-ignore said nothing of %q", outputs)
 	}
 }
+
+// Every tracked file cites the design rules as docs/design.md, and every
+// rule or section it cites is there.
+func TestDesignCitations(t *testing.T) {
+	root := repoRoot(t)
+	files, err := Tracked(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	problems, err := Citations(root, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("tracked: %s", p)
+	}
+	// The check is not vacuous: the rules are there, and cited.
+	doc, err := os.ReadFile(filepath.Join(root, DesignDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rules, _ := designOutline(doc); len(rules) < 14 {
+		t.Errorf("%s numbers %d rules, want at least 14", DesignDoc, len(rules))
+	}
+	cited := 0
+	for _, f := range files {
+		if data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f.Path))); err == nil && mentionsDesign(data) {
+			cited += len(citation.FindAll(wrap.ReplaceAll(data, []byte(" ")), -1))
+		}
+	}
+	if cited < 20 {
+		t.Errorf("found %d citations of %s in the tracked files, want at least 20: is the pattern right?", cited, DesignDoc)
+	}
+}
+
+// Citations finds each kind of bad citation in a repository made for the
+// test, and passes good ones, wrapped over comment lines too. The bad ones
+// are spelled in pieces here, or TestDesignCitations would find them in
+// this file.
+func TestCitationsFindProblems(t *testing.T) {
+	bad := strings.NewReplacer(
+		"OLD", "DESIGN"+".md", // the name the citations once used, outside the repository
+		"BARE", "design"+".md",
+		"SHORT", "DESIGN"+" rule",
+		"CITE", "docs/design.md"+",")
+	dir := t.TempDir()
+	files := map[string]string{
+		DesignDoc: "# Design\n\n## Layout (one folder per concern)\n\n## Rules\n\n" +
+			"1. **One.** Why.\n\n2. **Two.** Why.\n\n3. **Three.** Why.\n",
+		"good.go":    "// Cited (CITE rule 2), wrapped (CITE\n// rules 1–3), listed (CITE rules 1, 2 and 3)\n// and a section (CITE Layout).\n",
+		"good.sh":    "# the worker (CITE\n# rule 3) and libc\n",
+		"old.go":     "// (OLD rule 1)\n",
+		"old.md":     "see OLD,\nrules 1 and 2\n",
+		"short.go":   "// (SHORT 3)\n",
+		"bare.md":    "as BARE says\n",
+		"norule.sh":  "# CITE\n# rule 4\n",
+		"range.md":   "CITE rules 2–5\n",
+		"section.md": "CITE Glossary\n",
+		"data.bin":   "\x00OLD",
+	}
+	for name, text := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(bad.Replace(text)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var tracked []File
+	for name := range files {
+		tracked = append(tracked, File{Path: name, Mode: "100644"})
+	}
+	problems, err := Citations(dir, tracked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, p := range problems {
+		got[p.Path] += p.Why + "; "
+	}
+	want := map[string][]string{
+		"old.go":     {bad.Replace(`cites "OLD"`)},
+		"old.md":     {bad.Replace(`cites "OLD"`)},
+		"short.go":   {bad.Replace(`cites "SHORT 3"`)},
+		"bare.md":    {bad.Replace(`cites "BARE"`)},
+		"norule.sh":  {"has no rule 4"},
+		"range.md":   {"has no rule 4", "has no rule 5"},
+		"section.md": {`has no section "Glossary"`},
+	}
+	for name, whys := range want {
+		for _, why := range whys {
+			if !strings.Contains(got[name], why) {
+				t.Errorf("%s: problems %q, want one saying %q", name, got[name], why)
+			}
+		}
+	}
+	for name := range got {
+		if _, ok := want[name]; !ok {
+			t.Errorf("%s: %s; want no problem", name, got[name])
+		}
+	}
+
+	// Rules numbered out of order, or not at all, are a problem of the
+	// design document itself.
+	for _, doc := range []string{"1. **One.**\n\n2. **Two.**\n\n4. **Four.**\n", "No rules.\n"} {
+		if err := os.WriteFile(filepath.Join(dir, DesignDoc), []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		problems, err := Citations(dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(problems) != 1 || problems[0].Path != DesignDoc {
+			t.Errorf("design document %q: problems %v, want one of %s", doc, problems, DesignDoc)
+		}
+	}
+}
