@@ -1,11 +1,19 @@
-# beamml: make demo runs the demo pipeline on prism; make test runs the tests.
-# Both need only Go (1.26 or newer); make race and the race run inside
-# make test need a C compiler as well (the race detector uses cgo).
+# beamml: make demo runs the demo pipeline on prism; make test runs the
+# tests a newcomer waits for; make check the rest, as CI does. demo and
+# test need only Go (1.26 or newer); make check needs a C and C++ compiler
+# as well (the race detector and the emulated CUDA kernels use cgo).
 
 GO ?= go
 # Packages whose tests run pipelines through ptest: run once on prism (the
 # default) and once on the direct runner.
 PIPELINE_PKGS := ./beam/runinference/ ./examples/classify/ ./examples/quickstart/
+# make check's packages: the CUDA executor, whose tests run every operator
+# on host-emulated kernels (the simulated device), and the GPU bring-up
+# script on a fake device. make test runs the others, less CHECK_TESTS:
+# the suites of other packages on the simulated device.
+CHECK_PKGS := ./inference/cuda/ ./testing/gpurun/
+TEST_PKGS := $(filter-out $(patsubst ./%/,github.com/beamml/beamml/%,$(CHECK_PKGS)),$(shell $(GO) list ./...))
+CHECK_TESTS := ^(TestConformanceSim.*|TestRecurrentOnSimulatedDevice|TestExportsOnSimulatedDevice|TestWithCUDATag)$$
 # Packages with concurrency: the shared model cache, the DoFns, the stub models.
 # The GPU executor's package runs only its concurrency tests under the race
 # detector: its 848 one-operator cases take minutes there and share no state.
@@ -19,7 +27,7 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 # ONNX's backend test data, in the repository (testing/conformance/testdata/README.md).
 CONFORMANCE_DIR ?= testing/conformance/testdata
 
-.PHONY: demo demo-streaming test test-direct race build-nocgo lint bench bench-cpu conformance fuzz generate kernels ptxas build-cuda worker container
+.PHONY: demo demo-streaming test test-direct check race build-nocgo lint bench bench-cpu conformance fuzz generate kernels ptxas build-cuda worker container
 
 demo:
 	$(GO) run ./examples/classify
@@ -30,18 +38,31 @@ demo:
 demo-streaming:
 	$(GO) run ./examples/streaming
 
-test: lint build-nocgo
-	$(GO) test -count=1 ./...
+# What a newcomer runs to trust the project (at most 10 minutes cold on 2
+# cores, docs/development.md): the unit tests, ONNX conformance on the
+# CPU, and the pipeline tests on prism and on the direct runner. What it
+# leaves out is make check's: the CUDA executor on the simulated device
+# (CHECK_PKGS, and the suites CHECK_TESTS names in other packages), the GPU
+# bring-up on a fake device, vet and gofmt, the CGO_ENABLED=0 build, the
+# race detector and fuzzing.
+test:
+	$(GO) test -count=1 -skip '$(CHECK_TESTS)' $(TEST_PKGS)
 	$(MAKE) --no-print-directory test-direct
-	@if [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v "$$($(GO) env CC)" >/dev/null; then \
-		$(MAKE) --no-print-directory race; \
-	else \
-		echo "NOT RUN: go test -race needs cgo and a C compiler ($$($(GO) env CC)); make race runs it"; \
-		echo "NOT RUN: the CUDA executor tests on the simulated device need cgo and a C++ compiler (the kernels are emulated as C++)"; \
-	fi
 
 test-direct:
 	$(GO) test -count=1 $(PIPELINE_PKGS) -args -runner=direct
+
+# Everything make test leaves out; CI runs make test, then make check,
+# then the checks that need the CUDA toolkit (.ci/run).
+check: lint build-nocgo
+	$(GO) test -count=1 $(CHECK_PKGS)
+	$(GO) test -count=1 -run '$(CHECK_TESTS)' $(TEST_PKGS)
+	@if [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v "$$($(GO) env CC)" >/dev/null; then \
+		$(MAKE) --no-print-directory race; \
+	else \
+		echo "NOT RUN: go test -race needs cgo and a C compiler ($$($(GO) env CC)); make race runs it"; exit 1; \
+	fi
+	$(MAKE) --no-print-directory fuzz
 
 race:
 	$(GO) test -race -count=1 $(RACE_PKGS)
@@ -56,12 +77,12 @@ lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 
-# Benchmarks print go test's own tables; the README quotes them.
+# Benchmarks print go test's own tables; docs/performance.md quotes them.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./beam/runinference/
 
 # The CPU-speed yardstick: the CPU backend vs ONNX Runtime on twelve
-# models, batch 1 and 8, 1 and 2 threads; the README's table comes from it.
+# models, batch 1 and 8, 1 and 2 threads; docs/performance.md's table comes from it.
 # Needs Debian's python3-torchvision, node and npm (scripts/bench-cpu.sh).
 # BENCH_ARGS go to testing/benchcpu: BENCH_ARGS='--threads 1 --batches 8
 # --models bert' times one model.
@@ -76,7 +97,7 @@ sim-models:
 	bash scripts/sim-models.sh
 
 # What the GPU path asks of the device per steady-state batch (launches,
-# GEMMs, copies, memory) on the simulated device, as the README's table
+# GEMMs, copies, memory) on the simulated device, as docs/gpu.md's table
 # (scripts/sim-work.sh).
 .PHONY: sim-work
 sim-work:
@@ -89,11 +110,10 @@ conformance:
 # Bounded fuzzing of the decoders that read untrusted bytes, and of the CPU
 # kernels on what a model may hand them.
 FUZZTIME ?= 30s
+FUZZ_TARGETS ?= FuzzDecode:./inference/onnx/ FuzzTensorUnmarshal:./inference/ \
+	FuzzDecodeTensors:./inference/ FuzzRunNode:./inference/cpu/
 fuzz:
-	$(GO) test -run '^$$' -fuzz=FuzzDecode -fuzztime=$(FUZZTIME) ./inference/onnx/
-	$(GO) test -run '^$$' -fuzz=FuzzTensorUnmarshal -fuzztime=$(FUZZTIME) ./inference/
-	$(GO) test -run '^$$' -fuzz=FuzzDecodeTensors -fuzztime=$(FUZZTIME) ./inference/
-	$(GO) test -run '^$$' -fuzz=FuzzRunNode -fuzztime=$(FUZZTIME) ./inference/cpu/
+	GO=$(GO) bash scripts/fuzz.sh $(FUZZTIME) $(FUZZ_TARGETS)
 
 # The ONNX protobuf code, from internal/onnxpb/onnx.proto.
 generate:

@@ -5,7 +5,7 @@
 # LSTM, ResNet-18 and -50, MobileNetV2, EfficientNet-B0, ConvNeXt-Tiny,
 # SqueezeNet 1.1, a ViT, a BERT-style encoder and a GPT-style decoder) at
 # batch sizes 1 and 8 with 1 and 2 threads, and prints the markdown table
-# the README quotes (testing/benchcpu).
+# docs/performance.md quotes (testing/benchcpu).
 #
 # Needs: Go; Debian's python3-torchvision (torch 1.13, torchvision 0.14) at
 # /usr/bin/python3; node and npm, with the npm registry the first time

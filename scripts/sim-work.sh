@@ -8,7 +8,7 @@
 # ViT of make bench-cpu, in the default precision and in FP16 mode
 # (-precision fp16), and the float16 twins of ResNet-50 and the encoder,
 # at batch 2 (sequence 16 for the encoder). The counts do not depend on
-# the batch size. Prints the markdown table the README quotes, and fails
+# the batch size. Prints the markdown table docs/gpu.md quotes, and fails
 # (exit 1) when a model breaks issue 15's bounds: ResNet-50 and the
 # BERT-style encoder at most 60 kernel launches per batch (in either
 # mode), one call

@@ -12,9 +12,12 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"go/scanner"
+	"go/token"
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -202,7 +205,7 @@ func Citations(root string, files []File) ([]Problem, error) {
 		if bytes.IndexByte(data, 0) >= 0 { // binary data: test inputs, fatbins
 			continue
 		}
-		for _, why := range citationProblems(data, rules, sections) {
+		for _, why := range citationProblems(path.Dir(f.Path), data, rules, sections) {
 			problems = append(problems, Problem{f.Path, why})
 		}
 	}
@@ -244,15 +247,16 @@ func designOutline(doc []byte) (rules []int, sections []string) {
 }
 
 // citationProblems returns what is wrong with the citations of the design
-// rules in one file's text.
-func citationProblems(data []byte, rules []int, sections []string) []string {
+// rules in the text of one file in dir, where a name relative to dir that
+// is DesignDoc (its bare name in docs/) is DesignDoc too.
+func citationProblems(dir string, data []byte, rules []int, sections []string) []string {
 	if !mentionsDesign(data) {
 		return nil
 	}
 	text := wrap.ReplaceAllString(string(data), " ")
 	var problems []string
 	for _, name := range designName.FindAllString(text, -1) {
-		if name != DesignDoc {
+		if name != DesignDoc && path.Join(dir, name) != DesignDoc {
 			problems = append(problems, fmt.Sprintf("cites %q: the design rules are %s, in the repository", name, DesignDoc))
 		}
 	}
@@ -295,4 +299,79 @@ func citedRules(list string) []int {
 		rules = append(rules, n)
 	}
 	return rules
+}
+
+// mdName is a markdown file's name as a comment cites it, with its folders.
+var mdName = regexp.MustCompile(`[\w./-]*[\w-]\.md\b`)
+
+// MissingDocs returns, for the tracked Go files under root, each markdown
+// document their comments cite that the repository does not have: a
+// document outside it (one beside the checkout, say) is not there for
+// someone who cloned it. A name is looked up from the repository's root
+// and from the file's folder; a bare name (README.md) also in each folder
+// above the file's.
+func MissingDocs(root string, files []File) ([]Problem, error) {
+	have := map[string]bool{}
+	for _, f := range files {
+		have[f.Path] = true
+	}
+	var problems []Problem
+	for _, f := range files {
+		if !strings.HasSuffix(f.Path, ".go") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f.Path)))
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("repocheck: %w", err)
+		}
+		seen := map[string]bool{}
+		for _, name := range mdName.FindAllString(goComments(data), -1) {
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			if !citedDocExists(have, path.Dir(f.Path), name) {
+				problems = append(problems, Problem{f.Path, fmt.Sprintf("cites %s, which the repository does not have", name)})
+			}
+		}
+	}
+	return problems, nil
+}
+
+// citedDocExists reports whether name, cited from a file in dir, is among
+// the tracked paths.
+func citedDocExists(have map[string]bool, dir, name string) bool {
+	if have[path.Clean(name)] || have[path.Join(dir, name)] {
+		return true
+	}
+	if strings.Contains(name, "/") {
+		return false
+	}
+	for d := dir; d != "." && d != "/"; d = path.Dir(d) {
+		if have[path.Join(d, name)] {
+			return true
+		}
+	}
+	return false
+}
+
+// goComments returns the comments of a Go source file, one per line.
+func goComments(src []byte) string {
+	var sc scanner.Scanner
+	fset := token.NewFileSet()
+	sc.Init(fset.AddFile("", -1, len(src)), src, nil, scanner.ScanComments)
+	var b strings.Builder
+	for {
+		_, tok, lit := sc.Scan()
+		if tok == token.EOF {
+			return b.String()
+		}
+		if tok == token.COMMENT {
+			b.WriteString(lit)
+			b.WriteByte('\n')
+		}
+	}
 }

@@ -277,3 +277,60 @@ func TestCitationsFindProblems(t *testing.T) {
 		}
 	}
 }
+
+// No Go file cites a markdown document the repository does not have.
+func TestCitedDocumentsExist(t *testing.T) {
+	root := repoRoot(t)
+	files, err := Tracked(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	problems, err := MissingDocs(root, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("tracked: %s", p)
+	}
+}
+
+// MissingDocs finds a document outside the repository, one in a folder it
+// does not have, and passes the repository's own, bare names found in a
+// folder above, and names in code rather than comments. The bad names are
+// spelled in pieces here, or TestCitedDocumentsExist would find them.
+func TestMissingDocsFindsProblems(t *testing.T) {
+	tracked := []File{
+		{Path: "README.md"}, {Path: "docs/design.md"}, {Path: "pkg/testdata/README.md"},
+		{Path: "pkg/a.go"}, {Path: "pkg/sub/b.go"},
+	}
+	dir := t.TempDir()
+	for p, text := range map[string]string{
+		"pkg/a.go":     "// see README.md, docs/design.md and testdata/README.md; not STYLE" + ".md\nvar x = \"code.md\"\n",
+		"pkg/sub/b.go": "/* see ../../shared/DESIGN" + ".md\n and docs/gone" + ".md */\n",
+	} {
+		f := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	problems, err := MissingDocs(dir, tracked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range problems {
+		got = append(got, p.String())
+	}
+	slices.Sort(got)
+	want := []string{
+		"pkg/a.go: cites STYLE.md, which the repository does not have",
+		"pkg/sub/b.go: cites ../../shared/DESIGN" + ".md, which the repository does not have",
+		"pkg/sub/b.go: cites docs/gone.md, which the repository does not have",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("MissingDocs found\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

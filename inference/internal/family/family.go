@@ -1,6 +1,6 @@
 // Package family records where each backend implements each operator, so
-// that a test can check that the backends mirror each other (STYLE.md:
-// operator families are files of the same name in every backend). A
+// that a test can check that the backends mirror each other (docs/design.md,
+// Layout: operator families are files of the same name in every backend). A
 // backend's registration function calls Record from the init function of
 // the file that implements the operator, ops_<family>.go in inference/cpu
 // and lower_<family>.go in inference/cuda; the family is read off that
