@@ -16,7 +16,7 @@ import (
 // or in float32 between casts (lowerNode), and the CPU computes widened
 // node by node; the outputs agree within float16's tolerances. The float16
 // forms must run: at least one case launches each of them.
-func TestOpsMatchCPUInFloat16(t *testing.T) {
+func TestOpsMatchCPUAsFloat16Models(t *testing.T) {
 	ctx := context.Background()
 	before := runner.Launched()
 	ran := 0
