@@ -279,7 +279,7 @@ func fp16DeferNet(t testing.TB) *graph.Graph {
 // conv_g's residual): no epilogue launch for them, and no float32
 // accumulator. Where the reader does not take it, the product's own
 // epilogue_rounded_f16 finishes it in place. The results are the mode's
-// meaning (cuda.Reference) at its tolerances (fp16_test.go), with the one
+// meaning (cuda.Reference) at its tolerances (fp16_mode_test.go), with the one
 // more rounding this adds.
 func TestDeferredEpiloguesInFP16(t *testing.T) {
 	ctx := context.Background()

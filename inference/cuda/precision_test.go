@@ -35,7 +35,7 @@ func (c inPrecision) Compile(g *graph.Graph) (inference.Model, error) {
 // 1.46e-3 (nn/Gemm/one-row, K = 300); the tolerance is the one TF32 was
 // introduced with. All 65 cases with a GEMM fail float32's tolerances,
 // which shows the mode reaches their GEMMs. (FP16 stores values in
-// float16 as well: fp16_test.go.)
+// float16 as well: fp16_mode_test.go.)
 var reducedPrecisions = []struct {
 	p          inference.Precision
 	rtol, atol float64

@@ -1,4 +1,4 @@
-# lib.sh: what the fake device's stand-ins share (sourced; see ../../gpurun_test.go).
+# lib.sh: what the fake device's stand-ins share (sourced; see ../../gpurun_internal_test.go).
 # The fake machine is described by the environment:
 #   FAKE_GPU       yes (default), none (no driver answers), broken (listed, cuInit fails)
 #   FAKE_HANG      names that sleep until killed: a payload binary's name,

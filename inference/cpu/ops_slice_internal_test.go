@@ -11,7 +11,7 @@ import (
 
 // The kernels here copy elements, so results are compared exactly.
 
-func TestSHSlice(t *testing.T) {
+func TestSlice(t *testing.T) {
 	x := tensorOf[int64](t, []int{5}, 0, 1, 2, 3, 4)
 	// Negative step from the end, the end clamped to before index 0.
 	y := runKernel(t, testNode("Slice", 13, nil, 1), x, i64s(t, -1), i64s(t, math.MinInt64), i64s(t, 0), i64s(t, -2))[0]
@@ -22,7 +22,7 @@ func TestSHSlice(t *testing.T) {
 	checkExact[int64](t, y, []int{4}, 1, 2, 3, 4)
 }
 
-func TestSHConcatSplit(t *testing.T) {
+func TestConcatSplit(t *testing.T) {
 	a := tensorOf[float32](t, []int{2, 1}, 1, 2)
 	b := tensorOf[float32](t, []int{2, 2}, 3, 4, 5, 6)
 	y := runKernel(t, testNode("Concat", 13, map[string]graph.Attr{"axis": attrInt(-1)}, 1), a, b)[0]
@@ -39,7 +39,7 @@ func TestSHConcatSplit(t *testing.T) {
 	checkExact[int32](t, outs[1], []int{5}, 2, 3, 4, 5, 6)
 }
 
-func TestSHPadModes(t *testing.T) {
+func TestPadModes(t *testing.T) {
 	x := tensorOf[int64](t, []int{3}, 1, 2, 3)
 	for _, c := range []struct {
 		mode string
@@ -60,7 +60,7 @@ func TestSHPadModes(t *testing.T) {
 	checkExact[int64](t, y, []int{3}, 2, 3, 7)
 }
 
-func TestSHExpandTile(t *testing.T) {
+func TestExpandTile(t *testing.T) {
 	x := tensorOf[bool](t, []int{2, 1}, true, false)
 	y := runKernel(t, testNode("Expand", 13, nil, 1), x, i64s(t, 2, 1, 3))[0]
 	checkExact(t, y, []int{2, 2, 3}, true, true, true, false, false, false, true, true, true, false, false, false)
@@ -71,7 +71,7 @@ func TestSHExpandTile(t *testing.T) {
 	}
 }
 
-func TestSHCenterCropPad(t *testing.T) {
+func TestCenterCropPad(t *testing.T) {
 	y := runKernel(t, testNode("CenterCropPad", 18, nil, 1), tensorOf[int64](t, []int{2, 3}, 1, 2, 3, 4, 5, 6), i64s(t, 3, 1))[0]
 	checkExact[int64](t, y, []int{3, 1}, 2, 5, 0)
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/beamml/beamml/inference/graph"
 )
 
-func TestEWUnary(t *testing.T) {
+func TestElementwiseUnary(t *testing.T) {
 	x := tensorOf(t, []int{5}, float32(-2), -0.5, 0, 0.5, 2.5)
 	checkFloats(t, runKernel(t, testNode("Relu", 14, nil, 1), x)[0], []int{5}, 0, 0, 0, 0.5, 2.5)
 	// Round is half to even.
@@ -33,7 +33,7 @@ func TestEWUnary(t *testing.T) {
 	}
 }
 
-func TestEWBroadcast(t *testing.T) {
+func TestElementwiseBroadcast(t *testing.T) {
 	a := tensorOf(t, []int{2, 3}, float32(1), 2, 3, 4, 5, 6)
 	// Same shape, scalar, trailing-dimension tile and general broadcasting.
 	checkFloats(t, runKernel(t, testNode("Add", 14, nil, 1), a, a)[0], []int{2, 3}, 2, 4, 6, 8, 10, 12)
@@ -70,7 +70,7 @@ func TestEWBroadcast(t *testing.T) {
 }
 
 // Before opset 7, Add broadcasts only with broadcast=1, aligning B at axis.
-func TestEWLegacyBroadcast(t *testing.T) {
+func TestElementwiseLegacyBroadcast(t *testing.T) {
 	a := tensorOf(t, []int{2, 2, 2}, float32(1), 2, 3, 4, 5, 6, 7, 8)
 	b := tensorOf(t, []int{2}, float32(10), 20)
 	at := func(axis int64) map[string]graph.Attr {
@@ -95,7 +95,7 @@ func TestEWLegacyBroadcast(t *testing.T) {
 	checkFloats(t, runKernel(t, testNode("PRelu", 6, nil, 1), x, tensorOf(t, []int{2}, float32(0.5), 0.25))[0], []int{1, 2, 3}, -0.5, -1, 3, -1, 5, -1.5)
 }
 
-func TestEWIntegerArithmetic(t *testing.T) {
+func TestElementwiseIntegerArithmetic(t *testing.T) {
 	a := tensorOf(t, []int{4}, int64(-7), 7, -7, 7)
 	b := tensorOf(t, []int{4}, int64(2), -2, 3, 3)
 	checkExact(t, runKernel(t, testNode("Div", 14, nil, 1), a, b)[0], []int{4}, int64(-3), -3, -2, 2)
@@ -113,7 +113,7 @@ func TestEWIntegerArithmetic(t *testing.T) {
 	}
 }
 
-func TestEWClip(t *testing.T) {
+func TestClip(t *testing.T) {
 	x := tensorOf(t, []int{4}, float32(-3), -0.5, 0.5, 3)
 	attrs := map[string]graph.Attr{"min": attrFloat(-1)}
 	checkFloats(t, runKernel(t, testNode("Clip", 6, attrs, 1), x)[0], []int{4}, -1, -0.5, 0.5, 3)
@@ -128,7 +128,7 @@ func TestEWClip(t *testing.T) {
 	}
 }
 
-func TestEWCast(t *testing.T) {
+func TestCast(t *testing.T) {
 	to := func(code int64) map[string]graph.Attr {
 		return map[string]graph.Attr{"to": attrInt(code)}
 	}

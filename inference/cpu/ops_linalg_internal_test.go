@@ -9,7 +9,7 @@ import (
 	"github.com/beamml/beamml/inference/graph"
 )
 
-func TestNNMatMul(t *testing.T) {
+func TestMatMul(t *testing.T) {
 	n := testNode("MatMul", 13, nil, 1)
 	// 1-D promotion on both sides: a dot product of rank 0.
 	out := runKernel(t, n, tensorOf(t, []int{3}, float32(1), 2, 3), tensorOf(t, []int{3}, float32(4), 5, 6))
@@ -41,7 +41,7 @@ func TestNNMatMul(t *testing.T) {
 	}
 }
 
-func TestNNGemm(t *testing.T) {
+func TestGemm(t *testing.T) {
 	// A' = Aᵀ = [[1,2],[3,4]], B' = Bᵀ = [[1,0],[0,1]]; Y = 2·A'·B' + 0.5·[10, 20].
 	n := testNode("Gemm", 13, map[string]graph.Attr{
 		"transA": attrInt(1), "transB": attrInt(1), "alpha": attrFloat(2), "beta": attrFloat(0.5),
@@ -66,7 +66,7 @@ func TestNNGemm(t *testing.T) {
 	checkFloats(t, out[0], []int{2, 2}, 1, 3, 2, 4)
 }
 
-func TestMSDet(t *testing.T) {
+func TestDet(t *testing.T) {
 	// det [[1 2] [3 4]] = -2, det diag(2, 3) = 6.
 	x := tensorOf(t, []int{2, 2, 2}, float32(1), 2, 3, 4, 2, 0, 0, 3)
 	checkFloats(t, runKernel(t, testNode("Det", 24, nil, 1), x)[0], []int{2}, -2, 6)

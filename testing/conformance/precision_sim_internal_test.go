@@ -105,7 +105,7 @@ func TestConformanceSimReducedPrecision(t *testing.T) {
 	}
 }
 
-// The FP16 mode's tolerances (inference/cuda's fp16_test.go gives the
+// The FP16 mode's tolerances (inference/cuda's fp16_mode_test.go gives the
 // reasons): against its meaning, the CPU's run of the graph the mode
 // rewrites (cuda.Reference), float16's 2e-3; against the suites' expected
 // outputs, 1e-2 where the problem is inside float16 at 5e-3

@@ -38,7 +38,7 @@ const (
 // Every check case passes in FP16 on the simulated device, at the
 // tolerances above; the cases launch the float16 kernels of the nodes the
 // mode converts.
-func TestOpsMatchCPUInFP16(t *testing.T) {
+func TestOpsMatchCPUInFP16Mode(t *testing.T) {
 	ctx := context.Background()
 	before := runner.Launched()
 	var beyond int

@@ -29,7 +29,7 @@ func dwEachLevel(t *testing.T, check func(t *testing.T, lv vecLevel, l dwLoop)) 
 }
 
 // dwEndAtGuard returns n float32s for the loops to read. Where the
-// platform allows (depthwise_linux_test.go), they end where a page with
+// platform allows (depthwise_linux_internal_test.go), they end where a page with
 // no access begins, so that a loop reading past them faults.
 var dwEndAtGuard = func(t *testing.T, n int) []float32 { return make([]float32, n) }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
-func TestNNConvHand(t *testing.T) {
+func TestConvHand(t *testing.T) {
 	// 3×3 input, 2×2 kernel of ones, pads 1 at the start only, stride 2:
 	// windows start at -1 and 1 in each dimension.
 	x := tensorOf(t, []int{1, 1, 3, 3}, float32(1), 2, 3, 4, 5, 6, 7, 8, 9)
@@ -87,12 +87,12 @@ func cvDirectConv(xs, ws []int, x, w, bias []float32, g opsem.Window, group int)
 	return out
 }
 
-// TestNNConvRandom compares Conv (im2col + SGEMM) with the direct loop on
+// TestConvRandom compares Conv (im2col + SGEMM) with the direct loop on
 // random 1-D, 2-D and 3-D cases with groups, strides, dilations and
 // asymmetric pads, batches large enough to run in parallel included. Each
 // output sums at most 8·27 products of values in [-1, 1); the tolerance
 // is atol 1e-4 + rtol 1e-4 (atol scaled from 1e-5 for those long sums).
-func TestNNConvRandom(t *testing.T) {
+func TestConvRandom(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for trial := range 60 {
 		rank := 1 + trial%3
@@ -175,12 +175,12 @@ func cvCheckNear(t *testing.T, name string, got, want []float32) {
 	}
 }
 
-// TestNNConvDepthwise compares the direct depthwise path with the im2col +
+// TestConvDepthwise compares the direct depthwise path with the im2col +
 // SGEMM path (cvConvGemm) and with the reference loop, on random 2-D cases:
 // 3×3 kernels (the register kernel) and others, strides and dilations of 1
 // and 2, asymmetric pads or none, channel multipliers 1 to 3, batches of 1
 // and 2, with and without bias, some large enough to run in parallel.
-func TestNNConvDepthwise(t *testing.T) {
+func TestConvDepthwise(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
 	for trial := range 80 {
 		batch, chans, mult, extra := 1+trial%2, 2+r.IntN(4), 1+r.IntN(3), 9
@@ -235,12 +235,12 @@ func TestNNConvDepthwise(t *testing.T) {
 	}
 }
 
-// TestNNConvPointwise checks 1×1 convolutions, which with unit strides and
+// TestConvPointwise checks 1×1 convolutions, which with unit strides and
 // no padding skip im2col and multiply the input directly, against the
 // reference loop: groups of 1 and 2, batches of 1 and 3, and the im2col
-// cases beside them (stride 2, padding). As in TestNNConvRandom, atol is
+// cases beside them (stride 2, padding). As in TestConvRandom, atol is
 // 1e-4 for sums of up to 64 products.
-func TestNNConvPointwise(t *testing.T) {
+func TestConvPointwise(t *testing.T) {
 	r := rand.New(rand.NewPCG(15, 16))
 	cases := []struct {
 		batch, chans, outChans, group, h, w int
@@ -271,11 +271,11 @@ func TestNNConvPointwise(t *testing.T) {
 	}
 }
 
-// TestNNPackIm2col2D compares cvPackIm2col2D with nnPackB over the
+// TestPackIm2col2D compares cvPackIm2col2D with nnPackB over the
 // matrix the N-D cvIm2col fills, on random 2-D geometries and random
 // blocks, for the panel widths of every micro-kernel, into buffers filled
 // with NaN as pooled ones may be: every element must be written.
-func TestNNPackIm2col2D(t *testing.T) {
+func TestPackIm2col2D(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 18))
 	for trial := range 60 {
 		chans := 1 + r.IntN(3)
@@ -316,7 +316,7 @@ func TestNNPackIm2col2D(t *testing.T) {
 	}
 }
 
-func TestNNConvTranspose(t *testing.T) {
+func TestConvTranspose(t *testing.T) {
 	// 1-D, stride 2, kernel of ones: input i lands on outputs 2i…2i+2.
 	x := tensorOf(t, []int{1, 1, 2}, float32(1), 2)
 	w := tensorOf(t, []int{1, 1, 3}, float32(1), 1, 1)
@@ -339,7 +339,7 @@ func TestNNConvTranspose(t *testing.T) {
 	}
 }
 
-func TestIMCol2Im(t *testing.T) {
+func TestCol2Im(t *testing.T) {
 	// A 2×3 image from 1×2 blocks at stride 1: 2×2 block positions. Block
 	// offset 0 holds 1..4, offset 1 holds 10..40, one per position.
 	x := tensorOf[float32](t, []int{1, 2, 4}, 1, 2, 3, 4, 10, 20, 30, 40)
@@ -355,10 +355,10 @@ func TestIMCol2Im(t *testing.T) {
 	}
 }
 
-// BenchmarkNNConv times a ResNet-style 3×3 convolution, 64 → 64 channels
+// BenchmarkConv times a ResNet-style 3×3 convolution, 64 → 64 channels
 // on 56×56 with padding 1: the 64×3136×576 product of BenchmarkSgemmOurs
 // plus im2col.
-func BenchmarkNNConv(b *testing.B) {
+func BenchmarkConv(b *testing.B) {
 	r := rand.New(rand.NewPCG(7, 8))
 	x, _ := inference.New([]int{1, 64, 56, 56}, nnRandom(r, 64*56*56))
 	w, _ := inference.New([]int{64, 64, 3, 3}, nnRandom(r, 64*64*9))
@@ -372,9 +372,9 @@ func BenchmarkNNConv(b *testing.B) {
 	b.ReportMetric(2*64*576*3136*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
 
-// BenchmarkNNConvDepthwise times MobileNetV2's 3×3 depthwise convolutions
+// BenchmarkConvDepthwise times MobileNetV2's 3×3 depthwise convolutions
 // over 144 channels of 56×56, at strides 1 and 2.
-func BenchmarkNNConvDepthwise(b *testing.B) {
+func BenchmarkConvDepthwise(b *testing.B) {
 	r := rand.New(rand.NewPCG(11, 12))
 	x, _ := inference.New([]int{1, 144, 56, 56}, nnRandom(r, 144*56*56))
 	w, _ := inference.New([]int{144, 1, 3, 3}, nnRandom(r, 144*9))

@@ -7,7 +7,7 @@ import (
 	"github.com/beamml/beamml/inference/graph"
 )
 
-func TestRDSoftmaxOpsets(t *testing.T) {
+func TestSoftmaxOpsets(t *testing.T) {
 	x := tensorOf[float32](t, []int{1, 2, 2}, 0, 1, 2, 3)
 	e := func(v float64) float32 { return float32(v) }
 	// Softmax-11 at axis 1 normalises the flattened [1, 4] row.

@@ -12,7 +12,7 @@ import (
 	"github.com/beamml/beamml/inference/graph"
 )
 
-func TestNNPools(t *testing.T) {
+func TestPools(t *testing.T) {
 	x := tensorOf(t, []int{1, 1, 3, 3}, float32(1), 2, 3, 4, 5, 6, 7, 8, 9)
 
 	// MaxPool 2×2 stride 1 with Indices, row-major and column-major.
@@ -64,7 +64,7 @@ func TestNNPools(t *testing.T) {
 	}
 }
 
-func TestNNMaxUnpool(t *testing.T) {
+func TestMaxUnpool(t *testing.T) {
 	n := testNode("MaxUnpool", 11, map[string]graph.Attr{"kernel_shape": attrInts(2, 2), "strides": attrInts(2, 2)}, 1)
 	x := tensorOf(t, []int{1, 1, 1, 2}, float32(5), 7)
 	i := tensorOf(t, []int{1, 1, 1, 2}, int64(1), 6)
@@ -79,8 +79,8 @@ func TestNNMaxUnpool(t *testing.T) {
 	}
 }
 
-// BenchmarkNNMaxPool times a 3×3 stride-2 max pool over 64×112×112.
-func BenchmarkNNMaxPool(b *testing.B) {
+// BenchmarkMaxPool times a 3×3 stride-2 max pool over 64×112×112.
+func BenchmarkMaxPool(b *testing.B) {
 	r := rand.New(rand.NewPCG(9, 10))
 	x, _ := inference.New([]int{1, 64, 112, 112}, nnRandom(r, 64*112*112))
 	n := testNode("MaxPool", 12, map[string]graph.Attr{"kernel_shape": attrInts(3, 3), "strides": attrInts(2, 2), "pads": attrInts(1, 1, 1, 1)}, 1)
@@ -155,9 +155,9 @@ func TestGlobalPools(t *testing.T) {
 	}
 }
 
-// BenchmarkNNGlobalAveragePool times GlobalAveragePool on the shapes
+// BenchmarkGlobalAveragePool times GlobalAveragePool on the shapes
 // EfficientNet-B0's squeeze-excite blocks average, [1, C, H, W].
-func BenchmarkNNGlobalAveragePool(b *testing.B) {
+func BenchmarkGlobalAveragePool(b *testing.B) {
 	r := rand.New(rand.NewPCG(11, 12))
 	n := testNode("GlobalAveragePool", 1, nil, 1)
 	for _, s := range [][3]int{{32, 112, 112}, {96, 56, 56}, {144, 28, 28}, {480, 14, 14}, {1152, 7, 7}} {

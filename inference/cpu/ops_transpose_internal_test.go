@@ -10,13 +10,13 @@ import (
 
 // The kernels here copy elements, so results are compared exactly.
 
-func TestSHTransposeUint8(t *testing.T) {
+func TestTransposeUint8(t *testing.T) {
 	x := tensorOf[uint8](t, []int{2, 3}, 1, 2, 3, 4, 5, 6)
 	y := runKernel(t, testNode("Transpose", 13, nil, 1), x)[0]
 	checkExact[uint8](t, y, []int{3, 2}, 1, 4, 2, 5, 3, 6)
 }
 
-func TestSHRearrange(t *testing.T) {
+func TestDepthToSpaceAndReverseSequence(t *testing.T) {
 	// [1, 4, 1, 1] to [1, 1, 2, 2]: DCR reads the channels as (row, column).
 	x := tensorOf[int64](t, []int{1, 4, 1, 1}, 0, 1, 2, 3)
 	y := runKernel(t, testNode("DepthToSpace", 13, map[string]graph.Attr{"blocksize": attrInt(2)}, 1), x)[0]

@@ -12,7 +12,7 @@ import (
 // exactly; only Range's float values are computed, and are held to rtol
 // 1e-4, atol 1e-5.
 
-func TestSHCreate(t *testing.T) {
+func TestGenerators(t *testing.T) {
 	y := runKernel(t, testNode("ConstantOfShape", 20, nil, 1), i64s(t, 2))[0]
 	checkExact[float32](t, y, []int{2}, 0, 0)
 	y = runKernel(t, testNode("Trilu", 14, map[string]graph.Attr{"upper": attrInt(0)}, 1), tensorOf[int32](t, []int{2, 3}, 1, 2, 3, 4, 5, 6), tensorOf[int64](t, []int{}, 1))[0]
@@ -25,7 +25,7 @@ func TestSHCreate(t *testing.T) {
 	checkFloats(t, y, []int{4}, 1, 1.3, 1.6, 1.9)
 }
 
-func TestSHConstantUnsupported(t *testing.T) {
+func TestConstantUnsupported(t *testing.T) {
 	n := testNode("Constant", 13, map[string]graph.Attr{"value_string": attrString("a")}, 1)
 	if _, err := gnConstant(n, nil); !errors.Is(err, inference.ErrUnsupportedOp) {
 		t.Errorf("Constant value_string: err %v, want ErrUnsupportedOp", err)

@@ -8,7 +8,7 @@ import (
 	"github.com/beamml/beamml/inference/graph"
 )
 
-func TestSHGather(t *testing.T) {
+func TestGather(t *testing.T) {
 	x := tensorOf[float32](t, []int{3, 2}, 1, 2, 3, 4, 5, 6)
 	y := runKernel(t, testNode("Gather", 13, nil, 1), x, tensorOf[int64](t, []int{1, 2}, -1, 0))[0]
 	checkExact[float32](t, y, []int{1, 2, 2}, 5, 6, 1, 2)
@@ -22,7 +22,7 @@ func TestSHGather(t *testing.T) {
 	checkExact[float32](t, y, []int{3}, 2, 3, 6)
 }
 
-func TestSHScatter(t *testing.T) {
+func TestScatter(t *testing.T) {
 	x := tensorOf[int64](t, []int{1, 3}, 1, 2, 3)
 	n := testNode("ScatterElements", 18, map[string]graph.Attr{"axis": attrInt(1), "reduction": attrString("add")}, 1)
 	y := runKernel(t, n, x, tensorOf[int64](t, []int{1, 2}, -1, 2), tensorOf[int64](t, []int{1, 2}, 10, 20))[0]
@@ -34,7 +34,7 @@ func TestSHScatter(t *testing.T) {
 	checkExact[float32](t, y, []int{2, 2}, 1, 2, 30, -4)
 }
 
-func TestMSTensorScatter(t *testing.T) {
+func TestTensorScatter(t *testing.T) {
 	// Cache [batch 2, seq 3, 1]; update [2, 2, 1] along axis 1.
 	past := tensorOf(t, []int{2, 3, 1}, float32(1), 2, 3, 4, 5, 6)
 	update := tensorOf(t, []int{2, 2, 1}, float32(10), 11, 20, 21)
@@ -57,7 +57,7 @@ func TestMSTensorScatter(t *testing.T) {
 	}
 }
 
-func TestSHCompress(t *testing.T) {
+func TestCompress(t *testing.T) {
 	y := runKernel(t, testNode("Compress", 11, map[string]graph.Attr{"axis": attrInt(1)}, 1), tensorOf[int64](t, []int{2, 3}, 1, 2, 3, 4, 5, 6), tensorOf(t, []int{2}, false, true))[0]
 	checkExact[int64](t, y, []int{2, 1}, 2, 5)
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/beamml/beamml/inference/internal/limit"
 )
 
-func TestMSNonMaxSuppression(t *testing.T) {
+func TestNonMaxSuppression(t *testing.T) {
 	// Box 1 overlaps box 0 with IoU 0.9/1.1; box 2 is apart; box 3 has box
 	// 2's score and lies apart from all, so it follows box 2 (lower index
 	// first).

@@ -12,7 +12,7 @@ import (
 
 // Attention with scale 1 on one head: q0 = [1 0] sees scores [0, ln 3]
 // (weights ¼, ¾), q1 = [0 0] sees [0, 0]; V = [4; 8].
-func TestSQAttentionHandComputed(t *testing.T) {
+func TestAttentionHandComputed(t *testing.T) {
 	ln3 := float32(math.Log(3))
 	q := tensorOf[float32](t, []int{1, 1, 2, 2}, 1, 0, 0, 0)
 	k := tensorOf(t, []int{1, 1, 2, 2}, 0, 0, ln3, 0)
@@ -50,7 +50,7 @@ func TestSQAttentionHandComputed(t *testing.T) {
 
 // Softcap c·tanh(x/c) applies before the mask; mode 1 reports it, mode 2
 // adds the mask.
-func TestSQAttentionSoftcapModes(t *testing.T) {
+func TestAttentionSoftcapModes(t *testing.T) {
 	q := tensorOf[float32](t, []int{1, 1, 1, 1}, 2)
 	k := tensorOf[float32](t, []int{1, 1, 2, 1}, 1, 3)
 	v := tensorOf[float32](t, []int{1, 1, 2, 1}, 0, 1)
@@ -115,7 +115,7 @@ func atConcatSeq(t *testing.T, a, b inference.Tensor) inference.Tensor {
 
 // The 3-D form, grouped-query heads and the key/value cache agree with
 // plain 4-D multi-head attention on the equivalent inputs.
-func TestSQAttentionEquivalences(t *testing.T) {
+func TestAttentionEquivalences(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	q := randTensor(t, r, 2, 4, 3, 5)
 	k := randTensor(t, r, 2, 2, 4, 5)
@@ -152,7 +152,7 @@ func TestSQAttentionEquivalences(t *testing.T) {
 	checkFloats(t, out3[1], []int{2, 2, 6, 5}, floatsOf(t, out[1])...)
 }
 
-func TestSQAttentionErrors(t *testing.T) {
+func TestAttentionErrors(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	n := testNode("Attention", 23, nil, 1)
 	if _, err := kernels["Attention"](n, []inference.Tensor{randTensor(t, r, 2, 3), randTensor(t, r, 2, 3), randTensor(t, r, 2, 3)}); !errors.Is(err, inference.ErrShape) {
@@ -175,7 +175,7 @@ func TestSQAttentionErrors(t *testing.T) {
 
 // x = [1 2 3 4] with cos = [0 1], sin = [1 0]: the first pair turns by 90°,
 // the second stays.
-func TestSQRotaryEmbedding(t *testing.T) {
+func TestRotaryEmbedding(t *testing.T) {
 	x := tensorOf[float32](t, []int{1, 1, 1, 4}, 1, 2, 3, 4)
 	cos := tensorOf(t, []int{1, 1, 2}, float32(0), 1)
 	sin := tensorOf(t, []int{1, 1, 2}, float32(1), 0)

@@ -11,7 +11,7 @@ import (
 
 // The kernels here copy elements, so results are compared exactly.
 
-func TestSHReshape(t *testing.T) {
+func TestReshape(t *testing.T) {
 	x := tensorOf(t, []int{2, 3, 4}, make([]int32, 24)...)
 	// 0 copies dimension 0, -1 takes the rest.
 	y := runKernel(t, testNode("Reshape", 13, nil, 1), x, i64s(t, 0, -1))[0]
@@ -30,7 +30,7 @@ func TestSHReshape(t *testing.T) {
 	}
 }
 
-func TestSHSqueezeOpsets(t *testing.T) {
+func TestSqueezeOpsets(t *testing.T) {
 	x := tensorOf(t, []int{1, 3, 1}, true, false, true)
 	y := runKernel(t, testNode("Squeeze", 11, map[string]graph.Attr{"axes": attrInts(-1)}, 1), x)[0]
 	checkExact(t, y, []int{1, 3}, true, false, true)
@@ -45,7 +45,7 @@ func TestSHSqueezeOpsets(t *testing.T) {
 	}
 }
 
-func TestSHUnsupported(t *testing.T) {
+func TestDropout(t *testing.T) {
 	x := tensorOf[float32](t, []int{2}, 1, 2)
 	_, err := vwDropout(testNode("Dropout", 13, nil, 2), []inference.Tensor{x, {}, tensorOf(t, []int{}, true)})
 	if !errors.Is(err, inference.ErrUnsupportedOp) {

@@ -8,7 +8,7 @@ import (
 	"github.com/beamml/beamml/inference/graph"
 )
 
-func TestMSUnique(t *testing.T) {
+func TestUnique(t *testing.T) {
 	x := tensorOf(t, []int{5}, float32(2), 1, 2, 3, 1)
 	out := runKernel(t, testNode("Unique", 24, nil, 4), x)
 	checkExact[float32](t, out[0], []int{3}, 1, 2, 3)
@@ -35,7 +35,7 @@ func TestMSUnique(t *testing.T) {
 	}
 }
 
-func TestSHTopK(t *testing.T) {
+func TestTopK(t *testing.T) {
 	x := tensorOf[float32](t, []int{5}, 2, 7, 2, 7, 1)
 	outs := runKernel(t, testNode("TopK", 11, nil, 2), x, i64s(t, 3))
 	checkExact[float32](t, outs[0], []int{3}, 7, 7, 2)
@@ -46,7 +46,7 @@ func TestSHTopK(t *testing.T) {
 	checkExact[int64](t, outs[1], []int{2}, 4, 0)
 }
 
-func TestSHNonZero(t *testing.T) {
+func TestNonZero(t *testing.T) {
 	y := runKernel(t, testNode("NonZero", 13, nil, 1), tensorOf[uint8](t, []int{2, 2}, 0, 3, 4, 0))[0]
 	checkExact[int64](t, y, []int{2, 2}, 0, 1, 1, 0)
 }

@@ -13,7 +13,7 @@ import (
 // not broadcast or change meaning between opsets, so the cases cover the
 // layouts instead: N-D targets.
 
-func TestMSNegativeLogLikelihoodLoss(t *testing.T) {
+func TestNegativeLogLikelihoodLoss(t *testing.T) {
 	// Log-probabilities of 2 samples over 3 classes; targets 0 and 2.
 	x := tensorOf(t, []int{2, 3}, float32(-1), -2, -3, -4, -5, -6)
 	target := tensorOf(t, []int{2}, int64(0), 2)
@@ -44,7 +44,7 @@ func TestMSNegativeLogLikelihoodLoss(t *testing.T) {
 	}
 }
 
-func TestMSSoftmaxCrossEntropyLoss(t *testing.T) {
+func TestSoftmaxCrossEntropyLoss(t *testing.T) {
 	// One sample, 2 classes, 2 positions: softmax(0, ln 3) = (1/4, 3/4) and
 	// softmax(0, 0) = (1/2, 1/2); targets 1 and 0.
 	ln3 := float32(math.Log(3))

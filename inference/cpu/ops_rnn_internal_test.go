@@ -16,7 +16,7 @@ import (
 func rnSigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 
 // One hidden unit, one input, X = [1, -1]: each step written out.
-func TestSQRecurrentHandComputed(t *testing.T) {
+func TestRecurrentHandComputed(t *testing.T) {
 	x := tensorOf(t, []int{2, 1, 1}, float32(1), -1)
 
 	// RNN: h = tanh(2x + 0.5h + 0.1 + 0.2).
@@ -104,7 +104,7 @@ func rnFlip(t *testing.T, x inference.Tensor) inference.Tensor {
 // The driver: reverse runs forward over the flipped sequence,
 // bidirectional stacks the two, sequence_lens truncates each batch row and
 // layout 1 transposes — checked for each cell against single forward runs.
-func TestSQRecurrentDirectionsLengthsLayout(t *testing.T) {
+func TestRecurrentDirectionsLengthsLayout(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	const seq, batch, input, hidden = 4, 2, 3, 2
 	none := inference.Tensor{}
@@ -217,7 +217,7 @@ func TestSQRecurrentDirectionsLengthsLayout(t *testing.T) {
 	}
 }
 
-func TestSQRecurrentActivationsAndErrors(t *testing.T) {
+func TestRecurrentActivationsAndErrors(t *testing.T) {
 	x := tensorOf(t, []int{1, 1, 1}, float32(-2))
 	w := tensorOf(t, []int{1, 1, 1}, float32(1))
 	rr := tensorOf(t, []int{1, 1, 1}, float32(0))

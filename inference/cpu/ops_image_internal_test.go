@@ -12,7 +12,7 @@ import (
 // Values are hand-computed; float32 results are held to rtol 1e-4,
 // atol 1e-5.
 
-func TestIMResizeLinearOpsets(t *testing.T) {
+func TestResizeLinearOpsets(t *testing.T) {
 	x := tensorOf[float32](t, []int{1, 1, 2, 2}, 1, 2, 3, 4)
 	scales := tensorOf[float32](t, []int{4}, 1, 1, 2, 2)
 	linear := map[string]graph.Attr{"mode": attrString("linear")}
@@ -35,7 +35,7 @@ func TestIMResizeLinearOpsets(t *testing.T) {
 		3, 3.5, 4, 4)
 }
 
-func TestIMResizeNearestLegacyDownsample(t *testing.T) {
+func TestResizeNearestLegacyDownsample(t *testing.T) {
 	x := tensorOf[float32](t, []int{1, 4}, 1, 2, 3, 4)
 	scales := tensorOf[float32](t, []int{2}, 1, 0.6)
 	// floor(4·0.6) = 2 outputs at x_in = 0 and 1/0.6 ≈ 1.67; Resize-10 takes
@@ -49,7 +49,7 @@ func TestIMResizeNearestLegacyDownsample(t *testing.T) {
 	checkFloats(t, got, []int{1, 2}, 1, 2)
 }
 
-func TestIMResizeSizesAxesNotLarger(t *testing.T) {
+func TestResizeSizesAxesNotLarger(t *testing.T) {
 	x := tensorOf[float32](t, []int{1, 1, 2, 4}, 1, 2, 3, 4, 5, 6, 7, 8)
 	sizes := tensorOf[int64](t, []int{2}, 2, 2)
 	// Scales would be 1 and 0.5; not_larger keeps 0.5 on both axes, giving
@@ -61,7 +61,7 @@ func TestIMResizeSizesAxesNotLarger(t *testing.T) {
 	checkFloats(t, got, []int{1, 1, 1, 2}, 1, 3)
 }
 
-func TestIMResizeCubicAsymmetric(t *testing.T) {
+func TestResizeCubicAsymmetric(t *testing.T) {
 	x := tensorOf[float32](t, []int{4}, 0, 1, 0, 0)
 	scales := tensorOf[float32](t, []int{1}, 2)
 	// Output 3 samples x_in = 1.5: taps 0..3 weigh k(1.5), k(0.5), k(0.5),
@@ -76,7 +76,7 @@ func TestIMResizeCubicAsymmetric(t *testing.T) {
 	}
 }
 
-func TestIMResizeCropAndResizeExtrapolation(t *testing.T) {
+func TestResizeCropAndResizeExtrapolation(t *testing.T) {
 	x := tensorOf[float32](t, []int{3}, 1, 2, 3)
 	roi := tensorOf[float32](t, []int{2}, 0.5, 1.5)
 	sizes := tensorOf[int64](t, []int{1}, 3)
@@ -88,7 +88,7 @@ func TestIMResizeCropAndResizeExtrapolation(t *testing.T) {
 	checkFloats(t, got, []int{3}, 2, 3, 9)
 }
 
-func TestIMResizeErrors(t *testing.T) {
+func TestResizeErrors(t *testing.T) {
 	x := tensorOf[float32](t, []int{1, 1, 2, 2}, 1, 2, 3, 4)
 	_, err := imResize(testNode("Resize", 13, nil, 1), []inference.Tensor{x, {}, tensorOf[float32](t, []int{3}, 1, 2, 2)})
 	if !errors.Is(err, inference.ErrShape) {
@@ -105,7 +105,7 @@ func TestIMResizeErrors(t *testing.T) {
 	}
 }
 
-func TestIMUpsampleOpsets(t *testing.T) {
+func TestUpsampleOpsets(t *testing.T) {
 	x := tensorOf[float32](t, []int{1, 2}, 1, 2)
 	want := []float32{1, 1, 1, 2, 2, 2}
 	// Upsample-7 takes scales as an attribute, Upsample-9 as an input.
@@ -115,7 +115,7 @@ func TestIMUpsampleOpsets(t *testing.T) {
 	checkFloats(t, got, []int{1, 6}, want...)
 }
 
-func TestIMGridSample(t *testing.T) {
+func TestGridSample(t *testing.T) {
 	x := tensorOf[float32](t, []int{1, 1, 2, 2}, 1, 2, 3, 4)
 	// Points (x, y): the center (0, 0), the top-left corner (−1, −1) and
 	// (1, −1). Without align_corners they map to pixel coordinates
@@ -144,7 +144,7 @@ func TestIMGridSample(t *testing.T) {
 	checkFloats(t, got, []int{1, 1, 1, 1, 1}, 2.5)
 }
 
-func TestIMAffineGrid(t *testing.T) {
+func TestAffineGrid(t *testing.T) {
 	// Scale x by 2 and shift y by 0.5.
 	theta := tensorOf[float32](t, []int{1, 2, 3}, 2, 0, 0, 0, 1, 0.5)
 	size := tensorOf[int64](t, []int{4}, 1, 1, 2, 2)

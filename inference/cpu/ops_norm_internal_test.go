@@ -9,7 +9,7 @@ import (
 	"github.com/beamml/beamml/inference/graph"
 )
 
-func TestRDBatchNorm(t *testing.T) {
+func TestBatchNorm(t *testing.T) {
 	x := tensorOf[float32](t, []int{1, 2, 2}, 1, 3, 10, 20)
 	p := func(a, b float32) inference.Tensor { return tensorOf[float32](t, []int{2}, a, b) }
 	scale, bias, mean, variance := p(2, 1), p(0, 1), p(2, 10), p(4, 100)
@@ -34,7 +34,7 @@ func TestRDBatchNorm(t *testing.T) {
 	}
 }
 
-func TestRDLayerNorm(t *testing.T) {
+func TestLayerNorm(t *testing.T) {
 	x := tensorOf[float32](t, []int{2, 2}, 1, 3, 0, 4)
 	scale := tensorOf[float32](t, []int{2}, 1, 2)
 	bias := tensorOf[float32](t, []int{2}, 0, 1)
@@ -50,7 +50,7 @@ func TestRDLayerNorm(t *testing.T) {
 	checkFloats(t, rms[0], []int{2}, 3/r, 8/r)
 }
 
-func TestRDGroupNormOpsets(t *testing.T) {
+func TestGroupNormOpsets(t *testing.T) {
 	// Two channels of two elements each, one group per channel.
 	x := tensorOf[float32](t, []int{1, 2, 2}, 1, 3, 0, 4)
 	scale := tensorOf[float32](t, []int{2}, 1, 2)
@@ -69,7 +69,7 @@ func TestRDGroupNormOpsets(t *testing.T) {
 	}
 }
 
-func TestRDLpNormAndLRN(t *testing.T) {
+func TestLpNormAndLRN(t *testing.T) {
 	x := tensorOf[float32](t, []int{2, 2}, 3, -1, 0, 0)
 	out := runKernel(t, testNode("LpNormalization", 22, map[string]graph.Attr{"p": attrInt(1)}, 1), x)
 	checkFloats(t, out[0], []int{2, 2}, 0.75, -0.25, 0, 0)

@@ -80,7 +80,7 @@ func runHalfCase(t *testing.T, c check.Case) (got, want map[string]inference.Ten
 // (over its cases) may differ in their bits: a kernel that rounded
 // otherwise than once to nearest even, or computed something else within
 // an ulp, changes far more.
-func TestHalfNormKernels(t *testing.T) {
+func TestFloat16NormKernels(t *testing.T) {
 	elements, differ := map[string]int{}, map[string]int{}
 	for _, c := range check.Cases() {
 		kernel, ok := halfNormKernels[c.Op]
@@ -117,7 +117,7 @@ func TestHalfNormKernels(t *testing.T) {
 // BatchNormalization's scale, B, mean and var may have a type other than
 // X's: float16 X with float32 statistics (and float32 X with float16 ones)
 // runs the float32 kernel between casts, as the CPU does.
-func TestHalfBatchNormMixedTypes(t *testing.T) {
+func TestFloat16BatchNormMixedTypes(t *testing.T) {
 	for _, c := range check.Cases() {
 		if c.Name != "norm/BatchNormalization/4d" {
 			continue

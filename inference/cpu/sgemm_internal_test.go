@@ -46,13 +46,13 @@ func nnRandom(r *rand.Rand, n int) []float32 {
 	return x
 }
 
-// TestNNSgemm compares nnSgemm, with each micro-kernel this CPU runs, with
+// TestSgemm compares nnSgemm, with each micro-kernel this CPU runs, with
 // the float64 triple loop. Inputs lie in
 // [-1, 1), so each product term is at most 1 in magnitude and float32
 // summation of k terms errs by at most about k·2⁻²⁴ per unit of term size;
 // the bound used is |got - want| ≤ 1e-5·(1 + k/16) + 1e-4·|want| (rtol 1e-4,
 // atol 1e-5 scaled for long k).
-func TestNNSgemm(t *testing.T) {
+func TestSgemm(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	type shape struct{ m, n, k int }
 	shapes := []shape{
@@ -207,9 +207,9 @@ func nnTestTail(t *testing.T, name string, c []float32, ldc, m, n int) (nnTail, 
 	}), calls
 }
 
-// TestNNSgemmBetaZero checks that beta = 0 overwrites C without reading
+// TestSgemmBetaZero checks that beta = 0 overwrites C without reading
 // it, as BLAS does: NaNs already in C must not reach the result.
-func TestNNSgemmBetaZero(t *testing.T) {
+func TestSgemmBetaZero(t *testing.T) {
 	for _, size := range []int{3, 100} {
 		a := make([]float32, size*size)
 		for i := range a {
@@ -228,14 +228,14 @@ func TestNNSgemmBetaZero(t *testing.T) {
 	}
 }
 
-// TestNNMicroKernels checks each micro-kernel against the plain-Go
+// TestSgemmMicroKernels checks each micro-kernel against the plain-Go
 // nnMicroKernel on random panels: the kernel's mr×nr tile is cut into 2×4
 // tiles, each computed by nnMicroKernel from repacked panels. Both sum over
 // p in order, but assembly kernels fuse multiply and add, so results agree
 // to about kc roundings: |got - want| ≤ 1e-6·(1 + kc). C lies inside a
 // larger buffer with rows ldc > nr apart; elements outside the tile must
 // not change.
-func TestNNMicroKernels(t *testing.T) {
+func TestSgemmMicroKernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, kern := range nnKernels() {
 		mr, nr := kern.mr, kern.nr

@@ -10,7 +10,7 @@ import (
 	"github.com/beamml/beamml/inference/graph"
 )
 
-func TestRDReduceSumAxesInput(t *testing.T) {
+func TestReduceSumAxesInput(t *testing.T) {
 	x := tensorOf[float32](t, []int{2, 3}, 1, 2, 3, 4, 5, 6)
 	axes := tensorOf[int64](t, []int{1}, -1)
 	n := testNode("ReduceSum", 13, map[string]graph.Attr{"keepdims": attrInt(0)}, 1)
@@ -23,7 +23,7 @@ func TestRDReduceSumAxesInput(t *testing.T) {
 	checkFloats(t, runKernel(t, noop, x, empty)[0], []int{2, 3}, 1, 2, 3, 4, 5, 6)
 }
 
-func TestRDReduceAxesAttributeBeforeOpset18(t *testing.T) {
+func TestReduceAxesAttributeBeforeOpset18(t *testing.T) {
 	x := tensorOf[float32](t, []int{2, 2}, 1, 2, 3, 5)
 	// ReduceMean-13 reads axes from the attribute; ReduceMean-18 from the
 	// input, so the same attribute is ignored there and all axes reduce.
@@ -37,7 +37,7 @@ func TestRDReduceAxesAttributeBeforeOpset18(t *testing.T) {
 	checkFloats(t, lse[0], []int{1, 2}, float32(math.Log(math.E+math.Exp(3))), float32(math.Log(math.Exp(2)+math.Exp(5))))
 }
 
-func TestRDReduceEmptySet(t *testing.T) {
+func TestReduceEmptySet(t *testing.T) {
 	x := tensorOf[float32](t, []int{2, 0})
 	axes := tensorOf[int64](t, []int{1}, 1)
 	inf := float32(math.Inf(1))
@@ -50,7 +50,7 @@ func TestRDReduceEmptySet(t *testing.T) {
 	}
 }
 
-func TestRDReduceInts(t *testing.T) {
+func TestReduceInts(t *testing.T) {
 	x := tensorOf[int64](t, []int{2, 2}, -7, 2, 4, 9)
 	n := testNode("ReduceMean", 11, map[string]graph.Attr{"axes": attrInts(1), "keepdims": attrInt(0)}, 1)
 	got, _ := inference.Data[int64](runKernel(t, n, x)[0])
@@ -64,7 +64,7 @@ func TestRDReduceInts(t *testing.T) {
 	}
 }
 
-func TestRDReduceErrors(t *testing.T) {
+func TestReduceErrors(t *testing.T) {
 	x := tensorOf[float32](t, []int{2, 2}, 1, 2, 3, 4)
 	n := testNode("ReduceSum", 13, nil, 1)
 	if _, err := kernels["ReduceSum"](n, []inference.Tensor{x, tensorOf[int64](t, []int{1}, 2)}); !errors.Is(err, inference.ErrShape) {
@@ -79,7 +79,7 @@ func TestRDReduceErrors(t *testing.T) {
 	}
 }
 
-func TestRDArgMaxSelectLast(t *testing.T) {
+func TestArgMaxSelectLast(t *testing.T) {
 	x := tensorOf[float32](t, []int{2, 3}, 1, 5, 5, 7, 2, 7)
 	for _, tc := range []struct {
 		op   string
@@ -99,7 +99,7 @@ func TestRDArgMaxSelectLast(t *testing.T) {
 	}
 }
 
-func TestRDCumSum(t *testing.T) {
+func TestCumSum(t *testing.T) {
 	x := tensorOf[float32](t, []int{3}, 1, 2, 3)
 	axis := tensorOf[int32](t, []int{}, 0)
 	n := testNode("CumSum", 14, map[string]graph.Attr{"exclusive": attrInt(1), "reverse": attrInt(1)}, 1)
