@@ -111,7 +111,9 @@
 // back into its windows by the input's window function (sliding windows:
 // each of its windows; sessions: merged again at the next grouping), with
 // the watermark held at the earliest element waiting, so that no result is
-// late.
+// late. On prism (v2.77), sessions with several shards can fire early, in
+// parts: prism merges sessions only among the results that reach the
+// grouping together (see BatchShards).
 //
 // # Options together
 //

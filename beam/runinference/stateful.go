@@ -44,7 +44,8 @@ import (
 //     windows from the timestamp alone, so each result lands in the
 //     windows its element was in: fixed, sliding (an element predicted
 //     once is in each of its windows again) and sessions (the windows merge
-//     at the next grouping, as the input's would have).
+//     at the next grouping, as the input's would have; on prism v2.77 only
+//     among the results that reach the grouping together: see BatchShards).
 //
 // This is Beam's GroupIntoBatches with a sharded key, written here because
 // Beam Go's (v2.77) emits a batch at one timestamp and holds no watermark
@@ -79,6 +80,19 @@ func MaxBatchDuration(d time.Duration) Option {
 // the Dataflow flag --max_num_workers, or else --num_workers, where the
 // program defines them (the Dataflow runner does), and DefaultBatchShards
 // otherwise. n must be positive; it matters only with MaxBatchDuration.
+//
+// Sessions with several shards can fire early, in parts, on prism (Beam Go
+// v2.77): prism fires a session window when the watermark passes the end
+// of one element's own window ([t, t+gap)), merging only the elements that
+// reach its GroupByKey together, where Beam merges a key's sessions as its
+// elements come and fires the merged session at its end. Each shard emits
+// its results when its batch runs, and the watermark moves on to the next
+// shard's hold in between, so the results of one session reach the
+// grouping at different watermarks and can come out as several sessions
+// (elements at 0 s, 20 s and 40 s with a gap of 30 s: [0s, 30s) alone,
+// then [20s, 70s)). One shard whose batch holds the whole session avoids
+// it; batches of a session that run at different times do not.
+// TestPrismSplitsSessionsAcrossShards reproduces it without RunInference.
 func BatchShards(n int) Option {
 	return func(c *config) error {
 		if n <= 0 {

@@ -186,11 +186,14 @@ func describeSession(w beam.Window, _ string, rs func(*runinference.PredictionRe
 
 // With session windows, the results' windows merge at the next grouping
 // into the sessions of the input. One shard, so that its batch is emitted
-// in one timer firing: with several, prism 2.77 now and then (1 run in 3)
-// fires a session before another shard has emitted its element of it, as
-// if that shard's timer did not yet hold the watermark. Suspected to be
-// prism's (it persists a bundle's processing-time timers, fireable, before
-// it adds their holds); not settled.
+// in one timer firing: with three, prism v2.77 split the first session in
+// 25 runs of 70 ([0s, 30s) alone, then [20s, 70s)). That is prism's, not
+// the holds': each shard's hold was in place until its timer fired, the
+// watermark stood at the last shard's hold (40 s), and prism fired 0's
+// window [0s, 30s) with 20 waiting in [20s, 50s), as it fires a session
+// when the watermark passes the end of one element's own window
+// (TestPrismSplitsSessionsAcrossShards, prism_sessions_test.go; BatchShards
+// documents the limit).
 func TestMaxBatchDurationSessions(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	// Elements at 0, 20, 40, then 100, 120 s, then 200 s: with a gap of 30 s,
