@@ -64,6 +64,15 @@ const DefaultBatchShards = 16
 // Windows and timestamps are kept, and this path also serves sliding
 // windows and sessions, which batching within bundles refuses. d must be
 // positive.
+//
+// On prism (v2.77), run such a pipeline with the experiment
+// prism_disable_sdf_split (--experiments=prism_disable_sdf_split):
+// prism splits a bundle that makes no progress for a while, and a batch
+// that takes longer than that is enough; it then lets another bundle of
+// the same shard run on an old copy of the shard's state, and buffered
+// elements are lost or run twice (engine/elementmanager.go, splitBundle,
+// releases the residual's keys while the primary still holds them).
+// examples/streaming sets it.
 func MaxBatchDuration(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {

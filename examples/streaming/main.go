@@ -37,6 +37,7 @@ import (
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/gcs"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"
 	beamlog "github.com/apache/beam/sdks/v2/go/pkg/beam/log"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
@@ -237,8 +238,13 @@ func main() {
 	ctx := context.Background()
 	runner := *runners.Runner // Beam's --runner flag
 	switch runner {
-	case "":
+	case "", "prism":
 		runner = "prism"
+		// Prism (v2.77) splits slow bundles of stateful stages and then
+		// runs two bundles of one key on copies of its state, losing
+		// buffered records: MaxBatchDuration's doc says so. Turn its
+		// splitting off.
+		*jobopts.Experiments = strings.Trim(*jobopts.Experiments+",prism_disable_sdf_split", ",")
 	case "direct":
 		exit("runner direct", errors.New("the Go direct runner has no state or timers, which MaxBatchDuration needs; use prism (the default)"))
 	}
