@@ -33,6 +33,11 @@ var (
 	// ErrUnsupportedOp: the model uses an operator, attribute or element type
 	// that the chosen backend does not implement.
 	ErrUnsupportedOp = errors.New("inference: unsupported operator")
+	// ErrUnsupportedType: the model uses an element type that a Tensor
+	// does not hold (double, string, int8, bfloat16 and the other ONNX
+	// types DType lacks). It is also ErrUnsupportedOp to errors.Is, which
+	// asks whether a backend can run a model at all.
+	ErrUnsupportedType error = unsupportedType{}
 	// ErrShape: a tensor's shape (rank, dimensions) does not match what the
 	// model or operation wants, or a tensor's data length disagrees with
 	// its shape.
@@ -60,14 +65,24 @@ var (
 	ErrBadModel = errors.New("inference: bad model")
 )
 
+// unsupportedType is ErrUnsupportedType: an error of its own that is
+// ErrUnsupportedOp too.
+type unsupportedType struct{}
+
+func (unsupportedType) Error() string { return "inference: unsupported element type" }
+
+func (unsupportedType) Is(target error) bool { return target == ErrUnsupportedOp }
+
 // UnsupportedOpError says which operator a backend cannot run, and why. It
-// wraps ErrUnsupportedOp. Op is the operator type alone, for reports that
-// list what is missing.
+// wraps ErrUnsupportedOp, or ErrUnsupportedType where what is missing is an
+// element type. Op is the operator type alone, for reports that list what
+// is missing.
 type UnsupportedOpError struct {
 	Node   string // the node's name, if known
 	Op     string // the operator type, as "Conv" or "ai.onnx.ml.TreeEnsembleClassifier"
 	Opset  int64  // the opset version the model imports, if known
 	Detail string // what exactly is missing: an attribute value, an element type
+	Type   bool   // what is missing is an element type (Detail names it)
 }
 
 func (e *UnsupportedOpError) Error() string {
@@ -85,4 +100,9 @@ func (e *UnsupportedOpError) Error() string {
 	return msg
 }
 
-func (e *UnsupportedOpError) Unwrap() error { return ErrUnsupportedOp }
+func (e *UnsupportedOpError) Unwrap() error {
+	if e.Type {
+		return ErrUnsupportedType
+	}
+	return ErrUnsupportedOp
+}

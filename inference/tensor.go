@@ -550,6 +550,21 @@ func copied[T Element](raw []byte) []T {
 // holds.
 var onnxTypes = map[int64]DType{1: Float32, 2: Uint8, 6: Int32, 7: Int64, 9: Bool, 10: Float16}
 
+// onnxTypeNames are ONNX's TensorProto.DataType names, by number.
+var onnxTypeNames = map[int64]string{0: "UNDEFINED", 1: "FLOAT", 2: "UINT8", 3: "INT8", 4: "UINT16", 5: "INT16",
+	6: "INT32", 7: "INT64", 8: "STRING", 9: "BOOL", 10: "FLOAT16", 11: "DOUBLE", 12: "UINT32", 13: "UINT64",
+	14: "COMPLEX64", 15: "COMPLEX128", 16: "BFLOAT16", 17: "FLOAT8E4M3FN", 18: "FLOAT8E4M3FNUZ", 19: "FLOAT8E5M2",
+	20: "FLOAT8E5M2FNUZ", 21: "UINT4", 22: "INT4", 23: "FLOAT4E2M1", 24: "FLOAT8E8M0", 25: "UINT2", 26: "INT2"}
+
+// ONNXTypeName names an ONNX TensorProto.DataType number as ONNX does
+// ("DOUBLE (11)"), for messages about the types a Tensor does not hold.
+func ONNXTypeName(code int64) string {
+	if name, ok := onnxTypeNames[code]; ok {
+		return fmt.Sprintf("%s (%d)", name, code)
+	}
+	return fmt.Sprintf("%d, which ONNX does not define", code)
+}
+
 // DTypeFromONNX maps an ONNX TensorProto.DataType number (FLOAT = 1, UINT8 =
 // 2, INT32 = 6, INT64 = 7, BOOL = 9, FLOAT16 = 10) to its DType; ok is false
 // for the types a Tensor does not hold (double, bfloat16, strings, …).

@@ -87,6 +87,9 @@ const (
 	// input, or the model's outputs cannot be split per element
 	// (inference.ErrShape).
 	KindShape FailureKind = "shape"
+	// KindUnsupportedType: the model uses an element type that the
+	// runtime does not hold (inference.ErrUnsupportedType).
+	KindUnsupportedType FailureKind = "unsupported_type"
 	// KindUnsupportedOp: the backend cannot run an operator or element
 	// type the run reached (inference.ErrUnsupportedOp).
 	KindUnsupportedOp FailureKind = "unsupported_op"
@@ -125,6 +128,8 @@ func kindOf(err error) FailureKind {
 		return KindElementType
 	case errors.Is(err, inference.ErrShape):
 		return KindShape
+	case errors.Is(err, inference.ErrUnsupportedType):
+		return KindUnsupportedType
 	case errors.Is(err, inference.ErrUnsupportedOp):
 		return KindUnsupportedOp
 	case errors.Is(err, inference.ErrBadModel):

@@ -54,6 +54,8 @@ func TestKindOf(t *testing.T) {
 		{"element type (Conform)", typeErr, KindElementType},
 		{"shape (Conform)", shapeErr, KindShape},
 		{"unsupported op", &inference.UnsupportedOpError{Op: "Loop"}, KindUnsupportedOp},
+		{"unsupported type", &inference.UnsupportedOpError{Op: "Cast", Detail: "cast to element type DOUBLE (11)", Type: true}, KindUnsupportedType},
+		{"unsupported type (decoder)", fmt.Errorf(`onnx: input "x": element type STRING (8): %w`, inference.ErrUnsupportedType), KindUnsupportedType},
 		{"device memory", fmt.Errorf("cuda: alloc 2 GiB: %w", inference.ErrOutOfMemory), KindOutOfMemory},
 		{"memory budget", &inference.ResourceError{What: "float32[1000 1000]", Bytes: 4e6, Budget: 1e6}, KindMemoryBudget},
 		{"panic", panicked, KindPanic},

@@ -27,7 +27,7 @@ func gnDType(n opsem.Node, onnxType int64) (inference.DType, error) {
 	if d, ok := inference.DTypeFromONNX(onnxType); ok {
 		return d, nil
 	}
-	return 0, n.Unsupported("element type %d", onnxType)
+	return 0, n.UnsupportedType("element type", onnxType)
 }
 
 func gnConstant(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {

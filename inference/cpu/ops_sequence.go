@@ -67,7 +67,7 @@ func seqArg(in []item, i int, wantSeq bool) (item, error) {
 func seqEmpty(n opsem.Node, _ []item) (item, error) {
 	if n.Has("dtype") {
 		if _, ok := inference.DTypeFromONNX(n.Int("dtype", 1)); !ok {
-			return item{}, n.Unsupported("element type %d", n.Int("dtype", 1))
+			return item{}, n.UnsupportedType("element type", n.Int("dtype", 1))
 		}
 	}
 	return item{isSeq: true, seq: []inference.Tensor{}}, nil

@@ -163,6 +163,9 @@ func (d *decoder) graph(gp *onnxpb.GraphProto) (*graph.Graph, error) {
 			}
 			n.Attrs[ap.Name] = a
 		}
+		if err := typeAttrs(n); err != nil {
+			return nil, fmt.Errorf("graph %q: %w", gp.Name, err)
+		}
 		g.Nodes = append(g.Nodes, n)
 	}
 	return g, nil
@@ -250,12 +253,32 @@ func inferAttrType(ap *onnxpb.AttributeProto) onnxpb.AttributeProto_AttributeTyp
 	return onnxpb.AttributeProto_INT
 }
 
+// typeAttrs checks the attributes of n that name an element type (Cast's
+// to, the generators' dtype, output_dtype): one a Tensor does not hold
+// fails the load with ErrUnsupportedType, as the model's own types do.
+func typeAttrs(n *graph.Node) error {
+	if n.Domain != "" {
+		return nil
+	}
+	for _, name := range []string{"to", "dtype", "output_dtype"} {
+		a, ok := n.Attrs[name]
+		if !ok || a.Type != graph.AttrInt {
+			continue
+		}
+		if _, ok := inference.DTypeFromONNX(a.Int); !ok {
+			return &inference.UnsupportedOpError{Node: n.Name, Op: n.OpType,
+				Detail: fmt.Sprintf("attribute %q: element type %s", name, inference.ONNXTypeName(a.Int)), Type: true}
+		}
+	}
+	return nil
+}
+
 // DType maps an ONNX TensorProto data type to ours.
 func DType(onnxType int32) (inference.DType, error) {
 	if d, ok := inference.DTypeFromONNX(int64(onnxType)); ok {
 		return d, nil
 	}
-	return 0, fmt.Errorf("element type %v: %w", onnxpb.TensorProto_DataType(onnxType), inference.ErrUnsupportedOp)
+	return 0, fmt.Errorf("element type %s: %w", inference.ONNXTypeName(int64(onnxType)), inference.ErrUnsupportedType)
 }
 
 func value(vi *onnxpb.ValueInfoProto) (graph.Value, error) {

@@ -187,6 +187,51 @@ func TestUnsupportedOpFails(t *testing.T) {
 	}
 }
 
+// A model whose input, output, initializer or Cast is of an element type
+// a Tensor does not hold (a scikit-learn export's DOUBLE or STRING) fails
+// at load with ErrUnsupportedType, naming the type as ONNX does; it is
+// ErrUnsupportedOp too, for callers that ask whether a model can run.
+func TestUnsupportedElementTypeFails(t *testing.T) {
+	double := func(m *onnxpb.ModelProto) *onnxpb.ModelProto {
+		m.Graph.Input[0].Type.GetTensorType().ElemType = int32(onnxpb.TensorProto_DOUBLE)
+		return m
+	}
+	str := func(m *onnxpb.ModelProto) *onnxpb.ModelProto {
+		m.Graph.Output[0].Type.GetTensorType().ElemType = int32(onnxpb.TensorProto_STRING)
+		return m
+	}
+	int8w := weights()
+	int8w.DataType = int32(onnxpb.TensorProto_INT8)
+	int8w.FloatData, int8w.Int32Data = nil, []int32{1, 2}
+	cast := model(weights(), &onnxpb.NodeProto{Name: "to_double", OpType: "Cast", Input: []string{"x"}, Output: []string{"y"},
+		Attribute: []*onnxpb.AttributeProto{{Name: "to", Type: onnxpb.AttributeProto_INT, I: int64(onnxpb.TensorProto_DOUBLE)}}})
+	for name, tc := range map[string]struct {
+		m    *onnxpb.ModelProto
+		want []string
+	}{
+		"double input":   {double(model(weights())), []string{"DOUBLE (11)", `"x"`}},
+		"string output":  {str(model(weights())), []string{"STRING (8)", `"y"`}},
+		"int8 weights":   {model(int8w), []string{"INT8 (3)", `"w"`}},
+		"cast to double": {cast, []string{"DOUBLE (11)", `"to_double"`}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := load(t, writeModel(t, t.TempDir(), tc.m))
+			wantErr(t, err, inference.ErrUnsupportedType, tc.want...)
+			if !errors.Is(err, inference.ErrUnsupportedOp) {
+				t.Errorf("error %v is not ErrUnsupportedOp too", err)
+			}
+			if errors.Is(err, inference.ErrBadModel) {
+				t.Errorf("error %v is ErrBadModel: the model is well formed", err)
+			}
+		})
+	}
+	// An operator it lacks is not a type it lacks.
+	_, err := load(t, writeModel(t, t.TempDir(), model(weights(), &onnxpb.NodeProto{Name: "tree", OpType: "TreeEnsembleRegressor", Domain: "ai.onnx.ml", Input: []string{"x"}, Output: []string{"y"}})))
+	if errors.Is(err, inference.ErrUnsupportedType) {
+		t.Errorf("an unsupported operator's error %v is ErrUnsupportedType", err)
+	}
+}
+
 // An attribute typed GRAPH or TENSOR without its value (found by
 // FuzzDecode: the GRAPH case dereferenced nil) is a bad model, named.
 func TestAttributeWithoutValueFails(t *testing.T) {

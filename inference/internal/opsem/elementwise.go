@@ -33,7 +33,7 @@ func CastTarget(n Node) (inference.DType, error) {
 	}
 	to, ok := inference.DTypeFromONNX(code)
 	if !ok {
-		return 0, n.Unsupported("cast to ONNX type %d", code)
+		return 0, n.UnsupportedType("cast to element type", code)
 	}
 	return to, nil
 }

@@ -50,3 +50,11 @@ type Node struct {
 func (n Node) Unsupported(format string, args ...any) error {
 	return &inference.UnsupportedOpError{Node: n.Name, Op: n.OpType, Opset: n.Opset, Detail: fmt.Sprintf(format, args...)}
 }
+
+// UnsupportedType is the error of n naming, in what, an ONNX element type
+// (a TensorProto.DataType number) that a Tensor does not hold: it wraps
+// inference.ErrUnsupportedType.
+func (n Node) UnsupportedType(what string, code int64) error {
+	return &inference.UnsupportedOpError{Node: n.Name, Op: n.OpType, Opset: n.Opset,
+		Detail: what + " " + inference.ONNXTypeName(code), Type: true}
+}
