@@ -33,10 +33,11 @@ func scan(ctx context.Context, n opsem.Node, in []inference.Tensor, outer map[st
 		return scan8(ctx, n, body, m, in, outer)
 	}
 	nState := len(in) - m
-	if m <= 0 || nState < 0 || len(body.Inputs) != len(in) {
-		return nil, fmt.Errorf("%d inputs, num_scan_inputs %d, body takes %d: %w", len(in), m, len(body.Inputs), inference.ErrBadModel)
-	}
 	nScanOut := len(body.Outputs) - nState
+	if m <= 0 || nState < 0 || len(body.Inputs) != len(in) || nScanOut < 0 {
+		return nil, fmt.Errorf("%d inputs, num_scan_inputs %d, body takes %d and gives %d: %w",
+			len(in), m, len(body.Inputs), len(body.Outputs), inference.ErrBadModel)
+	}
 	for _, attr := range []string{"scan_input_axes", "scan_output_axes"} {
 		for _, ax := range n.Ints(attr, nil) {
 			if ax != 0 {
@@ -52,12 +53,16 @@ func scan(ctx context.Context, n opsem.Node, in []inference.Tensor, outer map[st
 // scan8 runs Scan-8: inputs are sequence_lens (optional), the states and
 // the scan inputs, all with a leading batch axis.
 func scan8(ctx context.Context, n opsem.Node, body *graph.Graph, m int, in []inference.Tensor, outer map[string]inference.Tensor) ([]inference.Tensor, error) {
-	if len(in) < 1+m {
+	if m <= 0 || len(in) < 1+m {
 		return nil, fmt.Errorf("%d inputs, num_scan_inputs %d: %w", len(in), m, inference.ErrBadModel)
 	}
 	lens, vars := in[0], in[1:]
 	nState := len(vars) - m
 	nScanOut := len(body.Outputs) - nState
+	if len(body.Inputs) != len(vars) || nScanOut < 0 {
+		return nil, fmt.Errorf("%d inputs after sequence_lens, num_scan_inputs %d, body takes %d and gives %d: %w",
+			len(vars), m, len(body.Inputs), len(body.Outputs), inference.ErrBadModel)
+	}
 	dirs := n.Ints("directions", make([]int64, m))
 	perBatch := make([][]inference.Tensor, len(vars))
 	batch := -1

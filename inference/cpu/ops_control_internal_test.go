@@ -94,3 +94,31 @@ func TestLoopWithoutBoundIsUnsupported(t *testing.T) {
 		t.Errorf("loop without trip count or condition: %v, want ErrUnsupportedOp", err)
 	}
 }
+
+// A Scan whose counts disagree (a body with fewer outputs than the state
+// variables it threads, a negative or too large num_scan_inputs) is a bad
+// model, named, not a panic: the counts set the lengths of slices.
+func TestScanInconsistentCountsAreBadModels(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		g    *graph.Graph
+		in   map[string]inference.Tensor
+	}{
+		// Two states and one scan input; the body gives one output.
+		{"Scan-11 fewer outputs than states", scanGraph(t, 11, 1, []string{"s", "u", "x"}, []string{"y"}, []string{"a", "b", "c"}),
+			feeds(zeros(t, 1), zeros(t, 1), zeros(t, 3, 2))},
+		{"Scan-11 negative num_scan_inputs", scanGraph(t, 11, -1, []string{"s", "x"}, []string{"y", "z"}, []string{"a", "b"}),
+			feeds(zeros(t, 1), zeros(t, 3, 2))},
+		{"Scan-8 negative num_scan_inputs", scanGraph(t, 8, -1, []string{"x"}, []string{"y"}, []string{"", "a"}),
+			feeds(zeros(t, 2, 3, 2))},
+		{"Scan-8 fewer outputs than states", scanGraph(t, 8, 1, []string{"s", "u", "x"}, []string{"y"}, []string{"", "a", "b", "c"}),
+			feeds(zeros(t, 2, 1), zeros(t, 2, 1), zeros(t, 2, 3, 2))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := runLimited(t, tc.g, 1<<30, tc.in)
+			if !errors.Is(err, inference.ErrBadModel) || errors.Is(err, inference.ErrPanic) {
+				t.Errorf("got %v, want ErrBadModel and no panic", err)
+			}
+		})
+	}
+}
