@@ -12,7 +12,8 @@ PIPELINE_PKGS := ./beam/runinference/ ./examples/classify/ ./examples/quickstart
 # script on a fake device. make test runs the others, less CHECK_TESTS:
 # the suites of other packages on the simulated device.
 CHECK_PKGS := ./inference/cuda/ ./testing/gpurun/
-TEST_PKGS := $(filter-out $(patsubst ./%/,github.com/beamml/beamml/%,$(CHECK_PKGS)),$(shell $(GO) list ./...))
+# (= rather than :=: go list runs only for the targets that use it, not for make demo.)
+TEST_PKGS = $(filter-out $(patsubst ./%/,github.com/beamml/beamml/%,$(CHECK_PKGS)),$(shell $(GO) list ./...))
 CHECK_TESTS := ^(TestConformanceSim.*|TestRecurrentOnSimulatedDevice|TestExportsOnSimulatedDevice|TestWithCUDATag)$$
 # Packages with concurrency: the shared model cache, the DoFns, the stub models.
 # The GPU executor's package runs only its concurrency tests under the race

@@ -2,6 +2,12 @@ package runinference
 
 import (
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -54,5 +60,51 @@ func TestModelMetricsNames(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("metrics:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// The package doc is the one list of the metrics (issue 31): every metric
+// the package declares, counters, distributions and gauges, unlabelled and
+// per model, is named in it, or in GPUNamespace's doc for the GPU's.
+func TestPackageDocListsEveryMetric(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	var doc string
+	declared := map[string]string{} // metric → file
+	metric := regexp.MustCompile(`(?:beam\.New(?:Counter|Distribution|Gauge)\((?:Namespace|GPUNamespace), |modelMetricName\(id, |newGPUMetric\(\w+, )"([a-z_]+)"`)
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Doc != nil {
+			doc += f.Doc.Text()
+		}
+		for _, d := range f.Decls {
+			if g, ok := d.(*ast.GenDecl); ok && g.Doc != nil && strings.Contains(g.Doc.Text(), "GPUNamespace is") {
+				doc += g.Doc.Text()
+			}
+		}
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range metric.FindAllStringSubmatch(string(src), -1) {
+			declared[m[1]] = name
+		}
+	}
+	if len(declared) < 12 {
+		t.Fatalf("found %d metrics in the package's sources, want at least 12: is the pattern right? %v", len(declared), declared)
+	}
+	for m, file := range declared {
+		if !strings.Contains(doc, m) {
+			t.Errorf("metric %s (%s) is not named in the package doc", m, file)
+		}
 	}
 }

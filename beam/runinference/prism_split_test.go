@@ -3,6 +3,7 @@ package runinference_test
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +43,9 @@ const prismSplitsStatefulBundles = "prism v2.77.0 splits a slow bundle of a stat
 func withoutPrismSplits(t *testing.T) {
 	t.Helper()
 	old := *jobopts.Experiments
+	if slices.Contains(strings.Split(old, ","), "prism_disable_sdf_split") {
+		return // set already, by this test or the flag
+	}
 	*jobopts.Experiments = strings.Trim(old+",prism_disable_sdf_split", ",")
 	t.Cleanup(func() { *jobopts.Experiments = old })
 }

@@ -244,7 +244,9 @@ func main() {
 		// runs two bundles of one key on copies of its state, losing
 		// buffered records: MaxBatchDuration's doc says so. Turn its
 		// splitting off.
-		*jobopts.Experiments = strings.Trim(*jobopts.Experiments+",prism_disable_sdf_split", ",")
+		if !slices.Contains(strings.Split(*jobopts.Experiments, ","), "prism_disable_sdf_split") {
+			*jobopts.Experiments = strings.Trim(*jobopts.Experiments+",prism_disable_sdf_split", ",")
+		}
 	case "direct":
 		exit("runner direct", errors.New("the Go direct runner has no state or timers, which MaxBatchDuration needs; use prism (the default)"))
 	}

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -332,5 +333,34 @@ func TestMissingDocsFindsProblems(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("MissingDocs found\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// The README is a front door (issue 31): at most 300 lines, and every
+// document of docs/ is linked from it, so that what moved out of it has a
+// home a reader finds; every relative link it has leads to a file.
+func TestREADMEIsAFrontDoor(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(readme), "\n"); n > 300 {
+		t.Errorf("README.md has %d lines, want at most 300: move the detail to docs/", n)
+	}
+	links := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\]\(([\w./-]+)(?:#[\w-]*)?\)`).FindAllStringSubmatch(string(readme), -1) {
+		links[path.Clean(m[1])] = true
+		if _, err := os.Stat(filepath.Join("../..", m[1])); err != nil {
+			t.Errorf("README.md links %s: %v", m[1], err)
+		}
+	}
+	docs, err := filepath.Glob("../../docs/*.md")
+	if err != nil || len(docs) == 0 {
+		t.Fatalf("no docs/*.md (%v)", err)
+	}
+	for _, d := range docs {
+		if name := "docs/" + filepath.Base(d); !links[name] {
+			t.Errorf("README.md does not link %s", name)
+		}
 	}
 }
