@@ -33,30 +33,29 @@ func rows(helper string, t Tensor) (data []float64, width int, err error) {
 	width = t.shape[len(t.shape)-1]
 	switch d := t.elements().(type) {
 	case []float32:
-		data = make([]float64, len(d))
-		for i, v := range d {
-			data[i] = float64(v)
-		}
+		data = widened(d, func(v float32) float64 { return float64(v) })
+	case []float64:
+		data = d
 	case []int64:
-		data = make([]float64, len(d))
-		for i, v := range d {
-			data[i] = float64(v)
-		}
+		data = widened(d, func(v int64) float64 { return float64(v) })
 	case []int32:
-		data = make([]float64, len(d))
-		for i, v := range d {
-			data[i] = float64(v)
-		}
+		data = widened(d, func(v int32) float64 { return float64(v) })
+	case []int16:
+		data = widened(d, func(v int16) float64 { return float64(v) })
+	case []int8:
+		data = widened(d, func(v int8) float64 { return float64(v) })
+	case []uint64:
+		data = widened(d, func(v uint64) float64 { return float64(v) })
+	case []uint32:
+		data = widened(d, func(v uint32) float64 { return float64(v) })
+	case []uint16:
+		data = widened(d, func(v uint16) float64 { return float64(v) })
 	case []uint8:
-		data = make([]float64, len(d))
-		for i, v := range d {
-			data[i] = float64(v)
-		}
+		data = widened(d, func(v uint8) float64 { return float64(v) })
 	case []Half:
-		data = make([]float64, len(d))
-		for i, v := range d {
-			data[i] = float64(v.Float32())
-		}
+		data = widened(d, func(v Half) float64 { return float64(v.Float32()) })
+	case []BF16:
+		data = widened(d, func(v BF16) float64 { return float64(v.Float32()) })
 	default:
 		return nil, 0, fmt.Errorf("inference: %s of %v: want numbers: %w", helper, t, ErrType)
 	}
@@ -64,6 +63,15 @@ func rows(helper string, t Tensor) (data []float64, width int, err error) {
 		return nil, 0, fmt.Errorf("inference: %s of %v: no classes: %w", helper, t, ErrShape)
 	}
 	return data, width, nil
+}
+
+// widened is d's values as float64s.
+func widened[T Element](d []T, f func(T) float64) []float64 {
+	out := make([]float64, len(d))
+	for i, v := range d {
+		out[i] = f(v)
+	}
+	return out
 }
 
 // ArgMax returns the index of the largest value along t's last axis, one

@@ -17,6 +17,11 @@ type DType uint8
 // Float16 (Go type Half) carries the inputs, weights and outputs of models
 // exported in half precision; the backends compute them in float32, rounded
 // to float16 after every operator (passes.ComputeFloat16InFloat32).
+// Float64 and String carry the columns and labels of classical models
+// (scikit-learn's DoubleTensorType inputs, categories, class names); the
+// narrower integers and BFloat16 (Go type BF16) are ONNX's other tensor
+// types. The numbers are part of the tensor encoding (AppendBinary): new
+// types are added at the end.
 const (
 	Float32 DType = iota + 1
 	Int64
@@ -24,7 +29,21 @@ const (
 	Bool
 	Uint8
 	Float16
+	Float64
+	String
+	Int8
+	Int16
+	Uint16
+	Uint32
+	Uint64
+	BFloat16
 )
+
+// dtypes are the DTypes in order: DTypes returns a copy.
+var dtypes = []DType{Float32, Int64, Int32, Bool, Uint8, Float16, Float64, String, Int8, Int16, Uint16, Uint32, Uint64, BFloat16}
+
+// DTypes returns every element type a Tensor holds.
+func DTypes() []DType { return slices.Clone(dtypes) }
 
 // String returns the ONNX name of the type ("float32" is "float" in ONNX;
 // we use the Go name to avoid confusion with float64).
@@ -42,28 +61,49 @@ func (d DType) String() string {
 		return "uint8"
 	case Float16:
 		return "float16"
+	case Float64:
+		return "float64"
+	case String:
+		return "string"
+	case Int8:
+		return "int8"
+	case Int16:
+		return "int16"
+	case Uint16:
+		return "uint16"
+	case Uint32:
+		return "uint32"
+	case Uint64:
+		return "uint64"
+	case BFloat16:
+		return "bfloat16"
 	}
 	return fmt.Sprintf("DType(%d)", uint8(d))
 }
 
-// Size is the number of bytes of one element: 4, 8, 4, 1, 1 and 2.
+// Size is the number of bytes of one element in memory: 4 for float32, 8
+// for int64, and so on; for String the size of a Go string header (16 on
+// 64-bit machines), the bytes it points to not included (Tensor.ByteSize
+// counts them). It is 0 for a value that is not a DType.
 func (d DType) Size() int {
 	switch d {
-	case Float32, Int32:
+	case Float32, Int32, Uint32:
 		return 4
-	case Int64:
+	case Int64, Float64, Uint64:
 		return 8
-	case Bool, Uint8:
+	case Bool, Uint8, Int8:
 		return 1
-	case Float16:
+	case Float16, BFloat16, Int16, Uint16:
 		return 2
+	case String:
+		return int(unsafe.Sizeof(""))
 	}
 	return 0
 }
 
 // Element is the set of Go types a Tensor can hold.
 type Element interface {
-	float32 | int64 | int32 | bool | uint8 | Half
+	float32 | int64 | int32 | bool | uint8 | Half | float64 | string | int8 | int16 | uint16 | uint32 | uint64 | BF16
 }
 
 // DTypeOf returns the DType of the Go element type T.
@@ -80,6 +120,22 @@ func DTypeOf[T Element]() DType {
 		return Bool
 	case Half:
 		return Float16
+	case float64:
+		return Float64
+	case string:
+		return String
+	case int8:
+		return Int8
+	case int16:
+		return Int16
+	case uint16:
+		return Uint16
+	case uint32:
+		return Uint32
+	case uint64:
+		return Uint64
+	case BF16:
+		return BFloat16
 	default: // uint8, the only type left in Element.
 		return Uint8
 	}
@@ -112,19 +168,12 @@ func wrap[T Element](shape []int, d []T) Tensor {
 
 // wrapAny is wrap for a slice makeData returned.
 func wrapAny(shape []int, data any) Tensor {
-	switch d := data.(type) {
-	case []float32:
-		return wrap(shape, d)
-	case []int64:
-		return wrap(shape, d)
-	case []int32:
-		return wrap(shape, d)
-	case []bool:
-		return wrap(shape, d)
-	case []uint8:
-		return wrap(shape, d)
-	case []Half:
-		return wrap(shape, d)
+	for _, k := range kinds {
+		if k != nil {
+			if t, ok := k.wrap(shape, data); ok {
+				return t
+			}
+		}
 	}
 	return Tensor{}
 }
@@ -140,19 +189,8 @@ func view[T Element](t Tensor) []T {
 // elements returns t's elements as the typed slice in an interface, nil
 // for the zero Tensor.
 func (t Tensor) elements() any {
-	switch t.dtype {
-	case Float32:
-		return view[float32](t)
-	case Int64:
-		return view[int64](t)
-	case Int32:
-		return view[int32](t)
-	case Bool:
-		return view[bool](t)
-	case Uint8:
-		return view[uint8](t)
-	case Float16:
-		return view[Half](t)
+	if k := kindOf(t.dtype); k != nil {
+		return k.elements(t)
 	}
 	return nil
 }
@@ -202,19 +240,8 @@ func NumElements(shape []int) (int, error) {
 }
 
 func makeData(dtype DType, n int) (any, error) {
-	switch dtype {
-	case Float32:
-		return make([]float32, n), nil
-	case Int64:
-		return make([]int64, n), nil
-	case Int32:
-		return make([]int32, n), nil
-	case Bool:
-		return make([]bool, n), nil
-	case Uint8:
-		return make([]uint8, n), nil
-	case Float16:
-		return make([]Half, n), nil
+	if k := kindOf(dtype); k != nil {
+		return k.make(n), nil
 	}
 	return nil, fmt.Errorf("inference: %v: %w", dtype, ErrType)
 }
@@ -235,8 +262,17 @@ func (t Tensor) Dim(i int) int { return t.shape[i] }
 // Len returns the number of elements: the product of the shape.
 func (t Tensor) Len() int { return t.n }
 
-// ByteSize returns the size of the data in bytes: Len() · DType().Size().
-func (t Tensor) ByteSize() int64 { return int64(t.Len()) * int64(t.dtype.Size()) }
+// ByteSize returns the size of the data in bytes: Len() · DType().Size(),
+// and for a String tensor the bytes of its strings besides.
+func (t Tensor) ByteSize() int64 {
+	size := int64(t.Len()) * int64(t.dtype.Size())
+	if t.dtype == String {
+		for _, s := range view[string](t) {
+			size += int64(len(s))
+		}
+	}
+	return size
+}
 
 // Data returns the tensor's elements as a []T without copying. It fails with
 // ErrType when T is not the tensor's element type.
@@ -287,25 +323,8 @@ func Equal(a, b Tensor) bool {
 	if a.n != b.n {
 		return false
 	}
-	switch a.dtype {
-	case Float32:
-		x, y := view[float32](a), view[float32](b)
-		for i := range x {
-			if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
-				return false
-			}
-		}
-		return true
-	case Int64:
-		return slices.Equal(view[int64](a), view[int64](b))
-	case Int32:
-		return slices.Equal(view[int32](a), view[int32](b))
-	case Bool:
-		return slices.Equal(view[bool](a), view[bool](b))
-	case Uint8:
-		return slices.Equal(view[uint8](a), view[uint8](b))
-	case Float16:
-		return slices.Equal(view[Half](a), view[Half](b))
+	if k := kindOf(a.dtype); k != nil {
+		return k.equal(a, b)
 	}
 	return a.ptr == nil && b.ptr == nil
 }
@@ -325,22 +344,11 @@ func Stack(ts []Tensor) (Tensor, error) {
 			return Tensor{}, fmt.Errorf("inference: stack: tensor %d is %v, tensor 0 is %v: %w", i+1, t, first, ErrShape)
 		}
 	}
-	shape := append([]int{len(ts)}, first.shape...)
-	switch first.dtype {
-	case Float32:
-		return stack[float32](shape, ts), nil
-	case Int64:
-		return stack[int64](shape, ts), nil
-	case Int32:
-		return stack[int32](shape, ts), nil
-	case Bool:
-		return stack[bool](shape, ts), nil
-	case Uint8:
-		return stack[uint8](shape, ts), nil
-	case Float16:
-		return stack[Half](shape, ts), nil
+	k := kindOf(first.dtype)
+	if k == nil {
+		return Tensor{}, fmt.Errorf("inference: stack: %v: %w", first.dtype, ErrType)
 	}
-	return Tensor{}, fmt.Errorf("inference: stack: %v: %w", first.dtype, ErrType)
+	return k.stack(append([]int{len(ts)}, first.shape...), ts), nil
 }
 
 func stack[T Element](shape []int, ts []Tensor) Tensor {
@@ -360,21 +368,11 @@ func Unstack(t Tensor) ([]Tensor, error) {
 	if len(t.shape) == 0 {
 		return nil, fmt.Errorf("inference: unstack of rank-0 tensor %v: %w", t, ErrShape)
 	}
-	switch t.dtype {
-	case Float32:
-		return unstack[float32](t), nil
-	case Int64:
-		return unstack[int64](t), nil
-	case Int32:
-		return unstack[int32](t), nil
-	case Bool:
-		return unstack[bool](t), nil
-	case Uint8:
-		return unstack[uint8](t), nil
-	case Float16:
-		return unstack[Half](t), nil
+	k := kindOf(t.dtype)
+	if k == nil {
+		return nil, fmt.Errorf("inference: unstack: %v: %w", t.dtype, ErrType)
 	}
-	return nil, fmt.Errorf("inference: unstack: %v: %w", t.dtype, ErrType)
+	return k.unstack(t), nil
 }
 
 func unstack[T Element](t Tensor) []Tensor {
@@ -394,21 +392,23 @@ func unstack[T Element](t Tensor) []Tensor {
 
 // Bytes returns the tensor's elements as the ByteSize bytes that hold
 // them in memory, in the machine's byte order (bool as one byte, 0 or 1;
-// float16 as its 16 bits), sharing the tensor's array; nil when it has no
-// elements. It is for code that moves whole tensors to and from another
-// memory, as a GPU backend does; like the slice Data returns, it is
-// written to only by the code that made the tensor.
+// float16 and bfloat16 as their 16 bits), sharing the tensor's array; nil
+// when it has no elements, and for a String tensor, whose elements are
+// not their bytes. It is for code that moves whole tensors to and from
+// another memory, as a GPU backend does; like the slice Data returns, it
+// is written to only by the code that made the tensor.
 func (t Tensor) Bytes() []byte {
-	if t.ptr == nil || t.n == 0 {
+	if t.ptr == nil || t.n == 0 || t.dtype == String {
 		return nil
 	}
 	return unsafe.Slice((*byte)(t.ptr), t.ByteSize())
 }
 
 // AppendBinary appends the tensor's encoding to b: the DType byte, the rank
-// and each dimension as uvarints, then the elements little-endian (bool as
-// one byte, 0 or 1; float16 as its 16 bits). It implements
-// encoding.BinaryAppender.
+// and each dimension as uvarints, then the elements: little-endian for
+// the numbers (bool as one byte, 0 or 1; float16 and bfloat16 as their 16
+// bits), and for String each string's length as a uvarint followed by its
+// bytes. It implements encoding.BinaryAppender.
 func (t Tensor) AppendBinary(b []byte) ([]byte, error) {
 	b = append(b, byte(t.dtype))
 	b = binary.AppendUvarint(b, uint64(len(t.shape)))
@@ -418,29 +418,23 @@ func (t Tensor) AppendBinary(b []byte) ([]byte, error) {
 	if t.n == 0 {
 		return b, nil
 	}
-	if littleEndian { // the elements in memory are their encoding
-		return append(b, t.Bytes()...), nil
+	if t.dtype == String {
+		for _, s := range view[string](t) {
+			b = binary.AppendUvarint(b, uint64(len(s)))
+			b = append(b, s...)
+		}
+		return b, nil
 	}
-	return binary.Append(b, binary.LittleEndian, fixedSize(t.elements()))
+	return appendLittleEndian(b, t), nil
 }
 
 // littleEndian says the machine stores numbers little-endian, as the
 // tensor encoding does.
 var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
-// fixedSize returns data, a slice makeData returns, as one that
-// encoding/binary reads and writes without reflection: a []Half as the
-// []uint16 of its bits.
-func fixedSize(data any) any {
-	if h, ok := data.([]Half); ok {
-		return unsafe.Slice((*uint16)(unsafe.SliceData(h)), len(h))
-	}
-	return data
-}
-
 // MarshalBinary returns the encoding of AppendBinary.
 func (t Tensor) MarshalBinary() ([]byte, error) {
-	return t.AppendBinary(make([]byte, 0, 2+2*len(t.shape)+int(t.ByteSize())))
+	return t.AppendBinary(make([]byte, 0, 2+2*len(t.shape)+int(t.ByteSize())+t.n))
 }
 
 // UnmarshalBinary decodes what MarshalBinary wrote, and fails on trailing
@@ -489,66 +483,48 @@ func (t *Tensor) decode(b []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if dtype == String {
+		d, k, err := decodeStrings(b[off:], n)
+		if err != nil {
+			return 0, fmt.Errorf("inference: tensor encoding: %v%v: %w", dtype, shape, err)
+		}
+		*t = wrap(shape, d)
+		return off + k, nil
+	}
 	if size := dtype.Size(); n > (len(b)-off)/size {
 		return 0, fmt.Errorf("inference: tensor encoding: %v%v needs %d bytes, %d present: %w",
 			dtype, shape, n*size, len(b)-off, ErrShape)
 	}
 	raw := b[off : off+n*dtype.Size()]
-	if littleEndian {
-		*t = decodeElements(dtype, shape, raw)
-		return off + len(raw), nil
-	}
-	data, err := makeData(dtype, n)
-	if err != nil {
-		return 0, err
-	}
-	k, err = binary.Decode(raw, binary.LittleEndian, fixedSize(data))
-	if err != nil {
-		return 0, fmt.Errorf("inference: tensor encoding: %v: %w", err, ErrShape)
-	}
-	*t = wrapAny(shape, data)
-	return off + k, nil
+	*t = kindOf(dtype).fromLittleEndian(shape, raw)
+	return off + len(raw), nil
 }
 
-// decodeElements makes the tensor of dtype and shape whose little-endian
-// encoding is raw, on a little-endian machine: the bytes are copied as
-// they are, but for bools, which decode as binary.Decode reads them (any
-// byte but 0 is true).
-func decodeElements(dtype DType, shape []int, raw []byte) Tensor {
-	switch dtype {
-	case Float32:
-		return wrap(shape, copied[float32](raw))
-	case Int64:
-		return wrap(shape, copied[int64](raw))
-	case Int32:
-		return wrap(shape, copied[int32](raw))
-	case Uint8:
-		return wrap(shape, copied[uint8](raw))
-	case Float16:
-		return wrap(shape, copied[Half](raw))
-	case Bool:
-		d := make([]bool, len(raw))
-		for i, v := range raw {
-			d[i] = v != 0
+// decodeStrings reads n strings, each a uvarint length and its bytes, from
+// the front of b, and returns them and the bytes read. Each string takes
+// at least one byte, which bounds n by len(b) before anything is made.
+func decodeStrings(b []byte, n int) ([]string, int, error) {
+	if n > len(b) {
+		return nil, 0, fmt.Errorf("%d strings need at least %d bytes, %d present: %w", n, n, len(b), ErrShape)
+	}
+	d := make([]string, n)
+	off := 0
+	for i := range d {
+		l, k := binary.Uvarint(b[off:])
+		if k <= 0 || l > uint64(len(b)-off-k) {
+			return nil, 0, fmt.Errorf("string %d: bad length: %w", i, ErrShape)
 		}
-		return wrap(shape, d)
+		off += k
+		d[i] = string(b[off : off+int(l)])
+		off += int(l)
 	}
-	return Tensor{}
-}
-
-// copied is raw's bytes as a new []T.
-func copied[T Element](raw []byte) []T {
-	var zero T
-	d := make([]T, len(raw)/int(unsafe.Sizeof(zero)))
-	if len(d) > 0 {
-		copy(unsafe.Slice((*byte)(unsafe.Pointer(&d[0])), len(raw)), raw)
-	}
-	return d
+	return d, off, nil
 }
 
 // onnxTypes maps ONNX's TensorProto.DataType numbers to the DTypes a Tensor
 // holds.
-var onnxTypes = map[int64]DType{1: Float32, 2: Uint8, 6: Int32, 7: Int64, 9: Bool, 10: Float16}
+var onnxTypes = map[int64]DType{1: Float32, 2: Uint8, 3: Int8, 4: Uint16, 5: Int16, 6: Int32, 7: Int64, 8: String,
+	9: Bool, 10: Float16, 11: Float64, 12: Uint32, 13: Uint64, 16: BFloat16}
 
 // onnxTypeNames are ONNX's TensorProto.DataType names, by number.
 var onnxTypeNames = map[int64]string{0: "UNDEFINED", 1: "FLOAT", 2: "UINT8", 3: "INT8", 4: "UINT16", 5: "INT16",
@@ -566,9 +542,42 @@ func ONNXTypeName(code int64) string {
 }
 
 // DTypeFromONNX maps an ONNX TensorProto.DataType number (FLOAT = 1, UINT8 =
-// 2, INT32 = 6, INT64 = 7, BOOL = 9, FLOAT16 = 10) to its DType; ok is false
-// for the types a Tensor does not hold (double, bfloat16, strings, …).
+// 2, …, DOUBLE = 11, …, BFLOAT16 = 16) to its DType; ok is false for the
+// types a Tensor does not hold (complex numbers, float8, int4, …).
 func DTypeFromONNX(code int64) (d DType, ok bool) {
 	d, ok = onnxTypes[code]
 	return d, ok
+}
+
+// FromLittleEndian returns the tensor of dtype and shape whose elements
+// are raw, their little-endian encoding (bool as one byte, any but 0 being
+// true; float16 and bfloat16 as their 16 bits), as ONNX's raw_data and
+// NumPy's "<" files hold them. The bytes are copied. It fails with ErrType
+// for String, whose elements have no fixed size, and with ErrShape when
+// raw does not hold exactly the shape's elements.
+func FromLittleEndian(dtype DType, shape []int, raw []byte) (Tensor, error) {
+	k := kindOf(dtype)
+	if k == nil || dtype == String {
+		return Tensor{}, fmt.Errorf("inference: %v from little-endian bytes: %w", dtype, ErrType)
+	}
+	n, err := NumElements(shape)
+	if err != nil {
+		return Tensor{}, err
+	}
+	if size := dtype.Size(); n > len(raw)/size || n*size != len(raw) {
+		return Tensor{}, fmt.Errorf("inference: %v%v from %d bytes, want %d·%d: %w", dtype, shape, len(raw), n, dtype.Size(), ErrShape)
+	}
+	return k.fromLittleEndian(slices.Clone(shape), raw), nil
+}
+
+// DTypeToONNX returns the ONNX TensorProto.DataType number of d (FLOAT =
+// 1 for Float32, DOUBLE = 11 for Float64, …), 0 (UNDEFINED) for a value
+// that is not a DType.
+func DTypeToONNX(d DType) int64 {
+	for code, t := range onnxTypes {
+		if t == d {
+			return code
+		}
+	}
+	return 0
 }

@@ -15,7 +15,8 @@ import (
 )
 
 // allDTypes lists every element type a Tensor can hold.
-var allDTypes = []inference.DType{inference.Float32, inference.Int64, inference.Int32, inference.Bool, inference.Uint8, inference.Float16}
+var allDTypes = []inference.DType{inference.Float32, inference.Int64, inference.Int32, inference.Bool, inference.Uint8, inference.Float16,
+	inference.Float64, inference.String, inference.Int8, inference.Int16, inference.Uint16, inference.Uint32, inference.Uint64, inference.BFloat16}
 
 // mustNew is inference.New for data the test knows to fit the shape.
 func mustNew[T inference.Element](t testing.TB, shape []int, data []T) inference.Tensor {
@@ -87,6 +88,22 @@ func sample(t testing.TB, dtype inference.DType, shape []int, seed int) inferenc
 		return mustNew(t, shape, fill(n, func(i int) uint8 { return uint8(seed*31 + i*7 + 1) }))
 	case inference.Float16:
 		return mustNew(t, shape, fill(n, func(i int) inference.Half { return inference.HalfFromFloat32(float32(seed*100+i) + 0.5) }))
+	case inference.Float64:
+		return mustNew(t, shape, fill(n, func(i int) float64 { return float64(seed*1000+i) + 1.0/3 }))
+	case inference.String:
+		return mustNew(t, shape, fill(n, func(i int) string { return strings.Repeat("é", (seed+i)%4) + fmt.Sprint(i) }))
+	case inference.Int8:
+		return mustNew(t, shape, fill(n, func(i int) int8 { return int8(seed*31 - i*7) }))
+	case inference.Int16:
+		return mustNew(t, shape, fill(n, func(i int) int16 { return int16(-seed*1000 - i*300) }))
+	case inference.Uint16:
+		return mustNew(t, shape, fill(n, func(i int) uint16 { return uint16(60000 + seed + i) }))
+	case inference.Uint32:
+		return mustNew(t, shape, fill(n, func(i int) uint32 { return uint32(4e9) + uint32(seed+i) }))
+	case inference.Uint64:
+		return mustNew(t, shape, fill(n, func(i int) uint64 { return math.MaxUint64 - uint64(seed*1000+i) }))
+	case inference.BFloat16:
+		return mustNew(t, shape, fill(n, func(i int) inference.BF16 { return inference.BF16FromFloat32(float32(seed*100+i) + 0.5) }))
 	}
 	t.Fatalf("no sample for %v", dtype)
 	return inference.Tensor{}
@@ -112,6 +129,14 @@ func TestDType(t *testing.T) {
 		{inference.Bool, "bool", 1},
 		{inference.Uint8, "uint8", 1},
 		{inference.Float16, "float16", 2},
+		{inference.Float64, "float64", 8},
+		{inference.String, "string", 16},
+		{inference.Int8, "int8", 1},
+		{inference.Int16, "int16", 2},
+		{inference.Uint16, "uint16", 2},
+		{inference.Uint32, "uint32", 4},
+		{inference.Uint64, "uint64", 8},
+		{inference.BFloat16, "bfloat16", 2},
 		{0, "DType(0)", 0},
 		{42, "DType(42)", 0},
 	}
@@ -133,9 +158,20 @@ func TestDTypeOf(t *testing.T) {
 		inference.DTypeOf[bool](),
 		inference.DTypeOf[uint8](),
 		inference.DTypeOf[inference.Half](),
+		inference.DTypeOf[float64](),
+		inference.DTypeOf[string](),
+		inference.DTypeOf[int8](),
+		inference.DTypeOf[int16](),
+		inference.DTypeOf[uint16](),
+		inference.DTypeOf[uint32](),
+		inference.DTypeOf[uint64](),
+		inference.DTypeOf[inference.BF16](),
 	}
 	if !slices.Equal(got, allDTypes) {
-		t.Errorf("DTypeOf of float32, int64, int32, bool, uint8, Half = %v, want %v", got, allDTypes)
+		t.Errorf("DTypeOf of float32, int64, int32, bool, uint8, Half, float64, string, int8, int16, uint16, uint32, uint64, BF16 = %v, want %v", got, allDTypes)
+	}
+	if !slices.Equal(inference.DTypes(), allDTypes) {
+		t.Errorf("DTypes() = %v, want %v", inference.DTypes(), allDTypes)
 	}
 }
 
@@ -275,6 +311,22 @@ func TestZeros(t *testing.T) {
 			zero = mustNew(t, []int{2, 3}, make([]uint8, 6))
 		case inference.Float16:
 			zero = mustNew(t, []int{2, 3}, make([]inference.Half, 6))
+		case inference.Float64:
+			zero = mustNew(t, []int{2, 3}, make([]float64, 6))
+		case inference.String:
+			zero = mustNew(t, []int{2, 3}, make([]string, 6))
+		case inference.Int8:
+			zero = mustNew(t, []int{2, 3}, make([]int8, 6))
+		case inference.Int16:
+			zero = mustNew(t, []int{2, 3}, make([]int16, 6))
+		case inference.Uint16:
+			zero = mustNew(t, []int{2, 3}, make([]uint16, 6))
+		case inference.Uint32:
+			zero = mustNew(t, []int{2, 3}, make([]uint32, 6))
+		case inference.Uint64:
+			zero = mustNew(t, []int{2, 3}, make([]uint64, 6))
+		case inference.BFloat16:
+			zero = mustNew(t, []int{2, 3}, make([]inference.BF16, 6))
 		}
 		if !inference.Equal(tn, zero) {
 			t.Errorf("Zeros(%v, [2 3]) is not all zeros", dtype)
@@ -655,7 +707,7 @@ func TestTensorUnmarshalRejectsTrailingBytes(t *testing.T) {
 
 func TestTensorUnmarshalRejectsUnknownDType(t *testing.T) {
 	for _, b := range [][]byte{
-		{7, 0, 1},
+		{99, 0, 1},
 		{0xff, 1, 1, 0},
 		{0, 1, 1, 0}, // DType 0 is only the zero Tensor, which has rank 0.
 		{0},
@@ -806,12 +858,18 @@ func TestWithData(t *testing.T) {
 	}
 }
 
-// Bytes is the elements as they lie in memory, for every element type:
-// ByteSize bytes, the same as the encoding's elements on a little-endian
-// machine (every one the project builds for), shared with the tensor; nil
-// without elements.
+// Bytes is the elements as they lie in memory, for every element type of
+// fixed size: ByteSize bytes, the same as the encoding's elements on a
+// little-endian machine (every one the project builds for), shared with
+// the tensor; nil without elements, and for strings.
 func TestTensorBytes(t *testing.T) {
+	if b := sample(t, inference.String, []int{2}, 1).Bytes(); b != nil {
+		t.Errorf("Bytes of strings = %x, want nil", b)
+	}
 	for _, dt := range allDTypes {
+		if dt == inference.String {
+			continue
+		}
 		x := sample(t, dt, []int{2, 3}, 7)
 		got := x.Bytes()
 		enc, err := x.MarshalBinary()

@@ -75,9 +75,18 @@ func (b Backend) CompileWith(g *graph.Graph, o graph.Options) (inference.Model, 
 
 // Check reports the first node of g (or of its subgraphs) that the CPU
 // backend cannot run: an operator outside the ai.onnx domain or without a
-// kernel, as an *inference.UnsupportedOpError. A backend that runs on the
-// host what it has no kernel for (inference/cuda) checks with it.
+// kernel, as an *inference.UnsupportedOpError, or one that reads or makes
+// an element type its kernel does not compute (checkTypes), as one that
+// wraps inference.ErrUnsupportedType. A backend that runs on the host what
+// it has no kernel for (inference/cuda) checks with it.
 func Check(g *graph.Graph) error {
+	if err := checkOps(g); err != nil {
+		return err
+	}
+	return checkTypes(g, nil)
+}
+
+func checkOps(g *graph.Graph) error {
 	for _, n := range g.Nodes {
 		if n.Domain != "" {
 			return &inference.UnsupportedOpError{Node: n.Name, Op: n.Domain + "." + n.OpType, Detail: "only the ai.onnx domain is implemented"}
@@ -86,7 +95,7 @@ func Check(g *graph.Graph) error {
 			return &inference.UnsupportedOpError{Node: n.Name, Op: n.OpType, Opset: g.Opset()}
 		}
 		for _, sub := range n.Subgraphs() {
-			if err := Check(sub); err != nil {
+			if err := checkOps(sub); err != nil {
 				return err
 			}
 		}

@@ -27,6 +27,9 @@ var halfNative = map[string]bool{"Cast": true, "Shape": true, "Size": true}
 // callKernel runs k on n, widening float16 as above when n reads or makes
 // float16.
 func callKernel(k kernel, n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
+	if positions, ok := moves(n); ok && needsCarrying(in, positions) {
+		return runCarried(k, n, in, positions)
+	}
 	if halfNative[n.OpType] || !readsFloat16(n.Node, in) {
 		return k(n, in)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/internal/limit"
@@ -33,6 +34,8 @@ func init() {
 		register(op, ewVariadic)
 	}
 	register("Cast", ewCast)
+	registerTypes("Cast", inference.DTypes()...)
+	registerTypes("CastLike", inference.DTypes()...)
 	register("CastLike", ewCastLike)
 }
 
@@ -977,11 +980,13 @@ func ewCastLike(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error)
 }
 
 // ewConvert casts the node's input 0 to the element type to, as its one
-// output: float to integer truncates toward zero, integers narrow by
-// wrapping, nonzero is true and true is 1. Float16 converts through
-// float32: exactly from float16, and to float16 rounding to nearest even
-// (inference.HalfFromFloat32; an integer of 2²⁴ or more, which float32
-// rounds, is beyond float16's range either way and becomes ±Inf).
+// output, between every pair of types a Tensor holds: float to integer
+// truncates toward zero, integers narrow by wrapping, nonzero is true and
+// true is 1; the 16-bit floats convert through float32, exactly from
+// them, and to them rounding to nearest even (a float64 or a wide integer
+// rounded to float32 first to odd, so that the two roundings give the
+// one nearest). Strings convert to and from numbers as opsem.ParseFloat,
+// ParseInt and FormatFloat say.
 func ewConvert(n opsem.Node, in []inference.Tensor, to inference.DType) ([]inference.Tensor, error) {
 	x := in[0]
 	shape := keptShape(n, in, 0)
@@ -990,14 +995,34 @@ func ewConvert(n opsem.Node, in []inference.Tensor, to inference.DType) ([]infer
 	}
 	switch x.DType() {
 	case inference.Float32:
-		return ewConvertFrom(n, shape, dataOf[float32](x), to)
+		return castFrom(n, shape, dataOf[float32](x), to)
+	case inference.Float64:
+		return castFrom(n, shape, dataOf[float64](x), to)
 	case inference.Int64:
-		return ewConvertFrom(n, shape, dataOf[int64](x), to)
+		return castFrom(n, shape, dataOf[int64](x), to)
 	case inference.Int32:
-		return ewConvertFrom(n, shape, dataOf[int32](x), to)
+		return castFrom(n, shape, dataOf[int32](x), to)
+	case inference.Int16:
+		return castFrom(n, shape, dataOf[int16](x), to)
+	case inference.Int8:
+		return castFrom(n, shape, dataOf[int8](x), to)
+	case inference.Uint64:
+		return castFrom(n, shape, dataOf[uint64](x), to)
+	case inference.Uint32:
+		return castFrom(n, shape, dataOf[uint32](x), to)
+	case inference.Uint16:
+		return castFrom(n, shape, dataOf[uint16](x), to)
 	case inference.Uint8:
-		return ewConvertFrom(n, shape, dataOf[uint8](x), to)
+		return castFrom(n, shape, dataOf[uint8](x), to)
 	case inference.Bool:
+		if to == inference.String {
+			return mapOutput(n, shape, dataOf[bool](x), func(v bool) string {
+				if v {
+					return "1"
+				}
+				return "0"
+			})
+		}
 		u, err := mapData(n.Run, shape, dataOf[bool](x), func(v bool) uint8 { // scratch
 			if v {
 				return 1
@@ -1007,35 +1032,128 @@ func ewConvert(n opsem.Node, in []inference.Tensor, to inference.DType) ([]infer
 		if err != nil {
 			return nil, err
 		}
-		return ewConvertFrom(n, shape, u, to)
+		return castFrom(n, shape, u, to)
 	case inference.Float16:
-		h := dataOf[inference.Half](x)
-		if to == inference.Float32 {
-			return mapOutput(n, shape, h, inference.Half.Float32)
-		}
-		f, err := mapData(n.Run, shape, h, inference.Half.Float32) // scratch
-		if err != nil {
-			return nil, err
-		}
-		return ewConvertFrom(n, shape, f, to)
+		return castWidened(n, shape, dataOf[inference.Half](x), inference.Half.Float32, to)
+	case inference.BFloat16:
+		return castWidened(n, shape, dataOf[inference.BF16](x), inference.BF16.Float32, to)
+	case inference.String:
+		return castFromStrings(n, shape, dataOf[string](x), to)
 	}
 	return nil, fmt.Errorf("input 0 is %v: %w", x, inference.ErrType)
 }
 
-func ewConvertFrom[S number](n opsem.Node, shape []int, x []S, to inference.DType) ([]inference.Tensor, error) {
+// castWidened casts 16-bit floats, widened to float32 exactly by widen.
+func castWidened[H inference.Half | inference.BF16](n opsem.Node, shape []int, h []H, widen func(H) float32, to inference.DType) ([]inference.Tensor, error) {
+	if to == inference.Float32 {
+		return mapOutput(n, shape, h, widen)
+	}
+	f, err := mapData(n.Run, shape, h, widen) // scratch
+	if err != nil {
+		return nil, err
+	}
+	return castFrom(n, shape, f, to)
+}
+
+// real is the element types that are Go numbers.
+type real interface {
+	float32 | float64 | int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64
+}
+
+func castFrom[S real](n opsem.Node, shape []int, x []S, to inference.DType) ([]inference.Tensor, error) {
+	var zero S
+	_, f32 := any(zero).(float32)
+	_, f64 := any(zero).(float64)
 	switch to {
 	case inference.Float32:
 		return mapOutput(n, shape, x, func(v S) float32 { return float32(v) })
+	case inference.Float64:
+		return mapOutput(n, shape, x, func(v S) float64 { return float64(v) })
 	case inference.Int64:
 		return mapOutput(n, shape, x, func(v S) int64 { return int64(v) })
 	case inference.Int32:
 		return mapOutput(n, shape, x, func(v S) int32 { return int32(int64(v)) })
+	case inference.Int16:
+		return mapOutput(n, shape, x, func(v S) int16 { return int16(int64(v)) })
+	case inference.Int8:
+		return mapOutput(n, shape, x, func(v S) int8 { return int8(int64(v)) })
+	case inference.Uint64:
+		return mapOutput(n, shape, x, func(v S) uint64 {
+			if v < 0 || (f32 || f64) && float64(v) < 1<<63 {
+				return uint64(int64(v)) // below 2⁶³ a float goes through int64, as negative integers wrap
+			}
+			return uint64(v)
+		})
+	case inference.Uint32:
+		return mapOutput(n, shape, x, func(v S) uint32 { return uint32(int64(v)) })
+	case inference.Uint16:
+		return mapOutput(n, shape, x, func(v S) uint16 { return uint16(int64(v)) })
 	case inference.Uint8:
 		return mapOutput(n, shape, x, func(v S) uint8 { return uint8(int64(v)) })
 	case inference.Bool:
 		return mapOutput(n, shape, x, func(v S) bool { return v != 0 })
 	case inference.Float16:
-		return mapOutput(n, shape, x, func(v S) inference.Half { return inference.HalfFromFloat32(float32(v)) })
+		return mapOutput(n, shape, x, func(v S) inference.Half { return inference.HalfFromFloat32(float32ToOdd(float64(v))) })
+	case inference.BFloat16:
+		return mapOutput(n, shape, x, func(v S) inference.BF16 { return inference.BF16FromFloat32(float32ToOdd(float64(v))) })
+	case inference.String:
+		switch {
+		case f32:
+			return mapOutput(n, shape, x, func(v S) string { return opsem.FormatFloat(float64(v), 32) })
+		case f64:
+			return mapOutput(n, shape, x, func(v S) string { return opsem.FormatFloat(float64(v), 64) })
+		}
+		return mapOutput(n, shape, x, func(v S) string {
+			if v < 0 {
+				return strconv.FormatInt(int64(v), 10)
+			}
+			return strconv.FormatUint(uint64(v), 10)
+		})
 	}
 	return nil, fmt.Errorf("cast to %v: %w", to, inference.ErrType)
+}
+
+// float32ToOdd rounds v to a float32 toward zero and, when that is not
+// exact, sets the last fraction bit: rounding to odd, after which a
+// rounding to 16 bits, which keeps far fewer, gives what rounding v
+// directly would (a value that overflows float32 becomes ±Inf, as it
+// would in float16 or bfloat16).
+func float32ToOdd(v float64) float32 {
+	f := float32(v)
+	if float64(f) == v || v != v || math.IsInf(float64(f), 0) {
+		return f
+	}
+	b := math.Float32bits(f)
+	if math.Abs(float64(f)) > math.Abs(v) {
+		b-- // toward zero: f's magnitude is one step smaller
+	}
+	return math.Float32frombits(b | 1)
+}
+
+// castFromStrings parses strings into numbers (opsem.ParseFloat,
+// ParseInt): a string that is not one fails the node, naming it.
+func castFromStrings(n opsem.Node, shape []int, x []string, to inference.DType) ([]inference.Tensor, error) {
+	switch to {
+	case inference.Float32, inference.Float64, inference.Float16, inference.BFloat16, inference.Bool:
+		f, err := limit.MakeOverwritten[float64](n.Run, shape...)
+		if err != nil {
+			return nil, err
+		}
+		for i, s := range x {
+			if f[i], err = opsem.ParseFloat(s); err != nil {
+				return nil, fmt.Errorf("element %d: %w", i, err)
+			}
+		}
+		return castFrom(n, shape, f, to)
+	}
+	v, err := limit.MakeOverwritten[int64](n.Run, shape...)
+	if err != nil {
+		return nil, err
+	}
+	for i, s := range x {
+		if v[i], err = opsem.ParseInt(s); err != nil {
+			return nil, fmt.Errorf("element %d: %w", i, err)
+		}
+	}
+	return castFrom(n, shape, v, to)
 }

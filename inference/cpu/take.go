@@ -430,6 +430,22 @@ func viewOutput(n opsem.Node, x inference.Tensor, shape []int) ([]inference.Tens
 		return viewOutputOf[uint8](n, x, shape)
 	case inference.Float16:
 		return viewOutputOf[inference.Half](n, x, shape)
+	case inference.Float64:
+		return viewOutputOf[float64](n, x, shape)
+	case inference.String:
+		return viewOutputOf[string](n, x, shape)
+	case inference.Int8:
+		return viewOutputOf[int8](n, x, shape)
+	case inference.Int16:
+		return viewOutputOf[int16](n, x, shape)
+	case inference.Uint16:
+		return viewOutputOf[uint16](n, x, shape)
+	case inference.Uint32:
+		return viewOutputOf[uint32](n, x, shape)
+	case inference.Uint64:
+		return viewOutputOf[uint64](n, x, shape)
+	case inference.BFloat16:
+		return viewOutputOf[inference.BF16](n, x, shape)
 	}
 	return nil, fmt.Errorf("%v: %w", x, inference.ErrType)
 }

@@ -19,7 +19,6 @@
 package onnx
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"os"
@@ -27,7 +26,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unsafe"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 
@@ -369,7 +368,13 @@ func (d *decoder) tensor(tp *onnxpb.TensorProto) (inference.Tensor, error) {
 		have = len(tp.FloatData)
 	case inference.Int64:
 		have = len(tp.Int64Data)
-	default: // int32, bool, uint8 and float16 (its bits) are stored in int32_data
+	case inference.Float64:
+		have = len(tp.DoubleData)
+	case inference.Uint32, inference.Uint64:
+		have = len(tp.Uint64Data)
+	case inference.String:
+		have = len(tp.StringData)
+	default: // the narrower types, bool and the 16-bit floats (their bits) are stored in int32_data
 		have = len(tp.Int32Data)
 	}
 	if have != n {
@@ -380,54 +385,67 @@ func (d *decoder) tensor(tp *onnxpb.TensorProto) (inference.Tensor, error) {
 		return inference.New(shape, tp.FloatData)
 	case inference.Int64:
 		return inference.New(shape, tp.Int64Data)
+	case inference.Float64:
+		return inference.New(shape, tp.DoubleData)
 	case inference.Int32:
 		return inference.New(shape, tp.Int32Data)
+	case inference.Uint64:
+		return inference.New(shape, tp.Uint64Data)
+	case inference.Uint32:
+		return narrowed[uint32](dt, shape, "uint64_data", tp.Uint64Data, 0, math.MaxUint32)
+	case inference.String:
+		v := make([]string, n)
+		for i, b := range tp.StringData {
+			if !utf8.Valid(b) {
+				return inference.Tensor{}, fmt.Errorf("%v%v: string_data[%d] is not UTF-8: %w", dt, shape, i, inference.ErrBadModel)
+			}
+			v[i] = string(b)
+		}
+		return inference.New(shape, v)
 	case inference.Bool:
 		v := make([]bool, n)
 		for i, x := range tp.Int32Data {
 			v[i] = x != 0
 		}
 		return inference.New(shape, v)
+	case inference.Int8:
+		return narrowed[int8](dt, shape, "int32_data", tp.Int32Data, math.MinInt8, math.MaxInt8)
+	case inference.Int16:
+		return narrowed[int16](dt, shape, "int32_data", tp.Int32Data, math.MinInt16, math.MaxInt16)
+	case inference.Uint8:
+		return narrowed[uint8](dt, shape, "int32_data", tp.Int32Data, 0, math.MaxUint8)
+	case inference.Uint16:
+		return narrowed[uint16](dt, shape, "int32_data", tp.Int32Data, 0, math.MaxUint16)
 	case inference.Float16:
-		v := make([]inference.Half, n)
-		for i, x := range tp.Int32Data {
-			if x < 0 || x > math.MaxUint16 {
-				return inference.Tensor{}, fmt.Errorf("%v%v: int32_data[%d] is %d, not the 16 bits of a float16: %w", dt, shape, i, x, inference.ErrBadModel)
-			}
-			v[i] = inference.Half(x)
-		}
-		return inference.New(shape, v)
-	default:
-		v := make([]uint8, n)
-		for i, x := range tp.Int32Data {
-			v[i] = uint8(x)
-		}
-		return inference.New(shape, v)
+		return narrowed[inference.Half](dt, shape, "int32_data", tp.Int32Data, 0, math.MaxUint16)
+	case inference.BFloat16:
+		return narrowed[inference.BF16](dt, shape, "int32_data", tp.Int32Data, 0, math.MaxUint16)
 	}
+	return inference.Tensor{}, fmt.Errorf("%v%v in typed fields: %w", dt, shape, inference.ErrUnsupportedType)
+}
+
+// narrowed converts the values of a wider typed field of a TensorProto
+// (int32_data, uint64_data) to T, each of which must lie in [lo, hi]: the
+// value, or for the 16-bit floats the bits.
+func narrowed[T interface {
+	int8 | int16 | uint8 | uint16 | uint32 | inference.Half | inference.BF16
+}, W int32 | uint64](dt inference.DType, shape []int, fieldName string, field []W, lo, hi int64) (inference.Tensor, error) {
+	v := make([]T, len(field))
+	for i, x := range field {
+		if w := int64(x); w < lo || w > hi { // a uint64 above MaxInt64 wraps below lo, 0
+			return inference.Tensor{}, fmt.Errorf("%v%v: %s[%d] is %v, out of the type's range: %w", dt, shape, fieldName, i, x, inference.ErrBadModel)
+		}
+		v[i] = T(x)
+	}
+	return inference.New(shape, v)
 }
 
 func fromRaw(dt inference.DType, shape []int, raw []byte) (inference.Tensor, error) {
-	t, err := inference.Zeros(dt, shape)
+	if dt == inference.String {
+		return inference.Tensor{}, fmt.Errorf("%v%v in raw_data, which ONNX does not allow for strings: %w", dt, shape, inference.ErrBadModel)
+	}
+	t, err := inference.FromLittleEndian(dt, shape, raw)
 	if err != nil {
-		return t, err
-	}
-	var dst any
-	switch dt {
-	case inference.Float32:
-		dst, _ = inference.Data[float32](t)
-	case inference.Int64:
-		dst, _ = inference.Data[int64](t)
-	case inference.Int32:
-		dst, _ = inference.Data[int32](t)
-	case inference.Bool:
-		dst, _ = inference.Data[bool](t)
-	case inference.Uint8:
-		dst, _ = inference.Data[uint8](t)
-	case inference.Float16:
-		h, _ := inference.Data[inference.Half](t)
-		dst = unsafe.Slice((*uint16)(unsafe.SliceData(h)), len(h)) // encoding/binary's fast path
-	}
-	if _, err := binary.Decode(raw, binary.LittleEndian, dst); err != nil {
 		return t, fmt.Errorf("raw data: %v: %w", err, inference.ErrBadModel)
 	}
 	return t, nil

@@ -187,32 +187,34 @@ func TestUnsupportedOpFails(t *testing.T) {
 	}
 }
 
-// A model whose input, output, initializer or Cast is of an element type
-// a Tensor does not hold (a scikit-learn export's DOUBLE or STRING) fails
-// at load with ErrUnsupportedType, naming the type as ONNX does; it is
-// ErrUnsupportedOp too, for callers that ask whether a model can run.
+// A model whose input or initializer is of an element type the node that
+// reads it does not compute (a MatMul of a scikit-learn export's DOUBLE or
+// STRING, or of INT8 weights), or whose Cast names a type a Tensor does
+// not hold, fails at load with ErrUnsupportedType, naming the type as ONNX
+// does and where; it is ErrUnsupportedOp too, for callers that ask whether
+// a model can run.
 func TestUnsupportedElementTypeFails(t *testing.T) {
 	double := func(m *onnxpb.ModelProto) *onnxpb.ModelProto {
 		m.Graph.Input[0].Type.GetTensorType().ElemType = int32(onnxpb.TensorProto_DOUBLE)
 		return m
 	}
 	str := func(m *onnxpb.ModelProto) *onnxpb.ModelProto {
-		m.Graph.Output[0].Type.GetTensorType().ElemType = int32(onnxpb.TensorProto_STRING)
+		m.Graph.Input[0].Type.GetTensorType().ElemType = int32(onnxpb.TensorProto_STRING)
 		return m
 	}
 	int8w := weights()
 	int8w.DataType = int32(onnxpb.TensorProto_INT8)
 	int8w.FloatData, int8w.Int32Data = nil, []int32{1, 2}
-	cast := model(weights(), &onnxpb.NodeProto{Name: "to_double", OpType: "Cast", Input: []string{"x"}, Output: []string{"y"},
-		Attribute: []*onnxpb.AttributeProto{{Name: "to", Type: onnxpb.AttributeProto_INT, I: int64(onnxpb.TensorProto_DOUBLE)}}})
+	cast := model(weights(), &onnxpb.NodeProto{Name: "to_complex", OpType: "Cast", Input: []string{"x"}, Output: []string{"y"},
+		Attribute: []*onnxpb.AttributeProto{{Name: "to", Type: onnxpb.AttributeProto_INT, I: int64(onnxpb.TensorProto_COMPLEX64)}}})
 	for name, tc := range map[string]struct {
 		m    *onnxpb.ModelProto
 		want []string
 	}{
-		"double input":   {double(model(weights())), []string{"DOUBLE (11)", `"x"`}},
-		"string output":  {str(model(weights())), []string{"STRING (8)", `"y"`}},
-		"int8 weights":   {model(int8w), []string{"INT8 (3)", `"w"`}},
-		"cast to double": {cast, []string{"DOUBLE (11)", `"to_double"`}},
+		"double input":    {double(model(weights())), []string{"DOUBLE (11)", `"x"`}},
+		"string input":    {str(model(weights())), []string{"STRING (8)", `"x"`}},
+		"int8 weights":    {model(int8w), []string{"INT8 (3)", `"w"`}},
+		"cast to complex": {cast, []string{"COMPLEX64 (14)", `"to_complex"`}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := load(t, writeModel(t, t.TempDir(), tc.m))

@@ -12,7 +12,8 @@ import (
 
 // castTypeNames maps the type names of Cast-1's string 'to' attribute to
 // ONNX TensorProto.DataType numbers, for the element types a Tensor holds.
-var castTypeNames = map[string]int64{"FLOAT": 1, "UINT8": 2, "INT32": 6, "INT64": 7, "BOOL": 9, "FLOAT16": 10}
+var castTypeNames = map[string]int64{"FLOAT": 1, "UINT8": 2, "INT8": 3, "UINT16": 4, "INT16": 5, "INT32": 6, "INT64": 7,
+	"STRING": 8, "BOOL": 9, "FLOAT16": 10, "DOUBLE": 11, "UINT32": 12, "UINT64": 13, "BFLOAT16": 16}
 
 // CastTarget returns the element type Cast converts to: its attribute to,
 // an ONNX TensorProto.DataType number from Cast-6 on, a type's name
