@@ -1,0 +1,1 @@
+(BvariableJ ÁÆ4A5ã_A‡SA(ñ;A5ú@ÃhAžô€AM`WAÁ™AôyRARdí@ÚqA¹šhAå%A´Ï™A×„A³-,Aù1AfpAÎiAQµsAšìAA‘ËsAä;AVŸ{AÔX`Aè^§A´_ŠA¤´A@KA¸…ŠA.<fA^¾=Ap IAxSA/®A:ç:Aì]ŒAç—A,YŽA

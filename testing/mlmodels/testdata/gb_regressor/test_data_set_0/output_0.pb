@@ -1,0 +1,1 @@
+2BvariableJΘiΒAάƒA–[}AÿA#βA—η}AνAAdA5%ώ@B{,ADζ@”xA.GA;AΊAgcAϊbφ@—Aύ•¬AQΑ8AE`WAΉpbAdAζ@Aε³KAω»hAΟ{AΟ£)A[W}Ac ~Aπ±AΎ$A#λα@ρΨqA\έfAνA£(A»θmAÒ3AReA r€A`¥™AΓALA•rA<„AlκƒAώAΜ+ A©‹A

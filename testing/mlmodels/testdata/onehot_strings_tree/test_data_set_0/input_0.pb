@@ -1,0 +1,1 @@
+(2purple2purple2purple2green2green2black2red2green2black2green2green2blue2black2green2black2blue2blue2red2red2green2blue2blue2red2blue2red2green2blue2red2blue2red2blue2black2black2black2red2black2red2blue2blue2redBcolor

@@ -1,0 +1,1 @@
+(BweightJ eˆBÈJƒB×ÿ‘B`+šBÅ¼¤BM­B	ŒB/÷^BTO’B¯IBé‚­B=„BSO’BØæ‚BTO’Bpï—Bu®BU_¥BlB•TaB”TaB“TaB•yBÈ	sB†ó¤BºˆBÄ5¦B~{®Bâ"…Bh˜Bë‚ÝBa’pBåUÛAõàB8ŽB„²“BÒ8fBÙø[BL7™B?œB

@@ -1,0 +1,1 @@
+(2Atlantis2Atlantis2Atlantis2Atlantis2Oslo2Oslo2Pune2Bonn2Kobe2Kobe2Oslo2Pune2Pune2Lyon2Lyon2Lima2Lima2Bonn2Lyon2Bonn2Lyon2Oslo2Pune2Kobe2Oslo2Lima2Pune2Oslo2Pune2Lyon2Kobe2Lima2Kobe2Pune2Pune2Bonn2Kobe2Lima2Oslo2OsloBcity

@@ -1,0 +1,1 @@
+$2bird2bird2bird2bird2cat2dog2dog2bird2bird2bird2cat2dog2cat2bird2cat2bird2bird2dog2bird2bird2bird2bird2cat2cat2dog2bird2cat2cat2bird2cat2cat2cat2cat2dog2dog2catBoutput_label

@@ -1,0 +1,1 @@
+(BvariableJ sá¢AÂƒž@üÑZAô$‰AÅ­zATe?AÓsAÛxPAÖ»AñÿJAÀ- AÈÕ¯A+•AñaAÊü…@–'Aï@¯A[µ AË‰tA£"›AÜK<AÎ+AZÒ@As‡@2\=AXü7AòZ]A ú­A"Ê„A^+ˆA7F˜A­€8AZ¨AA¹ý“AÇM(AY¤^A`žAä0AÐ»A}f£A
