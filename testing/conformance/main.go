@@ -39,6 +39,8 @@ import (
 	"github.com/beamml/beamml/inference/cpu"
 	"github.com/beamml/beamml/inference/graph"
 	"github.com/beamml/beamml/inference/onnx"
+	"github.com/beamml/beamml/internal/onnxpb"
+	"google.golang.org/protobuf/proto"
 )
 
 // Tolerances for float32 outputs, from the suite's README.
@@ -117,6 +119,9 @@ type Result struct {
 	Status Status
 	Op     string
 	Detail string
+	// Type: what is missing is an element type (Detail names it), where
+	// Op is the operator that reads or writes the value of that type.
+	Type bool
 	// hostOps lists the nodes run on the host (nil for the CPU backend).
 	hostOps *[]string
 	// fallback says why the whole model ran on the CPU backend, where a
@@ -260,7 +265,7 @@ func runTestWithin(dir string, backend inference.Backend, seen func(set string, 
 	verdict := func(err error) Result {
 		var u *inference.UnsupportedOpError
 		if errors.As(err, &u) {
-			return Result{Status: Unsupported, Op: u.Op, Detail: u.Detail}
+			return Result{Status: Unsupported, Op: u.Op, Detail: u.Detail, Type: u.Type}
 		}
 		return Result{Status: Fail, Detail: err.Error()}
 	}
@@ -270,6 +275,11 @@ func runTestWithin(dir string, backend inference.Backend, seen func(set string, 
 	}
 	g, err := onnx.Decode(data, dir)
 	if err != nil {
+		if errors.Is(err, inference.ErrUnsupportedType) {
+			if op, detail := unsupportedValue(data); op != "" {
+				return Result{Status: Unsupported, Op: op, Detail: detail, Type: true}
+			}
+		}
 		return verdict(err)
 	}
 	rt, at := rtol, atol
@@ -326,6 +336,67 @@ func runTestWithin(dir string, backend inference.Backend, seen func(set string, 
 		}
 	}
 	return Result{Status: Pass}
+}
+
+// unsupportedValue explains a model that onnx.Decode refused with
+// inference.ErrUnsupportedType outside any node: it finds the first
+// initializer, graph input or graph output (in the order Decode checks
+// them) of an element type a Tensor does not hold, and returns the
+// operator of the first node that reads it (for an output, the node that
+// writes it; for a value no node touches, the graph's first node),
+// prefixed with its domain outside ai.onnx, and which value has which
+// type. op is "" when there is no such value in the main graph, or no node.
+func unsupportedValue(model []byte) (op, detail string) {
+	var m onnxpb.ModelProto
+	if proto.Unmarshal(model, &m) != nil {
+		return "", ""
+	}
+	g := m.GetGraph()
+	opOf := func(n *onnxpb.NodeProto) string {
+		if n.GetDomain() != "" && n.GetDomain() != "ai.onnx" {
+			return n.GetDomain() + "." + n.GetOpType()
+		}
+		return n.GetOpType()
+	}
+	find := func(name string, output bool) string {
+		for _, n := range g.GetNode() {
+			values := n.GetInput()
+			if output {
+				values = n.GetOutput()
+			}
+			if slices.Contains(values, name) {
+				return opOf(n)
+			}
+		}
+		if len(g.GetNode()) > 0 {
+			return opOf(g.GetNode()[0])
+		}
+		return ""
+	}
+	typeName := func(code int32) (string, bool) {
+		_, ok := inference.DTypeFromONNX(int64(code))
+		return inference.ONNXTypeName(int64(code)), !ok
+	}
+	for _, t := range g.GetInitializer() {
+		if name, missing := typeName(t.GetDataType()); missing {
+			return find(t.GetName(), false), fmt.Sprintf("initializer %q: element type %s", t.GetName(), name)
+		}
+	}
+	for _, side := range []struct {
+		what   string
+		values []*onnxpb.ValueInfoProto
+	}{{"input", g.GetInput()}, {"output", g.GetOutput()}} {
+		for _, vi := range side.values {
+			tt := vi.GetType().GetTensorType()
+			if tt == nil {
+				continue
+			}
+			if name, missing := typeName(tt.GetElemType()); missing {
+				return find(vi.GetName(), side.what == "output"), fmt.Sprintf("graph %s %q: element type %s", side.what, vi.GetName(), name)
+			}
+		}
+	}
+	return "", ""
 }
 
 // nanFilled returns feeds with every float32 tensor's elements NaN; the
