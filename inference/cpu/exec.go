@@ -30,9 +30,33 @@ import (
 // may be kept).
 type kernel func(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error)
 
-// kernels maps ai.onnx operator types to their kernels; filled by init
+// kernels maps operators to their kernels, by opKey; filled by init
 // functions of the op files, read-only afterwards.
 var kernels = map[string]kernel{}
+
+// MLDomain is the domain of the classical machine-learning operators
+// (TreeEnsembleClassifier, LinearRegressor, …); registerML adds theirs.
+const MLDomain = "ai.onnx.ml"
+
+// opKey is the key of n's kernel: its op type for ai.onnx, the domain and
+// op type ("ai.onnx.ml.Scaler") for another domain.
+func opKey(n *graph.Node) string {
+	if n.Domain == "" {
+		return n.OpType
+	}
+	return n.Domain + "." + n.OpType
+}
+
+// registerML adds the kernel of op, an operator of the ai.onnx.ml domain;
+// the kernel's node carries the version of ai.onnx.ml the model imports.
+func registerML(op string, k kernel) {
+	key := MLDomain + "." + op
+	if _, dup := kernels[key]; dup {
+		panic("cpu: kernel registered twice: " + key)
+	}
+	kernels[key] = k
+	family.Record("cpu", key) // called from the init function, as register's
+}
 
 // register adds op's kernel; it is called from the init function of the
 // op's family file, ops_<family>.go (family.Record reads the family off it).
@@ -88,11 +112,11 @@ func Check(g *graph.Graph) error {
 
 func checkOps(g *graph.Graph) error {
 	for _, n := range g.Nodes {
-		if n.Domain != "" {
-			return &inference.UnsupportedOpError{Node: n.Name, Op: n.Domain + "." + n.OpType, Detail: "only the ai.onnx domain is implemented"}
+		if n.Domain != "" && n.Domain != MLDomain {
+			return &inference.UnsupportedOpError{Node: n.Name, Op: opKey(n), Detail: "only the ai.onnx and ai.onnx.ml domains are implemented"}
 		}
-		if _, ok := kernels[n.OpType]; !ok && !control[n.OpType] && seqKernels[n.OpType] == nil {
-			return &inference.UnsupportedOpError{Node: n.Name, Op: n.OpType, Opset: g.Opset()}
+		if _, ok := kernels[opKey(n)]; !ok && (n.Domain != "" || !control[n.OpType] && seqKernels[n.OpType] == nil) {
+			return &inference.UnsupportedOpError{Node: n.Name, Op: opKey(n), Opset: g.OpsetOf(n)}
 		}
 		for _, sub := range n.Subgraphs() {
 			if err := checkOps(sub); err != nil {
@@ -121,7 +145,7 @@ func NewModel(g *graph.Graph) *Model {
 	// their values apart (runSeq).
 	static, some := graph.ShapeDetermined(g), false
 	for i, n := range g.Nodes {
-		static[i] = static[i] && kernels[n.OpType] != nil
+		static[i] = static[i] && kernels[opKey(n)] != nil
 		some = some || static[i]
 	}
 	if some {
@@ -433,6 +457,9 @@ func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, st *runState
 			return nil, fmt.Errorf("cpu: graph %q: stopped before node %v: %w", g.Name, n, err)
 		}
 		node := opsem.Node{Node: n, Opset: opset, Run: r, Prepared: st.preparedFor(n), Memo: st.memo(i)}
+		if n.Domain != "" {
+			node.Opset = g.OpsetOf(n)
+		}
 		mark := r.InUse()
 		if k, ok := seqKernels[n.OpType]; ok {
 			err := guard(n, func() error { return runSeq(node, k, lookup, values, seqs) })
@@ -473,7 +500,7 @@ func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, st *runState
 				if control[n.OpType] {
 					outs, err = runControl(ctx, node, in, scope(outer, g.Initializers, values))
 				} else {
-					outs, err = callKernel(kernels[n.OpType], node, in)
+					outs, err = callKernel(kernels[opKey(n)], node, in)
 				}
 				return err
 			})
@@ -704,7 +731,7 @@ func (m *Model) RunObserved(ctx context.Context, feeds map[string]inference.Tens
 // and fail with ErrUnsupportedOp. A panic in the kernel is returned as an
 // *inference.PanicError.
 func RunNode(r *limit.Run, n *graph.Node, opset int64, in []inference.Tensor) ([]inference.Tensor, error) {
-	k, ok := kernels[n.OpType]
+	k, ok := kernels[opKey(n)]
 	if !ok {
 		return nil, &inference.UnsupportedOpError{Node: n.Name, Op: n.OpType, Opset: opset, Detail: "not a single-node operator"}
 	}

@@ -178,6 +178,16 @@ func (g *Graph) Opset() int64 {
 	return 1
 }
 
+// OpsetOf returns the version of n's operator set that g imports: Opset
+// for an operator of ai.onnx, the version of ai.onnx.ml for one of that
+// domain, 0 for a domain g does not import.
+func (g *Graph) OpsetOf(n *Node) int64 {
+	if n.Domain == "" || n.Domain == "ai.onnx" {
+		return g.Opset()
+	}
+	return g.Opsets[n.Domain]
+}
+
 // MaxOpset is the newest version of the ai.onnx operator set the runtime
 // implements, the newest its conformance suite (testing/conformance)
 // covers. Sort refuses a graph that imports a newer one.

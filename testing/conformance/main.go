@@ -434,10 +434,10 @@ func compareWithin(got, want inference.Tensor, rtol, atol float64) string {
 		return fmt.Sprintf("got %v, want %v", got, want)
 	}
 	switch want.DType() {
-	case inference.Float32, inference.Float16:
+	case inference.Float32, inference.Float16, inference.BFloat16, inference.Float64:
 		g, w := floats(got), floats(want)
 		for i := range w {
-			gi, wi := float64(g[i]), float64(w[i])
+			gi, wi := g[i], w[i]
 			if math.IsNaN(wi) && math.IsNaN(gi) {
 				continue
 			}
@@ -456,17 +456,27 @@ func compareWithin(got, want inference.Tensor, rtol, atol float64) string {
 	return ""
 }
 
-// floats returns a float32 or float16 tensor's values as float32.
-func floats(t inference.Tensor) []float32 {
-	if h, err := inference.Data[inference.Half](t); err == nil {
-		f := make([]float32, len(h))
-		for i, v := range h {
-			f[i] = v.Float32()
-		}
+// floats returns a tensor of floats' values as float64.
+func floats(t inference.Tensor) []float64 {
+	switch t.DType() {
+	case inference.Float16:
+		return widened(t, inference.Half.Float32)
+	case inference.BFloat16:
+		return widened(t, inference.BF16.Float32)
+	case inference.Float64:
+		f, _ := inference.Data[float64](t)
 		return f
 	}
-	f, _ := inference.Data[float32](t)
-	return f
+	return widened(t, func(v float32) float32 { return v })
+}
+
+func widened[T inference.Element](t inference.Tensor, f func(T) float32) []float64 {
+	d, _ := inference.Data[T](t)
+	out := make([]float64, len(d))
+	for i, v := range d {
+		out[i] = float64(f(v))
+	}
+	return out
 }
 
 // preview shows an integer or bool tensor's first values, and other

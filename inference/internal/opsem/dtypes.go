@@ -45,6 +45,9 @@ func OutputDTypes(n Node, in []inference.DType) []inference.DType {
 		}
 		return all(def)
 	}
+	if n.Domain == "ai.onnx.ml" {
+		return mlOutputDTypes(n, first, out)
+	}
 	if n.Domain != "" {
 		return all(first)
 	}
