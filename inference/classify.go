@@ -31,32 +31,10 @@ func rows(helper string, t Tensor) (data []float64, width int, err error) {
 		return nil, 0, fmt.Errorf("inference: %s of %v: a scalar has no class axis: %w", helper, t, ErrShape)
 	}
 	width = t.shape[len(t.shape)-1]
-	switch d := t.elements().(type) {
-	case []float32:
-		data = widened(d, func(v float32) float64 { return float64(v) })
-	case []float64:
-		data = d
-	case []int64:
-		data = widened(d, func(v int64) float64 { return float64(v) })
-	case []int32:
-		data = widened(d, func(v int32) float64 { return float64(v) })
-	case []int16:
-		data = widened(d, func(v int16) float64 { return float64(v) })
-	case []int8:
-		data = widened(d, func(v int8) float64 { return float64(v) })
-	case []uint64:
-		data = widened(d, func(v uint64) float64 { return float64(v) })
-	case []uint32:
-		data = widened(d, func(v uint32) float64 { return float64(v) })
-	case []uint16:
-		data = widened(d, func(v uint16) float64 { return float64(v) })
-	case []uint8:
-		data = widened(d, func(v uint8) float64 { return float64(v) })
-	case []Half:
-		data = widened(d, func(v Half) float64 { return float64(v.Float32()) })
-	case []BF16:
-		data = widened(d, func(v BF16) float64 { return float64(v.Float32()) })
-	default:
+	if t.dtype == Bool || t.dtype == String {
+		return nil, 0, fmt.Errorf("inference: %s of %v: want numbers: %w", helper, t, ErrType)
+	}
+	if data, err = Float64s(t); err != nil {
 		return nil, 0, fmt.Errorf("inference: %s of %v: want numbers: %w", helper, t, ErrType)
 	}
 	if width == 0 && rowCount(t) > 0 {

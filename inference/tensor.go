@@ -581,3 +581,61 @@ func DTypeToONNX(d DType) int64 {
 	}
 	return 0
 }
+
+// AppendLittleEndian appends t's elements to b as FromLittleEndian reads
+// them, as NumPy's "<" arrays and ONNX's raw_data hold them. It fails with
+// ErrType for String.
+func (t Tensor) AppendLittleEndian(b []byte) ([]byte, error) {
+	if t.dtype == String || kindOf(t.dtype) == nil {
+		return b, fmt.Errorf("inference: %v as little-endian bytes: %w", t, ErrType)
+	}
+	return appendLittleEndian(b, t), nil
+}
+
+// Values returns the tensor's elements as the slice of its element type
+// ([]float32, []string, …) in an interface, without copying: for code that
+// handles every type, such as printing; nil for the zero Tensor. Use Data
+// where the type is known.
+func (t Tensor) Values() any { return t.elements() }
+
+// Float64s returns the elements of a tensor of numbers or bools as
+// float64s, a new slice: exact for every type but 64-bit integers beyond
+// 2⁵³, which round; true is 1. It fails with ErrType for strings.
+func Float64s(t Tensor) ([]float64, error) {
+	switch d := t.elements().(type) {
+	case []float32:
+		return widened(d, func(v float32) float64 { return float64(v) }), nil
+	case []float64:
+		return slices.Clone(d), nil
+	case []int64:
+		return widened(d, func(v int64) float64 { return float64(v) }), nil
+	case []int32:
+		return widened(d, func(v int32) float64 { return float64(v) }), nil
+	case []int16:
+		return widened(d, func(v int16) float64 { return float64(v) }), nil
+	case []int8:
+		return widened(d, func(v int8) float64 { return float64(v) }), nil
+	case []uint64:
+		return widened(d, func(v uint64) float64 { return float64(v) }), nil
+	case []uint32:
+		return widened(d, func(v uint32) float64 { return float64(v) }), nil
+	case []uint16:
+		return widened(d, func(v uint16) float64 { return float64(v) }), nil
+	case []uint8:
+		return widened(d, func(v uint8) float64 { return float64(v) }), nil
+	case []Half:
+		return widened(d, func(v Half) float64 { return float64(v.Float32()) }), nil
+	case []BF16:
+		return widened(d, func(v BF16) float64 { return float64(v.Float32()) }), nil
+	case []bool:
+		return widened(d, func(v bool) float64 {
+			if v {
+				return 1
+			}
+			return 0
+		}), nil
+	case nil:
+		return nil, nil
+	}
+	return nil, fmt.Errorf("inference: %v as numbers: %w", t, ErrType)
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -200,32 +201,18 @@ func formatExample(ex inference.Example) string {
 // firstValues prints the first n values of t, "[1 2 3 …]", or "" for a
 // tensor without data (the zero Tensor).
 func firstValues(t inference.Tensor, n int) string {
-	switch t.DType() {
-	case inference.Float32:
-		return firstOf[float32](t, n)
-	case inference.Int64:
-		return firstOf[int64](t, n)
-	case inference.Int32:
-		return firstOf[int32](t, n)
-	case inference.Bool:
-		return firstOf[bool](t, n)
-	case inference.Uint8:
-		return firstOf[uint8](t, n)
-	case inference.Float16:
-		return firstOf[inference.Half](t, n)
-	}
-	return ""
-}
-
-func firstOf[T inference.Element](t inference.Tensor, n int) string {
-	d, err := inference.Data[T](t)
-	if err != nil {
+	v := reflect.ValueOf(t.Values())
+	if !v.IsValid() {
 		return ""
 	}
-	if len(d) <= n {
-		return fmt.Sprint(d)
+	format := "%v"
+	if t.DType() == inference.String {
+		format = "%q"
 	}
-	return strings.TrimSuffix(fmt.Sprint(d[:n]), "]") + " …]"
+	if v.Len() <= n {
+		return fmt.Sprintf(format, v.Interface())
+	}
+	return strings.TrimSuffix(fmt.Sprintf(format, v.Slice(0, n).Interface()), "]") + " …]"
 }
 
 // truncate cuts s to at most n bytes, at a rune boundary, marking the cut

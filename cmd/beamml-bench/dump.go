@@ -80,6 +80,12 @@ var npyDescr = map[inference.DType]string{
 	inference.Bool:    "|b1",
 	inference.Uint8:   "|u1",
 	inference.Float16: "<f2",
+	inference.Float64: "<f8",
+	inference.Int16:   "<i2",
+	inference.Int8:    "|i1",
+	inference.Uint64:  "<u8",
+	inference.Uint32:  "<u4",
+	inference.Uint16:  "<u2",
 }
 
 // writeNPY writes t as a .npy file, format version 1.0: the magic string,
@@ -114,28 +120,16 @@ func writeNPY(path string, t inference.Tensor) error {
 	return os.WriteFile(path, b.Bytes(), 0o644)
 }
 
-// writeElements appends t's elements to b, little-endian.
+// writeElements appends t's elements to b, little-endian (float16 as
+// its IEEE 754 binary16 bits, as numpy's float16).
 func writeElements(b *bytes.Buffer, t inference.Tensor) error {
-	var data any
-	var err error
-	switch t.DType() {
-	case inference.Float32:
-		data, err = inference.Data[float32](t)
-	case inference.Int64:
-		data, err = inference.Data[int64](t)
-	case inference.Int32:
-		data, err = inference.Data[int32](t)
-	case inference.Bool:
-		data, err = inference.Data[bool](t)
-	case inference.Uint8:
-		data, err = inference.Data[uint8](t)
-	case inference.Float16:
-		data, err = inference.Data[inference.Half](t) // IEEE 754 binary16 bits, as numpy's float16
-	default:
+	if _, ok := npyDescr[t.DType()]; !ok {
 		return fmt.Errorf("no .npy type for %v", t.DType())
 	}
+	data, err := t.AppendLittleEndian(nil)
 	if err != nil {
 		return err
 	}
-	return binary.Write(b, binary.LittleEndian, data)
+	b.Write(data)
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/beamml/beamml/inference"
 )
@@ -91,7 +92,7 @@ func Shaped(ports ...Port) inference.Spec {
 var dtypes = map[string]inference.DType{}
 
 func init() {
-	for _, d := range []inference.DType{inference.Float32, inference.Int64, inference.Int32, inference.Bool, inference.Uint8, inference.Float16} {
+	for _, d := range inference.DTypes() {
 		dtypes[d.String()] = d
 	}
 }
@@ -228,21 +229,7 @@ func (m *Model) computeShaped(feeds map[string]inference.Tensor, rows int) (map[
 		if err != nil {
 			return nil, fmt.Errorf("stub: output %q: %w", o.Name, err)
 		}
-		var t inference.Tensor
-		switch o.DType {
-		case inference.Float32:
-			t, err = inference.New(shape, fill(rows, width, sums, func(s float64, j int) float32 { return float32(s + float64(j)) }))
-		case inference.Int64:
-			t, err = inference.New(shape, fill(rows, width, sums, func(s float64, j int) int64 { return int64(s) + int64(j) }))
-		case inference.Int32:
-			t, err = inference.New(shape, fill(rows, width, sums, func(s float64, j int) int32 { return int32(int64(s) + int64(j)) }))
-		case inference.Uint8:
-			t, err = inference.New(shape, fill(rows, width, sums, func(s float64, j int) uint8 { return uint8(int64(s) + int64(j)) }))
-		case inference.Bool:
-			t, err = inference.New(shape, fill(rows, width, sums, func(s float64, j int) bool { return (int64(s)+int64(j))%2 != 0 }))
-		case inference.Float16:
-			t, err = inference.New(shape, fill(rows, width, sums, func(s float64, j int) inference.Half { return inference.HalfFromFloat32(float32(s + float64(j))) }))
-		}
+		t, err := shapedOutput(o.DType, shape, rows, width, sums)
 		if err != nil {
 			return nil, fmt.Errorf("stub: output %q: %w", o.Name, err)
 		}
@@ -269,29 +256,55 @@ func rowWidth(t inference.Tensor) int {
 	return t.Len() / t.Dim(0)
 }
 
-// floats returns t's values as float64: exact for every value of every
-// element type but int64s beyond 2⁵³; true is 1.
+// floats returns t's values as float64 (inference.Float64s): exact for
+// every value of every numeric type but 64-bit integers beyond 2⁵³; true
+// is 1; a string counts as its length, so that string inputs make outputs
+// that depend on them too.
 func floats(t inference.Tensor) []float64 {
-	switch t.DType() {
-	case inference.Float32:
-		return convert(t, func(v float32) float64 { return float64(v) })
-	case inference.Int64:
-		return convert(t, func(v int64) float64 { return float64(v) })
-	case inference.Int32:
-		return convert(t, func(v int32) float64 { return float64(v) })
-	case inference.Uint8:
-		return convert(t, func(v uint8) float64 { return float64(v) })
-	case inference.Float16:
-		return convert(t, func(v inference.Half) float64 { return float64(v.Float32()) })
-	case inference.Bool:
-		return convert(t, func(v bool) float64 {
-			if v {
-				return 1
-			}
-			return 0
-		})
+	if t.DType() == inference.String {
+		return convert(t, func(v string) float64 { return float64(len(v)) })
 	}
-	return nil
+	f, _ := inference.Float64s(t)
+	return f
+}
+
+// shapedOutput is the output of type d and shape [rows, …] whose row r,
+// element j is sums[r] + j, in d's terms: rounded to an integer for the
+// integer types, odd as true, its decimal for strings.
+func shapedOutput(d inference.DType, shape []int, rows, width int, sums []float64) (inference.Tensor, error) {
+	v := func(s float64, j int) float64 { return s + float64(j) }
+	i := func(s float64, j int) int64 { return int64(s) + int64(j) }
+	switch d {
+	case inference.Float32:
+		return inference.New(shape, fill(rows, width, sums, func(s float64, j int) float32 { return float32(v(s, j)) }))
+	case inference.Float64:
+		return inference.New(shape, fill(rows, width, sums, v))
+	case inference.Float16:
+		return inference.New(shape, fill(rows, width, sums, func(s float64, j int) inference.Half { return inference.HalfFromFloat32(float32(v(s, j))) }))
+	case inference.BFloat16:
+		return inference.New(shape, fill(rows, width, sums, func(s float64, j int) inference.BF16 { return inference.BF16FromFloat32(float32(v(s, j))) }))
+	case inference.Int64:
+		return inference.New(shape, fill(rows, width, sums, i))
+	case inference.Int32:
+		return inference.New(shape, fill(rows, width, sums, func(s float64, j int) int32 { return int32(i(s, j)) }))
+	case inference.Int16:
+		return inference.New(shape, fill(rows, width, sums, func(s float64, j int) int16 { return int16(i(s, j)) }))
+	case inference.Int8:
+		return inference.New(shape, fill(rows, width, sums, func(s float64, j int) int8 { return int8(i(s, j)) }))
+	case inference.Uint64:
+		return inference.New(shape, fill(rows, width, sums, func(s float64, j int) uint64 { return uint64(i(s, j)) }))
+	case inference.Uint32:
+		return inference.New(shape, fill(rows, width, sums, func(s float64, j int) uint32 { return uint32(i(s, j)) }))
+	case inference.Uint16:
+		return inference.New(shape, fill(rows, width, sums, func(s float64, j int) uint16 { return uint16(i(s, j)) }))
+	case inference.Uint8:
+		return inference.New(shape, fill(rows, width, sums, func(s float64, j int) uint8 { return uint8(i(s, j)) }))
+	case inference.Bool:
+		return inference.New(shape, fill(rows, width, sums, func(s float64, j int) bool { return i(s, j)%2 != 0 }))
+	case inference.String:
+		return inference.New(shape, fill(rows, width, sums, func(s float64, j int) string { return strconv.FormatInt(i(s, j), 10) }))
+	}
+	return inference.Tensor{}, fmt.Errorf("%v: %w", d, inference.ErrType)
 }
 
 func convert[T inference.Element](t inference.Tensor, f func(T) float64) []float64 {
