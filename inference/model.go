@@ -19,6 +19,13 @@ type TensorInfo struct {
 	Name  string
 	DType DType
 	Shape []int
+	// Labels name the positions along the last axis of an output that the
+	// model gives as a map from class label to score: a scikit-learn or
+	// XGBoost classifier's "output_probability", a ZipMap in ONNX, whose
+	// sequence of maps the runtime returns as a [rows, classes] tensor of
+	// the scores, Labels[j] the class of column j (an integer label in
+	// decimal). Nil for other outputs and for inputs.
+	Labels []string
 }
 
 func (i TensorInfo) String() string {

@@ -332,7 +332,7 @@ func (m *Model) Outputs() []inference.TensorInfo { return infos(m.g.Outputs) }
 func infos(vs []graph.Value) []inference.TensorInfo {
 	out := make([]inference.TensorInfo, len(vs))
 	for i, v := range vs {
-		out[i] = inference.TensorInfo{Name: v.Name, DType: v.DType, Shape: slices.Clone(v.Shape)}
+		out[i] = inference.TensorInfo{Name: v.Name, DType: v.DType, Shape: slices.Clone(v.Shape), Labels: slices.Clone(v.Labels)}
 	}
 	return out
 }

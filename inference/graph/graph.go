@@ -60,6 +60,12 @@ type Value struct {
 	Name  string
 	DType inference.DType
 	Shape []int
+	// Labels are, for an output the model declares as a sequence of maps
+	// from class label to score (ai.onnx.ml's ZipMap, scikit-learn
+	// exports' output_probability), the labels in the order of the last
+	// axis of the tensor that holds the scores instead (onnx.Decode
+	// explains); nil for any other value.
+	Labels []string
 }
 
 // Node is one operator application.

@@ -134,7 +134,13 @@ func (d *decoder) graph(gp *onnxpb.GraphProto) (*graph.Graph, error) {
 			g.Inputs = append(g.Inputs, v)
 		}
 	}
+	maps := map[string]bool{} // outputs of ZipMap's type (zipmap.go)
 	for _, vi := range gp.Output {
+		if d.depth == 0 && mapOutput(vi) {
+			maps[vi.Name] = true
+			g.Outputs = append(g.Outputs, graph.Value{Name: vi.Name})
+			continue
+		}
 		v, err := value(vi)
 		if err != nil {
 			return nil, fmt.Errorf("graph %q: output %q: %w", gp.Name, vi.Name, err)
@@ -166,6 +172,11 @@ func (d *decoder) graph(gp *onnxpb.GraphProto) (*graph.Graph, error) {
 			return nil, fmt.Errorf("graph %q: %w", gp.Name, err)
 		}
 		g.Nodes = append(g.Nodes, n)
+	}
+	if d.depth == 0 {
+		if err := zipMapOutputs(g, maps); err != nil {
+			return nil, fmt.Errorf("graph %q: %w", gp.Name, err)
+		}
 	}
 	return g, nil
 }

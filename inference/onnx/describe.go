@@ -50,6 +50,11 @@ type ValueInfo struct {
 	// Shape is nil when the file does not declare the rank; a scalar has
 	// an empty, non-nil Shape.
 	Shape []Dim
+	// Labels are the class labels of an output the model declares as a
+	// sequence of maps from label to score (ZipMap's): the runtime gives
+	// it as a [rows, classes] float32 tensor, Labels[j] the class of
+	// column j (graph.Value.Labels).
+	Labels []string
 }
 
 // Dim is one dimension of a declared shape: a fixed Size, or a size given
@@ -178,7 +183,7 @@ func Describe(ctx context.Context, uri string) (Description, error) {
 // valueInfo joins what the graph keeps of a value to the dimension names
 // that only the file has.
 func valueInfo(v graph.Value, vi *onnxpb.ValueInfoProto) ValueInfo {
-	out := ValueInfo{Name: v.Name, DType: v.DType}
+	out := ValueInfo{Name: v.Name, DType: v.DType, Labels: v.Labels}
 	if v.Shape == nil {
 		return out
 	}
@@ -213,6 +218,9 @@ func (v ValueInfo) String() string {
 	typ := "?"
 	if v.DType != 0 {
 		typ = v.DType.String()
+	}
+	if v.Labels != nil {
+		return fmt.Sprintf("%s %s[? %d], scores by class label: %s (a ZipMap's maps)", v.Name, typ, len(v.Labels), strings.Join(v.Labels, " "))
 	}
 	if v.Shape == nil {
 		return fmt.Sprintf("%s %s, shape not declared", v.Name, typ)

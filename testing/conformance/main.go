@@ -326,7 +326,13 @@ func runTestWithin(dir string, backend inference.Backend, seen func(set string, 
 			seen(filepath.Base(set), outs)
 		}
 		for k, o := range g.Outputs {
-			_, want, err := readTensor(filepath.Join(set, fmt.Sprintf("output_%d.pb", k)))
+			path := filepath.Join(set, fmt.Sprintf("output_%d.pb", k))
+			var want inference.Tensor
+			if o.Labels != nil {
+				want, err = readMapOutput(path, o.Labels)
+			} else {
+				_, want, err = readTensor(path)
+			}
 			if err != nil {
 				return verdict(fmt.Errorf("%s output %d: %w", filepath.Base(set), k, err))
 			}
