@@ -28,10 +28,16 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 # ONNX's backend test data, in the repository (testing/conformance/testdata/README.md).
 CONFORMANCE_DIR ?= testing/conformance/testdata
 
-.PHONY: demo demo-streaming test test-direct check race build-nocgo lint bench bench-cpu conformance fuzz generate kernels ptxas build-cuda worker container
+.PHONY: demo demo-streaming demo-tabular test test-direct check race build-nocgo lint bench bench-cpu conformance fuzz generate kernels ptxas build-cuda worker container
 
 demo:
 	$(GO) run ./examples/classify
+
+# Classical ML: customer rows with string and numeric columns through a
+# scikit-learn gradient-boosted classifier (examples/tabular), compared
+# with scikit-learn's own predictions; out/tabular.
+demo-tabular:
+	$(GO) run ./examples/tabular
 
 # The streaming demo on prism: a periodic source, fixed windows,
 # MaxBatchDuration, one file per window in out/streaming. Not in

@@ -42,6 +42,22 @@ func TestLoadRefuses(t *testing.T) {
 			{Name: "neg", OpType: "Neg", Input: names("x"), Output: names("w")},
 			{Name: "add", OpType: "Add", Input: names("x", "w"), Output: names("y")},
 		}, vals(x), vals(y), floatInit("w", dims(1), 1))), false},
+		// Tensors of the element types classical models bring: strings
+		// that are not UTF-8, a billion strings declared with two
+		// present, integers out of their type's range in the wider field
+		// ONNX stores them in, a string tensor in raw_data.
+		{"string_not_utf8", single(op("id", "Identity", names("s")), str, nil,
+			&onnxpb.TensorProto{Name: "s", Dims: dims(2), DataType: int32(str), StringData: [][]byte{[]byte("ok"), {0xff, 0xfe}}}), false},
+		{"strings_1e9_declared", single(op("id", "Identity", names("s")), str, nil,
+			&onnxpb.TensorProto{Name: "s", Dims: dims(1e9), DataType: int32(str), StringData: [][]byte{[]byte("a"), []byte("b")}}), false},
+		{"strings_in_raw_data", single(op("id", "Identity", names("s")), str, nil,
+			&onnxpb.TensorProto{Name: "s", Dims: dims(2), DataType: int32(str), RawData: []byte("ab")}), false},
+		{"uint32_out_of_range", single(op("id", "Identity", names("u")), onnxpb.TensorProto_UINT32, nil,
+			&onnxpb.TensorProto{Name: "u", Dims: dims(1), DataType: int32(onnxpb.TensorProto_UINT32), Uint64Data: []uint64{1 << 40}}), false},
+		{"int8_out_of_range", single(op("id", "Identity", names("i")), onnxpb.TensorProto_INT8, nil,
+			&onnxpb.TensorProto{Name: "i", Dims: dims(1), DataType: int32(onnxpb.TensorProto_INT8), Int32Data: []int32{200}}), false},
+		{"double_raw_short", single(op("id", "Identity", names("d")), onnxpb.TensorProto_DOUBLE, nil,
+			&onnxpb.TensorProto{Name: "d", Dims: dims(4), DataType: int32(onnxpb.TensorProto_DOUBLE), RawData: make([]byte, 31)}), false},
 		{"opset_99", modelAt(99, graphOf([]*onnxpb.NodeProto{relu}, vals(x), vals(y))), false},
 		{"opset_-5", modelAt(-5, graphOf([]*onnxpb.NodeProto{relu}, vals(x), vals(y))), false},
 	}

@@ -27,6 +27,7 @@ const opset = 18
 const (
 	f32 = onnxpb.TensorProto_FLOAT
 	i64 = onnxpb.TensorProto_INT64
+	str = onnxpb.TensorProto_STRING
 	boo = onnxpb.TensorProto_BOOL
 )
 
