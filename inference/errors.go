@@ -34,9 +34,10 @@ var (
 	// that the chosen backend does not implement.
 	ErrUnsupportedOp = errors.New("inference: unsupported operator")
 	// ErrUnsupportedType: the model uses an element type that a Tensor
-	// does not hold (double, string, int8, bfloat16 and the other ONNX
-	// types DType lacks). It is also ErrUnsupportedOp to errors.Is, which
-	// asks whether a backend can run a model at all.
+	// does not hold (complex numbers, float8, int4 and the other ONNX
+	// types DType lacks), or gives an operator a type its kernel does not
+	// compute (an Add of strings). It is also ErrUnsupportedOp to
+	// errors.Is, which asks whether a backend can run a model at all.
 	ErrUnsupportedType error = unsupportedType{}
 	// ErrShape: a tensor's shape (rank, dimensions) does not match what the
 	// model or operation wants, or a tensor's data length disagrees with

@@ -115,7 +115,7 @@ func checkPorts(ports []port) error {
 		seen[p.Name] = true
 		dt, ok := dtypes[p.DType]
 		if !ok {
-			return fmt.Errorf("%s %q has element type %q, want one of float32, int64, int32, bool, uint8, float16", what, p.Name, p.DType)
+			return fmt.Errorf("%s %q has element type %q, want one of %v", what, p.Name, p.DType, inference.DTypes())
 		}
 		if len(p.Shape) == 0 {
 			return fmt.Errorf("%s %q has no dimensions, want at least the batch", what, p.Name)

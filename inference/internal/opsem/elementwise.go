@@ -18,7 +18,7 @@ var castTypeNames = map[string]int64{"FLOAT": 1, "UINT8": 2, "INT8": 3, "UINT16"
 // CastTarget returns the element type Cast converts to: its attribute to,
 // an ONNX TensorProto.DataType number from Cast-6 on, a type's name
 // ("FLOAT", "FLOAT16", …) in Cast-1. A node without it is a bad model; a
-// type a Tensor does not hold (double, bfloat16, string, …) is unsupported.
+// type a Tensor does not hold (complex, float8, …) is unsupported.
 func CastTarget(n Node) (inference.DType, error) {
 	a, ok := n.Attrs["to"]
 	if !ok {
