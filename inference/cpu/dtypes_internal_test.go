@@ -289,3 +289,58 @@ func checkElements(t *testing.T, what string, got inference.Tensor, shape []int,
 		t.Errorf("%s: got %v %v, want %v %v", what, got, g, shape, want)
 	}
 }
+
+// A node whose output depends only on shapes runs once per input shape,
+// and later runs reuse a copy of its output: of every element type.
+func TestStaticOutputOfEveryType(t *testing.T) {
+	g := sorted(t, &graph.Graph{Name: "g", Opsets: map[string]int64{"": 19},
+		Inputs:  []graph.Value{{Name: "x", DType: inference.Float32}},
+		Outputs: []graph.Value{{Name: "y"}},
+		Nodes: []*graph.Node{
+			{Name: "s", OpType: "Shape", Inputs: []string{"x"}, Outputs: []string{"s"}},
+			{Name: "c", OpType: "Cast", Inputs: []string{"s"}, Outputs: []string{"c"}, Attrs: map[string]graph.Attr{"to": attrInt(inference.DTypeToONNX(inference.Uint16))}},
+			{Name: "y", OpType: "Concat", Inputs: []string{"c", "c"}, Outputs: []string{"y"}, Attrs: map[string]graph.Attr{"axis": attrInt(0)}},
+		}})
+	m, err := Backend{}.Compile(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for range 3 {
+		out, err := m.Run(context.Background(), map[string]inference.Tensor{"x": tensorOf(t, []int{2, 300}, make([]float32, 600)...)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkExact(t, out["y"], []int{4}, uint16(2), 300, 2, 300)
+	}
+}
+
+// The run's pool knows the buffers of values of every type: a float64
+// value a kernel made carried (Expand) stays live while a later node
+// (Concat) takes a buffer of its size.
+func TestPooledValuesOfEveryType(t *testing.T) {
+	g := sorted(t, &graph.Graph{Name: "g", Opsets: map[string]int64{"": 19},
+		Inputs:       []graph.Value{{Name: "x", DType: inference.Float64}, {Name: "i", DType: inference.Int64}},
+		Outputs:      []graph.Value{{Name: "y"}, {Name: "k"}},
+		Initializers: map[string]inference.Tensor{"shape": tensorOf(t, []int{2}, int64(2), 4)},
+		Nodes: []*graph.Node{
+			{Name: "e", OpType: "Expand", Inputs: []string{"x", "shape"}, Outputs: []string{"e"}},
+			{Name: "k", OpType: "Concat", Inputs: []string{"i", "i"}, Outputs: []string{"k"}, Attrs: map[string]graph.Attr{"axis": attrInt(0)}},
+			{Name: "y", OpType: "Transpose", Inputs: []string{"e"}, Outputs: []string{"y"}},
+		}})
+	m, err := Backend{}.Compile(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for range 3 {
+		out, err := m.Run(context.Background(), map[string]inference.Tensor{
+			"x": tensorOf(t, []int{4}, 0.5, 1, 1.5, 2),
+			"i": tensorOf(t, []int{4}, int64(-1), -2, -3, -4),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkExact(t, out["y"], []int{4, 2}, 0.5, 0.5, 1, 1, 1.5, 1.5, 2, 2)
+	}
+}

@@ -215,23 +215,15 @@ func (st *runState) record(n *graph.Node, outs []inference.Tensor) {
 	}
 }
 
-// cloneTensor copies t's elements.
+// cloneTensor copies t's elements, of any type (the zero Tensor for the
+// zero Tensor).
 func cloneTensor(t inference.Tensor) inference.Tensor {
-	var c inference.Tensor
-	switch t.DType() {
-	case inference.Float32:
-		c, _ = inference.New(t.Shape(), slices.Clone(dataOf[float32](t)))
-	case inference.Int64:
-		c, _ = inference.New(t.Shape(), slices.Clone(dataOf[int64](t)))
-	case inference.Int32:
-		c, _ = inference.New(t.Shape(), slices.Clone(dataOf[int32](t)))
-	case inference.Bool:
-		c, _ = inference.New(t.Shape(), slices.Clone(dataOf[bool](t)))
-	case inference.Uint8:
-		c, _ = inference.New(t.Shape(), slices.Clone(dataOf[uint8](t)))
-	case inference.Float16:
-		c, _ = inference.New(t.Shape(), slices.Clone(dataOf[inference.Half](t)))
+	if t.DType() == inference.String {
+		c, _ := inference.New(t.Shape(), slices.Clone(dataOf[string](t)))
+		return c
 	}
+	c, _ := inference.Zeros(t.DType(), t.Shape())
+	copy(c.Bytes(), t.Bytes())
 	return c
 }
 
@@ -592,28 +584,14 @@ func graphOutput(g *graph.Graph, name string) bool {
 	return slices.ContainsFunc(g.Outputs, func(v graph.Value) bool { return v.Name == name })
 }
 
-// dataAddr is the address of t's first element, 0 when it has none: what
-// a limit.Pool knows a value's buffer by.
+// dataAddr is the address of t's first element, 0 when it has none or
+// is a string (strings are not pooled): what a limit.Pool knows a value's
+// buffer by. Every other element type counts, those a kernel computes
+// carried (carried.go) or widened (half.go) too: a value whose buffer the
+// Pool did not know would be swept with the kernel's scratch while still
+// live.
 func dataAddr(t inference.Tensor) uintptr {
-	if t.Len() == 0 {
-		return 0
-	}
-	var p unsafe.Pointer
-	switch t.DType() {
-	case inference.Float32:
-		p = unsafe.Pointer(unsafe.SliceData(dataOf[float32](t)))
-	case inference.Int64:
-		p = unsafe.Pointer(unsafe.SliceData(dataOf[int64](t)))
-	case inference.Int32:
-		p = unsafe.Pointer(unsafe.SliceData(dataOf[int32](t)))
-	case inference.Bool:
-		p = unsafe.Pointer(unsafe.SliceData(dataOf[bool](t)))
-	case inference.Uint8:
-		p = unsafe.Pointer(unsafe.SliceData(dataOf[uint8](t)))
-	case inference.Float16:
-		p = unsafe.Pointer(unsafe.SliceData(dataOf[inference.Half](t)))
-	}
-	return uintptr(p)
+	return uintptr(unsafe.Pointer(unsafe.SliceData(t.Bytes())))
 }
 
 // seqBytes is the size of a sequence operator's output as the heap holds

@@ -8,36 +8,42 @@ import (
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
-// The CPU's kernels compute in float32. A node that reads or makes float16
-// values runs them widened (callKernel): each float16 input widened to
-// float32 exactly, the float16 tensor and dtype attributes likewise
+// The CPU's kernels compute in float32, not in the 16-bit floats. A node
+// that reads or makes float16 or bfloat16 values runs them widened
+// (callKernel): each such input widened to float32 exactly
+// (opsem.WidenToFloat32), the float16 tensor and dtype attributes likewise
 // (opsem.WidenFloat16Attrs), the kernel run, and every output the model
-// types float16 (opsem.OutputDTypes) rounded to the nearest float16: node
-// by node, the meaning passes.ComputeFloat16InFloat32 gives the whole
-// graph (the CPU backend's Compile runs that pass, after which only Casts
-// meet float16). Graphs that keep their float16 reach the kernels this way:
-// another backend's (inference/cuda keeps float16 on the device) when it
-// runs a node on the host (RunNode), folds constants with RunNode, or
-// infers its plans' shapes with a Model of its graph (NewModel).
+// types float16 or bfloat16 (opsem.OutputDTypes) rounded to the nearest of
+// its type (opsem.NarrowFromFloat32): node by node. For float16 that is
+// the meaning passes.ComputeFloat16InFloat32 gives the whole graph (the
+// CPU backend's Compile runs that pass, after which only Casts meet
+// float16); bfloat16 meets the kernels that register it (registerTypes)
+// this way in every graph. Graphs that keep their float16 reach the
+// kernels this way too: another backend's (inference/cuda keeps float16
+// on the device) when it runs a node on the host (RunNode), folds
+// constants with RunNode, or infers its plans' shapes with a Model of its
+// graph (NewModel). A bfloat16 tensor attribute (ConstantOfShape's value)
+// reaches its kernel as it is.
 
-// halfNative are the operators whose kernels take float16 as it is: Cast
-// converts from and to it, and Shape and Size read only the shape.
+// halfNative are the operators whose kernels take the 16-bit floats as
+// they are: Cast converts from and to them, and Shape and Size read only
+// the shape.
 var halfNative = map[string]bool{"Cast": true, "Shape": true, "Size": true}
 
-// callKernel runs k on n, widening float16 as above when n reads or makes
-// float16.
+// callKernel runs k on n, widening the 16-bit floats as above when n reads
+// or makes them.
 func callKernel(k kernel, n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if positions, ok := moves(n); ok && needsCarrying(in, positions) {
 		return runCarried(k, n, in, positions)
 	}
-	if halfNative[n.OpType] || !readsFloat16(n.Node, in) {
+	if halfNative[n.OpType] || !readsHalf(n.Node, in) {
 		return k(n, in)
 	}
 	types := make([]inference.DType, len(in))
 	wide := make([]inference.Tensor, len(in))
 	for i, t := range in {
 		types[i] = t.DType()
-		w, err := opsem.WidenFloat16(n.Run, t)
+		w, err := opsem.WidenToFloat32(n.Run, t)
 		if err != nil {
 			return nil, fmt.Errorf("input %d widened to float32: %w", i, err)
 		}
@@ -55,20 +61,23 @@ func callKernel(k kernel, n opsem.Node, in []inference.Tensor) ([]inference.Tens
 	}
 	want := opsem.OutputDTypes(n, types)
 	for j, t := range out {
-		if j < len(want) && want[j] == inference.Float16 {
-			if out[j], err = opsem.NarrowToFloat16(n.Run, t); err != nil {
-				return nil, fmt.Errorf("output %d rounded to float16: %w", j, err)
+		if j < len(want) && isHalf(want[j]) {
+			if out[j], err = opsem.NarrowFromFloat32(n.Run, t, want[j]); err != nil {
+				return nil, fmt.Errorf("output %d rounded to %v: %w", j, want[j], err)
 			}
 		}
 	}
 	return out, nil
 }
 
-// readsFloat16 reports whether n has a float16 input, a float16 tensor
-// attribute or a dtype attribute of float16.
-func readsFloat16(n *graph.Node, in []inference.Tensor) bool {
+// isHalf reports whether d is a 16-bit float: float16 or bfloat16.
+func isHalf(d inference.DType) bool { return d == inference.Float16 || d == inference.BFloat16 }
+
+// readsHalf reports whether n has a float16 or bfloat16 input, a float16
+// tensor attribute or a dtype attribute of float16.
+func readsHalf(n *graph.Node, in []inference.Tensor) bool {
 	for _, t := range in {
-		if t.DType() == inference.Float16 {
+		if isHalf(t.DType()) {
 			return true
 		}
 	}

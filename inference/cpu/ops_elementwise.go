@@ -37,20 +37,46 @@ func init() {
 	registerTypes("Cast", inference.DTypes()...)
 	registerTypes("CastLike", inference.DTypes()...)
 	register("CastLike", ewCastLike)
+
+	// The types beyond baseTypes that each operator's ONNX schema admits.
+	for op := range ewUnaryOps {
+		switch op {
+		case "Abs", "Sign":
+			registerTypes(op, moreNumbers...)
+		case "Neg", "Relu":
+			registerTypes(op, slices.Concat(moreFloats, moreSigned)...)
+		case "Shrink": // not bfloat16
+			registerTypes(op, slices.Concat([]inference.DType{inference.Float64}, moreSigned, moreUnsigned)...)
+		default:
+			registerTypes(op, moreFloats...)
+		}
+	}
+	for _, op := range []string{"Add", "Sub", "Mul", "Div", "Mod", "Clip", "Max", "Min"} {
+		registerTypes(op, moreNumbers...)
+	}
+	for _, op := range []string{"Sum", "Mean"} {
+		registerTypes(op, moreFloats...)
+	}
+	registerTypes("PRelu", slices.Concat(moreFloats, []inference.DType{inference.Uint32, inference.Uint64})...)
+	registerTypes("BitShift", moreUnsigned...)
+	// Pow's base is a float, int32 or int64; its exponent any number.
+	registerTypes("Pow", moreFloats...)
+	registerInputTypes("Pow", 1, slices.Concat(moreSigned, moreUnsigned)...)
 }
 
 // Unary operators.
 
 // ewUnary is a unary operator: float32 elements go through vec where the
 // operator has it (the activations on models' hot paths, computed in
-// float32: mathf.go), else through float (computed in float64); integer
-// elements through integer where the operator takes them (int64 and int32
-// when signed; uint8 too when unsigned).
+// float32: mathf.go), else through float (computed in float64), as
+// float64 elements do; integer elements through integer (the signed
+// types, in int64) or unsigned (the unsigned types, in uint64) where the
+// operator takes them, the result wrapped back to the element's width.
 type ewUnary struct {
 	float    func(float64) float64
 	vec      func(y, x []float32) // y[i] = f(x[i]); y may be x
 	integer  func(int64) int64
-	unsigned bool
+	unsigned func(uint64) uint64
 }
 
 // ewVecCost is the work per element, in flops, of a vec loop: what
@@ -79,8 +105,8 @@ func ewFixed(f func(float64) float64) ewAttrs {
 	return func(opsem.Node) (ewUnary, error) { return ewUnary{float: f}, nil }
 }
 
-func ewFixedInt(f func(float64) float64, i func(int64) int64, unsigned bool) ewAttrs {
-	return func(opsem.Node) (ewUnary, error) { return ewUnary{float: f, integer: i, unsigned: unsigned}, nil }
+func ewFixedInt(f func(float64) float64, i func(int64) int64, u func(uint64) uint64) ewAttrs {
+	return func(opsem.Node) (ewUnary, error) { return ewUnary{float: f, integer: i, unsigned: u}, nil }
 }
 
 // ewAlpha builds an operator whose float function takes the attribute
@@ -108,9 +134,11 @@ var ewUnaryOps = map[string]ewAttrs{
 			return -x
 		}
 		return x
-	}, true),
-	"Neg":  ewFixedInt(func(x float64) float64 { return -x }, func(x int64) int64 { return -x }, false),
-	"Sign": ewFixedInt(ewSignOf, func(x int64) int64 { return int64(cmp.Compare(x, 0)) }, true),
+	}, func(x uint64) uint64 { return x }),
+	"Neg": ewFixedInt(func(x float64) float64 { return -x }, func(x int64) int64 { return -x }, nil),
+	"Sign": ewFixedInt(ewSignOf, func(x int64) int64 { return int64(cmp.Compare(x, 0)) }, func(x uint64) uint64 {
+		return uint64(cmp.Compare(x, 0))
+	}),
 	"Relu": func(opsem.Node) (ewUnary, error) {
 		return ewUnary{
 			float: func(x float64) float64 {
@@ -201,7 +229,8 @@ var ewUnaryOps = map[string]ewAttrs{
 			return 0
 		}
 		// Integer elements go through float64 and truncate back.
-		return ewUnary{float: f, integer: func(x int64) int64 { return int64(f(float64(x))) }, unsigned: true}, nil
+		return ewUnary{float: f, integer: func(x int64) int64 { return int64(f(float64(x))) },
+			unsigned: func(x uint64) uint64 { return uint64Of(f(float64(x))) }}, nil
 	},
 	// Gelu is x·Φ(x), or with approximate=tanh
 	// 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
@@ -250,8 +279,7 @@ func ewUnaryKernel(attrs ewAttrs) kernel {
 			return nil, err
 		}
 		u, x := p.u, in[0]
-		switch t := x.DType(); {
-		case t == inference.Float32 && u.vec != nil:
+		if x.DType() == inference.Float32 && u.vec != nil {
 			xd := dataOf[float32](x)
 			y, err := limit.MakeOverwritten[float32](n.Run, p.shape...) // len(xd) elements
 			if err != nil {
@@ -261,21 +289,32 @@ func ewUnaryKernel(attrs ewAttrs) kernel {
 			parallelFor(len(xd), ewVecCost, p.body)
 			p.y, p.x = nil, nil
 			return opsem.Single(n, p.shape, y)
-		case t == inference.Float32:
-			f := u.float
-			return mapOutput(n, p.shape, dataOf[float32](x), func(v float32) float32 { return float32(f(float64(v))) })
-		case u.integer != nil && t == inference.Int64:
-			return mapOutput(n, p.shape, dataOf[int64](x), u.integer)
-		case u.integer != nil && t == inference.Int32:
-			return mapOutput(n, p.shape, dataOf[int32](x), func(v int32) int32 { return int32(u.integer(int64(v))) })
-		case u.integer != nil && u.unsigned && t == inference.Uint8:
-			return mapOutput(n, p.shape, dataOf[uint8](x), func(v uint8) uint8 { return uint8(u.integer(int64(v))) })
 		}
-		if u.integer != nil {
-			return nil, wantType(0, x, "a number")
+		if k := numbersOf(x.DType()); k != nil {
+			return k.unary(n, p.shape, x, u)
 		}
-		return nil, wantType(0, x, "float32")
+		return nil, wantType(0, x, "a number")
 	}
+}
+
+// ewUnaryFloat applies u to floats, in float64; shape is x's.
+func ewUnaryFloat[T float](n opsem.Node, shape []int, x inference.Tensor, u ewUnary) ([]inference.Tensor, error) {
+	f := u.float
+	return mapOutput(n, shape, dataOf[T](x), func(v T) T { return T(f(float64(v))) })
+}
+
+// ewUnaryInteger applies u to integers, in int64 or uint64, wrapping the
+// result to T; shape is x's.
+func ewUnaryInteger[T integer](n opsem.Node, shape []int, x inference.Tensor, u ewUnary) ([]inference.Tensor, error) {
+	switch i, w := u.integer, u.unsigned; {
+	case isSigned[T]() && i != nil:
+		return mapOutput(n, shape, dataOf[T](x), func(v T) T { return T(i(int64(v))) })
+	case !isSigned[T]() && w != nil:
+		return mapOutput(n, shape, dataOf[T](x), func(v T) T { return T(w(uint64(v))) })
+	case i != nil:
+		return nil, wantType(0, x, "a float or a signed integer")
+	}
+	return nil, wantType(0, x, "a float")
 }
 
 // Binary arithmetic.
@@ -303,22 +342,25 @@ func ewPRelu(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		return nil, err
 	}
 	p.run = n.Run
-	switch x.DType() {
-	case inference.Float32:
-		return zip(n, p, dataOf[float32](x), dataOf[float32](slope), ewPReluOf[float32])
-	case inference.Int64:
-		return zip(n, p, dataOf[int64](x), dataOf[int64](slope), ewPReluOf[int64])
-	case inference.Int32:
-		return zip(n, p, dataOf[int32](x), dataOf[int32](slope), ewPReluOf[int32])
+	if k := numbersOf(x.DType()); k != nil {
+		return k.prelu(n, p, x, slope)
 	}
-	return nil, wantType(0, x, "float32, int64 or int32")
+	return nil, wantType(0, x, "a number")
 }
 
-func ewPReluOf[T number](x, slope T) T {
-	if x < 0 {
-		return slope * x
+func ewPReluOf[T number](n opsem.Node, p *broadcastPlan, x, slope inference.Tensor) ([]inference.Tensor, error) {
+	return zip(n, p, dataOf[T](x), dataOf[T](slope), planFunc(p, ewPReluFunc[T], ""))
+}
+
+// ewPReluFunc is PRelu's elementwise function (it takes planFunc's
+// operator, and ignores it).
+func ewPReluFunc[T number](string) func(x, slope T) T {
+	return func(x, slope T) T {
+		if x < 0 {
+			return slope * x
+		}
+		return x
 	}
-	return x
 }
 
 type ewArithOp uint8
@@ -332,8 +374,10 @@ const (
 
 var ewArithOps = map[string]ewArithOp{"Add": ewAdd, "Sub": ewSub, "Mul": ewMul, "Div": ewDiv}
 
-// ewArithKernel runs Add, Sub, Mul and Div. Integer division truncates
-// toward zero; an integer zero divisor is an error.
+// ewArithKernel runs Add, Sub, Mul and Div in the element type, as Go's
+// operators do: integers wrap, integer division truncates toward zero
+// (and the least signed value divided by −1 is itself); an integer zero
+// divisor is an error.
 func ewArithKernel(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err := needInputs(in, 2); err != nil {
 		return nil, err
@@ -342,16 +386,8 @@ func ewArithKernel(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, err
 		return nil, err
 	}
 	a := in[0]
-	op := ewArithOps[n.OpType]
-	switch a.DType() {
-	case inference.Float32:
-		return ewArithOf[float32](n, in, op, false)
-	case inference.Int64:
-		return ewArithOf[int64](n, in, op, true)
-	case inference.Int32:
-		return ewArithOf[int32](n, in, op, true)
-	case inference.Uint8:
-		return ewArithOf[uint8](n, in, op, true)
+	if k := numbersOf(a.DType()); k != nil {
+		return k.arith(n, in, ewArithOps[n.OpType])
 	}
 	return nil, wantType(0, a, "a number")
 }
@@ -372,8 +408,8 @@ func (p *ewArithPlan[T]) chunkVS(lo, hi int) { ewArithVS(p.op, p.out[lo:hi], p.a
 func (p *ewArithPlan[T]) chunkSV(lo, hi int) { ewArithSV(p.op, p.out[lo:hi], p.a[0], p.b[lo:hi]) }
 
 // ewArithOf runs op on the node's inputs, of element type T, through the
-// plan it keeps; integer (an integer T) makes a zero divisor an error.
-func ewArithOf[T number](n opsem.Node, in []inference.Tensor, op ewArithOp, integer bool) ([]inference.Tensor, error) {
+// plan it keeps.
+func ewArithOf[T number](n opsem.Node, in []inference.Tensor, op ewArithOp) ([]inference.Tensor, error) {
 	p, err := opsem.Plan(n, in, func() (*ewArithPlan[T], error) {
 		bp, err := binaryPlan(n, in[0], in[1])
 		if err != nil {
@@ -388,7 +424,7 @@ func ewArithOf[T number](n opsem.Node, in []inference.Tensor, op ewArithOp, inte
 	}
 	p.run = n.Run
 	a, b := dataOf[T](in[0]), dataOf[T](in[1])
-	if integer && op == ewDiv && p.n > 0 && slices.Contains(b, 0) {
+	if op == ewDiv && !isFloat[T]() && p.n > 0 && slices.Contains(b, 0) {
 		return nil, fmt.Errorf("integer division by zero: input 1 holds 0: %w", inference.ErrDivisionByZero)
 	}
 	return ewArith(n, p, a, b)
@@ -529,10 +565,10 @@ func ewArithSVGo[T number](op ewArithOp, out []T, s T, b []T) {
 	}
 }
 
-// Pow raises a float32, int64 or int32 base to an exponent of any numeric
-// type; the result has the base's type. An integer base with an integer
-// exponent is computed exactly (wrapping on overflow); otherwise in float64,
-// truncated toward zero for an integer base.
+// Pow raises a float32, float64, int64 or int32 base to an exponent of any
+// numeric type; the result has the base's type. An integer base with an
+// integer exponent is computed exactly (wrapping on overflow); otherwise
+// in float64, truncated toward zero for an integer base.
 func ewPow(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err := needInputs(in, 2); err != nil {
 		return nil, err
@@ -548,12 +584,14 @@ func ewPow(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 			return ewPowSmall(n, p.shape, x, e)
 		}
 		return ewPowBase(n, p, dataOf[float32](x), y)
+	case inference.Float64:
+		return ewPowBase(n, p, dataOf[float64](x), y)
 	case inference.Int64:
 		return ewPowBase(n, p, dataOf[int64](x), y)
 	case inference.Int32:
 		return ewPowBase(n, p, dataOf[int32](x), y)
 	}
-	return nil, wantType(0, x, "float32, int64 or int32")
+	return nil, wantType(0, x, "float32, float64, int64 or int32")
 }
 
 // ewSmallExponent reports a one-element exponent of 2 or 3, which Pow
@@ -589,14 +627,32 @@ func ewPowSmall(n opsem.Node, shape []int, x inference.Tensor, e int) ([]inferen
 	})
 }
 
-func ewPowBase[B float32 | int64 | int32](n opsem.Node, p *broadcastPlan, x []B, y inference.Tensor) ([]inference.Tensor, error) {
+// powBase is the base types Pow computes; the 16-bit floats reach it
+// widened to float32.
+type powBase interface {
+	float32 | float64 | int64 | int32
+}
+
+func ewPowBase[B powBase](n opsem.Node, p *broadcastPlan, x []B, y inference.Tensor) ([]inference.Tensor, error) {
 	switch y.DType() {
 	case inference.Float32:
 		return zip(n, p, x, dataOf[float32](y), planFunc(p, ewPowFunc[B, float32], ""))
+	case inference.Float64:
+		return zip(n, p, x, dataOf[float64](y), planFunc(p, ewPowFunc[B, float64], ""))
 	case inference.Int64:
 		return zip(n, p, x, dataOf[int64](y), planFunc(p, ewPowFunc[B, int64], ""))
 	case inference.Int32:
 		return zip(n, p, x, dataOf[int32](y), planFunc(p, ewPowFunc[B, int32], ""))
+	case inference.Int16:
+		return zip(n, p, x, dataOf[int16](y), planFunc(p, ewPowFunc[B, int16], ""))
+	case inference.Int8:
+		return zip(n, p, x, dataOf[int8](y), planFunc(p, ewPowFunc[B, int8], ""))
+	case inference.Uint64:
+		return zip(n, p, x, dataOf[uint64](y), planFunc(p, ewPowFunc[B, uint64], ""))
+	case inference.Uint32:
+		return zip(n, p, x, dataOf[uint32](y), planFunc(p, ewPowFunc[B, uint32], ""))
+	case inference.Uint16:
+		return zip(n, p, x, dataOf[uint16](y), planFunc(p, ewPowFunc[B, uint16], ""))
 	case inference.Uint8:
 		return zip(n, p, x, dataOf[uint8](y), planFunc(p, ewPowFunc[B, uint8], ""))
 	}
@@ -605,32 +661,20 @@ func ewPowBase[B float32 | int64 | int32](n opsem.Node, p *broadcastPlan, x []B,
 
 // ewPowFunc is Pow's elementwise function for base B and exponent E (it
 // takes planFunc's operator, and ignores it).
-func ewPowFunc[B float32 | int64 | int32, E number](string) func(x B, y E) B {
-	var zb B
-	var ze E
-	_, floatBase := any(zb).(float32)
-	_, floatExp := any(ze).(float32)
-	if floatBase || floatExp {
+func ewPowFunc[B powBase, E number](string) func(x B, y E) B {
+	if isFloat[B]() || isFloat[E]() {
 		return func(x B, y E) B { return B(math.Pow(float64(x), float64(y))) }
 	}
-	return func(x B, y E) B { return B(ewIntPow(int64(x), int64(y))) }
+	return func(x B, y E) B {
+		if y < 0 {
+			return B(ewIntPowNegative(int64(x), int64(y)%2 != 0))
+		}
+		return B(ewIntPow(int64(x), uint64(y)))
+	}
 }
 
-// ewIntPow is x^y for integers; a negative y gives the truncated quotient
-// 1/x^|y| (0 when x is 0, as no integer stands for infinity).
-func ewIntPow(x, y int64) int64 {
-	if y < 0 {
-		switch x {
-		case 1:
-			return 1
-		case -1:
-			if y%2 == 0 {
-				return 1
-			}
-			return -1
-		}
-		return 0
-	}
+// ewIntPow is x^y for integers, wrapping on overflow.
+func ewIntPow(x int64, y uint64) int64 {
 	r := int64(1)
 	for y > 0 {
 		if y&1 == 1 {
@@ -642,6 +686,19 @@ func ewIntPow(x, y int64) int64 {
 	return r
 }
 
+// ewIntPowNegative is x^y for integers and a negative y, odd or not: the
+// truncated quotient 1/x^|y| (0 when x is 0, as no integer stands for
+// infinity).
+func ewIntPowNegative(x int64, odd bool) int64 {
+	switch {
+	case x == 1, x == -1 && !odd:
+		return 1
+	case x == -1:
+		return -1
+	}
+	return 0
+}
+
 // Mod is the remainder of a / b. With fmod=1 it has the sign of a (C's
 // fmod); with fmod=0 the sign of b (Python's %), the ONNX default for
 // integers. An integer zero divisor is an error.
@@ -651,31 +708,29 @@ func ewMod(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		return nil, err
 	}
 	a, b := in[0], in[1]
-	fmod := opsem.ModFmod(n)
-	switch a.DType() {
-	case inference.Float32:
-		return zip(n, p, dataOf[float32](a), dataOf[float32](b), func(x, y float32) float32 {
-			r := math.Mod(float64(x), float64(y))
-			if !fmod && r != 0 && (r < 0) != (y < 0) {
-				r += float64(y)
-			}
-			return float32(r)
-		})
-	case inference.Int64:
-		return ewModInt(n, p, dataOf[int64](a), dataOf[int64](b), fmod)
-	case inference.Int32:
-		return ewModInt(n, p, dataOf[int32](a), dataOf[int32](b), fmod)
-	case inference.Uint8:
-		return ewModInt(n, p, dataOf[uint8](a), dataOf[uint8](b), fmod)
+	if k := numbersOf(a.DType()); k != nil {
+		return k.mod(n, p, a, b, opsem.ModFmod(n))
 	}
 	return nil, wantType(0, a, "a number")
 }
 
-func ewModInt[T int64 | int32 | uint8](n opsem.Node, p *broadcastPlan, a, b []T, fmod bool) ([]inference.Tensor, error) {
-	if p.n > 0 && slices.Contains(b, 0) {
+// ewModFloat computes the floats' remainder in float64, rounded once.
+func ewModFloat[T float](n opsem.Node, p *broadcastPlan, a, b inference.Tensor, fmod bool) ([]inference.Tensor, error) {
+	return zip(n, p, dataOf[T](a), dataOf[T](b), func(x, y T) T {
+		r := math.Mod(float64(x), float64(y))
+		if !fmod && r != 0 && (r < 0) != (y < 0) {
+			r += float64(y)
+		}
+		return T(r)
+	})
+}
+
+func ewModInteger[T integer](n opsem.Node, p *broadcastPlan, a, b inference.Tensor, fmod bool) ([]inference.Tensor, error) {
+	x, y := dataOf[T](a), dataOf[T](b)
+	if p.n > 0 && slices.Contains(y, 0) {
 		return nil, fmt.Errorf("integer modulo by zero: input 1 holds 0: %w", inference.ErrDivisionByZero)
 	}
-	return zip(n, p, a, b, func(x, y T) T {
+	return zip(n, p, x, y, func(x, y T) T {
 		r := x % y
 		if !fmod && r != 0 && (r < 0) != (y < 0) {
 			r += y
@@ -684,26 +739,32 @@ func ewModInt[T int64 | int32 | uint8](n opsem.Node, p *broadcastPlan, a, b []T,
 	})
 }
 
-// BitShift shifts uint8 elements; bits shifted past the width are lost.
+// BitShift shifts unsigned integers; bits shifted past the width are
+// lost.
 func ewBitShift(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	p, err := binaryInputs(n, in)
 	if err != nil {
 		return nil, err
 	}
 	a, b := in[0], in[1]
-	if a.DType() != inference.Uint8 {
-		return nil, wantType(0, a, "uint8")
+	k := numbersOf(a.DType())
+	if k == nil || k.shift == nil {
+		return nil, wantType(0, a, "an unsigned integer")
 	}
-	var f func(x, s uint8) uint8
 	switch d := n.Str("direction", ""); d {
-	case "LEFT":
-		f = func(x, s uint8) uint8 { return x << s }
-	case "RIGHT":
-		f = func(x, s uint8) uint8 { return x >> s }
+	case "LEFT", "RIGHT":
+		return k.shift(n, p, a, b, d == "LEFT")
 	default:
 		return nil, fmt.Errorf("direction %q, want LEFT or RIGHT: %w", d, inference.ErrBadModel)
 	}
-	return zip(n, p, dataOf[uint8](a), dataOf[uint8](b), f)
+}
+
+func ewBitShiftOf[T integer](n opsem.Node, p *broadcastPlan, a, b inference.Tensor, left bool) ([]inference.Tensor, error) {
+	f := func(x, s T) T { return x >> s }
+	if left {
+		f = func(x, s T) T { return x << s }
+	}
+	return zip(n, p, dataOf[T](a), dataOf[T](b), f)
 }
 
 // Where, Clip, and the variadic operators.
@@ -780,29 +841,28 @@ func ewClip(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	}
 	x := in[0]
 	if n.Opset < 11 {
-		if x.DType() != inference.Float32 {
-			return nil, wantType(0, x, "float32")
-		}
 		lo, hi := opsem.ClipBounds(n)
-		return ewClipData(n, keptShape(n, in, 0), dataOf[float32](x), lo, hi)
+		switch x.DType() {
+		case inference.Float32:
+			return ewClipData(n, keptShape(n, in, 0), dataOf[float32](x), lo, hi)
+		case inference.Float64:
+			return ewClipData(n, keptShape(n, in, 0), dataOf[float64](x), float64(lo), float64(hi))
+		}
+		return nil, wantType(0, x, "float32 or float64")
 	}
 	if err := sameType(in[:min(len(in), 3)]); err != nil {
 		return nil, err
 	}
-	switch x.DType() {
-	case inference.Float32:
-		return ewClipInputs(n, in, float32(math.Inf(-1)), float32(math.Inf(1)))
-	case inference.Int64:
-		return ewClipInputs[int64](n, in, math.MinInt64, math.MaxInt64)
-	case inference.Int32:
-		return ewClipInputs[int32](n, in, math.MinInt32, math.MaxInt32)
-	case inference.Uint8:
-		return ewClipInputs[uint8](n, in, 0, math.MaxUint8)
+	if k := numbersOf(x.DType()); k != nil {
+		return k.clip(n, in)
 	}
 	return nil, wantType(0, x, "a number")
 }
 
-func ewClipInputs[T number](n opsem.Node, in []inference.Tensor, lo, hi T) ([]inference.Tensor, error) {
+// ewClipInputs clips to the bounds the inputs give, T's limits where they
+// leave one out.
+func ewClipInputs[T number](n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
+	lo, hi := limits[T]()
 	for i := 1; i < min(len(in), 3); i++ {
 		if !present(in[i]) {
 			continue
@@ -861,33 +921,27 @@ func ewVariadic(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error)
 		return nil, err
 	}
 	p.run = n.Run
-	switch in[0].DType() {
-	case inference.Float32:
-		res, err := ewFold(n, p, in, planFunc(p, ewFolder[float32], n.OpType))
-		if err == nil && n.OpType == "Mean" {
-			out, k := dataOf[float32](res[0]), float32(len(in))
-			for i := range out {
-				out[i] /= k
-			}
-		}
-		return res, err
-	case inference.Int64:
-		if n.OpType != "Mean" {
-			return ewFold(n, p, in, planFunc(p, ewFolder[int64], n.OpType))
-		}
-	case inference.Int32:
-		if n.OpType != "Mean" {
-			return ewFold(n, p, in, planFunc(p, ewFolder[int32], n.OpType))
-		}
-	case inference.Uint8:
-		if n.OpType != "Mean" {
-			return ewFold(n, p, in, planFunc(p, ewFolder[uint8], n.OpType))
-		}
-	}
-	if n.OpType == "Mean" {
-		return nil, wantType(0, in[0], "float32")
+	if k := numbersOf(in[0].DType()); k != nil {
+		return k.variadic(n, p, in)
 	}
 	return nil, wantType(0, in[0], "a number")
+}
+
+// ewVariadicOf folds the inputs, of element type T, into one; Mean, of
+// floats only, divides the sum by their count.
+func ewVariadicOf[T number](n opsem.Node, p *broadcastPlan, in []inference.Tensor) ([]inference.Tensor, error) {
+	mean := n.OpType == "Mean"
+	if mean && !isFloat[T]() {
+		return nil, wantType(0, in[0], "a float")
+	}
+	res, err := ewFold(n, p, in, planFunc(p, ewFolder[T], n.OpType))
+	if err == nil && mean {
+		out, k := dataOf[T](res[0]), T(len(in))
+		for i := range out {
+			out[i] /= k
+		}
+	}
+	return res, err
 }
 
 func ewFolder[T number](op string) func(acc, x T) T {
@@ -1055,12 +1109,7 @@ func castWidened[H inference.Half | inference.BF16](n opsem.Node, shape []int, h
 	return castFrom(n, shape, f, to)
 }
 
-// real is the element types that are Go numbers.
-type real interface {
-	float32 | float64 | int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64
-}
-
-func castFrom[S real](n opsem.Node, shape []int, x []S, to inference.DType) ([]inference.Tensor, error) {
+func castFrom[S number](n opsem.Node, shape []int, x []S, to inference.DType) ([]inference.Tensor, error) {
 	var zero S
 	_, f32 := any(zero).(float32)
 	_, f64 := any(zero).(float64)
@@ -1078,12 +1127,10 @@ func castFrom[S real](n opsem.Node, shape []int, x []S, to inference.DType) ([]i
 	case inference.Int8:
 		return mapOutput(n, shape, x, func(v S) int8 { return int8(int64(v)) })
 	case inference.Uint64:
-		return mapOutput(n, shape, x, func(v S) uint64 {
-			if v < 0 || (f32 || f64) && float64(v) < 1<<63 {
-				return uint64(int64(v)) // below 2⁶³ a float goes through int64, as negative integers wrap
-			}
-			return uint64(v)
-		})
+		if f32 || f64 {
+			return mapOutput(n, shape, x, func(v S) uint64 { return uint64Of(float64(v)) })
+		}
+		return mapOutput(n, shape, x, func(v S) uint64 { return uint64(v) }) // a negative integer wraps
 	case inference.Uint32:
 		return mapOutput(n, shape, x, func(v S) uint32 { return uint32(int64(v)) })
 	case inference.Uint16:

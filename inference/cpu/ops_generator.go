@@ -19,6 +19,10 @@ func init() {
 	register("EyeLike", gnEyeLike)
 	register("OneHot", gnOneHot)
 	register("Trilu", gnTrilu)
+
+	// The types beyond baseTypes that each operator's ONNX schema admits.
+	registerTypes("ConstantOfShape", moreNumbers...)
+	registerTypes("Range", inference.Float64, inference.Int16, inference.BFloat16)
 }
 
 // gnDType maps an ONNX TensorProto element type number (a dtype or to
@@ -79,7 +83,19 @@ func gnConstantOfShape(n opsem.Node, in []inference.Tensor) ([]inference.Tensor,
 	if err != nil {
 		return nil, err
 	}
-	y, err := take(n.Run, value, shape, zeros, inference.Tensor{})
+	if !carried(value) {
+		y, err := take(n.Run, value, shape, zeros, inference.Tensor{})
+		return []inference.Tensor{y}, err
+	}
+	// A value of a type beyond baseTypes is taken carried (carried.go).
+	c, table, err := carry(n.Run, value, nil)
+	if err != nil {
+		return nil, err
+	}
+	y, err := take(n.Run, c, shape, zeros, inference.Tensor{})
+	if err == nil {
+		y, err = uncarry(n.Run, y, value.DType(), table)
+	}
 	return []inference.Tensor{y}, err
 }
 
@@ -97,11 +113,15 @@ func gnRange(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	var y inference.Tensor
 	switch dt {
 	case inference.Float32:
-		y, err = gnRangeFloat(n.Run, in)
+		y, err = gnRangeFloat[float32](n.Run, in)
+	case inference.Float64:
+		y, err = gnRangeFloat[float64](n.Run, in)
 	case inference.Int64:
 		y, err = gnRangeInt[int64](n.Run, in)
 	case inference.Int32:
 		y, err = gnRangeInt[int32](n.Run, in)
+	case inference.Int16:
+		y, err = gnRangeInt[int16](n.Run, in)
 	default:
 		return nil, n.Unsupported("element type %v", dt)
 	}
@@ -110,31 +130,27 @@ func gnRange(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 
 // gnRangeFloat computes the opsem.RangeCountFloat values start + i·delta,
 // in float64.
-func gnRangeFloat(r *limit.Run, in []inference.Tensor) (inference.Tensor, error) {
+func gnRangeFloat[T float](r *limit.Run, in []inference.Tensor) (inference.Tensor, error) {
 	var v [3]float64
 	for i := range v {
-		d, err := floats(in[i])
-		if err != nil {
-			return inference.Tensor{}, err
-		}
-		v[i] = float64(d[0])
+		v[i] = float64(dataOf[T](in[i])[0])
 	}
 	start, delta := v[0], v[2]
 	count, err := opsem.RangeCountFloat(start, v[1], delta)
 	if err != nil {
 		return inference.Tensor{}, err
 	}
-	out, err := limit.Make[float32](r, count)
+	out, err := limit.Make[T](r, count)
 	if err != nil {
 		return inference.Tensor{}, err
 	}
 	for i := range out {
-		out[i] = float32(start + float64(i)*delta)
+		out[i] = T(start + float64(i)*delta)
 	}
 	return inference.New([]int{len(out)}, out)
 }
 
-func gnRangeInt[T int64 | int32](r *limit.Run, in []inference.Tensor) (inference.Tensor, error) {
+func gnRangeInt[T int64 | int32 | int16](r *limit.Run, in []inference.Tensor) (inference.Tensor, error) {
 	var v [3]int64
 	for i := range v {
 		d, err := inference.Data[T](in[i])

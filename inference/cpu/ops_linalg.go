@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/internal/limit"
@@ -17,6 +18,9 @@ func init() {
 	register("MatMul", laMatMul)
 	register("Gemm", laGemm)
 	register("Det", laDet)
+
+	// The types beyond baseTypes that MatMul's ONNX schema admits.
+	registerTypes("MatMul", slices.Concat(moreFloats, []inference.DType{inference.Uint32, inference.Uint64})...)
 }
 
 // MatMul follows numpy.matmul (opsem.MatMul): a 1-D A is a row vector and
@@ -43,8 +47,7 @@ func laMatMul(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	s := &p.s
 	m, k, n2, outShape := s.M, s.K, s.N, s.Out
 	nb, aOff, bOff := p.nb, s.AOffsets, s.BOffsets
-	switch a.DType() {
-	case inference.Float32:
+	if a.DType() == inference.Float32 {
 		ad, _ := floats(a)
 		bd, _ := floats(b)
 		var out []float32
@@ -75,18 +78,23 @@ func laMatMul(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		}
 		outs, err := opsem.Single(n, outShape, out)
 		return unfusedEpilogue(n, in, ep, outs, err)
-	case inference.Int64:
-		ad, _ := inference.Data[int64](a)
-		bd, _ := inference.Data[int64](b)
-		outs, err := laMatMulInts(n, outShape, nb, m, n2, k, ad, bd, aOff, bOff)
-		return unfusedEpilogue(n, in, nil, outs, err)
-	case inference.Int32:
-		ad, _ := inference.Data[int32](a)
-		bd, _ := inference.Data[int32](b)
-		outs, err := laMatMulInts(n, outShape, nb, m, n2, k, ad, bd, aOff, bOff)
-		return unfusedEpilogue(n, in, nil, outs, err)
 	}
-	return nil, n.Unsupported("element type %v", a.DType())
+	var outs []inference.Tensor
+	switch a.DType() {
+	case inference.Float64:
+		outs, err = laMatMulLoops(n, outShape, nb, m, n2, k, dataOf[float64](a), dataOf[float64](b), aOff, bOff)
+	case inference.Int64:
+		outs, err = laMatMulLoops(n, outShape, nb, m, n2, k, dataOf[int64](a), dataOf[int64](b), aOff, bOff)
+	case inference.Int32:
+		outs, err = laMatMulLoops(n, outShape, nb, m, n2, k, dataOf[int32](a), dataOf[int32](b), aOff, bOff)
+	case inference.Uint64:
+		outs, err = laMatMulLoops(n, outShape, nb, m, n2, k, dataOf[uint64](a), dataOf[uint64](b), aOff, bOff)
+	case inference.Uint32:
+		outs, err = laMatMulLoops(n, outShape, nb, m, n2, k, dataOf[uint32](a), dataOf[uint32](b), aOff, bOff)
+	default:
+		return nil, n.Unsupported("element type %v", a.DType())
+	}
+	return unfusedEpilogue(n, in, nil, outs, err)
 }
 
 // mmPlan is what a MatMul node keeps from run to run (opsem.Plan): the
@@ -143,9 +151,10 @@ func (p *mmPlan) products(lo, hi, threads int) {
 	}
 }
 
-// laMatMulInts multiplies nb pairs of integer matrices, wrapping on
-// overflow as the fixed-width types do.
-func laMatMulInts[T int32 | int64](node opsem.Node, shape []int, nb, m, n, k int, a, b []T, aOff, bOff []int) ([]inference.Tensor, error) {
+// laMatMulLoops multiplies nb pairs of matrices in plain loops, in the
+// element type: float64 in float64, the integers wrapping on overflow as
+// the fixed-width types do.
+func laMatMulLoops[T float64 | int64 | int32 | uint64 | uint32](node opsem.Node, shape []int, nb, m, n, k int, a, b []T, aOff, bOff []int) ([]inference.Tensor, error) {
 	out, err := limit.Make[T](node.Run, nb, m, n)
 	if err != nil {
 		return nil, err

@@ -22,6 +22,14 @@ func init() {
 	register("Not", lgNot)
 	register("IsNaN", lgIsNaN)
 	register("IsInf", lgIsInf)
+
+	// The types beyond baseTypes that each operator's ONNX schema admits.
+	for _, op := range []string{"Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual"} {
+		registerTypes(op, moreNumbers...)
+	}
+	registerTypes("Equal", inference.String)
+	registerTypes("IsNaN", moreFloats...)
+	registerTypes("IsInf", moreFloats...)
 }
 
 func lgCompare(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
@@ -30,21 +38,22 @@ func lgCompare(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) 
 		return nil, err
 	}
 	a, b := in[0], in[1]
-	switch a.DType() {
-	case inference.Float32:
-		return zip(n, p, dataOf[float32](a), dataOf[float32](b), planFunc(p, lgComparison[float32], n.OpType))
-	case inference.Int64:
-		return zip(n, p, dataOf[int64](a), dataOf[int64](b), planFunc(p, lgComparison[int64], n.OpType))
-	case inference.Int32:
-		return zip(n, p, dataOf[int32](a), dataOf[int32](b), planFunc(p, lgComparison[int32], n.OpType))
-	case inference.Uint8:
-		return zip(n, p, dataOf[uint8](a), dataOf[uint8](b), planFunc(p, lgComparison[uint8], n.OpType))
-	case inference.Bool:
-		if n.OpType == "Equal" {
+	if k := numbersOf(a.DType()); k != nil {
+		return k.compare(n, p, a, b)
+	}
+	if n.OpType == "Equal" {
+		switch a.DType() {
+		case inference.Bool:
 			return zip(n, p, dataOf[bool](a), dataOf[bool](b), func(x, y bool) bool { return x == y })
+		case inference.String:
+			return zip(n, p, dataOf[string](a), dataOf[string](b), func(x, y string) bool { return x == y })
 		}
 	}
 	return nil, wantType(0, a, "a number")
+}
+
+func lgCompareOf[T number](n opsem.Node, p *broadcastPlan, a, b inference.Tensor) ([]inference.Tensor, error) {
+	return zip(n, p, dataOf[T](a), dataOf[T](b), planFunc(p, lgComparison[T], n.OpType))
 }
 
 func lgComparison[T number](op string) func(x, y T) bool {
@@ -96,24 +105,27 @@ func lgNot(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 }
 
 func lgIsNaN(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
-	if err := needInputs(in, 1); err != nil {
-		return nil, err
-	}
-	if in[0].DType() != inference.Float32 {
-		return nil, wantType(0, in[0], "float32")
-	}
-	return mapOutput(n, keptShape(n, in, 0), dataOf[float32](in[0]), func(v float32) bool { return v != v })
+	return lgFloatTest(n, in, func(v float64) bool { return v != v })
 }
 
 func lgIsInf(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
+	neg, pos := opsem.IsInfDetect(n)
+	return lgFloatTest(n, in, func(v float64) bool {
+		return (pos && math.IsInf(v, 1)) || (neg && math.IsInf(v, -1))
+	})
+}
+
+// lgFloatTest is f of each element of the node's float input, widened to
+// float64 (exactly).
+func lgFloatTest(n opsem.Node, in []inference.Tensor, f func(float64) bool) ([]inference.Tensor, error) {
 	if err := needInputs(in, 1); err != nil {
 		return nil, err
 	}
-	if in[0].DType() != inference.Float32 {
-		return nil, wantType(0, in[0], "float32")
+	switch x := in[0]; x.DType() {
+	case inference.Float32:
+		return mapOutput(n, keptShape(n, in, 0), dataOf[float32](x), func(v float32) bool { return f(float64(v)) })
+	case inference.Float64:
+		return mapOutput(n, keptShape(n, in, 0), dataOf[float64](x), f)
 	}
-	neg, pos := opsem.IsInfDetect(n)
-	return mapOutput(n, keptShape(n, in, 0), dataOf[float32](in[0]), func(v float32) bool {
-		return (pos && math.IsInf(float64(v), 1)) || (neg && math.IsInf(float64(v), -1))
-	})
+	return nil, wantType(0, in[0], "float32 or float64")
 }

@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/internal/limit"
@@ -26,6 +27,19 @@ func init() {
 	register("ArgMax", rdArg(true))
 	register("ArgMin", rdArg(false))
 	register("CumSum", rdCumSum)
+
+	// The types beyond baseTypes that each operator's ONNX schema admits
+	// and its kernel computes (not the integers' LogSum and LogSumExp).
+	wide := slices.Concat(moreFloats, []inference.DType{inference.Uint32, inference.Uint64})
+	for _, op := range []string{"ReduceSum", "ReduceMean", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceMax", "ReduceMin", "CumSum"} {
+		registerTypes(op, wide...)
+	}
+	registerTypes("ReduceMax", inference.Int8)
+	registerTypes("ReduceMin", inference.Int8)
+	registerTypes("ReduceLogSum", moreFloats...)
+	registerTypes("ReduceLogSumExp", moreFloats...)
+	registerTypes("ArgMax", moreNumbers...)
+	registerTypes("ArgMin", moreNumbers...)
 }
 
 // rdOp is the combining rule of a Reduce operator.
@@ -157,42 +171,34 @@ func rdReduce(op rdOp) kernel {
 		if err != nil {
 			return nil, err
 		}
-		switch x.DType() {
-		case inference.Float32:
-			d, _ := floats(x)
-			y, err := limit.MakeOverwritten[float32](n.Run, p.outDims...) // rdReduceFloats writes every element
-			if err != nil {
-				return nil, err
-			}
-			if len(p.acc) != len(y) {
-				p.acc, p.mx = make([]float64, len(y)), make([]float64, len(y))
-			}
-			rdReduceFloatsInto(op, rp, d, y, p.acc, p.mx)
-			return opsem.Single(n, p.out, y)
-		case inference.Int64:
-			return rdReduceIntTensor[int64](n, op, p, x)
-		case inference.Int32:
-			return rdReduceIntTensor[int32](n, op, p, x)
-		case inference.Uint8:
-			if op != rdMax && op != rdMin {
-				return nil, n.Unsupported("element type %v", x.DType())
-			}
-			return rdReduceIntTensor[uint8](n, op, p, x)
-		case inference.Bool:
-			if (op != rdMax && op != rdMin) || n.Opset < 20 {
-				return nil, n.Unsupported("element type %v", x.DType())
-			}
-			d, _ := inference.Data[bool](x)
-			y, err := limit.Make[bool](n.Run, p.outDims...)
-			if err != nil {
-				return nil, err
-			}
-			rdReduceBools(op, rp, d, y)
-			return opsem.Single(n, p.out, y)
-		default:
+		if k := numbersOf(x.DType()); k != nil {
+			return k.reduce(n, op, p, x)
+		}
+		if x.DType() != inference.Bool || (op != rdMax && op != rdMin) || n.Opset < 20 {
 			return nil, n.Unsupported("element type %v", x.DType())
 		}
+		d, _ := inference.Data[bool](x)
+		y, err := limit.Make[bool](n.Run, p.outDims...)
+		if err != nil {
+			return nil, err
+		}
+		rdReduceBools(op, rp, d, y)
+		return opsem.Single(n, p.out, y)
 	}
+}
+
+// rdReduceFloatTensor reduces floats on the general path, as
+// rdReduceFloatsInto does.
+func rdReduceFloatTensor[T float](n opsem.Node, op rdOp, p *rdPlan, x inference.Tensor) ([]inference.Tensor, error) {
+	y, err := limit.MakeOverwritten[T](n.Run, p.outDims...) // rdReduceFloatsInto writes every element
+	if err != nil {
+		return nil, err
+	}
+	if len(p.acc) != len(y) {
+		p.acc, p.mx = make([]float64, len(y)), make([]float64, len(y))
+	}
+	rdReduceFloatsInto(op, p.rp, dataOf[T](x), y, p.acc, p.mx)
+	return opsem.Single(n, p.out, y)
 }
 
 // rdTrailing reports a reduction of the trailing axes of shape (size-1
@@ -264,24 +270,24 @@ func rdRowRange(op rdOp, x []float32, count int, y []float32, lo, hi int) {
 }
 
 // rdReduceFloats reduces in float64, except Max and Min, which are exact in
-// float32. The reduction of an empty set is the operator's identity: 0 for
+// the element type. The reduction of an empty set is the operator's identity: 0 for
 // the sums, 1 for Prod, -inf for Max, LogSum and LogSumExp, +inf for Min,
 // and NaN (0/0) for Mean.
-func rdReduceFloats(op rdOp, p *reducePlan, x []float32) []float32 {
+func rdReduceFloats[T float](op rdOp, p *reducePlan, x []T) []T {
 	n := opsem.Count(p.keep)
-	out := make([]float32, n)
+	out := make([]T, n)
 	rdReduceFloatsInto(op, p, x, out, make([]float64, n), make([]float64, n))
 	return out
 }
 
 // rdReduceFloatsInto is rdReduceFloats writing every element of out (the
 // output, opsem.Count(p.keep) long); acc and mx, as long, are its scratch.
-func rdReduceFloatsInto(op rdOp, p *reducePlan, x, out []float32, acc, mx []float64) {
+func rdReduceFloatsInto[T float](op rdOp, p *reducePlan, x, out []T, acc, mx []float64) {
 	switch op {
 	case rdMax, rdMin:
-		init := float32(math.Inf(-1))
+		init, hi := limits[T]()
 		if op == rdMin {
-			init = float32(math.Inf(1))
+			init = hi
 		}
 		for i := range out {
 			out[i] = init
@@ -311,10 +317,10 @@ func rdReduceFloatsInto(op rdOp, p *reducePlan, x, out []float32, acc, mx []floa
 		for i := range out {
 			// all -inf (or empty) gives -inf, a +inf gives +inf.
 			if math.IsInf(mx[i], 0) {
-				out[i] = float32(mx[i])
+				out[i] = T(mx[i])
 				continue
 			}
-			out[i] = float32(math.Log(acc[i]) + mx[i])
+			out[i] = T(math.Log(acc[i]) + mx[i])
 		}
 		return
 	}
@@ -349,30 +355,16 @@ func rdReduceFloatsInto(op rdOp, p *reducePlan, x, out []float32, acc, mx []floa
 		case rdLogSum:
 			a = math.Log(a)
 		}
-		out[i] = float32(a)
+		out[i] = T(a)
 	}
-}
-
-type rdInteger interface{ int64 | int32 | uint8 }
-
-// rdLimits returns the least and greatest values of T.
-func rdLimits[T rdInteger]() (lo, hi T) {
-	var a, b int64
-	switch any(lo).(type) {
-	case int64:
-		a, b = math.MinInt64, math.MaxInt64
-	case int32:
-		a, b = math.MinInt32, math.MaxInt32
-	default:
-		a, b = 0, math.MaxUint8
-	}
-	return T(a), T(b)
 }
 
 // rdReduceIntTensor reduces integers exactly in int64, wrapping on overflow
-// as the element type does. Mean truncates toward zero and L2 truncates the
-// square root, as the ONNX reference does when it casts back.
-func rdReduceIntTensor[T rdInteger](n opsem.Node, op rdOp, plan *rdPlan, t inference.Tensor) ([]inference.Tensor, error) {
+// as the element type does (the unsigned types' sums and products are the
+// same bits). Mean truncates toward zero and L2 truncates the square root,
+// as the ONNX reference does when it casts back. The integers narrower
+// than 32 bits take only Max and Min, and LogSum and LogSumExp take none.
+func rdReduceIntTensor[T integer](n opsem.Node, op rdOp, plan *rdPlan, t inference.Tensor) ([]inference.Tensor, error) {
 	x, err := inference.Data[T](t)
 	if err != nil {
 		return nil, err
@@ -383,9 +375,11 @@ func rdReduceIntTensor[T rdInteger](n opsem.Node, op rdOp, plan *rdPlan, t infer
 	if err != nil {
 		return nil, err
 	}
-	switch op {
-	case rdMax, rdMin:
-		lo, hi := rdLimits[T]()
+	switch {
+	case op != rdMax && op != rdMin && t.DType().Size() < 4:
+		return nil, n.Unsupported("element type %v", t.DType())
+	case op == rdMax, op == rdMin:
+		lo, hi := limits[T]()
 		init := lo
 		if op == rdMin {
 			init = hi
@@ -400,9 +394,9 @@ func rdReduceIntTensor[T rdInteger](n opsem.Node, op rdOp, plan *rdPlan, t infer
 			}
 		}
 		return opsem.Single(n, p.out, out)
-	case rdLogSum, rdLogSumExp:
+	case op == rdLogSum, op == rdLogSumExp:
 		return nil, n.Unsupported("element type %v", t.DType())
-	case rdMean:
+	case op == rdMean:
 		if p.count == 0 && size > 0 {
 			return nil, fmt.Errorf("mean of an empty set of %v (input %v): %w", t.DType(), t, inference.ErrShape)
 		}
@@ -422,7 +416,7 @@ func rdReduceIntTensor[T rdInteger](n opsem.Node, op rdOp, plan *rdPlan, t infer
 		case rdProd:
 			acc[o] *= w
 		case rdL1:
-			if w < 0 {
+			if v < 0 {
 				w = -w
 			}
 			acc[o] += w
@@ -432,12 +426,17 @@ func rdReduceIntTensor[T rdInteger](n opsem.Node, op rdOp, plan *rdPlan, t infer
 			acc[o] += w
 		}
 	}
+	signed := isSigned[T]()
 	for i, a := range acc {
-		switch op {
-		case rdMean:
+		switch {
+		case op == rdMean && signed:
 			a /= int64(p.count)
-		case rdL2:
+		case op == rdMean:
+			a = int64(uint64(a) / uint64(p.count))
+		case op == rdL2 && signed:
 			a = int64(math.Sqrt(float64(a)))
+		case op == rdL2:
+			a = int64(math.Sqrt(float64(uint64(a))))
 		}
 		out[i] = T(a)
 	}
@@ -479,23 +478,11 @@ func rdArg(max bool) kernel {
 		if shape[axis] == 0 {
 			return nil, fmt.Errorf("input %v: no element along axis %d to take the %s of: %w", x, axis, n.OpType, inference.ErrShape)
 		}
-		var idx []int64
-		switch x.DType() {
-		case inference.Float32:
-			d, _ := floats(x)
-			idx, err = rdArgIndex(n.Run, d, shape, axis, max, last)
-		case inference.Int64:
-			d, _ := inference.Data[int64](x)
-			idx, err = rdArgIndex(n.Run, d, shape, axis, max, last)
-		case inference.Int32:
-			d, _ := inference.Data[int32](x)
-			idx, err = rdArgIndex(n.Run, d, shape, axis, max, last)
-		case inference.Uint8:
-			d, _ := inference.Data[uint8](x)
-			idx, err = rdArgIndex(n.Run, d, shape, axis, max, last)
-		default:
+		k := numbersOf(x.DType())
+		if k == nil {
 			return nil, n.Unsupported("element type %v", x.DType())
 		}
+		idx, err := k.argIndex(n.Run, x, shape, axis, max, last)
 		if err != nil {
 			return nil, err
 		}
@@ -503,9 +490,11 @@ func rdArg(max bool) kernel {
 	}
 }
 
-// rdArgIndex returns the index along axis of the largest (max) or
-// smallest element of each line of x, in a buffer allocated under r.
-func rdArgIndex[T float32 | rdInteger](r *limit.Run, x []T, shape []int, axis int, max, last bool) ([]int64, error) {
+// rdArgIndexOf returns the index along axis of the largest (max) or
+// smallest element of each line of x, of the given shape, in a buffer
+// allocated under r.
+func rdArgIndexOf[T number](r *limit.Run, t inference.Tensor, shape []int, axis int, max, last bool) ([]int64, error) {
+	x := dataOf[T](t)
 	outer, n, inner := opsem.SplitAxis(shape, axis)
 	idx, err := limit.MakeOverwritten[int64](r, outer, inner) // every line's index is written
 	if err != nil {
@@ -562,40 +551,40 @@ func rdCumSum(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		return nil, fmt.Errorf("input %v: %w", x, err)
 	}
 	exclusive, reverse := n.Int("exclusive", 0) != 0, n.Int("reverse", 0) != 0
-	var out inference.Tensor
-	switch x.DType() {
-	case inference.Float32:
-		d, _ := floats(x)
-		y, err := limit.Make[float32](n.Run, len(d))
-		if err != nil {
-			return nil, err
-		}
-		rdScan(shape, axis, exclusive, reverse, func(i int, acc float64) float64 {
-			return acc + float64(d[i])
-		}, func(i int, acc float64) { y[i] = float32(acc) })
-		out, err = inference.New(shape, y)
-	case inference.Int64:
-		out, err = rdCumSumInts[int64](n.Run, shape, axis, exclusive, reverse, x)
-	case inference.Int32:
-		out, err = rdCumSumInts[int32](n.Run, shape, axis, exclusive, reverse, x)
-	default:
+	k := numbersOf(x.DType())
+	if k == nil || x.DType().Size() < 4 { // the integers narrower than 32 bits are not CumSum's
 		return nil, n.Unsupported("element type %v", x.DType())
 	}
+	out, err := k.cumSum(n.Run, x, axis, exclusive, reverse)
 	if err != nil {
 		return nil, err
 	}
 	return []inference.Tensor{out}, nil
 }
 
-func rdCumSumInts[T int64 | int32](r *limit.Run, shape []int, axis int, exclusive, reverse bool, x inference.Tensor) (inference.Tensor, error) {
-	d, err := inference.Data[T](x)
-	if err != nil {
-		return inference.Tensor{}, err
-	}
+// rdCumSumFloats sums floats in float64, each output rounded once.
+func rdCumSumFloats[T float](r *limit.Run, x inference.Tensor, axis int, exclusive, reverse bool) (inference.Tensor, error) {
+	d := dataOf[T](x)
 	y, err := limit.Make[T](r, len(d))
 	if err != nil {
 		return inference.Tensor{}, err
 	}
+	shape := x.Shape()
+	rdScan(shape, axis, exclusive, reverse, func(i int, acc float64) float64 {
+		return acc + float64(d[i])
+	}, func(i int, acc float64) { y[i] = T(acc) })
+	return inference.New(shape, y)
+}
+
+// rdCumSumInts sums integers in int64, wrapping to T (the unsigned types'
+// sums are the same bits).
+func rdCumSumInts[T integer](r *limit.Run, x inference.Tensor, axis int, exclusive, reverse bool) (inference.Tensor, error) {
+	d := dataOf[T](x)
+	y, err := limit.Make[T](r, len(d))
+	if err != nil {
+		return inference.Tensor{}, err
+	}
+	shape := x.Shape()
 	rdScan(shape, axis, exclusive, reverse, func(i int, acc int64) int64 {
 		return acc + int64(d[i])
 	}, func(i int, acc int64) { y[i] = T(acc) })

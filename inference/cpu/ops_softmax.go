@@ -14,6 +14,9 @@ func init() {
 	register("Softmax", smSoftmax(smSoftmaxKind))
 	register("LogSoftmax", smSoftmax(smLogSoftmaxKind))
 	register("Hardmax", smSoftmax(smHardmaxKind))
+	for _, op := range []string{"Softmax", "LogSoftmax", "Hardmax"} {
+		registerTypes(op, moreFloats...)
+	}
 }
 
 type smSoftmaxOp int
@@ -36,7 +39,7 @@ func smSoftmax(kind smSoftmaxOp) kernel {
 		if err != nil {
 			return nil, err
 		}
-		if x.DType() != inference.Float32 {
+		if x.DType() != inference.Float32 && x.DType() != inference.Float64 {
 			return nil, n.Unsupported("element type %v", x.DType())
 		}
 		p, err := opsem.Plan(n, in, func() (*smPlan, error) {
@@ -52,6 +55,9 @@ func smSoftmax(kind smSoftmaxOp) kernel {
 			return nil, err
 		}
 		outer, size, inner, shape := p.outer, p.size, p.inner, p.shape
+		if x.DType() == inference.Float64 {
+			return smSoftmaxSlices[float64](n, kind, p, x)
+		}
 		d, _ := floats(x)
 		y, err := limit.Make[float32](n.Run, p.count...)
 		if err != nil {
@@ -109,9 +115,28 @@ func smSoftmaxRow(y, x []float32) {
 // scale sets y[i] *= r.
 func scale(y []float32, r float32) { ewArithVS(ewMul, y, y, r) }
 
+// smSoftmaxSlices normalises every slice of x, of floats T other than
+// float32's hot path, into the node's output.
+func smSoftmaxSlices[T float](n opsem.Node, kind smSoftmaxOp, p *smPlan, x inference.Tensor) ([]inference.Tensor, error) {
+	d := dataOf[T](x)
+	y, err := limit.Make[T](n.Run, p.count...)
+	if err != nil {
+		return nil, err
+	}
+	if len(d) == 0 { // the loops would count the dimensions that are not 0
+		return opsem.Single(n, p.shape, y)
+	}
+	for o := range p.outer {
+		for j := range p.inner {
+			smSoftmaxSlice(kind, d, y, o*p.size*p.inner+j, p.size, p.inner)
+		}
+	}
+	return opsem.Single(n, p.shape, y)
+}
+
 // smSoftmaxSlice normalises the size elements of x at base, base+stride, …
-// into y.
-func smSoftmaxSlice(kind smSoftmaxOp, x, y []float32, base, size, stride int) {
+// into y, in float64.
+func smSoftmaxSlice[T float](kind smSoftmaxOp, x, y []T, base, size, stride int) {
 	if size == 0 {
 		return
 	}
@@ -134,12 +159,12 @@ func smSoftmaxSlice(kind smSoftmaxOp, x, y []float32, base, size, stride int) {
 		ls := mf + math.Log(sum)
 		for k := range size {
 			i := base + k*stride
-			y[i] = float32(float64(x[i]) - ls)
+			y[i] = T(float64(x[i]) - ls)
 		}
 		return
 	}
 	for k := range size {
 		i := base + k*stride
-		y[i] = float32(math.Exp(float64(x[i])-mf) / sum)
+		y[i] = T(math.Exp(float64(x[i])-mf) / sum)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 func init() {
 	register("TopK", soTopK)
+	registerTypes("TopK", moreNumbers...)
 	register("Unique", soUnique)
 	register("NonZero", soNonZero)
 }
@@ -51,20 +52,11 @@ func soTopK(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	}
 	// sorted=0 leaves the order unspecified; sorted order is one of them.
 	largest := n.Int("largest", 1) == 1
-	var vals inference.Tensor
-	var idx []int64
-	switch x.DType() {
-	case inference.Float32:
-		vals, idx, err = soTopKOf[float32](n.Run, x, axis, int(k), largest)
-	case inference.Int64:
-		vals, idx, err = soTopKOf[int64](n.Run, x, axis, int(k), largest)
-	case inference.Int32:
-		vals, idx, err = soTopKOf[int32](n.Run, x, axis, int(k), largest)
-	case inference.Uint8:
-		vals, idx, err = soTopKOf[uint8](n.Run, x, axis, int(k), largest)
-	default:
+	num := numbersOf(x.DType())
+	if num == nil {
 		return nil, n.Unsupported("element type %v", x.DType())
 	}
+	vals, idx, err := num.topK(n.Run, x, axis, int(k), largest)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +66,7 @@ func soTopK(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 
 // soTopKOf returns the k largest (or smallest) values along axis and their
 // indices; equal values keep the lower index first.
-func soTopKOf[T float32 | int64 | int32 | uint8](r *limit.Run, x inference.Tensor, axis, k int, largest bool) (inference.Tensor, []int64, error) {
+func soTopKOf[T number](r *limit.Run, x inference.Tensor, axis, k int, largest bool) (inference.Tensor, []int64, error) {
 	d, err := inference.Data[T](x)
 	if err != nil {
 		return inference.Tensor{}, nil, err

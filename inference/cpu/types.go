@@ -17,9 +17,22 @@ import (
 // load.
 var baseTypes = []inference.DType{inference.Float32, inference.Int64, inference.Int32, inference.Bool, inference.Uint8, inference.Float16}
 
+// The element types beyond baseTypes, grouped as the ONNX schemas of the
+// numeric operators admit them.
+var (
+	moreFloats   = []inference.DType{inference.Float64, inference.BFloat16}
+	moreSigned   = []inference.DType{inference.Int8, inference.Int16}
+	moreUnsigned = []inference.DType{inference.Uint16, inference.Uint32, inference.Uint64}
+	moreNumbers  = slices.Concat(moreFloats, moreSigned, moreUnsigned)
+)
+
 // kernelTypes maps an operator to the element types beyond baseTypes that
-// its kernel computes.
-var kernelTypes = map[string][]inference.DType{}
+// its kernel computes in every input and output; inputTypes to those it
+// computes in one input only (Pow's exponent), by the input's position.
+var (
+	kernelTypes = map[string][]inference.DType{}
+	inputTypes  = map[string]map[int][]inference.DType{}
+)
 
 // registerTypes records that op's kernel computes the element types ds
 // besides baseTypes; called from the init functions of the op files.
@@ -27,60 +40,56 @@ func registerTypes(op string, ds ...inference.DType) {
 	kernelTypes[op] = append(kernelTypes[op], ds...)
 }
 
-// computes reports whether op's kernel takes or makes values of type d.
-func computes(op string, d inference.DType) bool {
+// registerInputTypes records that op's kernel computes the element types
+// ds in its input i besides those registerTypes gives.
+func registerInputTypes(op string, i int, ds ...inference.DType) {
+	if inputTypes[op] == nil {
+		inputTypes[op] = map[int][]inference.DType{}
+	}
+	inputTypes[op][i] = append(inputTypes[op][i], ds...)
+}
+
+// computes reports whether op's kernel takes or makes values of type d,
+// in input i when input (else in an output).
+func computes(op string, d inference.DType, input bool, i int) bool {
 	_, moved := movement[op]
-	return d == 0 || slices.Contains(baseTypes, d) || moved || slices.Contains(kernelTypes[op], d)
+	return d == 0 || slices.Contains(baseTypes, d) || moved || slices.Contains(kernelTypes[op], d) ||
+		input && slices.Contains(inputTypes[op][i], d)
 }
 
 // checkTypes reports the first node of g, or of the graphs nested in it,
 // that reads or makes a value of an element type its kernel does not
 // compute, as an *inference.UnsupportedOpError wrapping
 // inference.ErrUnsupportedType that names the node, the value and the type.
-// The types are the graph's declared inputs, its initializers and what
-// opsem.OutputDTypes gives each node; outer holds those of the values a
+// The types are opsem.ValueTypes'; outer holds those of the values a
 // nested graph sees from its enclosing ones.
 func checkTypes(g *graph.Graph, outer map[string]inference.DType) error {
-	types := map[string]inference.DType{}
-	for name, d := range outer {
-		types[name] = d
-	}
-	for _, v := range slices.Concat(g.Inputs, g.Overridable) {
-		types[v.Name] = v.DType
-	}
-	for name, t := range g.Initializers {
-		types[name] = t.DType()
+	types := opsem.ValueTypes(g, outer)
+	typesOf := func(names []string) []inference.DType {
+		ds := make([]inference.DType, len(names))
+		for i, name := range names {
+			ds[i] = types[name]
+		}
+		return ds
 	}
 	for _, n := range g.Nodes {
-		in := make([]inference.DType, len(n.Inputs))
-		for i, name := range n.Inputs {
-			in[i] = types[name]
-		}
 		subs := n.Subgraphs()
 		for _, sub := range subs {
 			if err := checkTypes(sub, types); err != nil {
 				return err
 			}
 		}
-		var out []inference.DType
-		if len(subs) == 0 {
-			out = opsem.OutputDTypes(opsem.Node{Node: n, Opset: g.Opset()}, in)
-		}
-		for i, name := range n.Outputs {
-			if i < len(out) && name != "" {
-				types[name] = out[i]
-			}
-		}
 		if len(subs) > 0 || seqKernels[n.OpType] != nil {
 			continue // their values pass through; the nodes that compute them are checked
 		}
+		in, out := typesOf(n.Inputs), typesOf(n.Outputs)
 		for _, side := range []struct {
 			what  string
 			names []string
 			types []inference.DType
 		}{{"input", n.Inputs, in}, {"output", n.Outputs, out}} {
 			for i, d := range side.types {
-				if i < len(side.names) && side.names[i] != "" && !computes(n.OpType, d) {
+				if i < len(side.names) && side.names[i] != "" && !computes(n.OpType, d, side.what == "input", i) {
 					return &inference.UnsupportedOpError{Node: n.Name, Op: n.OpType, Opset: g.Opset(), Type: true,
 						Detail: fmt.Sprintf("%s %q of element type %s", side.what, side.names[i], inference.ONNXTypeName(inference.DTypeToONNX(d)))}
 				}

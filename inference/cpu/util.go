@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"unsafe"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/internal/limit"
@@ -132,6 +133,16 @@ func scalarOf(dt inference.DType, v float64) (inference.Tensor, error) {
 	return inference.Tensor{}, fmt.Errorf("%v: %w", dt, inference.ErrType)
 }
 
+// uint64Of converts v to uint64 as Cast does: truncated toward zero, and
+// below 2⁶³ through int64, so that a negative value wraps as a negative
+// integer does.
+func uint64Of(v float64) uint64 {
+	if v < 1<<63 {
+		return uint64(int64(v))
+	}
+	return uint64(v)
+}
+
 // wantShape checks that input i has exactly the shape want.
 func wantShape(t inference.Tensor, i int, name string, want ...int) error {
 	if !slices.Equal(t.Shape(), want) {
@@ -140,9 +151,47 @@ func wantShape(t inference.Tensor, i int, name string, want ...int) error {
 	return nil
 }
 
-// number is the numeric element types; bool is not one.
+// number is the element types that are Go numbers: bool is not one, nor
+// are the 16-bit floats, which the kernels compute widened (half.go).
 type number interface {
-	float32 | int64 | int32 | uint8
+	float | integer
+}
+
+type float interface{ float32 | float64 }
+
+type integer interface {
+	int64 | int32 | int16 | int8 | uint64 | uint32 | uint16 | uint8
+}
+
+// isFloat reports whether T is float32 or float64.
+func isFloat[T number]() bool {
+	var zero T
+	switch any(zero).(type) {
+	case float32, float64:
+		return true
+	}
+	return false
+}
+
+// isSigned reports whether T holds negative numbers (the floats do).
+func isSigned[T number]() bool {
+	var zero T
+	return zero-1 < 0
+}
+
+// limits returns the least and the greatest value of T: −Inf and +Inf for
+// the floats.
+func limits[T number]() (lo, hi T) {
+	var zero T
+	bits := 8 * unsafe.Sizeof(zero)
+	switch {
+	case isFloat[T]():
+		return T(math.Inf(-1)), T(math.Inf(1))
+	case isSigned[T]():
+		hi = T(uint64(1)<<(bits-1) - 1)
+		return -hi - 1, hi
+	}
+	return 0, T(uint64(math.MaxUint64) >> (64 - bits))
 }
 
 // dataOf returns t's elements; the caller has checked t's DType.

@@ -14,6 +14,7 @@ import (
 	"github.com/beamml/beamml/inference/cpu"
 	"github.com/beamml/beamml/inference/graph"
 	"github.com/beamml/beamml/inference/internal/limit"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // Model is a graph compiled for a CUDA device. Run is safe for concurrent
@@ -78,6 +79,15 @@ func newModel(b *Backend, ord int, dev Device, g *graph.Graph, precision inferen
 		if cpu.IsControlFlow(n.OpType) {
 			m.fallback = fmt.Sprintf("node %v runs subgraphs or sequences", n)
 			break
+		}
+	}
+	if m.fallback == "" {
+		types := opsem.ValueTypes(g, nil)
+		for _, name := range slices.Sorted(maps.Keys(types)) {
+			if types[name] == inference.String {
+				m.fallback = fmt.Sprintf("value %q holds strings, which the device does not", name)
+				break
+			}
 		}
 	}
 	if m.fallback == "" {

@@ -89,7 +89,7 @@ func hasHalf(ops []operand) bool {
 // when the host knows o, else scratch that a cast_convert fills.
 func (l *lowering) widen(o operand) (operand, error) {
 	if t, ok := o.Host(); ok {
-		w, err := opsem.WidenFloat16(nil, t)
+		w, err := opsem.WidenToFloat32(nil, t)
 		if err != nil {
 			return operand{}, fmt.Errorf("cuda: node %v: input %q widened to float32: %w", l.Node, o.Name, err)
 		}

@@ -138,7 +138,7 @@ func lowerClip(l *lowering) error {
 	case inference.Float32, inference.Float16:
 		lim := [2]float64{math.Inf(-1), math.Inf(1)}
 		for i, t := range bounds {
-			w, _ := opsem.WidenFloat16(nil, t) // one element: exact
+			w, _ := opsem.WidenToFloat32(nil, t) // one element: exact
 			if v, err := inference.Data[float32](w); err == nil {
 				lim[i] = float64(v[0])
 			}

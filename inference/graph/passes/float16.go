@@ -326,7 +326,7 @@ func (r *halfRewrite) graph(g *graph.Graph, top bool) error {
 		if t.DType() != inference.Float16 || overridable[name] {
 			continue
 		}
-		f, err := opsem.WidenFloat16(nil, t)
+		f, err := opsem.WidenToFloat32(nil, t)
 		if err != nil {
 			return err
 		}

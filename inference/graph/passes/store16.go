@@ -212,7 +212,7 @@ func (s *store16) float16(value string) (string, error) {
 	}
 	h := value
 	if t, ok := s.x.constant(value); ok {
-		n, err := opsem.NarrowToFloat16(nil, t)
+		n, err := opsem.NarrowFromFloat32(nil, t, inference.Float16)
 		if err != nil {
 			return "", err
 		}

@@ -115,6 +115,40 @@ func OutputDTypes(n Node, in []inference.DType) []inference.DType {
 	return all(first)
 }
 
+// ValueTypes returns the element types of g's values: its declared inputs,
+// its initializers, and what OutputDTypes gives each node's outputs (not
+// those of a node that runs graphs, whose types come from its bodies), with
+// outer, the types of the values a nested graph sees from its enclosing
+// ones. A type it cannot tell is 0.
+func ValueTypes(g *graph.Graph, outer map[string]inference.DType) map[string]inference.DType {
+	types := maps.Clone(outer)
+	if types == nil {
+		types = map[string]inference.DType{}
+	}
+	for _, v := range slices.Concat(g.Inputs, g.Overridable) {
+		types[v.Name] = v.DType
+	}
+	for name, t := range g.Initializers {
+		types[name] = t.DType()
+	}
+	for _, n := range g.Nodes {
+		if len(n.Subgraphs()) > 0 {
+			continue
+		}
+		in := make([]inference.DType, len(n.Inputs))
+		for i, name := range n.Inputs {
+			in[i] = types[name]
+		}
+		out := OutputDTypes(Node{Node: n, Opset: g.Opset()}, in)
+		for i, name := range n.Outputs {
+			if i < len(out) && name != "" {
+				types[name] = out[i]
+			}
+		}
+	}
+	return types
+}
+
 // onnxFloat16 and onnxFloat are ONNX's TensorProto.DataType numbers of
 // float16 and float32.
 const (
@@ -154,13 +188,13 @@ func WidenFloat16Attrs(n *graph.Node) (*graph.Node, error) {
 	for name, a := range n.Attrs {
 		switch {
 		case a.Type == graph.AttrTensor && a.Tensor.DType() == inference.Float16:
-			if a.Tensor, err = WidenFloat16(nil, a.Tensor); err != nil {
+			if a.Tensor, err = WidenToFloat32(nil, a.Tensor); err != nil {
 				return nil, err
 			}
 		case a.Type == graph.AttrTensors && slices.ContainsFunc(a.Tensors, func(t inference.Tensor) bool { return t.DType() == inference.Float16 }):
 			a.Tensors = slices.Clone(a.Tensors)
 			for i, t := range a.Tensors {
-				if a.Tensors[i], err = WidenFloat16(nil, t); err != nil {
+				if a.Tensors[i], err = WidenToFloat32(nil, t); err != nil {
 					return nil, err
 				}
 			}
@@ -182,39 +216,45 @@ func WidenFloat16Attrs(n *graph.Node) (*graph.Node, error) {
 	return &c, nil
 }
 
-// WidenFloat16 returns the float32 tensor of a float16 tensor's values,
-// which it holds exactly; a tensor of another type comes back as it is.
-// It allocates under r.
-func WidenFloat16(r *limit.Run, t inference.Tensor) (inference.Tensor, error) {
-	if t.DType() != inference.Float16 {
-		return t, nil
+// WidenToFloat32 returns the float32 tensor of a float16 or bfloat16
+// tensor's values, which it holds exactly; a tensor of another type comes
+// back as it is. It allocates under r.
+func WidenToFloat32(r *limit.Run, t inference.Tensor) (inference.Tensor, error) {
+	switch t.DType() {
+	case inference.Float16:
+		return convert(r, t, inference.Half.Float32)
+	case inference.BFloat16:
+		return convert(r, t, inference.BF16.Float32)
 	}
-	h, _ := inference.Data[inference.Half](t)
-	f, err := limit.MakeOverwritten[float32](r, t.Shape()...)
-	if err != nil {
-		return inference.Tensor{}, err
-	}
-	for i, v := range h {
-		f[i] = v.Float32()
-	}
-	return inference.New(t.Shape(), f)
+	return t, nil
 }
 
-// NarrowToFloat16 returns the float16 tensor of a float32 tensor's values,
-// each rounded to the nearest float16 (ties to even,
-// inference.HalfFromFloat32); a tensor of another type comes back as it is.
-// It allocates under r.
-func NarrowToFloat16(r *limit.Run, t inference.Tensor) (inference.Tensor, error) {
+// NarrowFromFloat32 returns the tensor of type to, float16 or bfloat16, of
+// a float32 tensor's values, each rounded to the nearest (ties to even:
+// inference.HalfFromFloat32, BF16FromFloat32); a tensor of another type,
+// or a to of another, comes back as it is. It allocates under r.
+func NarrowFromFloat32(r *limit.Run, t inference.Tensor, to inference.DType) (inference.Tensor, error) {
 	if t.DType() != inference.Float32 {
 		return t, nil
 	}
-	f, _ := inference.Data[float32](t)
-	h, err := limit.MakeOverwritten[inference.Half](r, t.Shape()...)
+	switch to {
+	case inference.Float16:
+		return convert(r, t, inference.HalfFromFloat32)
+	case inference.BFloat16:
+		return convert(r, t, inference.BF16FromFloat32)
+	}
+	return t, nil
+}
+
+// convert returns the tensor of f of each of t's elements, of type S.
+func convert[S, D inference.Element](r *limit.Run, t inference.Tensor, f func(S) D) (inference.Tensor, error) {
+	s, _ := inference.Data[S](t)
+	d, err := limit.MakeOverwritten[D](r, t.Shape()...)
 	if err != nil {
 		return inference.Tensor{}, err
 	}
-	for i, v := range f {
-		h[i] = inference.HalfFromFloat32(v)
+	for i, v := range s {
+		d[i] = f(v)
 	}
-	return inference.New(t.Shape(), h)
+	return inference.New(t.Shape(), d)
 }
