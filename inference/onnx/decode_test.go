@@ -188,9 +188,9 @@ func TestUnsupportedOpFails(t *testing.T) {
 }
 
 // A model whose input or initializer is of an element type the node that
-// reads it does not compute (a MatMul of a scikit-learn export's DOUBLE or
-// STRING, or of INT8 weights), or whose Cast names a type a Tensor does
-// not hold, fails at load with ErrUnsupportedType, naming the type as ONNX
+// reads it does not compute (an LpNormalization of a scikit-learn export's
+// DOUBLE, an Add of STRINGs, a MatMul of INT8 weights), or whose Cast names
+// a type a Tensor does not hold, fails at load with ErrUnsupportedType, naming the type as ONNX
 // does and where; it is ErrUnsupportedOp too, for callers that ask whether
 // a model can run.
 func TestUnsupportedElementTypeFails(t *testing.T) {
@@ -198,6 +198,8 @@ func TestUnsupportedElementTypeFails(t *testing.T) {
 		m.Graph.Input[0].Type.GetTensorType().ElemType = int32(onnxpb.TensorProto_DOUBLE)
 		return m
 	}
+	lpNorm := &onnxpb.NodeProto{Name: "norm", OpType: "LpNormalization", Input: []string{"x"}, Output: []string{"y"}}
+	matMul := &onnxpb.NodeProto{Name: "matmul", OpType: "MatMul", Input: []string{"x", "w"}, Output: []string{"y"}}
 	str := func(m *onnxpb.ModelProto) *onnxpb.ModelProto {
 		m.Graph.Input[0].Type.GetTensorType().ElemType = int32(onnxpb.TensorProto_STRING)
 		return m
@@ -211,9 +213,9 @@ func TestUnsupportedElementTypeFails(t *testing.T) {
 		m    *onnxpb.ModelProto
 		want []string
 	}{
-		"double input":    {double(model(weights())), []string{"DOUBLE (11)", `"x"`}},
-		"string input":    {str(model(weights())), []string{"STRING (8)", `"x"`}},
-		"int8 weights":    {model(int8w), []string{"INT8 (3)", `"w"`}},
+		"double input":    {double(model(nil, lpNorm)), []string{"DOUBLE (11)", `"x"`, "LpNormalization"}},
+		"string input":    {str(model(weights())), []string{"STRING (8)", `"x"`, "Add"}},
+		"int8 weights":    {model(int8w, matMul), []string{"INT8 (3)", `"w"`, "MatMul"}},
 		"cast to complex": {cast, []string{"COMPLEX64 (14)", `"to_complex"`}},
 	} {
 		t.Run(name, func(t *testing.T) {
