@@ -21,8 +21,9 @@ var baseTypes = []inference.DType{inference.Float32, inference.Int64, inference.
 // its kernel computes.
 var kernelTypes = map[string][]inference.DType{}
 
-// registerTypes records that op's kernel computes the element types ds
-// besides baseTypes; called from the init functions of the op files.
+// registerTypes records that op's kernel (op an opKey: "Cast",
+// "ai.onnx.ml.Scaler") computes the element types ds besides baseTypes;
+// called from the init functions of the op files.
 func registerTypes(op string, ds ...inference.DType) {
 	kernelTypes[op] = append(kernelTypes[op], ds...)
 }
@@ -64,7 +65,7 @@ func checkTypes(g *graph.Graph, outer map[string]inference.DType) error {
 		}
 		var out []inference.DType
 		if len(subs) == 0 {
-			out = opsem.OutputDTypes(opsem.Node{Node: n, Opset: g.Opset()}, in)
+			out = opsem.OutputDTypes(opsem.Node{Node: n, Opset: g.OpsetOf(n)}, in)
 		}
 		for i, name := range n.Outputs {
 			if i < len(out) && name != "" {
@@ -80,8 +81,8 @@ func checkTypes(g *graph.Graph, outer map[string]inference.DType) error {
 			types []inference.DType
 		}{{"input", n.Inputs, in}, {"output", n.Outputs, out}} {
 			for i, d := range side.types {
-				if i < len(side.names) && side.names[i] != "" && !computes(n.OpType, d) {
-					return &inference.UnsupportedOpError{Node: n.Name, Op: n.OpType, Opset: g.Opset(), Type: true,
+				if i < len(side.names) && side.names[i] != "" && !computes(opKey(n), d) {
+					return &inference.UnsupportedOpError{Node: n.Name, Op: opKey(n), Opset: g.OpsetOf(n), Type: true,
 						Detail: fmt.Sprintf("%s %q of element type %s", side.what, side.names[i], inference.ONNXTypeName(inference.DTypeToONNX(d)))}
 				}
 			}
