@@ -8,8 +8,8 @@ import (
 	"github.com/beamml/beamml/inference/graph"
 )
 
-// The attributes of the ai.onnx.ml operators other than the tree
-// ensembles and ZipMap (Operators-ml.md), read and checked once per node:
+// The attributes of the ai.onnx.ml operators other than the tree ensembles
+// and ZipMap (ONNX's docs/Operators-ml), read and checked once per node:
 // each operator's ...Of function returns what its kernel computes with, or
 // an error wrapping inference.ErrBadModel that names the node and the
 // attribute. The checks bound every size by the attributes' own lengths (a

@@ -6,14 +6,14 @@ import (
 )
 
 // mlOutputDTypes fills out, the element types of the outputs of n, an
-// operator of ai.onnx.ml whose first input has type first, as
-// Operators-ml.md gives them: the classifiers' labels are strings when
+// operator of ai.onnx.ml whose first input has type first, as ONNX's
+// docs/Operators-ml gives them: the classifiers' labels are strings when
 // the node has classlabels_strings and int64 otherwise, their scores
 // float32; the regressors, Scaler, Normalizer, OneHotEncoder and
 // FeatureVectorizer make float32; LabelEncoder and CategoryMapper make the
 // type of the values they map to (LabelEncoder-1, which has none, makes
-// int64 of strings and strings of int64); TreeEnsemble (ml 5) its input's; the
-// rest (Binarizer, Imputer, ArrayFeatureExtractor) keep their input's.
+// int64 of strings and strings of int64); TreeEnsemble (ml 5) its input's;
+// the rest (Binarizer, Imputer, ArrayFeatureExtractor) keep their input's.
 // ZipMap's output is a sequence of maps, no tensor: 0.
 func mlOutputDTypes(n Node, first inference.DType, out []inference.DType) []inference.DType {
 	all := func(d inference.DType) []inference.DType {
