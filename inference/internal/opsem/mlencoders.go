@@ -171,16 +171,15 @@ func (e *LabelEncoder) floatIndex(v float64) int {
 // values.
 var labelEncoderTypes = []inference.DType{inference.String, inference.Int64, inference.Float32, inference.Int32, inference.Int16, inference.Float64}
 
-// LabelEncoderOf reads and checks a LabelEncoder node's attributes. The
-// version is the node's opset, or for 0 (not known) the one its attributes
-// are of.
+// LabelEncoderOf reads and checks a LabelEncoder node's attributes. Its
+// attributes say its version: keys_* are versions 2 and 4, classes_strings
+// version 1, and a node with neither is of its opset (the version of
+// ai.onnx.ml the model imports; a caller that does not know it, as RunNode,
+// may give another).
 func LabelEncoderOf(n Node) (*LabelEncoder, error) {
 	a := mlAttrs{n: n}
 	hasKeys := a.has("keys_strings") || a.has("keys_int64s") || a.has("keys_floats") || a.has("keys_tensor")
-	if n.Opset == 1 || !hasKeys && a.has("classes_strings") {
-		if hasKeys {
-			return nil, mlBad(n, "classes_strings", "LabelEncoder-1 maps classes_strings, not keys_* (LabelEncoder-2)")
-		}
+	if !hasKeys && (n.Opset == 1 || a.has("classes_strings")) {
 		e := &LabelEncoder{Version1: true, Classes: a.strings("classes_strings"),
 			DefaultInt: a.int("default_int64", -1), DefaultString: a.str("default_string", "_Unused")}
 		if a.err != nil {
