@@ -474,7 +474,9 @@ func mlNormalizer(n opsem.Node, z *opsem.Normalizer, in []inference.Tensor) ([]i
 		case opsem.NormMax:
 			m = -math.MaxFloat32
 			for _, v := range row {
-				m = max(m, v)
+				if v > m { // a NaN is skipped, as std::max skips it
+					m = v
+				}
 			}
 		case opsem.NormL1:
 			for _, v := range row {
