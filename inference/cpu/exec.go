@@ -101,13 +101,17 @@ func (b Backend) CompileWith(g *graph.Graph, o graph.Options) (inference.Model, 
 // backend cannot run: an operator outside the ai.onnx domain or without a
 // kernel, as an *inference.UnsupportedOpError, or one that reads or makes
 // an element type its kernel does not compute (checkTypes), as one that
-// wraps inference.ErrUnsupportedType. A backend that runs on the host what
+// wraps inference.ErrUnsupportedType, or one whose attributes its operator
+// refuses (checkAttrs), with an error wrapping inference.ErrBadModel. A backend that runs on the host what
 // it has no kernel for (inference/cuda) checks with it.
 func Check(g *graph.Graph) error {
 	if err := checkOps(g); err != nil {
 		return err
 	}
-	return checkTypes(g, nil)
+	if err := checkTypes(g, nil); err != nil {
+		return err
+	}
+	return checkAttrs(g)
 }
 
 func checkOps(g *graph.Graph) error {

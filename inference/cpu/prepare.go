@@ -5,6 +5,7 @@ import (
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // Weights prepared at compile time: the constant operand of each Conv,
@@ -30,6 +31,48 @@ func (s nnPackedSet) of(i int, x []float32) *nnPacked {
 	return s[i].of(x)
 }
 
+// attrReaders maps an operator (opKey) to the function that reads and
+// checks its node's attributes once (opsem's LinearClassifierOf, …): Check
+// calls it at load, so a malformed node fails there, and prepare keeps what
+// it returns as the node's opsem.Node.Prepared. Filled by the init
+// functions of the op files (registerAttrs), read-only afterwards.
+var attrReaders = map[string]func(opsem.Node) (any, error){}
+
+// registerAttrs records read as the attribute reader of op (an opKey).
+func registerAttrs[P any](op string, read func(opsem.Node) (P, error)) {
+	attrReaders[op] = func(n opsem.Node) (any, error) { return read(n) }
+}
+
+// readAttrs returns what read gives for n: its prepared value when
+// prepare kept one, else read's result for n, kept in the node's memo while
+// the inputs' types and shapes stay those of in (RunNode, subgraphs).
+func readAttrs[P any](n opsem.Node, in []inference.Tensor, read func(opsem.Node) (P, error)) (P, error) {
+	if p, ok := n.Prepared.(P); ok {
+		return p, nil
+	}
+	return opsem.Plan(n, in, func() (P, error) { return read(n) })
+}
+
+// checkAttrs reads the attributes of every node of g (and of the graphs
+// nested in it) that has an attribute reader, and returns the first error:
+// one wrapping inference.ErrBadModel (or an *inference.UnsupportedOpError)
+// that names the node and the attribute.
+func checkAttrs(g *graph.Graph) error {
+	for _, n := range g.Nodes {
+		if read := attrReaders[opKey(n)]; read != nil {
+			if _, err := read(opsem.Node{Node: n, Opset: g.OpsetOf(n)}); err != nil {
+				return err
+			}
+		}
+		for _, sub := range n.Subgraphs() {
+			if err := checkAttrs(sub); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // prepare packs the weights of g's Conv (but the depthwise ones, which do
 // not run through SGEMM), MatMul, Gemm, RNN and LSTM nodes whose weight is
 // a constant initializer (not one a run may override), and gives every
@@ -38,6 +81,12 @@ func prepare(g *graph.Graph) map[*graph.Node]any {
 	prepared := map[*graph.Node]any{}
 	kern := nnBestKernel
 	for _, n := range g.Nodes {
+		if read := attrReaders[opKey(n)]; read != nil {
+			if v, err := read(opsem.Node{Node: n, Opset: g.OpsetOf(n)}); err == nil {
+				prepared[n] = v // else the kernel reports the error (Check did at load)
+			}
+			continue
+		}
 		if n.Domain != "" {
 			continue
 		}

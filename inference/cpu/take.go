@@ -311,6 +311,24 @@ func take(r *limit.Run, src inference.Tensor, shape, offs []int, fill inference.
 		return takeOf[bool](r, src, shape, offs, fill)
 	case inference.Uint8:
 		return takeOf[uint8](r, src, shape, offs, fill)
+	case inference.Float16:
+		return takeOf[inference.Half](r, src, shape, offs, fill)
+	case inference.Float64:
+		return takeOf[float64](r, src, shape, offs, fill)
+	case inference.String:
+		return takeOf[string](r, src, shape, offs, fill)
+	case inference.Int8:
+		return takeOf[int8](r, src, shape, offs, fill)
+	case inference.Int16:
+		return takeOf[int16](r, src, shape, offs, fill)
+	case inference.Uint16:
+		return takeOf[uint16](r, src, shape, offs, fill)
+	case inference.Uint32:
+		return takeOf[uint32](r, src, shape, offs, fill)
+	case inference.Uint64:
+		return takeOf[uint64](r, src, shape, offs, fill)
+	case inference.BFloat16:
+		return takeOf[inference.BF16](r, src, shape, offs, fill)
 	}
 	return inference.Tensor{}, fmt.Errorf("%v: %w", src, inference.ErrType)
 }

@@ -34,8 +34,9 @@ var (
 	inputTypes  = map[string]map[int][]inference.DType{}
 )
 
-// registerTypes records that op's kernel computes the element types ds
-// besides baseTypes; called from the init functions of the op files.
+// registerTypes records that op's kernel (op an opKey: "Cast",
+// "ai.onnx.ml.Scaler") computes the element types ds besides baseTypes;
+// called from the init functions of the op files.
 func registerTypes(op string, ds ...inference.DType) {
 	kernelTypes[op] = append(kernelTypes[op], ds...)
 }
@@ -89,8 +90,8 @@ func checkTypes(g *graph.Graph, outer map[string]inference.DType) error {
 			types []inference.DType
 		}{{"input", n.Inputs, in}, {"output", n.Outputs, out}} {
 			for i, d := range side.types {
-				if i < len(side.names) && side.names[i] != "" && !computes(n.OpType, d, side.what == "input", i) {
-					return &inference.UnsupportedOpError{Node: n.Name, Op: n.OpType, Opset: g.Opset(), Type: true,
+				if i < len(side.names) && side.names[i] != "" && !computes(opKey(n), d, side.what == "input", i) {
+					return &inference.UnsupportedOpError{Node: n.Name, Op: opKey(n), Opset: g.OpsetOf(n), Type: true,
 						Detail: fmt.Sprintf("%s %q of element type %s", side.what, side.names[i], inference.ONNXTypeName(inference.DTypeToONNX(d)))}
 				}
 			}

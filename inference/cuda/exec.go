@@ -81,6 +81,9 @@ func newModel(b *Backend, ord int, dev Device, g *graph.Graph, precision inferen
 			break
 		}
 	}
+	if v := stringValue(g); m.fallback == "" && v != "" {
+		m.fallback = fmt.Sprintf("value %q holds strings, which the device does not", v)
+	}
 	if m.fallback == "" {
 		types := opsem.ValueTypes(g, nil)
 		for _, name := range slices.Sorted(maps.Keys(types)) {
@@ -113,6 +116,39 @@ func newModel(b *Backend, ord int, dev Device, g *graph.Graph, precision inferen
 		return nil, err
 	}
 	return m, nil
+}
+
+// stringValue returns the first value of g, in the order the graph
+// defines them, whose elements are strings (a classical model's
+// categories and labels), or "": a string element is a Go string, which
+// device memory cannot hold, so such a model runs on the CPU backend.
+func stringValue(g *graph.Graph) string {
+	types := map[string]inference.DType{}
+	for _, v := range slices.Concat(g.Inputs, g.Overridable) {
+		if types[v.Name] = v.DType; v.DType == inference.String {
+			return v.Name
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(g.Initializers)) {
+		if types[name] = g.Initializers[name].DType(); types[name] == inference.String {
+			return name
+		}
+	}
+	for _, n := range g.Nodes {
+		in := make([]inference.DType, len(n.Inputs))
+		for i, name := range n.Inputs {
+			in[i] = types[name]
+		}
+		out := opsem.OutputDTypes(opsem.Node{Node: n, Opset: g.OpsetOf(n)}, in)
+		for i, name := range n.Outputs {
+			if i < len(out) && name != "" {
+				if types[name] = out[i]; out[i] == inference.String {
+					return name
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // uploadWeights copies every initializer to the device in one allocation

@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -157,10 +158,12 @@ func Describe(ctx context.Context, uri string) (Description, error) {
 
 	// The CPU's kernels are what cpu.Check looks up; asked one operator at
 	// a time (a graph of one node, without its subgraphs, which walk
-	// visits), it answers for each instead of for the first it lacks.
+	// visits), it answers for each instead of for the first it lacks. The
+	// node has no attributes, which the operators that check theirs refuse
+	// with ErrBadModel: that is no answer about the kernel.
 	cpuSupport := Support{Device: inference.CPU}
 	for _, op := range ops {
-		if cpu.Check(&graph.Graph{Opsets: g.Opsets, Nodes: []*graph.Node{nodes[op]}}) != nil {
+		if err := cpu.Check(&graph.Graph{Opsets: g.Opsets, Nodes: []*graph.Node{nodes[op]}}); err != nil && !errors.Is(err, inference.ErrBadModel) {
 			cpuSupport.Unsupported = append(cpuSupport.Unsupported, op)
 		}
 	}

@@ -139,7 +139,7 @@ func ValueTypes(g *graph.Graph, outer map[string]inference.DType) map[string]inf
 		for i, name := range n.Inputs {
 			in[i] = types[name]
 		}
-		out := OutputDTypes(Node{Node: n, Opset: g.Opset()}, in)
+		out := OutputDTypes(Node{Node: n, Opset: g.OpsetOf(n)}, in)
 		for i, name := range n.Outputs {
 			if i < len(out) && name != "" {
 				types[name] = out[i]
