@@ -10,18 +10,18 @@ import (
 	"github.com/beamml/beamml/inference/graph"
 )
 
-// mlModels is the scikit-learn models of testing/mlmodels/testdata whose
+// mlOpsModels is the scikit-learn models of testing/mlmodels/testdata whose
 // operators are all ai.onnx or the ai.onnx.ml operators of
 // inference/cpu/ops_ml.go (no tree ensemble, no ZipMap); the expected
 // outputs are scikit-learn's (its README).
-var mlModels = []string{
+var mlOpsModels = []string{
 	"scaler_logreg_multinomial_nozipmap", // Scaler, LinearClassifier (SOFTMAX), Normalizer L1
 	"imputer_normalizer_linreg",          // Imputer (NaN), Normalizer L2, LinearRegressor
 	"svm_regressor",                      // SVMRegressor, RBF
 	"svm_classifier",                     // SVMClassifier, RBF, one-vs-one decision values
 }
 
-// TestMLModelsCPU runs each of mlModels on the CPU backend, twice over
+// TestMLModelsCPU runs each of mlOpsModels on the CPU backend, twice over
 // (primed: first with NaN inputs, so the checked run reuses the buffers of
 // another), and requires PASS with floats within rtol 1e-4, atol 1e-5,
 // scikit-learn's float64 results against float32 outputs.
@@ -31,7 +31,7 @@ func TestMLModelsCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	strict := func(*graph.Graph) (float64, float64) { return 1e-4, 1e-5 }
-	for _, name := range mlModels {
+	for _, name := range mlOpsModels {
 		t.Run(name, func(t *testing.T) {
 			r := runTestWithin(filepath.Join("..", "mlmodels", "testdata", name), backend, nil, true, strict)
 			if r.Status != Pass {
