@@ -48,6 +48,15 @@ input and output names and node order, with what their post-passes remove
   - Classifiers end, unless built with zipmap=False, with a Cast (or, for
     string labels, nothing) to output_label and a ZipMap to
     output_probability; otherwise the outputs are label and probabilities.
+    skl2onnx adds no ZipMap to SVC(probability=False) nor to LinearSVC,
+    whose "probabilities" are decision values.
+  - LogisticRegression: binary as two rows of coefficients, (-w, w) and
+    (-b, b), LOGISTIC; multinomial as SOFTMAX and an L1 Normalizer.
+  - SVC: scikit-learn stores a binary SVC's dual coefficients and
+    intercept negated, and skl2onnx negates them back (libsvm's sign: a
+    positive decision value votes for the pair's first class).
+    probability=True adds prob_a and prob_b; the label is still the
+    one-vs-one vote, as in scikit-learn's predict.
   - ai.onnx opset 15 (IR 8); the ai.onnx.ml opset is the highest version
     of the ml operators used (1; 2 with LabelEncoder; 3 with the
     *_as_tensor attributes). The TreeEnsemble models (names tree_ensemble5_*)
@@ -58,10 +67,14 @@ input and output names and node order, with what their post-passes remove
 Test rows: 20 to 60 per model, drawn like the training data, with on
 purpose some features set to the float32 nearest a split threshold of the
 trained trees (and to its float32 neighbours), NaN where the model handles
-missing values, and categories not seen in training where the encoder
-ignores them. Rows where a classifier's two highest probabilities are
-within 1e-3 of each other are left out: their label would be decided by
-rounding, not by the model.
+missing values, categories not seen in training where the encoder
+ignores them, and for SVMs and linear classifiers rows next to a
+decision boundary (found by bisection between two rows of different
+labels, then moved just far enough that the rule below holds). Rows where
+a classifier's two highest probabilities (or decision values) are within
+1e-3 of each other are left out: their label would be decided by
+rounding, not by the model; so are SVM rows with a one-vs-one decision
+value within 1e-3 of 0 (a vote).
 
 Runs in a few seconds on 2 cores. Deterministic: fixed seeds, and
 the same files on every run. Needs Debian's python3-sklearn,
@@ -91,10 +104,11 @@ from sklearn.ensemble import (
     RandomForestRegressor,
 )
 from sklearn.impute import SimpleImputer
-from sklearn.linear_model import LinearRegression, LogisticRegression
+from sklearn.linear_model import LinearRegression, LogisticRegression, Ridge
 from sklearn.pipeline import FeatureUnion, Pipeline
 from sklearn.preprocessing import (
     Binarizer,
+    LabelEncoder,
     MaxAbsScaler,
     MinMaxScaler,
     Normalizer,
@@ -102,7 +116,7 @@ from sklearn.preprocessing import (
     OrdinalEncoder,
     StandardScaler,
 )
-from sklearn.svm import SVC, SVR
+from sklearn.svm import SVC, SVR, LinearSVC
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 ML = "ai.onnx.ml"
@@ -138,8 +152,10 @@ class Graph:
         return hint if n == 0 else f"{hint}{n}"
 
     def input(self, name, elem_type, width):
-        """Declares the graph input name of shape [N, width], N dynamic."""
-        self.inputs.append(helper.make_tensor_value_info(name, elem_type, [None, width]))
+        """Declares the graph input name of shape [N, width], N dynamic, or
+        [N] when width is None."""
+        shape = [None] if width is None else [None, width]
+        self.inputs.append(helper.make_tensor_value_info(name, elem_type, shape))
         self._used[name] += 1
         return name
 
@@ -430,6 +446,122 @@ def clear_rows(probabilities, want):
     return keep[:want]
 
 
+def clear_scores(scores):
+    """For each row of scores (probabilities or decision values), whether
+    its two highest values differ by at least TIE_GAP."""
+    top = np.sort(np.asarray(scores, np.float64), axis=1)
+    return top[:, -1] - top[:, -2] >= TIE_GAP
+
+
+def boundary_rows(predict, clear, X, n, rng):
+    """n float32 rows next to a decision boundary of predict: for a pair of
+    rows of X with different labels, the point of the segment between them
+    where the label changes (40 bisections), then moved along the segment,
+    away from the boundary alternately on either side, by the smallest step
+    (doubling from 1e-6 of the segment) after which clear(row) holds."""
+    labels = predict(X)
+    rows = []
+    while len(rows) < n:
+        i, j = rng.randint(len(X), size=2)
+        if labels[i] == labels[j]:
+            continue
+        a, b = X[i].astype(np.float64), X[j].astype(np.float64)
+
+        def at(t):
+            return f32(a + t * (b - a)).reshape(1, -1)
+
+        lo, hi = 0.0, 1.0  # predict(at(lo)) is labels[i], predict(at(hi)) is not
+        for _ in range(40):
+            mid = (lo + hi) / 2
+            if predict(at(mid))[0] == labels[i]:
+                lo = mid
+            else:
+                hi = mid
+        step = 1e-6
+        while step < 0.5:
+            row = at(lo - step if len(rows) % 2 == 0 else hi + step)
+            if clear(row)[0]:
+                rows.append(row[0])
+                break
+            step *= 2
+    return np.array(rows)
+
+
+# ------------------------------------- linear models and support vectors
+
+
+def add_standard_scaler(g, scaler, input_name, output):
+    """StandardScaler as skl2onnx writes it: Scaler, offset the mean, scale
+    its inverse standard deviation, both float32."""
+    return g.node("Scaler", [input_name], output, domain=ML,
+                  offset=f32(scaler.mean_).tolist(), scale=f32(1.0 / scaler.scale_).tolist())
+
+
+def add_linear_classifier(g, estimator, input_name, out):
+    """A LogisticRegression or a multiclass LinearSVC as skl2onnx writes it,
+    to out.label and out.probabilities: one LinearClassifier (coefficients
+    and intercepts as doubles, stored as floats). Binary LogisticRegression:
+    two rows, (-w, w) and (-b, b), multi_class 0, LOGISTIC. Multinomial
+    LogisticRegression: multi_class 1, SOFTMAX, then an L1 Normalizer so
+    that rows sum to 1. LinearSVC (one-vs-rest): multi_class 0, NONE, the
+    scores its decision_function."""
+    coefficients, intercepts = estimator.coef_.ravel(), np.ravel(estimator.intercept_)
+    binary = len(estimator.classes_) == 2
+    attrs = out.label_attribute("classlabels_ints")
+    if isinstance(estimator, LinearSVC):
+        assert not binary, "a binary LinearSVC ends in ArrayFeatureExtractor, not written here"
+        g.node("LinearClassifier", [input_name], [out.label, out.probabilities], domain=ML,
+               coefficients=coefficients.tolist(), intercepts=intercepts.tolist(), multi_class=0,
+               post_transform="NONE", **attrs)
+    elif binary:
+        assert estimator.multi_class in ("auto", "ovr"), estimator.multi_class
+        g.node("LinearClassifier", [input_name], [out.label, out.probabilities], domain=ML,
+               coefficients=np.concatenate([-coefficients, coefficients]).tolist(),
+               intercepts=np.concatenate([-intercepts, intercepts]).tolist(), multi_class=0,
+               post_transform="LOGISTIC", **attrs)
+    else:
+        assert estimator.multi_class in ("auto", "multinomial") and estimator.solver != "liblinear"
+        scores = g.unique("probability_tensor")
+        g.node("LinearClassifier", [input_name], [out.label, scores], domain=ML,
+               coefficients=coefficients.tolist(), intercepts=intercepts.tolist(), multi_class=1,
+               post_transform="SOFTMAX", **attrs)
+        g.node("Normalizer", [scores], out.probabilities, domain=ML, norm="L1")
+
+
+def add_svm_classifier(g, model, input_name, out):
+    """SVC as skl2onnx writes it: SVMClassifier to out.label and its scores,
+    then a Cast of the scores to out.probabilities (the decision values
+    when probability=False). scikit-learn stores a binary SVC's dual coefficients and
+    intercept negated; skl2onnx negates them back to libsvm's convention,
+    in which a positive decision value votes for the pair's first class.
+    With probability=True, prob_a and prob_b are libsvm's Platt scaling
+    of each pair, and the scores are the coupled class probabilities."""
+    sign = -1.0 if len(model.classes_) == 2 else 1.0
+    attrs = {}
+    if len(model.probA_) > 0:
+        attrs = dict(prob_a=f32(model.probA_).tolist(), prob_b=f32(model.probB_).tolist())
+    raw = g.unique("SVM02")
+    g.node("SVMClassifier", [input_name], [out.label, raw], domain=ML, kernel_type=model.kernel.upper(),
+           kernel_params=[float(model._gamma), float(model.coef0), float(model.degree)],
+           support_vectors=f32(model.support_vectors_).ravel().tolist(),
+           vectors_per_class=model.n_support_.tolist(), coefficients=f32(sign * model.dual_coef_).ravel().tolist(),
+           rho=f32(sign * model.intercept_).tolist(), post_transform="NONE", **attrs,
+           **out.label_attribute("classlabels_ints"))
+    g.node("Cast", [raw], out.probabilities, to=FLOAT)
+
+
+def add_svm_regressor(g, model, input_name, output):
+    """SVR as skl2onnx writes it: SVMRegressor (kernel_params as float32),
+    then a Cast to the float output."""
+    raw = g.node("SVMRegressor", [input_name], g.unique("SVM03"), domain=ML,
+                 kernel_type=model.kernel.upper(),
+                 kernel_params=f32([model._gamma, model.coef0, model.degree]).tolist(),
+                 support_vectors=f32(model.support_vectors_).ravel().tolist(),
+                 coefficients=f32(model.dual_coef_).ravel().tolist(), rho=f32(model.intercept_).tolist(),
+                 post_transform="NONE", n_supports=len(model.support_))
+    return g.node("Cast", [raw], output, to=FLOAT)
+
+
 # ------------------------------------------------------------------ cases
 
 Case = collections.namedtuple("Case", "name model feeds expected")
@@ -638,15 +770,9 @@ def scaler_logreg_multinomial(zipmap=True):
     name = "scaler_logreg_multinomial" + ("" if zipmap else "_nozipmap")
     g = Graph(name)
     g.input("float_input", FLOAT, 4)
-    scaled = g.node("Scaler", ["float_input"], "variable", domain=ML,
-                    offset=f32(scaler.mean_).tolist(), scale=f32(1.0 / scaler.scale_).tolist())
+    scaled = add_standard_scaler(g, scaler, "float_input", "variable")
     out = ClassifierOutputs(g, logreg.classes_, zipmap)
-    scores = g.unique("probability_tensor")
-    # Multinomial: SOFTMAX, then an L1 Normalizer so that the row sums to 1.
-    g.node("LinearClassifier", [scaled], [out.label, scores], domain=ML,
-           coefficients=logreg.coef_.ravel().tolist(), intercepts=logreg.intercept_.tolist(), multi_class=1,
-           post_transform="SOFTMAX", **out.label_attribute("classlabels_ints"))
-    g.node("Normalizer", [scores], out.probabilities, domain=ML, norm="L1")
+    add_linear_classifier(g, logreg, scaled, out)
     out.finish()
     return Case(name, g.model("Pipeline(StandardScaler, LogisticRegression(multinomial)); skl2onnx" +
                               ("" if zipmap else ", zipmap=False")),
@@ -851,17 +977,11 @@ def svm_classifier():
     X_test = X[260:300]
     g = Graph("svm_classifier")
     g.input("float_input", FLOAT, 4)
-    scores = g.unique("SVM02")
-    g.node("SVMClassifier", ["float_input"], ["label", scores], domain=ML,
-           kernel_type="RBF", kernel_params=[float(model._gamma), float(model.coef0), float(model.degree)],
-           support_vectors=f32(model.support_vectors_).ravel().tolist(),
-           vectors_per_class=model.n_support_.tolist(), coefficients=f32(model.dual_coef_).ravel().tolist(),
-           rho=f32(model.intercept_).tolist(), post_transform="NONE", classlabels_ints=model.classes_.tolist())
     # SVC(probability=False) has no ZipMap; its "probabilities" are the
     # one-vs-one decision values.
-    g.node("Cast", [scores], "probabilities", to=FLOAT)
-    g.output("label", INT64, [None])
-    g.output("probabilities", FLOAT, [None, 3])
+    out = ClassifierOutputs(g, model.classes_, zipmap=False)
+    add_svm_classifier(g, model, "float_input", out)
+    out.finish()
     expected = [model.predict(X_test).astype(np.int64), f32(model.decision_function(X_test))]
     return Case("svm_classifier", g.model(
         "SVC(rbf, probability=False, decision_function_shape='ovo'), 3 classes; skl2onnx"),
@@ -875,12 +995,7 @@ def svm_regressor():
     X_test = X[260:300]
     g = Graph("svm_regressor")
     g.input("float_input", FLOAT, 5)
-    raw = g.node("SVMRegressor", ["float_input"], g.unique("SVM03"), domain=ML,
-                 kernel_type="RBF", kernel_params=f32([model._gamma, model.coef0, model.degree]).tolist(),
-                 support_vectors=f32(model.support_vectors_).ravel().tolist(),
-                 coefficients=f32(model.dual_coef_).ravel().tolist(), rho=f32(model.intercept_).tolist(),
-                 post_transform="NONE", n_supports=len(model.support_))
-    g.node("Cast", [raw], "variable", to=FLOAT)
+    add_svm_regressor(g, model, "float_input", "variable")
     return regressor_case("svm_regressor", g, "float_input", X_test, model.predict(X_test),
                           "SVR(rbf, C=10, epsilon=0.1); skl2onnx")
 
@@ -950,17 +1065,193 @@ def binarizer_scaler_linear():
     scaled = g.node("Scaler", [union_out], "variable2", domain=ML,
                     offset=[0.0] * len(maxabs.scale_), scale=f32(1.0 / maxabs.scale_).tolist())
     out = ClassifierOutputs(g, logreg.classes_)
-    # Binary: two rows of coefficients, (-w, w) and (-b, b), LOGISTIC.
-    coefficients = np.concatenate([-logreg.coef_.ravel(), logreg.coef_.ravel()])
-    intercepts = np.concatenate([-logreg.intercept_, logreg.intercept_])
-    g.node("LinearClassifier", [scaled], [out.label, out.probabilities], domain=ML,
-           coefficients=coefficients.tolist(), intercepts=intercepts.tolist(), multi_class=0,
-           post_transform="LOGISTIC", **out.label_attribute("classlabels_ints"))
+    add_linear_classifier(g, logreg, scaled, out)
     out.finish()
     feeds = {"float_input_a": X_test[:, :3], "float_input_b": X_test[:, 3:]}
     return Case("binarizer_scaler_linear", g.model(
         "Pipeline(FeatureUnion(Binarizer(0.5), MinMaxScaler), MaxAbsScaler, LogisticRegression), binary, "
         "on two inputs; skl2onnx"), feeds, out.expected(model.predict(X_test), model.predict_proba(X_test)))
+
+
+def svc_probability(name, kernel, class_labels, seed, doc, **params):
+    """SVC(probability=True) on 4 features, as skl2onnx writes it: an
+    SVMClassifier with prob_a and prob_b, and ZipMap. Its label comes from
+    the one-vs-one votes, like scikit-learn's predict, not from the
+    probabilities. Test rows: 30 held-out rows, 10 next to a boundary."""
+    X, y = make_classification(n_samples=300, n_features=4, n_informative=3, n_redundant=0,
+                               n_classes=len(class_labels), n_clusters_per_class=1, random_state=seed)
+    X, y = f32(X), np.array(class_labels)[y]
+    model = SVC(kernel=kernel, probability=True, random_state=seed, **params).fit(X[:260], y[:260])
+
+    def clear(rows):
+        # Each vote clear of 0, and the two highest probabilities apart.
+        votes = np.abs(model._decision_function(rows)).reshape(len(rows), -1)
+        return (votes.min(axis=1) >= TIE_GAP) & clear_scores(model.predict_proba(rows))
+
+    held_out = X[260:][clear(X[260:])][:30]
+    near = boundary_rows(model.predict, clear, X[:260], 10, np.random.RandomState(seed))
+    X_test = np.vstack([held_out, near])
+    g = Graph(name)
+    g.input("float_input", FLOAT, 4)
+    out = ClassifierOutputs(g, model.classes_)
+    add_svm_classifier(g, model, "float_input", out)
+    out.finish()
+    return Case(name, g.model(doc), {"float_input": X_test},
+                out.expected(model.predict(X_test), model.predict_proba(X_test)))
+
+
+def svc_probability_rbf():
+    return svc_probability("svc_probability_rbf", "rbf", [0, 1, 2], 23,
+                           "SVC(rbf, probability=True), 3 classes; skl2onnx")
+
+
+def svc_probability_poly():
+    return svc_probability("svc_probability_poly", "poly", [0, 1], 24,
+                           "SVC(poly, degree 3, coef0 1, probability=True), binary; skl2onnx",
+                           degree=3, coef0=1.0)
+
+
+def svc_probability_sigmoid():
+    return svc_probability("svc_probability_sigmoid", "sigmoid", ["low", "mid", "high"], 25,
+                           "SVC(sigmoid, probability=True), 3 string classes; skl2onnx")
+
+
+def svc_probability_linear():
+    return svc_probability("svc_probability_linear", "linear", [-2, 0, 5, 9], 26,
+                           "SVC(linear, probability=True), 4 classes, labels -2, 0, 5, 9; skl2onnx")
+
+
+def linear_classifier_rows(model, X_train, X_held_out, scores, n_near, seed):
+    """Test rows for a linear classifier: the held-out rows whose two
+    highest scores are apart, then n_near rows next to a boundary."""
+    def clear(rows):
+        return clear_scores(scores(rows))
+    held_out = X_held_out[clear(X_held_out)][:60 - n_near]
+    return np.vstack([held_out, boundary_rows(model.predict, clear, X_train, n_near, np.random.RandomState(seed))])
+
+
+def logreg_binary(string_labels=False):
+    X, y = make_classification(n_samples=400, n_features=5, n_informative=3, n_redundant=1, random_state=27)
+    X = f32(X * [1.0, 4.0, 0.5, 2.0, 1.0])
+    if string_labels:
+        y = np.array(["spam", "ham"])[y]
+    model = LogisticRegression(max_iter=1000).fit(X[:360], y[:360])
+    X_test = linear_classifier_rows(model, X[:360], X[360:], model.predict_proba, 12, 27)
+    name = "logreg_binary" + ("_string_labels" if string_labels else "")
+    g = Graph(name)
+    g.input("float_input", FLOAT, 5)
+    out = ClassifierOutputs(g, model.classes_)
+    add_linear_classifier(g, model, "float_input", out)
+    out.finish()
+    doc = "LogisticRegression, binary" + (", string labels ham/spam" if string_labels else "") + "; skl2onnx"
+    return Case(name, g.model(doc), {"float_input": X_test},
+                out.expected(model.predict(X_test), model.predict_proba(X_test)))
+
+
+def linear_svc():
+    X, y = make_classification(n_samples=500, n_features=6, n_informative=4, n_redundant=0, n_classes=4,
+                               n_clusters_per_class=1, random_state=28)
+    X, y = f32(X), np.array([2, 4, 6, 8])[y]
+    model = LinearSVC(C=0.5, max_iter=5000, random_state=28).fit(X[:460], y[:460])
+    X_test = linear_classifier_rows(model, X[:460], X[460:], model.decision_function, 12, 28)
+    g = Graph("linear_svc")
+    g.input("float_input", FLOAT, 6)
+    # skl2onnx parses LinearSVC as a plain model: no ZipMap, no Cast;
+    # its "probabilities" are decision_function's one-vs-rest scores.
+    out = ClassifierOutputs(g, model.classes_, zipmap=False)
+    add_linear_classifier(g, model, "float_input", out)
+    out.finish()
+    return Case("linear_svc", g.model("LinearSVC(one-vs-rest), 4 classes, labels 2, 4, 6, 8; skl2onnx"),
+                {"float_input": X_test}, out.expected(model.predict(X_test), model.decision_function(X_test)))
+
+
+def ridge_multitarget():
+    X, y = make_regression(n_samples=300, n_features=6, n_informative=4, n_targets=2, noise=2.0, random_state=29)
+    X = f32(X)
+    model = Ridge(alpha=1.0).fit(X[:260], y[:260])
+    X_test = X[260:300]
+    g = Graph("ridge_multitarget")
+    g.input("float_input", FLOAT, 6)
+    # coefficients target by target (coef_ is [targets, features]).
+    g.node("LinearRegressor", ["float_input"], "variable", domain=ML, coefficients=f32(model.coef_).ravel().tolist(),
+           intercepts=f32(model.intercept_).tolist(), targets=2)
+    return regressor_case("ridge_multitarget", g, "float_input", X_test, model.predict(X_test),
+                          "Ridge(alpha=1), 2 targets; skl2onnx", n_targets=2)
+
+
+def scaler_svr_linear():
+    X, y = make_friedman1(n_samples=300, n_features=5, noise=0.2, random_state=30)
+    X = f32(X * [1.0, 10.0, 100.0, 0.1, 1.0] + [0.0, -5.0, 20.0, 0.0, 3.0])
+    model = Pipeline([("scaler", StandardScaler()), ("svr", SVR(kernel="linear", C=1.0, epsilon=0.2))])
+    model.fit(X[:260], y[:260])
+    X_test = X[260:300]
+    g = Graph("scaler_svr_linear")
+    g.input("float_input", FLOAT, 5)
+    scaled = add_standard_scaler(g, model.named_steps["scaler"], "float_input", "variable")
+    add_svm_regressor(g, model.named_steps["svr"], scaled, "variable1")
+    return regressor_case("scaler_svr_linear", g, "float_input", X_test, model.predict(X_test),
+                          "Pipeline(StandardScaler, SVR(linear, C=1, epsilon=0.2)); skl2onnx", output="variable1")
+
+
+def onehot_int_categories():
+    rng = np.random.RandomState(31)
+    n = 600
+    codes = np.array([3, 7, 12, 40, 41, 100])
+    category = codes[rng.randint(len(codes), size=n)]
+    x1, x2 = f32(rng.normal(size=n)), f32(rng.uniform(-1, 1, size=n))
+    effect = dict(zip(codes, [0.0, 1.5, -1.0, 2.0, 0.5, -2.0]))
+    score = np.array([effect[c] for c in category]) + x1 + 2 * x2 + rng.normal(scale=0.5, size=n)
+    y = np.digitize(score, [-0.5, 1.0])  # classes 0, 1, 2
+    X = np.empty((n, 3), dtype=object)
+    X[:, 0], X[:, 1], X[:, 2] = category, x1, x2
+    prep = ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore", sparse_output=False), [0]),
+                              ("num", "passthrough", [1, 2])])
+    model = Pipeline([("prep", prep), ("logreg", LogisticRegression(max_iter=1000))]).fit(X[:540], y[:540])
+    X_test = X[540:].copy()
+    X_test[0:2, 0] = 5  # categories not seen in training: all-zero one-hot
+    X_test[2:4, 0] = -1
+    X_test[4, 0] = 1000
+    X_test = X_test[clear_rows(model.predict_proba(X_test), 50)]
+    encoder, logreg = model.named_steps["prep"].named_transformers_["cat"], model.named_steps["logreg"]
+    categories = [int(c) for c in encoder.categories_[0]]
+
+    g = Graph("onehot_int_categories")
+    for name, kind in (("category", INT64), ("x1", FLOAT), ("x2", FLOAT)):
+        g.input(name, kind, 1)
+    # An encoder of one input takes each of its columns with a Gather
+    # (axis 1) and casts it to int64, int64 or not.
+    column = g.node("Gather", ["category", g.const("category0", np.array([0], np.int64))], g.unique("category0"),
+                    axis=1)
+    encoded = g.unique(column + "out")
+    cast = g.node("Cast", [column], g.unique(column + "cast"), to=INT64)
+    g.node("OneHotEncoder", [cast], encoded, domain=ML, cats_int64s=categories, zeros=1)
+    onehot = reshape(g, encoded, [-1, len(categories)], "variable")
+    numeric_columns = g.node("Concat", ["x1", "x2"], "merged_columns", axis=1)
+    features = g.node("Concat", [onehot, numeric_columns], "transformed_column", axis=1)
+    out = ClassifierOutputs(g, logreg.classes_)
+    add_linear_classifier(g, logreg, features, out)
+    out.finish()
+    feeds = {"category": X_test[:, 0:1].astype(np.int64), "x1": f32(X_test[:, 1:2]), "x2": f32(X_test[:, 2:3])}
+    return Case("onehot_int_categories", g.model(
+        "Pipeline(ColumnTransformer(OneHotEncoder(handle_unknown='ignore') on an int64 column, passthrough on "
+        "2 float columns), LogisticRegression(multinomial)), 3 classes; skl2onnx, one input per column"),
+        feeds, out.expected(model.predict(X_test), model.predict_proba(X_test)))
+
+
+def label_encoder_int64():
+    rng = np.random.RandomState(32)
+    classes = np.array([-40, -3, 0, 7, 12, 1000, 2 ** 40])
+    y = classes[rng.randint(len(classes), size=300)]
+    model = LabelEncoder().fit(y[:250])
+    x = y[250:290]  # scikit-learn rejects labels not seen in fit
+    g = Graph("label_encoder_int64")
+    g.input("input", INT64, None)
+    g.node("LabelEncoder", ["input"], "variable", domain=ML, version=2,
+           keys_int64s=[int(c) for c in model.classes_], values_int64s=list(range(len(model.classes_))))
+    g.output("variable", INT64, [None])
+    return Case("label_encoder_int64", g.model(
+        "LabelEncoder fitted on int64 labels (one of them 2**40), standalone; skl2onnx"),
+        {"input": x.astype(np.int64)}, [model.transform(x).astype(np.int64)])
 
 
 # --------------------------------------------- TreeEnsemble, ai.onnx.ml 5
@@ -1193,6 +1484,17 @@ CASES = [
     svm_regressor,
     hist_gb_classifier,
     binarizer_scaler_linear,
+    svc_probability_rbf,
+    svc_probability_poly,
+    svc_probability_sigmoid,
+    svc_probability_linear,
+    logreg_binary,
+    lambda: logreg_binary(string_labels=True),
+    linear_svc,
+    ridge_multitarget,
+    scaler_svr_linear,
+    onehot_int_categories,
+    label_encoder_int64,
     tree_ensemble5_gb_multiclass,
     tree_ensemble5_forest_average_double,
     tree_ensemble5_hgb_categorical,

@@ -19,6 +19,10 @@ var mlOpsModels = []string{
 	"imputer_normalizer_linreg",          // Imputer (NaN), Normalizer L2, LinearRegressor
 	"svm_regressor",                      // SVMRegressor, RBF
 	"svm_classifier",                     // SVMClassifier, RBF, one-vs-one decision values
+	"linear_svc",                         // LinearClassifier (NONE), one-vs-rest decision values
+	"ridge_multitarget",                  // LinearRegressor, targets 2
+	"scaler_svr_linear",                  // Scaler, SVMRegressor, LINEAR
+	"label_encoder_int64",                // LabelEncoder-2, keys_int64s to values_int64s
 }
 
 // TestMLModelsCPU runs each of mlOpsModels on the CPU backend, twice over

@@ -1,0 +1,1 @@
+42spam2spam2ham2spam2ham2spam2spam2spam2ham2ham2ham2ham2ham2ham2ham2ham2ham2spam2ham2ham2spam2spam2spam2spam2ham2spam2ham2spam2ham2ham2spam2ham2ham2ham2ham2spam2ham2ham2ham2ham2spam2spam2spam2ham2spam2ham2ham2ham2ham2ham2ham2spamBoutput_label

@@ -1,0 +1,1 @@
+(B	variable1J l$wAÿqrA®CSA¾s@ÐD&As+kAÅRkA)M»Aê–AM¦rA§V&AÏõfA¢hAï A+\‹AîÉä@Úúä@° AâAô	‘AàÁ…@i fA€R°Aá0)A¸YA¶t×@x(ð@³NAOÀ:A•7A§j™A®cJA·•A'Ý4ABîŒA$ƒ†A§ˆA]õÍAàqdAÚókA
