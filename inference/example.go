@@ -47,9 +47,11 @@ func Conform(inputs []TensorInfo, ex Example) (Example, error) {
 	if t, ok := ex[""]; ok && len(ex) == 1 && len(inputs) == 1 {
 		ex = Example{inputs[0].Name: t}
 	}
-	for name := range ex {
-		if !slices.ContainsFunc(inputs, func(i TensorInfo) bool { return i.Name == name }) {
-			return nil, fmt.Errorf("inference: example has tensor %q, model inputs are %v: %w", name, inputNames(inputs), ErrUnexpectedInput)
+	if len(ex) != len(inputs) { // else, with every input found below, ex has no other name
+		for name := range ex {
+			if !slices.ContainsFunc(inputs, func(i TensorInfo) bool { return i.Name == name }) {
+				return nil, fmt.Errorf("inference: example has tensor %q, model inputs are %v: %w", name, inputNames(inputs), ErrUnexpectedInput)
+			}
 		}
 	}
 	for _, in := range inputs {
@@ -169,12 +171,12 @@ func UnstackOutputs(outputs map[string]Tensor, n int) ([]map[string]Tensor, erro
 		if t.Rank() == 0 || t.shape[0] != n {
 			return nil, fmt.Errorf("inference: output %q is %v, want %d rows along axis 0: %w", name, t, n, ErrShape)
 		}
-		parts, err := Unstack(t)
-		if err != nil {
-			return nil, fmt.Errorf("inference: output %q: %w", name, err)
+		if kindOf(t.dtype) == nil {
+			return nil, fmt.Errorf("inference: output %q: unstack: %v: %w", name, t.dtype, ErrType)
 		}
-		for i, p := range parts {
-			rows[i][name] = p
+		_, per := t.rows()
+		for i := range rows {
+			rows[i][name] = t.row(i, per, t.shape[1:])
 		}
 	}
 	return rows, nil

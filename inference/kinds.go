@@ -16,7 +16,6 @@ type kind struct {
 	elements func(t Tensor) any // t's elements as a []T
 	equal    func(a, b Tensor) bool
 	stack    func(shape []int, ts []Tensor) Tensor
-	unstack  func(t Tensor) []Tensor
 	// fromLittleEndian makes a tensor of shape from raw, the little-endian
 	// encoding of its elements (fixed-size types only).
 	fromLittleEndian func(shape []int, raw []byte) Tensor
@@ -60,7 +59,6 @@ func kindFor[T Element]() *kind {
 		elements:         func(t Tensor) any { return view[T](t) },
 		equal:            func(a, b Tensor) bool { return equalElements(view[T](a), view[T](b)) },
 		stack:            stack[T],
-		unstack:          unstack[T],
 		fromLittleEndian: func(shape []int, raw []byte) Tensor { return wrap(shape, fromLittleEndian[T](raw)) },
 	}
 }

@@ -368,26 +368,36 @@ func Unstack(t Tensor) ([]Tensor, error) {
 	if len(t.shape) == 0 {
 		return nil, fmt.Errorf("inference: unstack of rank-0 tensor %v: %w", t, ErrShape)
 	}
-	k := kindOf(t.dtype)
-	if k == nil {
+	if kindOf(t.dtype) == nil {
 		return nil, fmt.Errorf("inference: unstack: %v: %w", t.dtype, ErrType)
 	}
-	return k.unstack(t), nil
-}
-
-func unstack[T Element](t Tensor) []Tensor {
-	n := t.shape[0]
-	inner := t.shape[1:]
-	data := view[T](t)
-	per := 0
-	if n > 0 {
-		per = len(data) / n
-	}
+	n, per := t.rows()
 	out := make([]Tensor, n)
 	for i := range out {
-		out[i] = wrap(inner, data[i*per:(i+1)*per:(i+1)*per])
+		out[i] = t.row(i, per, t.shape[1:])
 	}
-	return out
+	return out, nil
+}
+
+// rows returns the number of rows of t along its leading axis and the
+// elements in each.
+func (t Tensor) rows() (n, per int) {
+	n = t.shape[0]
+	if n > 0 {
+		per = t.n / n
+	}
+	return n, per
+}
+
+// row returns row i of t along its leading axis, of shape inner
+// (t.shape[1:]) and per elements, sharing t's array: what Unstack makes
+// of it, without a slice of all of them.
+func (t Tensor) row(i, per int, inner []int) Tensor {
+	r := Tensor{dtype: t.dtype, shape: inner, n: per}
+	if t.ptr != nil {
+		r.ptr = unsafe.Add(t.ptr, i*per*t.dtype.Size())
+	}
+	return r
 }
 
 // Bytes returns the tensor's elements as the ByteSize bytes that hold
