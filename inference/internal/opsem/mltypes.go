@@ -6,10 +6,10 @@ import (
 )
 
 // mlOutputDTypes fills out, the element types of the outputs of n, an
-// operator of ai.onnx.ml whose first input has type first, as
-// Operators-ml.md gives them: the classifiers' labels are strings when
-// the node has classlabels_strings and int64 otherwise, their scores
-// float32; the regressors, Scaler, Normalizer, OneHotEncoder and
+// operator of ai.onnx.ml whose first input has type first, as ONNX's
+// ai.onnx.ml operator documents give them: the classifiers' labels are
+// strings when the node has classlabels_strings and int64 otherwise, their
+// scores float32; the regressors, Scaler, Normalizer, OneHotEncoder and
 // FeatureVectorizer make float32; LabelEncoder and CategoryMapper make the
 // type of the values they map to; TreeEnsemble (ml 5) its input's; the
 // rest (Binarizer, Imputer, ArrayFeatureExtractor) keep their input's.
