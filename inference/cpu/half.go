@@ -21,8 +21,10 @@ import (
 // infers its plans' shapes with a Model of its graph (NewModel).
 
 // halfNative are the operators whose kernels take float16 as it is: Cast
-// converts from and to it, and Shape and Size read only the shape.
-var halfNative = map[string]bool{"Cast": true, "Shape": true, "Size": true}
+// converts from and to it, Shape and Size read only the shape, and
+// TreeEnsemble (ai.onnx.ml) reads its float16 input and attributes as
+// they are, rather than having its attributes widened at every run.
+var halfNative = map[string]bool{"Cast": true, "Shape": true, "Size": true, "TreeEnsemble": true}
 
 // callKernel runs k on n, widening float16 as above when n reads or makes
 // float16.

@@ -1,10 +1,12 @@
 package cpu
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // Weights prepared at compile time: the constant operand of each Conv,
@@ -12,7 +14,10 @@ import (
 // the layout the SGEMM micro-kernel reads
 // (nnPacked), so that a run packs only the activations. The packed copy
 // sits beside the initializer, which constant folding and other readers
-// keep using; Model.ByteSize counts both.
+// keep using; Model.ByteSize counts both. Operators of other domains
+// prepare what their attributes describe (a tree ensemble's layout:
+// registerPrepare), which also checks those attributes: a model they do
+// not describe fails to compile.
 
 // nnPackedSet is a weight packed as one matrix per group (a Conv's W:
 // group g's outChans/group × (chans/group · ∏kernel) block, the A operand
@@ -30,14 +35,51 @@ func (s nnPackedSet) of(i int, x []float32) *nnPacked {
 	return s[i].of(x)
 }
 
+// A preparer makes, from a node's attributes, what its kernel reads at
+// every run (opsem.Node.Prepared), or fails with an error that says which
+// attribute is wrong. What it returns may implement preparedBytes.
+type preparer func(n opsem.Node) (any, error)
+
+// preparers maps operators to their preparers, by opKey; filled by init
+// functions of the op files, read-only afterwards.
+var preparers = map[string]preparer{}
+
+// registerPrepare adds the preparer of the operator whose opKey is key.
+func registerPrepare(key string, p preparer) {
+	if _, dup := preparers[key]; dup {
+		panic("cpu: preparer registered twice: " + key)
+	}
+	preparers[key] = p
+}
+
+// preparedBytes is implemented by what a preparer returns: the bytes it
+// holds.
+type preparedBytes interface{ preparedBytes() int64 }
+
 // prepare packs the weights of g's Conv (but the depthwise ones, which do
 // not run through SGEMM), MatMul, Gemm, RNN and LSTM nodes whose weight is
-// a constant initializer (not one a run may override), and gives every
-// Conv a cvPrepared.
-func prepare(g *graph.Graph) map[*graph.Node]any {
+// a constant initializer (not one a run may override), gives every Conv a
+// cvPrepared, and runs the preparers of the nodes that have one, failing
+// with the first error, which names the node; those of the graphs nested
+// in g's nodes are checked (checkPrepared), their kernels preparing at
+// run time.
+func prepare(g *graph.Graph) (map[*graph.Node]any, error) {
 	prepared := map[*graph.Node]any{}
 	kern := nnBestKernel
 	for _, n := range g.Nodes {
+		if p := preparers[opKey(n)]; p != nil {
+			v, err := p(opsem.Node{Node: n, Opset: g.OpsetOf(n)})
+			if err != nil {
+				return nil, fmt.Errorf("cpu: node %v: %w", n, err)
+			}
+			prepared[n] = v
+			continue
+		}
+		for _, sub := range n.Subgraphs() {
+			if err := checkPrepared(sub); err != nil {
+				return nil, err
+			}
+		}
 		if n.Domain != "" {
 			continue
 		}
@@ -84,7 +126,25 @@ func prepare(g *graph.Graph) map[*graph.Node]any {
 			prepared[n] = nnPackWholeB(kern, trans, k, cols, w, ws[1])
 		}
 	}
-	return prepared
+	return prepared, nil
+}
+
+// checkPrepared runs the preparers of the nodes of g and of the graphs
+// nested in it, for their errors.
+func checkPrepared(g *graph.Graph) error {
+	for _, n := range g.Nodes {
+		if p := preparers[opKey(n)]; p != nil {
+			if _, err := p(opsem.Node{Node: n, Opset: g.OpsetOf(n)}); err != nil {
+				return fmt.Errorf("cpu: node %v: %w", n, err)
+			}
+		}
+		for _, sub := range n.Subgraphs() {
+			if err := checkPrepared(sub); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // convPacks packs Conv node n's W per group, when it is a constant
@@ -137,6 +197,8 @@ func preparedSize(prepared map[*graph.Node]any) int64 {
 			for _, p := range append(v.w, v.r...) {
 				add(p)
 			}
+		case preparedBytes:
+			n += v.preparedBytes()
 		}
 	}
 	return n

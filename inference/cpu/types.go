@@ -17,12 +17,13 @@ import (
 // load.
 var baseTypes = []inference.DType{inference.Float32, inference.Int64, inference.Int32, inference.Bool, inference.Uint8, inference.Float16}
 
-// kernelTypes maps an operator to the element types beyond baseTypes that
-// its kernel computes.
+// kernelTypes maps an operator (its opKey) to the element types beyond
+// baseTypes that its kernel computes.
 var kernelTypes = map[string][]inference.DType{}
 
-// registerTypes records that op's kernel computes the element types ds
-// besides baseTypes; called from the init functions of the op files.
+// registerTypes records that the kernel of op (an opKey: "Cast",
+// "ai.onnx.ml.TreeEnsemble") computes the element types ds besides
+// baseTypes; called from the init functions of the op files.
 func registerTypes(op string, ds ...inference.DType) {
 	kernelTypes[op] = append(kernelTypes[op], ds...)
 }
@@ -80,8 +81,8 @@ func checkTypes(g *graph.Graph, outer map[string]inference.DType) error {
 			types []inference.DType
 		}{{"input", n.Inputs, in}, {"output", n.Outputs, out}} {
 			for i, d := range side.types {
-				if i < len(side.names) && side.names[i] != "" && !computes(n.OpType, d) {
-					return &inference.UnsupportedOpError{Node: n.Name, Op: n.OpType, Opset: g.Opset(), Type: true,
+				if i < len(side.names) && side.names[i] != "" && !computes(opKey(n), d) {
+					return &inference.UnsupportedOpError{Node: n.Name, Op: opKey(n), Opset: g.OpsetOf(n), Type: true,
 						Detail: fmt.Sprintf("%s %q of element type %s", side.what, side.names[i], inference.ONNXTypeName(inference.DTypeToONNX(d)))}
 				}
 			}
