@@ -38,13 +38,12 @@ func tePrepare(n opsem.Node) (any, error) {
 }
 
 // The blocking of a run. A part of the loop gathers a group of up to
-// teGroupRows rows at a time; then, for each block of trees whose layout
-// takes about teTreeBlockBytes (teModel.treeBlocks), each block of rows
-// whose gathered columns take about teBlockBytes walks every tree of the
-// block. A tree block stays in the level-2 cache while the group's rows
-// walk it, a row block in the level-1 cache while its trees walk it.
+// teGroupRows rows at a time, in tiles of teModel.tileRows rows; then,
+// for each block of trees whose layout takes about teTreeBlockBytes
+// (teModel.treeBlocks), each tile walks every tree of the block. A tree
+// block stays in the level-2 cache while the group's tiles walk it, a
+// tile in the level-1 cache while the block's trees walk it.
 const (
-	teBlockBytes     = 16 << 10
 	teGroupRows      = 4096
 	teTreeBlockBytes = 256 << 10
 )
@@ -138,8 +137,7 @@ func newTeRun(m *teModel, dtype inference.DType, rows, feats int) *teRun {
 	if r.use64 {
 		size = 8
 	}
-	r.block = min(1024, max(16, teBlockBytes/max(1, r.width*size)))
-	r.block = max(1, min(r.block, (64<<10)/(9*r.targets), rows)) // acc and has
+	r.block = m.tileRows
 	r.group = max(1, min(teGroupRows/r.block, (1<<20)/(r.block*(r.width*size+9*r.targets))))
 	r.blocks = (rows + r.block - 1) / r.block
 	r.shape = []int{rows, r.targets}
@@ -296,15 +294,15 @@ func teBlocks[T teReal](r *teRun, l *teLayout[T], xb []T, part, lo, hi int) {
 		rows := min(min(g+r.group, hi)*r.block, r.rows) - row0
 		switch {
 		case r.x32 != nil:
-			teGather(xb, r.x32, r.feats, m.pos, m.neg, row0, rows)
+			teGather(xb, r.block, r.x32, r.feats, m.pos, m.neg, row0, rows)
 		case r.x64 != nil:
-			teGather(xb, r.x64, r.feats, m.pos, m.neg, row0, rows)
+			teGather(xb, r.block, r.x64, r.feats, m.pos, m.neg, row0, rows)
 		case r.xi64 != nil:
-			teGather(xb, r.xi64, r.feats, m.pos, m.neg, row0, rows)
+			teGather(xb, r.block, r.xi64, r.feats, m.pos, m.neg, row0, rows)
 		case r.xi32 != nil:
-			teGather(xb, r.xi32, r.feats, m.pos, m.neg, row0, rows)
+			teGather(xb, r.block, r.xi32, r.feats, m.pos, m.neg, row0, rows)
 		default:
-			teGatherHalf(xb, r.xh, r.feats, m.pos, m.neg, row0, rows)
+			teGatherHalf(xb, r.block, r.xh, r.feats, m.pos, m.neg, row0, rows)
 		}
 		clear(acc[:rows*k])
 		if has != nil {
@@ -314,7 +312,7 @@ func teBlocks[T teReal](r *teRun, l *teLayout[T], xb []T, part, lo, hi int) {
 			trees := m.trees[m.treeBlocks[tb-1]:m.treeBlocks[tb]]
 			for b0 := 0; b0 < rows; b0 += r.block {
 				n := min(r.block, rows-b0)
-				bx := xb[b0*w : (b0+n)*w]
+				bx := xb[b0*w : (b0+r.block)*w]
 				bacc := acc[b0*k : (b0+n)*k]
 				var bhas []bool
 				if has != nil {
@@ -325,13 +323,13 @@ func teBlocks[T teReal](r *teRun, l *teLayout[T], xb []T, part, lo, hi int) {
 					switch tr.kind {
 					case tePerfect:
 						size := 1<<tr.depth - 1
-						tePerfectLeaves(l.perf[tr.at:int(tr.at)+size], int(tr.depth), bx, w, n, leaves)
+						tePerfectLeaves(l.perf[tr.at:int(tr.at)+size], int(tr.depth), bx, r.block, n, leaves)
 						m.aggregateSlots(tr, leaves[:n], bacc, bhas)
 					case tePointer:
-						tePointerLeaves(l.ptr, tr.at, bx, w, n, leaves)
+						tePointerLeaves(l.ptr, tr.at, bx, r.block, n, leaves)
 						m.aggregate(leaves[:n], bacc, bhas)
 					default:
-						teGeneralLeaves(m.gen, m.e.Members, tr.at, bx, w, n, leaves)
+						teGeneralLeaves(m.gen, m.e.Members, tr.at, bx, r.block, n, leaves)
 						m.aggregate(leaves[:n], bacc, bhas)
 					}
 				}
@@ -346,66 +344,78 @@ type teInput interface {
 	float32 | float64 | int64 | int32
 }
 
-// teGather converts rows row0… of x ([·, feats]) into xb's compact
-// columns: the features pos, then the features neg negated.
-func teGather[I teInput, T teReal](xb []T, x []I, feats int, pos, neg []int32, row0, rows int) {
+// teGather converts rows row0… of x ([·, feats]) into tiles of xb: the
+// features pos, then the features neg negated, each column of a tile
+// tileRows values of consecutive rows.
+func teGather[I teInput, T teReal](xb []T, tileRows int, x []I, feats int, pos, neg []int32, row0, rows int) {
 	w := len(pos) + len(neg)
 	for i := range rows {
 		src := x[(row0+i)*feats : (row0+i+1)*feats]
-		dst := xb[i*w : i*w+w]
+		tile := xb[i/tileRows*tileRows*w:]
+		r := i % tileRows
 		for j, f := range pos {
-			dst[j] = T(src[f])
+			tile[j*tileRows+r] = T(src[f])
 		}
-		dst = dst[len(pos):]
+		tile = tile[len(pos)*tileRows:]
 		for j, f := range neg {
-			dst[j] = -T(src[f])
+			tile[j*tileRows+r] = -T(src[f])
 		}
 	}
 }
 
 // teGatherHalf is teGather for float16, which converts to float32 first.
-func teGatherHalf[T teReal](xb []T, x []inference.Half, feats int, pos, neg []int32, row0, rows int) {
+func teGatherHalf[T teReal](xb []T, tileRows int, x []inference.Half, feats int, pos, neg []int32, row0, rows int) {
 	w := len(pos) + len(neg)
 	for i := range rows {
 		src := x[(row0+i)*feats : (row0+i+1)*feats]
-		dst := xb[i*w : i*w+w]
+		tile := xb[i/tileRows*tileRows*w:]
+		r := i % tileRows
 		for j, f := range pos {
-			dst[j] = T(src[f].Float32())
+			tile[j*tileRows+r] = T(src[f].Float32())
 		}
-		dst = dst[len(pos):]
+		tile = tile[len(pos)*tileRows:]
 		for j, f := range neg {
-			dst[j] = -T(src[f].Float32())
+			tile[j*tileRows+r] = -T(src[f].Float32())
 		}
 	}
 }
 
 // aggregateSlots aggregates the leaves of perfect tree tr whose slots
-// are slots, one per row of the block: as aggregate, a single target's
-// sum read from the slots' values.
+// are slots, one per row of the block, as aggregate does, reading the
+// slots' targets and values when fast.
 func (m *teModel) aggregateSlots(tr *teTree, slots []int32, acc []float64, has []bool) {
-	if m.sumSingle {
-		v := m.slotValue[tr.slot : int(tr.slot)+1<<tr.depth]
-		for i, s := range slots {
-			acc[i] += v[s]
-		}
+	end := int(tr.slot) + 1<<tr.depth
+	if m.fast {
+		teAdd(m.slotTarget[tr.slot:end], m.slotValue[tr.slot:end], m.e.Targets, slots, acc)
 		return
 	}
-	leafOf := m.slots[tr.slot : int(tr.slot)+1<<tr.depth]
+	leafOf := m.slots[tr.slot:end]
 	for i, s := range slots {
 		slots[i] = leafOf[s]
 	}
 	m.aggregate(slots, acc, has)
 }
 
+// teAdd adds value[l] to target target[l] of row i's acc, [rows, k], for
+// each row's leaf (or slot) l = leaves[i].
+func teAdd(target []int32, value []float64, k int, leaves []int32, acc []float64) {
+	if k == 1 {
+		for i, l := range leaves {
+			acc[i] += value[l]
+		}
+		return
+	}
+	for i, l := range leaves {
+		acc[i*k+int(target[l])] += value[l]
+	}
+}
+
 // aggregate adds the weights of leaves (one per row of the block) to
 // the rows' acc, [rows, targets], or keeps their least or greatest,
 // marking in has (when tracked) the targets a weight reached.
 func (m *teModel) aggregate(leaves []int32, acc []float64, has []bool) {
-	if m.sumSingle {
-		v := m.leafValue
-		for i, l := range leaves {
-			acc[i] += v[l]
-		}
+	if m.fast {
+		teAdd(m.leafTarget, m.leafValue, m.e.Targets, leaves, acc)
 		return
 	}
 	k, start, target, weight := m.e.Targets, m.leafStart, m.leafTarget, m.leafWeight
@@ -451,8 +461,7 @@ func (m *teModel) aggregate(leaves []int32, acc []float64, has []bool) {
 func (r *teRun) finish(row0, rows int, acc []float64, has []bool) {
 	e, k := r.m.e, r.targets
 	for i := range rows {
-		p := acc[i*k : i*k+k]
-		var h []bool
+		p, h := acc[i*k:i*k+k], r.m.reached
 		if has != nil {
 			h = has[i*k : i*k+k]
 		}

@@ -354,6 +354,9 @@ func TestTreeEnsembleBinaryClassifier(t *testing.T) {
 // threeClasses is a TreeEnsembleClassifier with labels, its stump (x0 ≤ 0)
 // voting w0 and w1 for classes 0 and 1 (class 2 has no weight anywhere).
 func threeClasses(labels graph.Attr, name string, w0, w1 []float32, attrs map[string]graph.Attr) opsem.Node {
+	if w0 == nil {
+		w0, w1 = []float32{0, 0}, []float32{0, 0}
+	}
 	a := map[string]graph.Attr{
 		"nodes_treeids": attrInts(0, 0, 0), "nodes_nodeids": attrInts(0, 1, 2), "nodes_featureids": attrInts(0, 0, 0),
 		"nodes_modes": attrStrings("BRANCH_LEQ", "LEAF", "LEAF"), "nodes_values": attrFloats(0, 0, 0),
@@ -387,6 +390,15 @@ func TestTreeEnsembleClassifierLabels(t *testing.T) {
 	if got := dataOf[int64](runTrees(t, n, x)[0]); !slices.Equal(got, []int64{7, 7}) {
 		t.Errorf("int labels with base values %v, want [7 7]", got)
 	}
+	// Each leaf votes for one class: the row's label is the class its
+	// leaf voted for, however low, the others having no score.
+	n = threeClasses(attrInts(-1, 3, 7), "classlabels_int64s", nil, nil, map[string]graph.Attr{
+		"class_treeids": attrInts(0, 0), "class_nodeids": attrInts(1, 2), "class_ids": attrInts(0, 1), "class_weights": attrFloats(-1, -2)})
+	out = runTrees(t, n, x)
+	if got := dataOf[int64](out[0]); !slices.Equal(got, []int64{-1, 3}) {
+		t.Errorf("int labels of one vote a leaf %v, want [-1 3]", got)
+	}
+	wantFloats(t, "one vote a leaf", out[1], []float64{-1, 0, 0, 0, -2, 0})
 	n = threeClasses(attrInts(-1, 3, 7), "classlabels_int64s", []float32{1, 2}, []float32{3, 0}, map[string]graph.Attr{"post_transform": attrString("SOFTMAX")})
 	out = runTrees(t, n, x)
 	e1, e2 := math.Exp(1), math.Exp(2)

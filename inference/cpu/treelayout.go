@@ -32,12 +32,18 @@ import (
 //
 // The first two test every node the same way, u ≤ c → first, else (NaN
 // included) second, where u is the row's feature or its negation (teTest
-// rewrites <, ≥, > and the NaN direction so), on a block of rows gathered
+// rewrites <, ≥, > and the NaN direction so), on a tile of rows gathered
 // once into compact columns of the compare type T: one per (feature,
-// negated) the ensemble reads.
+// negated) the ensemble reads, each column's tileRows values together
+// (column-major), so that a node's column is one byte offset for all the
+// rows of the tile: row i's value is at off + i·size(T).
 
 // teMaxPerfectDepth bounds the perfect layout: 4096 slots.
 const teMaxPerfectDepth = 12
+
+// teTileBytes is about what a tile's gathered rows take in float32: a
+// tile stays in the level-1 cache while the trees of a block walk it.
+const teTileBytes = 16 << 10
 
 // Tree layouts.
 const (
@@ -56,18 +62,18 @@ type teTree struct {
 	at, slot int32
 }
 
-// teNode is a pointer tree's node: a row whose column at byte off of its
-// block row is ≤ thr goes to first, else to second; a child < 0 is the
-// leaf ^child.
+// teNode is a pointer tree's node: a row whose column (at byte off of the
+// tile, plus the row's) is ≤ thr goes to first, else to second; a child
+// < 0 is the leaf ^child.
 type teNode[T teReal] struct {
 	thr           T
 	off           int32
 	first, second int32
 }
 
-// tePerfectNode is a perfect tree's node: a row whose column at byte off
-// of its block row (the column's index times T's size) is ≤ thr goes to
-// the left child, else to the right.
+// tePerfectNode is a perfect tree's node: a row whose column (at byte off
+// of the tile, plus the row's) is ≤ thr goes to the left child, else to
+// the right.
 type tePerfectNode[T teReal] struct {
 	thr T
 	off int32
@@ -87,12 +93,15 @@ type teReal interface{ float32 | float64 }
 type teModel struct {
 	e     *opsem.TreeEnsemble
 	trees []teTree
-	// The compact columns: a block row holds pos, then neg (negated), each
-	// a feature.
+	// The compact columns: a tile holds pos, then neg (negated), each a
+	// feature, each tileRows rows (a multiple of 8).
 	pos, neg []int32
+	tileRows int
 	slots    []int32 // perfect trees' leaves
-	// slotValue is each slot's leaf's value, for sumSingle.
-	slotValue []float64
+	// slotTarget and slotValue are each slot's leaf's leafTarget and
+	// leafValue, when fast.
+	slotTarget []int32
+	slotValue  []float64
 	// treeBlocks bounds the blocks of trees a row block walks in turn:
 	// block b is trees[treeBlocks[b]:treeBlocks[b+1]].
 	treeBlocks []int
@@ -101,20 +110,78 @@ type teModel struct {
 	// (−1: padding), to lay the thresholds out in another compare type.
 	ptrSrc, perfSrc []int32
 	// The leaves: leaf l's weights are [leafStart[l], leafStart[l+1]) of
-	// leafTarget and leafWeight; leafValue is l's weight for an ensemble
-	// of one target that sums (sumSingle).
+	// leafTarget and leafWeight. When fast, a leaf adds leafValue[l] to
+	// target leafTarget[l]: its one weight, or the sum of its weights
+	// for an ensemble of one target.
 	leafStart  []int32
 	leafTarget []int32
 	leafWeight []float64
 	leafValue  []float64
-	sumSingle  bool // one target, SUM or AVERAGE: a row adds leafValue
-	track      bool // which targets a row's leaves reach matters: MIN, MAX, classifiers
-	depthSum   int  // the trees' depths: a row's work
+	fast       bool // SUM or AVERAGE, and one target or one weight a leaf
+	// track: which targets a row's leaves reach matters (MIN, MAX, and
+	// classifiers whose classes some rows reach and others do not), and
+	// is kept per row; for the other classifiers it is reached, the same
+	// for every row.
+	track    bool
+	reached  []bool
+	depthSum int // the trees' depths: a row's work
 
 	l32   *teLayout[float32]
 	l64   *teLayout[float64]
 	once  sync.Once // lays out the compare type not laid out at compile
 	bytes atomic.Int64
+}
+
+// teReached returns, for a classifier whose rows all reach the same
+// classes, which classes those are: a class some tree gives a weight at
+// every leaf, or that no leaf gives one. It is nil when some rows may
+// reach a class that others do not.
+func teReached(e *opsem.TreeEnsemble) []bool {
+	always, some := make([]bool, e.Targets), make([]bool, e.Targets)
+	count := make([]int32, e.Targets) // the tree's leaves that give the class a weight
+	visit := make([]int32, e.Targets) // the leaf visit that last counted the class
+	seen := make([]int32, len(e.LeafStart)-1)
+	var touched []int32
+	var stack []opsem.TreeChild
+	visits := int32(0)
+	for t, root := range e.Roots {
+		leaves := int32(0)
+		touched = touched[:0]
+		stack = append(stack[:0], root)
+		for len(stack) > 0 {
+			c := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if !c.IsLeaf() {
+				stack = append(stack, e.Nodes[c].True, e.Nodes[c].False)
+				continue
+			}
+			if l := c.Leaf(); seen[l] != int32(t+1) {
+				seen[l] = int32(t + 1)
+				leaves++
+				visits++
+				for _, w := range e.Weights[e.LeafStart[l]:e.LeafStart[l+1]] {
+					if visit[w.Target] != visits {
+						visit[w.Target] = visits
+						if count[w.Target] == 0 {
+							touched = append(touched, w.Target)
+						}
+						count[w.Target]++
+						some[w.Target] = true
+					}
+				}
+			}
+		}
+		for _, k := range touched {
+			always[k] = always[k] || count[k] == leaves
+			count[k] = 0
+		}
+	}
+	for k := range always {
+		if some[k] && !always[k] {
+			return nil
+		}
+	}
+	return always
 }
 
 // teChooseLayout is the layout of a tree of the given depth and number of
@@ -135,8 +202,7 @@ func teChooseLayout(depth, nodes int, general bool) uint8 {
 // choose other layouts than teChooseLayout; general is the only one for a
 // tree with EQ, NEQ or MEMBER).
 func teCompile(e *opsem.TreeEnsemble, choose func(depth, nodes int, general bool) uint8) (*teModel, error) {
-	m := &teModel{e: e, track: e.Classifier != nil || e.Aggregate == opsem.AggregateMin || e.Aggregate == opsem.AggregateMax}
-	m.sumSingle = e.Targets == 1 && !m.track
+	m := &teModel{e: e, track: e.Aggregate == opsem.AggregateMin || e.Aggregate == opsem.AggregateMax}
 	leaves := len(e.LeafStart) - 1
 	m.leafStart = e.LeafStart
 	m.leafTarget = make([]int32, len(e.Weights))
@@ -144,15 +210,26 @@ func teCompile(e *opsem.TreeEnsemble, choose func(depth, nodes int, general bool
 	for j, w := range e.Weights {
 		m.leafTarget[j], m.leafWeight[j] = w.Target, w.Value
 	}
-	if m.sumSingle {
-		m.leafValue = make([]float64, leaves)
-		for l := range leaves {
-			for j := e.LeafStart[l]; j < e.LeafStart[l+1]; j++ {
-				m.leafValue[l] += m.leafWeight[j]
+	if e.Classifier != nil {
+		m.reached = teReached(e)
+		m.track = m.reached == nil
+	}
+	oneWeight := len(e.Weights) == leaves
+	for l := 0; oneWeight && l < leaves; l++ {
+		oneWeight = e.LeafStart[l+1] == int32(l+1)
+	}
+	if m.fast = !m.track && (e.Targets == 1 || oneWeight); m.fast {
+		if !oneWeight { // one target: the sum of a leaf's weights
+			m.leafTarget, m.leafValue = make([]int32, leaves), make([]float64, leaves)
+			for l := range leaves {
+				for j := e.LeafStart[l]; j < e.LeafStart[l+1]; j++ {
+					m.leafValue[l] += m.leafWeight[j]
+				}
 			}
+		} else {
+			m.leafValue = m.leafWeight
 		}
 	}
-
 	// Each tree's layout, from the nodes it reaches (each once: the
 	// ensemble's nodes form trees).
 	var stack []opsem.TreeChild
@@ -198,9 +275,6 @@ func teCompile(e *opsem.TreeEnsemble, choose func(depth, nodes int, general bool
 			columns[int64(e.Nodes[i].Feature)*2+b2i64(neg)] = true
 		})
 	}
-	if len(columns) >= math.MaxInt32/8 {
-		return nil, fmt.Errorf("the trees read %d features: %w", len(columns)/2, inference.ErrBadModel)
-	}
 	keys := slices.Sorted(maps.Keys(columns))
 	colOf := make(map[int64]int32, len(keys))
 	for _, negated := range []int64{0, 1} {
@@ -216,9 +290,14 @@ func teCompile(e *opsem.TreeEnsemble, choose func(depth, nodes int, general bool
 		}
 	}
 	column := func(i int32, neg bool) int32 { return colOf[int64(e.Nodes[i].Feature)*2+b2i64(neg)] }
+	width := len(m.pos) + len(m.neg)
+	m.tileRows = min(256, max(8, teTileBytes/max(1, 4*width))) &^ 7
+	if width*m.tileRows*8 > math.MaxInt32 {
+		return nil, fmt.Errorf("the trees read %d features: %w", width, inference.ErrBadModel)
+	}
 
-	// The structure, with float64 thresholds (relayout lays them out in
-	// float32 for an ensemble of float thresholds).
+	// The structure, with float64 thresholds and a column's index for off
+	// (relayout lays it out in T).
 	var l64 teLayout[float64]
 	renumber := make([]int32, len(e.Nodes))
 	number := func(root opsem.TreeChild, base int, add func(int32)) {
@@ -247,7 +326,7 @@ func teCompile(e *opsem.TreeEnsemble, choose func(depth, nodes int, general bool
 					}
 					nd := &e.Nodes[c]
 					neg, thr, firstTrue := teTest[float64](nd)
-					l64.perf = append(l64.perf, tePerfectNode[float64]{thr: thr, off: 8 * column(int32(c), neg)})
+					l64.perf = append(l64.perf, tePerfectNode[float64]{thr: thr, off: column(int32(c), neg)})
 					m.perfSrc = append(m.perfSrc, int32(c))
 					if firstTrue {
 						next = append(next, nd.True, nd.False)
@@ -264,7 +343,7 @@ func teCompile(e *opsem.TreeEnsemble, choose func(depth, nodes int, general bool
 			base := len(l64.ptr)
 			number(root, base, func(i int32) {
 				neg, thr, _ := teTest[float64](&e.Nodes[i])
-				l64.ptr = append(l64.ptr, teNode[float64]{thr: thr, off: 8 * column(i, neg)})
+				l64.ptr = append(l64.ptr, teNode[float64]{thr: thr, off: column(i, neg)})
 				m.ptrSrc = append(m.ptrSrc, i)
 			})
 			for k := base; k < len(l64.ptr); k++ {
@@ -295,10 +374,10 @@ func teCompile(e *opsem.TreeEnsemble, choose func(depth, nodes int, general bool
 			}
 		}
 	}
-	if m.sumSingle {
-		m.slotValue = make([]float64, len(m.slots))
+	if m.fast {
+		m.slotTarget, m.slotValue = make([]int32, len(m.slots)), make([]float64, len(m.slots))
 		for s, l := range m.slots {
-			m.slotValue[s] = m.leafValue[l]
+			m.slotTarget[s], m.slotValue[s] = m.leafTarget[l], m.leafValue[l]
 		}
 	}
 	m.treeBlocks = []int{0}
@@ -320,9 +399,9 @@ func teCompile(e *opsem.TreeEnsemble, choose func(depth, nodes int, general bool
 		m.treeBlocks = append(m.treeBlocks, len(m.trees))
 	}
 	if e.DoubleSplits {
-		m.l64 = &l64
+		m.l64 = relayout[float64](m, &l64, 1)
 	} else {
-		m.l32 = relayout[float32](m, &l64)
+		m.l32 = relayout[float32](m, &l64, 1)
 	}
 	e.Weights = nil // in leafTarget and leafWeight now
 	if e.DoubleSplits {
@@ -403,13 +482,12 @@ func nextToward[T teReal](x, y T) T {
 	return T(math.Nextafter(float64(x), float64(y)))
 }
 
-// relayout lays out m's fast trees in T, with the structure of from, a
-// layout in F.
-func relayout[T, F teReal](m *teModel, from *teLayout[F]) *teLayout[T] {
+// relayout lays out m's fast trees in T, with the structure of from,
+// whose off is a column times unit.
+func relayout[T, F teReal](m *teModel, from *teLayout[F], unit int32) *teLayout[T] {
 	l := &teLayout[T]{ptr: make([]teNode[T], len(from.ptr)), perf: make([]tePerfectNode[T], len(from.perf))}
 	var t T
-	var f F
-	off := func(o int32) int32 { return o / int32(unsafe.Sizeof(f)) * int32(unsafe.Sizeof(t)) }
+	off := func(o int32) int32 { return o / unit * int32(m.tileRows) * int32(unsafe.Sizeof(t)) }
 	for k, nd := range from.ptr {
 		_, thr, _ := teTest[T](&m.e.Nodes[m.ptrSrc[k]])
 		l.ptr[k] = teNode[T]{thr: thr, off: off(nd.off), first: nd.first, second: nd.second}
@@ -428,7 +506,7 @@ func relayout[T, F teReal](m *teModel, from *teLayout[F]) *teLayout[T] {
 func (m *teModel) layout64() *teLayout[float64] {
 	m.once.Do(func() {
 		if m.l64 == nil {
-			m.l64 = relayout[float64](m, m.l32)
+			m.l64 = relayout[float64](m, m.l32, int32(m.tileRows)*4)
 			m.bytes.Store(m.size())
 		}
 	})
@@ -438,8 +516,8 @@ func (m *teModel) layout64() *teLayout[float64] {
 // size is the bytes m holds beyond the ensemble's attributes.
 func (m *teModel) size() int64 {
 	n := int64(len(m.trees))*int64(unsafe.Sizeof(teTree{})) +
-		4*int64(len(m.pos)+len(m.neg)+len(m.slots)+len(m.ptrSrc)+len(m.perfSrc)+len(m.leafStart)+len(m.leafTarget)) +
-		8*int64(len(m.leafWeight)+len(m.leafValue)) +
+		4*int64(len(m.pos)+len(m.neg)+len(m.slots)+len(m.slotTarget)+len(m.ptrSrc)+len(m.perfSrc)+len(m.leafStart)+len(m.leafTarget)) +
+		8*int64(len(m.leafWeight)+len(m.leafValue)+len(m.slotValue)) + int64(len(m.reached)) +
 		int64(len(m.gen))*int64(unsafe.Sizeof(opsem.TreeNode{})) +
 		int64(len(m.e.Nodes))*int64(unsafe.Sizeof(opsem.TreeNode{})) + 8*int64(len(m.e.Members))
 	if l := m.l32; l != nil {
@@ -464,94 +542,88 @@ func b2i64(b bool) int64 {
 // Traversals: each finds the leaf of rows rows of a block (row i's
 // columns are xb[i·w : i·w+w]) in one tree, into leaves.
 
-// tePerfectLeaves walks a perfect tree of depth depth to the slots of
-// rows rows, four rows at a time: each row's next node is 2k+1 or 2k+2 by one
-// compare, and the four rows' loads overlap. It indexes by pointer
-// arithmetic, without bounds checks: a perfect tree's nodes and slots are
-// 2^depth − 1 and 2^depth (teCompile), and a node's column (off, a byte
-// offset) is below w, checked against xb below.
-func tePerfectLeaves[T teReal](nodes []tePerfectNode[T], depth int, xb []T, w, rows int, slots []int32) {
+// tePerfectLeaves walks a perfect tree of depth depth, eight rows at a
+// time, to the slots of rows rows of tile (tileRows rows; the rows past
+// rows up to a multiple of 8 are walked too, on whatever values are
+// there, and their slots written). It indexes by pointer arithmetic,
+// without bounds checks: a perfect tree's nodes and slots are 2^depth − 1
+// and 2^depth (teCompile), and a node's off is a column's of the tile.
+func tePerfectLeaves[T teReal](nodes []tePerfectNode[T], depth int, tile []T, tileRows, rows int, slots []int32) {
 	if depth == 0 {
 		clear(slots[:rows])
 		return
 	}
-	if rows == 0 || len(nodes) != 1<<depth-1 || len(xb) < rows*w || w == 0 {
+	if rows == 0 || len(nodes) != 1<<depth-1 || len(slots) < tileRows || rows > tileRows || tileRows%8 != 0 || len(tile) == 0 || len(tile)%tileRows != 0 {
 		panic("cpu: perfect tree walked out of its layout")
 	}
-	_ = slots[rows-1]
 	np := unsafe.Pointer(unsafe.SliceData(nodes))
 	var nd tePerfectNode[T]
-	size := unsafe.Sizeof(nd)
 	shift := uintptr(3) // 8-byte nodes of float32, 16-byte ones of float64
-	if size == 16 {
+	if unsafe.Sizeof(nd) == 16 {
 		shift = 4
 	}
 	end := uintptr(len(nodes)) << shift
-	stride := uintptr(w) * unsafe.Sizeof(nd.thr)
-	x := unsafe.Pointer(unsafe.SliceData(xb))
-	i := 0
-	for ; i+4 <= rows; i += 4 {
-		x0 := x
-		x1 := unsafe.Add(x0, stride)
-		x2 := unsafe.Add(x1, stride)
-		x3 := unsafe.Add(x2, stride)
-		x = unsafe.Add(x3, stride)
-		k0, k1, k2, k3 := tePerfect4[T](np, shift, end, x0, x1, x2, x3)
-		slots[i], slots[i+1], slots[i+2], slots[i+3] = int32((k0-end)>>shift), int32((k1-end)>>shift), int32((k2-end)>>shift), int32((k3-end)>>shift)
-	}
-	for ; i < rows; i++ {
-		var k uintptr
-		for range depth {
-			n := (*tePerfectNode[T])(unsafe.Add(np, k*size))
-			k = 2*k + 1 + b2u(!(*(*T)(unsafe.Add(x, n.off)) <= n.thr))
-		}
-		x = unsafe.Add(x, stride)
-		slots[i] = int32(k - uintptr(len(nodes)))
+	x := unsafe.Pointer(unsafe.SliceData(tile))
+	for i := 0; i < rows; i += 8 {
+		k0, k1, k2, k3, k4, k5, k6, k7 := tePerfect8[T](np, end, unsafe.Add(x, uintptr(i)*unsafe.Sizeof(nd.thr)))
+		s := slots[i : i+8]
+		s[0], s[1], s[2], s[3] = int32((k0-end)>>shift), int32((k1-end)>>shift), int32((k2-end)>>shift), int32((k3-end)>>shift)
+		s[4], s[5], s[6], s[7] = int32((k4-end)>>shift), int32((k5-end)>>shift), int32((k6-end)>>shift), int32((k7-end)>>shift)
 	}
 }
 
-// tePerfect4 walks four rows whose columns are at x0…x3 down the perfect
-// tree at np to their nodes (2^depth−1 + their slots), in bytes: node i
-// is at i·2^shift, its children at 2i+1 and 2i+2, so a walk at byte k goes
-// on to 2k + 2^shift, or one node further; it ends past end, the first
-// slot's byte. A function of its own, so that its loop keeps the four
-// walks in registers.
+// tePerfect8 walks eight rows, whose values of a column are at x + off,
+// x + off + size(T), …, down the perfect tree at np to their nodes (2^depth
+// − 1 + their slots), in bytes: node i is at i·size(node), its children at
+// 2i+1 and 2i+2, so a walk at byte k goes on to 2k + size(node), or one
+// node further; it ends past end, the first slot's byte. A function of its
+// own, so that its loop keeps the eight walks in registers; the sizes
+// are constants in each instantiation.
 //
 //go:noinline
-func tePerfect4[T teReal](np unsafe.Pointer, shift, end uintptr, x0, x1, x2, x3 unsafe.Pointer) (k0, k1, k2, k3 uintptr) {
-	size := uintptr(1) << shift
+func tePerfect8[T teReal](np unsafe.Pointer, end uintptr, x unsafe.Pointer) (k0, k1, k2, k3, k4, k5, k6, k7 uintptr) {
+	var nd tePerfectNode[T]
+	ns, ts := unsafe.Sizeof(nd), unsafe.Sizeof(nd.thr)
 	for k0 < end {
 		n0 := (*tePerfectNode[T])(unsafe.Add(np, k0))
 		n1 := (*tePerfectNode[T])(unsafe.Add(np, k1))
 		n2 := (*tePerfectNode[T])(unsafe.Add(np, k2))
 		n3 := (*tePerfectNode[T])(unsafe.Add(np, k3))
-		k0 = 2*k0 + size + b2u(!(*(*T)(unsafe.Add(x0, n0.off)) <= n0.thr))<<shift
-		k1 = 2*k1 + size + b2u(!(*(*T)(unsafe.Add(x1, n1.off)) <= n1.thr))<<shift
-		k2 = 2*k2 + size + b2u(!(*(*T)(unsafe.Add(x2, n2.off)) <= n2.thr))<<shift
-		k3 = 2*k3 + size + b2u(!(*(*T)(unsafe.Add(x3, n3.off)) <= n3.thr))<<shift
+		n4 := (*tePerfectNode[T])(unsafe.Add(np, k4))
+		n5 := (*tePerfectNode[T])(unsafe.Add(np, k5))
+		n6 := (*tePerfectNode[T])(unsafe.Add(np, k6))
+		n7 := (*tePerfectNode[T])(unsafe.Add(np, k7))
+		k0 = 2*k0 + ns + b2u(!(*(*T)(unsafe.Add(x, uintptr(n0.off))) <= n0.thr))*ns
+		k1 = 2*k1 + ns + b2u(!(*(*T)(unsafe.Add(x, uintptr(n1.off)+ts)) <= n1.thr))*ns
+		k2 = 2*k2 + ns + b2u(!(*(*T)(unsafe.Add(x, uintptr(n2.off)+2*ts)) <= n2.thr))*ns
+		k3 = 2*k3 + ns + b2u(!(*(*T)(unsafe.Add(x, uintptr(n3.off)+3*ts)) <= n3.thr))*ns
+		k4 = 2*k4 + ns + b2u(!(*(*T)(unsafe.Add(x, uintptr(n4.off)+4*ts)) <= n4.thr))*ns
+		k5 = 2*k5 + ns + b2u(!(*(*T)(unsafe.Add(x, uintptr(n5.off)+5*ts)) <= n5.thr))*ns
+		k6 = 2*k6 + ns + b2u(!(*(*T)(unsafe.Add(x, uintptr(n6.off)+6*ts)) <= n6.thr))*ns
+		k7 = 2*k7 + ns + b2u(!(*(*T)(unsafe.Add(x, uintptr(n7.off)+7*ts)) <= n7.thr))*ns
 	}
 	return
 }
 
-// tePointerLeaves walks a pointer tree from root. It indexes by pointer
-// arithmetic, without bounds checks: every child is a node of the tree or
-// a leaf (teCompile), and a node's column is below w.
-func tePointerLeaves[T teReal](nodes []teNode[T], root int32, xb []T, w, rows int, leaves []int32) {
+// tePointerLeaves walks a pointer tree from root for rows rows of tile.
+// It indexes by pointer arithmetic, without bounds checks: every child is
+// a node of the tree or a leaf (teCompile), and a node's off is a
+// column's of the tile.
+func tePointerLeaves[T teReal](nodes []teNode[T], root int32, tile []T, tileRows, rows int, leaves []int32) {
 	if root < 0 {
 		for i := range rows {
 			leaves[i] = ^root
 		}
 		return
 	}
-	if rows == 0 || len(xb) < rows*w || w == 0 || int(root) >= len(nodes) {
+	if rows == 0 || rows > tileRows || len(tile) == 0 || len(tile)%tileRows != 0 || int(root) >= len(nodes) {
 		panic("cpu: pointer tree walked out of its layout")
 	}
 	_ = leaves[rows-1]
 	np := unsafe.Pointer(unsafe.SliceData(nodes))
 	var nd teNode[T]
 	size := unsafe.Sizeof(nd)
-	stride := uintptr(w) * unsafe.Sizeof(nd.thr)
-	x := unsafe.Pointer(unsafe.SliceData(xb))
+	x := unsafe.Pointer(unsafe.SliceData(tile))
 	for i := range rows {
 		k := root
 		for k >= 0 {
@@ -563,18 +635,18 @@ func tePointerLeaves[T teReal](nodes []teNode[T], root int32, xb []T, w, rows in
 			}
 		}
 		leaves[i] = ^k
-		x = unsafe.Add(x, stride)
+		x = unsafe.Add(x, unsafe.Sizeof(nd.thr))
 	}
 }
 
-// teGeneralLeaves walks a general tree from root (a node of nodes).
-func teGeneralLeaves[T teReal](nodes []opsem.TreeNode, members []float64, root int32, xb []T, w, rows int, leaves []int32) {
+// teGeneralLeaves walks a general tree from root (a node of nodes) for
+// rows rows of tile.
+func teGeneralLeaves[T teReal](nodes []opsem.TreeNode, members []float64, root int32, tile []T, tileRows, rows int, leaves []int32) {
 	for i := range rows {
-		x := xb[i*w : i*w+w]
 		k := opsem.TreeChild(root)
 		for !k.IsLeaf() {
 			nd := &nodes[k]
-			if nd.TakesTrue(float64(x[nd.Feature]), members) {
+			if nd.TakesTrue(float64(tile[int(nd.Feature)*tileRows+i]), members) {
 				k = nd.True
 			} else {
 				k = nd.False

@@ -934,7 +934,8 @@ func (e *TreeEnsemble) FinishRegression(p []float64, has []bool) {
 
 // FinishClassification turns one row's class scores into its outputs,
 // in place, and returns the index of its label: p[k] holds the sum of the
-// weights the row's leaves give class k, has[k] whether any does. The
+// weights the row's leaves give class k, has[k] whether any does (has is
+// only read). The
 // rules are ONNX Runtime's (TreeAggregatorClassifier):
 //
 // More than two classes: the base values are added, the label is the
@@ -960,11 +961,10 @@ func (e *TreeEnsemble) FinishClassification(p []float64, has []bool) int {
 	if len(p) > 2 {
 		for k, b := range e.Base {
 			p[k] += b
-			has[k] = true
 		}
 		best := -1
 		for k, v := range p {
-			if has[k] && (best < 0 || v > p[best]) {
+			if (has[k] || k < len(e.Base)) && (best < 0 || v > p[best]) {
 				best = k
 			}
 		}
