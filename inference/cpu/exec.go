@@ -31,8 +31,24 @@ import (
 type kernel func(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error)
 
 // kernels maps operators to their kernels, by opKey; filled by init
-// functions of the op files, read-only afterwards.
-var kernels = map[string]kernel{}
+// functions of the op files, read-only afterwards. mlKernels holds those
+// of ai.onnx.ml again, by op type, for kernelOf.
+var (
+	kernels   = map[string]kernel{}
+	mlKernels = map[string]kernel{}
+)
+
+// kernelOf is n's kernel, or nil: kernels[opKey(n)], without building
+// the key of an ai.onnx.ml node (an allocation every run).
+func kernelOf(n *graph.Node) kernel {
+	switch n.Domain {
+	case "":
+		return kernels[n.OpType]
+	case MLDomain:
+		return mlKernels[n.OpType]
+	}
+	return nil
+}
 
 // MLDomain is the domain of the classical machine-learning operators
 // (TreeEnsembleClassifier, LinearRegressor, …); registerML adds theirs.
@@ -54,7 +70,7 @@ func registerML(op string, k kernel) {
 	if _, dup := kernels[key]; dup {
 		panic("cpu: kernel registered twice: " + key)
 	}
-	kernels[key] = k
+	kernels[key], mlKernels[op] = k, k
 	family.Record("cpu", key) // called from the init function, as register's
 }
 
@@ -73,17 +89,25 @@ var control = map[string]bool{"If": true, "Loop": true, "Scan": true}
 
 // Compile checks that every node of g (and of its subgraphs) has a kernel,
 // runs the graph passes (graphPasses: constant folding, then the
-// optimising rewrites unless b is Unoptimized) and returns the model.
-// Compile is the graph.Compiler method of Backend.
+// optimising rewrites unless b is Unoptimized), prepares the nodes'
+// weights and layouts (prepare, which checks what Check's preparers
+// check) and returns the model. Compile is the graph.Compiler method of
+// Backend.
 func (b Backend) Compile(g *graph.Graph) (inference.Model, error) {
-	if err := Check(g); err != nil {
+	if err := checkOps(g); err != nil {
+		return nil, err
+	}
+	if err := checkTypes(g, nil); err != nil {
 		return nil, err
 	}
 	if err := passes.Optimize(g, b.graphPasses()...); err != nil {
 		return nil, err
 	}
 	m := NewModel(g)
-	m.prepared = prepare(g)
+	var err error
+	if m.prepared, err = prepare(g); err != nil {
+		return nil, err
+	}
 	m.bytes += preparedSize(m.prepared)
 	return m, nil
 }
@@ -98,12 +122,15 @@ func (b Backend) CompileWith(g *graph.Graph, o graph.Options) (inference.Model, 
 }
 
 // Check reports the first node of g (or of its subgraphs) that the CPU
-// backend cannot run: an operator outside the ai.onnx domain or without a
-// kernel, as an *inference.UnsupportedOpError, or one that reads or makes
-// an element type its kernel does not compute (checkTypes), as one that
-// wraps inference.ErrUnsupportedType, or one whose attributes its operator
-// refuses (checkAttrs), with an error wrapping inference.ErrBadModel. A backend that runs on the host what
-// it has no kernel for (inference/cuda) checks with it.
+// backend cannot run: an operator outside the ai.onnx and ai.onnx.ml
+// domains or without a kernel, as an *inference.UnsupportedOpError, one
+// that reads or makes an element type its kernel does not compute
+// (checkTypes), as one that wraps inference.ErrUnsupportedType, or one
+// whose attributes its preparer refuses (a tree ensemble that is not one, a
+// LinearClassifier whose coefficients do not fit its classes:
+// inference.ErrBadModel naming the node and the attribute). A backend that
+// runs on the host what it has no kernel for (inference/cuda) checks with
+// it.
 func Check(g *graph.Graph) error {
 	if err := checkOps(g); err != nil {
 		return err
@@ -111,7 +138,7 @@ func Check(g *graph.Graph) error {
 	if err := checkTypes(g, nil); err != nil {
 		return err
 	}
-	return checkAttrs(g)
+	return checkPrepared(g)
 }
 
 func checkOps(g *graph.Graph) error {
@@ -149,7 +176,7 @@ func NewModel(g *graph.Graph) *Model {
 	// their values apart (runSeq).
 	static, some := graph.ShapeDetermined(g), false
 	for i, n := range g.Nodes {
-		static[i] = static[i] && kernels[opKey(n)] != nil
+		static[i] = static[i] && kernelOf(n) != nil
 		some = some || static[i]
 	}
 	if some {
@@ -496,7 +523,7 @@ func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, st *runState
 				if control[n.OpType] {
 					outs, err = runControl(ctx, node, in, scope(outer, g.Initializers, values))
 				} else {
-					outs, err = callKernel(kernels[opKey(n)], node, in)
+					outs, err = callKernel(kernelOf(n), node, in)
 				}
 				return err
 			})
@@ -713,8 +740,8 @@ func (m *Model) RunObserved(ctx context.Context, feeds map[string]inference.Tens
 // and fail with ErrUnsupportedOp. A panic in the kernel is returned as an
 // *inference.PanicError.
 func RunNode(r *limit.Run, n *graph.Node, opset int64, in []inference.Tensor) ([]inference.Tensor, error) {
-	k, ok := kernels[opKey(n)]
-	if !ok {
+	k := kernelOf(n)
+	if k == nil {
 		return nil, &inference.UnsupportedOpError{Node: n.Name, Op: n.OpType, Opset: opset, Detail: "not a single-node operator"}
 	}
 	var out []inference.Tensor

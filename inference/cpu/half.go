@@ -26,9 +26,11 @@ import (
 // reaches its kernel as it is.
 
 // halfNative are the operators whose kernels take the 16-bit floats as
-// they are: Cast converts from and to them, and Shape and Size read only
-// the shape.
-var halfNative = map[string]bool{"Cast": true, "Shape": true, "Size": true}
+// they are: Cast converts from and to them, Shape and Size read only the
+// shape, and TreeEnsemble (ai.onnx.ml) reads its float16 input and
+// attributes as they are, rather than having its attributes widened at
+// every run.
+var halfNative = map[string]bool{"Cast": true, "Shape": true, "Size": true, "TreeEnsemble": true}
 
 // callKernel runs k on n, widening the 16-bit floats as above when n reads
 // or makes them.

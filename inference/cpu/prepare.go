@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/beamml/beamml/inference"
@@ -13,7 +14,10 @@ import (
 // the layout the SGEMM micro-kernel reads
 // (nnPacked), so that a run packs only the activations. The packed copy
 // sits beside the initializer, which constant folding and other readers
-// keep using; Model.ByteSize counts both.
+// keep using; Model.ByteSize counts both. Operators of other domains
+// prepare what their attributes describe (a tree ensemble's layout:
+// registerPrepare), which also checks those attributes: a model they do
+// not describe fails to compile.
 
 // nnPackedSet is a weight packed as one matrix per group (a Conv's W:
 // group g's outChans/group × (chans/group · ∏kernel) block, the A operand
@@ -31,16 +35,31 @@ func (s nnPackedSet) of(i int, x []float32) *nnPacked {
 	return s[i].of(x)
 }
 
-// attrReaders maps an operator (opKey) to the function that reads and
-// checks its node's attributes once (opsem's LinearClassifierOf, …): Check
-// calls it at load, so a malformed node fails there, and prepare keeps what
-// it returns as the node's opsem.Node.Prepared. Filled by the init
-// functions of the op files (registerAttrs), read-only afterwards.
-var attrReaders = map[string]func(opsem.Node) (any, error){}
+// A preparer makes, from a node's attributes, what its kernel reads at
+// every run (opsem.Node.Prepared), or fails with an error that says which
+// attribute is wrong. What it returns may implement preparedBytes.
+type preparer func(n opsem.Node) (any, error)
 
-// registerAttrs records read as the attribute reader of op (an opKey).
+// preparers maps operators to their preparers, by opKey; filled by init
+// functions of the op files, read-only afterwards.
+var preparers = map[string]preparer{}
+
+// registerPrepare adds the preparer of the operator whose opKey is key.
+func registerPrepare(key string, p preparer) {
+	if _, dup := preparers[key]; dup {
+		panic("cpu: preparer registered twice: " + key)
+	}
+	preparers[key] = p
+}
+
+// preparedBytes is implemented by what a preparer returns: the bytes it
+// holds.
+type preparedBytes interface{ preparedBytes() int64 }
+
+// registerAttrs registers read, which reads and checks a node's attributes
+// (opsem's LinearClassifierOf, …), as the preparer of op (an opKey).
 func registerAttrs[P any](op string, read func(opsem.Node) (P, error)) {
-	attrReaders[op] = func(n opsem.Node) (any, error) { return read(n) }
+	registerPrepare(op, func(n opsem.Node) (any, error) { return read(n) })
 }
 
 // readAttrs returns what read gives for n: its prepared value when
@@ -53,39 +72,29 @@ func readAttrs[P any](n opsem.Node, in []inference.Tensor, read func(opsem.Node)
 	return opsem.Plan(n, in, func() (P, error) { return read(n) })
 }
 
-// checkAttrs reads the attributes of every node of g (and of the graphs
-// nested in it) that has an attribute reader, and returns the first error:
-// one wrapping inference.ErrBadModel (or an *inference.UnsupportedOpError)
-// that names the node and the attribute.
-func checkAttrs(g *graph.Graph) error {
-	for _, n := range g.Nodes {
-		if read := attrReaders[opKey(n)]; read != nil {
-			if _, err := read(opsem.Node{Node: n, Opset: g.OpsetOf(n)}); err != nil {
-				return err
-			}
-		}
-		for _, sub := range n.Subgraphs() {
-			if err := checkAttrs(sub); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // prepare packs the weights of g's Conv (but the depthwise ones, which do
 // not run through SGEMM), MatMul, Gemm, RNN and LSTM nodes whose weight is
-// a constant initializer (not one a run may override), and gives every
-// Conv a cvPrepared.
-func prepare(g *graph.Graph) map[*graph.Node]any {
+// a constant initializer (not one a run may override), gives every Conv a
+// cvPrepared, and runs the preparers of the nodes that have one, failing
+// with the first error, which names the node; those of the graphs nested
+// in g's nodes are checked (checkPrepared), their kernels preparing at
+// run time.
+func prepare(g *graph.Graph) (map[*graph.Node]any, error) {
 	prepared := map[*graph.Node]any{}
 	kern := nnBestKernel
 	for _, n := range g.Nodes {
-		if read := attrReaders[opKey(n)]; read != nil {
-			if v, err := read(opsem.Node{Node: n, Opset: g.OpsetOf(n)}); err == nil {
-				prepared[n] = v // else the kernel reports the error (Check did at load)
+		if p := preparers[opKey(n)]; p != nil {
+			v, err := p(opsem.Node{Node: n, Opset: g.OpsetOf(n)})
+			if err != nil {
+				return nil, fmt.Errorf("cpu: node %v: %w", n, err)
 			}
+			prepared[n] = v
 			continue
+		}
+		for _, sub := range n.Subgraphs() {
+			if err := checkPrepared(sub); err != nil {
+				return nil, err
+			}
 		}
 		if n.Domain != "" {
 			continue
@@ -133,7 +142,25 @@ func prepare(g *graph.Graph) map[*graph.Node]any {
 			prepared[n] = nnPackWholeB(kern, trans, k, cols, w, ws[1])
 		}
 	}
-	return prepared
+	return prepared, nil
+}
+
+// checkPrepared runs the preparers of the nodes of g and of the graphs
+// nested in it, for their errors.
+func checkPrepared(g *graph.Graph) error {
+	for _, n := range g.Nodes {
+		if p := preparers[opKey(n)]; p != nil {
+			if _, err := p(opsem.Node{Node: n, Opset: g.OpsetOf(n)}); err != nil {
+				return fmt.Errorf("cpu: node %v: %w", n, err)
+			}
+		}
+		for _, sub := range n.Subgraphs() {
+			if err := checkPrepared(sub); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // convPacks packs Conv node n's W per group, when it is a constant
@@ -186,6 +213,8 @@ func preparedSize(prepared map[*graph.Node]any) int64 {
 			for _, p := range append(v.w, v.r...) {
 				add(p)
 			}
+		case preparedBytes:
+			n += v.preparedBytes()
 		}
 	}
 	return n

@@ -178,12 +178,12 @@ func TestDanglingInputFails(t *testing.T) {
 }
 
 func TestUnsupportedOpFails(t *testing.T) {
-	m := model(weights(), &onnxpb.NodeProto{Name: "tree", OpType: "TreeEnsembleRegressor", Domain: "ai.onnx.ml", Input: []string{"x"}, Output: []string{"y"}})
+	m := model(weights(), &onnxpb.NodeProto{Name: "dict", OpType: "DictVectorizer", Domain: "ai.onnx.ml", Input: []string{"x"}, Output: []string{"y"}})
 	_, err := load(t, writeModel(t, t.TempDir(), m))
-	wantErr(t, err, inference.ErrUnsupportedOp, "ai.onnx.ml.TreeEnsembleRegressor", `"tree"`)
+	wantErr(t, err, inference.ErrUnsupportedOp, "ai.onnx.ml.DictVectorizer", `"dict"`)
 	var u *inference.UnsupportedOpError
-	if !errors.As(err, &u) || u.Op != "ai.onnx.ml.TreeEnsembleRegressor" {
-		t.Errorf("errors.As UnsupportedOpError = %+v, want Op ai.onnx.ml.TreeEnsembleRegressor", u)
+	if !errors.As(err, &u) || u.Op != "ai.onnx.ml.DictVectorizer" {
+		t.Errorf("errors.As UnsupportedOpError = %+v, want Op ai.onnx.ml.DictVectorizer", u)
 	}
 }
 
@@ -230,7 +230,7 @@ func TestUnsupportedElementTypeFails(t *testing.T) {
 		})
 	}
 	// An operator it lacks is not a type it lacks.
-	_, err := load(t, writeModel(t, t.TempDir(), model(weights(), &onnxpb.NodeProto{Name: "tree", OpType: "TreeEnsembleRegressor", Domain: "ai.onnx.ml", Input: []string{"x"}, Output: []string{"y"}})))
+	_, err := load(t, writeModel(t, t.TempDir(), model(weights(), &onnxpb.NodeProto{Name: "dict", OpType: "DictVectorizer", Domain: "ai.onnx.ml", Input: []string{"x"}, Output: []string{"y"}})))
 	if errors.Is(err, inference.ErrUnsupportedType) {
 		t.Errorf("an unsupported operator's error %v is ErrUnsupportedType", err)
 	}

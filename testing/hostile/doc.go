@@ -32,6 +32,13 @@
 //     inference.ErrBadModel.
 //     Large and deep graphs (TestLoadScales) load, or fail cleanly, in
 //     memory proportional to the file.
+//   - Tree ensembles of ai.onnx.ml whose attributes lie
+//     (TestTreeEnsemblesRefused): cycles, children, roots, targets and
+//     classes out of range (10⁹, 10¹⁸), 10⁹ declared targets, lists of
+//     different lengths. Each fails to load with inference.ErrBadModel
+//     naming the node and the attribute, allocating nothing by what it
+//     declares; a tree that is a chain of 200,000 nodes loads and runs
+//     (TestTreeEnsembleChain).
 //   - Loops that never end or grow without bound (TestLoops) stop at the
 //     context's deadline or at the memory budget.
 //   - An initializer that is also a graph input (TestInitializerAsInput) is

@@ -7,9 +7,10 @@ import (
 
 // mlOutputDTypes fills out, the element types of the outputs of n, an
 // operator of ai.onnx.ml whose first input has type first, as ONNX's
-// specification of that domain (docs/Operators-ml in onnx/onnx) gives them: the classifiers' labels are strings when
-// the node has classlabels_strings and int64 otherwise, their scores
-// float32; the regressors, Scaler, Normalizer, OneHotEncoder and
+// specification of that domain (docs/Operators-ml in onnx/onnx) gives
+// them: the classifiers' labels are strings when the node has
+// classlabels_strings and int64 otherwise, their scores float32; the
+// regressors, Scaler, Normalizer, OneHotEncoder and
 // FeatureVectorizer make float32; LabelEncoder and CategoryMapper make the
 // type of the values they map to (LabelEncoder-1, which has none, makes
 // int64 of strings and strings of int64); TreeEnsemble (ml 5) its input's;
