@@ -10,10 +10,6 @@ import (
 	"github.com/beamml/beamml/inference/graph"
 )
 
-// mlModels are the exported classical models (testing/mlmodels/testdata,
-// its README says how they were made and checked against ONNX Runtime).
-var mlModels = "../mlmodels/testdata"
-
 // treeModels are the models there that use tree ensembles and ai.onnx
 // operators only, no ZipMap: each must pass.
 var treeModels = strings.Fields(`gb_regressor tree_depth18 extra_trees_multitarget rf_500_trees

@@ -15,21 +15,9 @@ import (
 // and the attribute, in bounded memory, allocating nothing by the counts
 // and ids it declares; a tree as deep as it has nodes loads and runs.
 
-// mlModel is g importing ai.onnx 15 and ai.onnx.ml at version ml.
-func mlModel(ml int64, g *onnxpb.GraphProto) *onnxpb.ModelProto {
+// treeModel is g importing ai.onnx 15 and ai.onnx.ml at version ml.
+func treeModel(ml int64, g *onnxpb.GraphProto) *onnxpb.ModelProto {
 	return &onnxpb.ModelProto{IrVersion: 8, Graph: g, OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: 15}, {Domain: "ai.onnx.ml", Version: ml}}}
-}
-
-func floatsAttr(name string, v ...float32) *onnxpb.AttributeProto {
-	return &onnxpb.AttributeProto{Name: name, Type: onnxpb.AttributeProto_FLOATS, Floats: v}
-}
-
-func stringsAttr(name string, v ...string) *onnxpb.AttributeProto {
-	b := make([][]byte, len(v))
-	for i, s := range v {
-		b[i] = []byte(s)
-	}
-	return &onnxpb.AttributeProto{Name: name, Type: onnxpb.AttributeProto_STRINGS, Strings: b}
 }
 
 // attrs replaces (or adds) the attributes of node n named as those of set.
@@ -106,7 +94,7 @@ func treesModel(n *onnxpb.NodeProto) *onnxpb.ModelProto {
 	if n.OpType == "TreeEnsembleClassifier" {
 		outs = vals(info("label", i64, -1), info("y", f32, -1, 2))
 	}
-	m := mlModel(ml, graphOf([]*onnxpb.NodeProto{n}, vals(info("x", f32, -1, 1)), outs))
+	m := treeModel(ml, graphOf([]*onnxpb.NodeProto{n}, vals(info("x", f32, -1, 1)), outs))
 	if ml == 5 {
 		m.OpsetImport[0].Version = 21
 		m.IrVersion = 10
