@@ -46,6 +46,9 @@ func moves(n opsem.Node) (positions []int, ok bool) {
 	if r, has := n.Attrs["reduction"]; has && string(r.String) != "none" {
 		return nil, false // a scatter that adds, multiplies or keeps the larger
 	}
+	if v, has := n.Attrs["value"]; n.OpType == "Pad" && has && v.Float != 0 {
+		return nil, false // Pad-2's fill value, a float the carrier would not hold
+	}
 	if n.OpType == "Concat" {
 		positions = make([]int, len(n.Inputs))
 		for i := range positions {

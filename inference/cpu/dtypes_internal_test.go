@@ -344,3 +344,38 @@ func TestPooledValuesOfEveryType(t *testing.T) {
 		checkExact(t, out["y"], []int{4, 2}, 0.5, 0.5, 1, 1, 1.5, 1.5, 2, 2)
 	}
 }
+
+// EyeLike makes its identity in the type its dtype names, float64 and the
+// narrow integers among them.
+func TestEyeLikeOfEveryNumber(t *testing.T) {
+	x := tensorOf(t, []int{2, 3}, float32(0), 0, 0, 0, 0, 0)
+	for _, d := range []inference.DType{inference.Float64, inference.Int8, inference.Uint64, inference.BFloat16} {
+		g := typed(oneNode(t, "EyeLike", 13, map[string]graph.Attr{"dtype": attrInt(inference.DTypeToONNX(d)), "k": attrInt(1)}, "x"),
+			map[string]inference.Tensor{"x": x})
+		out, err := compileRun(t, g, map[string]inference.Tensor{"x": x})
+		if err != nil {
+			t.Fatalf("EyeLike to %v: %v", d, err)
+		}
+		want := valuesOf(t, d, []int{0, 1, 0, 0, 0, 1})
+		if got := out["y"]; got.DType() != d || !slices.Equal(elementsOf(got), elementsOf(want)) || !slices.Equal(got.Shape(), []int{2, 3}) {
+			t.Errorf("EyeLike to %v = %v %v, want [2 3] %v", d, got, elementsOf(got), elementsOf(want))
+		}
+	}
+}
+
+// A scatter that adds is arithmetic, not movement: on a type whose
+// kernel does not add it is refused at load, not carried through as bits.
+func TestScatterWithReductionIsNotMovement(t *testing.T) {
+	data := tensorOf(t, []int{3}, 1.5, 2.5, 3.5)
+	idx := tensorOf(t, []int{1}, int64(1))
+	upd := tensorOf(t, []int{1}, 0.25)
+	feeds := map[string]inference.Tensor{"d": data, "i": idx, "u": upd}
+	g := typed(oneNode(t, "ScatterElements", 18, map[string]graph.Attr{"reduction": attrString("add")}, "d", "i", "u"), feeds)
+	out, err := compileRun(t, g, feeds)
+	switch {
+	case err == nil:
+		checkElements(t, "ScatterElements add of float64", out["y"], []int{3}, []any{1.5, 2.75, 3.5})
+	case !errors.Is(err, inference.ErrUnsupportedType):
+		t.Errorf("ScatterElements add of float64: %v, want a sum or ErrUnsupportedType at load", err)
+	}
+}

@@ -17,6 +17,7 @@ func init() {
 	register("ConstantOfShape", gnConstantOfShape)
 	register("Range", gnRange)
 	register("EyeLike", gnEyeLike)
+	registerTypes("EyeLike", moreNumbers...)
 	register("OneHot", gnOneHot)
 	register("Trilu", gnTrilu)
 

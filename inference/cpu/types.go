@@ -51,9 +51,9 @@ func registerInputTypes(op string, i int, ds ...inference.DType) {
 }
 
 // computes reports whether op's kernel takes or makes values of type d,
-// in input i when input (else in an output).
-func computes(op string, d inference.DType, input bool, i int) bool {
-	_, moved := movement[op]
+// in input i when input (else in an output); moved says the node only
+// moves elements (moves), which every type can.
+func computes(op string, moved bool, d inference.DType, input bool, i int) bool {
 	return d == 0 || slices.Contains(baseTypes, d) || moved || slices.Contains(kernelTypes[op], d) ||
 		input && slices.Contains(inputTypes[op][i], d)
 }
@@ -84,13 +84,14 @@ func checkTypes(g *graph.Graph, outer map[string]inference.DType) error {
 			continue // their values pass through; the nodes that compute them are checked
 		}
 		in, out := typesOf(n.Inputs), typesOf(n.Outputs)
+		_, moved := moves(opsem.Node{Node: n, Opset: g.OpsetOf(n)})
 		for _, side := range []struct {
 			what  string
 			names []string
 			types []inference.DType
 		}{{"input", n.Inputs, in}, {"output", n.Outputs, out}} {
 			for i, d := range side.types {
-				if i < len(side.names) && side.names[i] != "" && !computes(opKey(n), d, side.what == "input", i) {
+				if i < len(side.names) && side.names[i] != "" && !computes(opKey(n), moved, d, side.what == "input", i) {
 					return &inference.UnsupportedOpError{Node: n.Name, Op: opKey(n), Opset: g.OpsetOf(n), Type: true,
 						Detail: fmt.Sprintf("%s %q of element type %s", side.what, side.names[i], inference.ONNXTypeName(inference.DTypeToONNX(d)))}
 				}

@@ -129,6 +129,22 @@ func scalarOf(dt inference.DType, v float64) (inference.Tensor, error) {
 		return inference.New([]int{}, []bool{v != 0})
 	case inference.Uint8:
 		return inference.New([]int{}, []uint8{uint8(v)})
+	case inference.Float64:
+		return inference.New([]int{}, []float64{v})
+	case inference.Int16:
+		return inference.New([]int{}, []int16{int16(v)})
+	case inference.Int8:
+		return inference.New([]int{}, []int8{int8(v)})
+	case inference.Uint64:
+		return inference.New([]int{}, []uint64{uint64Of(v)})
+	case inference.Uint32:
+		return inference.New([]int{}, []uint32{uint32(int64(v))})
+	case inference.Uint16:
+		return inference.New([]int{}, []uint16{uint16(int64(v))})
+	case inference.Float16:
+		return inference.New([]int{}, []inference.Half{inference.HalfFromFloat32(float32(v))})
+	case inference.BFloat16:
+		return inference.New([]int{}, []inference.BF16{inference.BF16FromFloat32(float32(v))})
 	}
 	return inference.Tensor{}, fmt.Errorf("%v: %w", dt, inference.ErrType)
 }
