@@ -50,12 +50,31 @@ func moves(n opsem.Node) (positions []int, ok bool) {
 		return nil, false // Pad-2's fill value, a float the carrier would not hold
 	}
 	if n.OpType == "Concat" {
-		positions = make([]int, len(n.Inputs))
-		for i := range positions {
-			positions[i] = i
-		}
+		positions = everyInput(len(n.Inputs))
 	}
 	return positions, true
+}
+
+// firstInputs is 0, 1, …: everyInput's positions without allocating, as
+// callKernel asks for them at every run of every Concat.
+var firstInputs = func() []int {
+	p := make([]int, 64)
+	for i := range p {
+		p[i] = i
+	}
+	return p
+}()
+
+// everyInput is the positions 0 to n−1.
+func everyInput(n int) []int {
+	if n <= len(firstInputs) {
+		return firstInputs[:n:n]
+	}
+	p := make([]int, n)
+	for i := range p {
+		p[i] = i
+	}
+	return p
 }
 
 // carried reports whether t's type is one runCarried carries.
