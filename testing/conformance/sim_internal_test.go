@@ -100,3 +100,36 @@ func TestExportsOnSimulatedDevice(t *testing.T) {
 			sum.Passed, sum.OnDevice, sum.Failed, sum.Skipped, sum.HostOps)
 	}
 }
+
+// TestConformanceSimMLModels runs the classical models of
+// testing/mlmodels through the CUDA executor on the simulated device:
+// every one passes, as on the CPU (a model holding strings runs on the CPU
+// backend whole; the ai.onnx.ml operators have no device kernels yet and
+// run on the host).
+func TestConformanceSimMLModels(t *testing.T) {
+	_, simulated := cpuAndSim(t)
+	sum, err := RunAll(io.Discard, mlModels, simulated, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Results) < 35 {
+		t.Fatalf("%d models under %s, want the 35 the export script writes", len(sum.Results), mlModels)
+	}
+	for _, r := range sum.Results {
+		if r.Status != Pass {
+			t.Errorf("%v", r)
+		}
+	}
+	t.Logf("%d passed on the simulated device, %d of them whole on the CPU backend", sum.Passed, fallbacks(sum))
+}
+
+// fallbacks counts the results of models the GPU backend sent to the CPU.
+func fallbacks(sum Summary) int {
+	n := 0
+	for _, r := range sum.Results {
+		if r.fallback != "" {
+			n++
+		}
+	}
+	return n
+}
