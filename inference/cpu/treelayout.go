@@ -31,8 +31,8 @@ import (
 //     with opsem.TreeNode.TakesTrue.
 //
 // The first two test every node the same way, u ≤ c → first, else (NaN
-// included) second, where u is the row's feature or its negation (teTest
-// rewrites <, ≥, > and the NaN direction so), on a tile of rows gathered
+// included) second, where u is the row's feature or its negation
+// (opsem.ThresholdTest rewrites <, ≥, > and the NaN direction so), on a tile of rows gathered
 // once into compact columns of the compare type T: one per (feature,
 // negated) the ensemble reads, each column's tileRows values together
 // (column-major), so that a node's column is one byte offset for all the
@@ -270,7 +270,7 @@ func teCompile(e *opsem.TreeEnsemble, choose func(depth, nodes int, general bool
 		walk(root, func(i int32) {
 			neg := false
 			if tr.kind != teGeneral {
-				neg, _, _ = teTest[float64](&e.Nodes[i])
+				neg, _, _ = opsem.ThresholdTest[float64](&e.Nodes[i])
 			}
 			columns[int64(e.Nodes[i].Feature)*2+b2i64(neg)] = true
 		})
@@ -325,7 +325,7 @@ func teCompile(e *opsem.TreeEnsemble, choose func(depth, nodes int, general bool
 						continue
 					}
 					nd := &e.Nodes[c]
-					neg, thr, firstTrue := teTest[float64](nd)
+					neg, thr, firstTrue := opsem.ThresholdTest[float64](nd)
 					l64.perf = append(l64.perf, tePerfectNode[float64]{thr: thr, off: column(int32(c), neg)})
 					m.perfSrc = append(m.perfSrc, int32(c))
 					if firstTrue {
@@ -342,13 +342,13 @@ func teCompile(e *opsem.TreeEnsemble, choose func(depth, nodes int, general bool
 		case tePointer:
 			base := len(l64.ptr)
 			number(root, base, func(i int32) {
-				neg, thr, _ := teTest[float64](&e.Nodes[i])
+				neg, thr, _ := opsem.ThresholdTest[float64](&e.Nodes[i])
 				l64.ptr = append(l64.ptr, teNode[float64]{thr: thr, off: column(i, neg)})
 				m.ptrSrc = append(m.ptrSrc, i)
 			})
 			for k := base; k < len(l64.ptr); k++ {
 				nd := &e.Nodes[m.ptrSrc[k]]
-				_, _, firstTrue := teTest[float64](nd)
+				_, _, firstTrue := opsem.ThresholdTest[float64](nd)
 				first, second := nd.True, nd.False
 				if !firstTrue {
 					first, second = second, first
@@ -419,69 +419,6 @@ func teLink(c opsem.TreeChild, renumber []int32) int32 {
 	return renumber[c]
 }
 
-// teTest is how the fast paths test node nd in compare type T: a row
-// whose value u is ≤ thr goes to the first child, any other (NaN
-// included) to the second, where u is the feature negated when neg is
-// set; the first child is nd.True when firstTrue. The node's true set is a
-// ray of T ([−∞, a] for ≤ and <, [a, +∞] for ≥ and >, x < t being
-// x ≤ nextDown(t)) or empty (a NaN threshold, < −∞, > +∞); the first
-// child takes it, or, when NaN must go to True (MissingTrue), its
-// complement. A lower ray [−∞, a] is u = x, thr = a; an upper ray [a, +∞]
-// is u = −x, thr = −a; the empty set thr = NaN, all of T thr = +∞. Which
-// of these a node is does not depend on T.
-func teTest[T teReal](nd *opsem.TreeNode) (neg bool, thr T, firstTrue bool) {
-	const (
-		empty = iota
-		lower
-		upper
-		all
-	)
-	t := T(nd.Value)
-	inf := T(math.Inf(1))
-	kind, a := empty, t
-	switch {
-	case t != t:
-	case nd.Mode == opsem.BranchLEQ:
-		kind = lower
-	case nd.Mode == opsem.BranchLT && t != -inf:
-		kind, a = lower, nextToward(t, -inf)
-	case nd.Mode == opsem.BranchGTE:
-		kind = upper
-	case nd.Mode == opsem.BranchGT && t != inf:
-		kind, a = upper, nextToward(t, inf)
-	}
-	firstTrue = !nd.MissingTrue
-	if nd.MissingTrue { // the complement
-		switch {
-		case kind == empty:
-			kind = all
-		case kind == lower && a == inf, kind == upper && a == -inf:
-			kind = empty
-		case kind == lower:
-			kind, a = upper, nextToward(a, inf)
-		case kind == upper:
-			kind, a = lower, nextToward(a, -inf)
-		}
-	}
-	switch kind {
-	case lower:
-		return false, a, firstTrue
-	case upper:
-		return true, -a, firstTrue
-	case all:
-		return false, inf, firstTrue
-	}
-	return false, T(math.NaN()), firstTrue
-}
-
-// nextToward is the T next to x in the direction of y.
-func nextToward[T teReal](x, y T) T {
-	if unsafe.Sizeof(x) == 4 {
-		return T(math.Nextafter32(float32(x), float32(y)))
-	}
-	return T(math.Nextafter(float64(x), float64(y)))
-}
-
 // relayout lays out m's fast trees in T, with the structure of from,
 // whose off is a column times unit.
 func relayout[T, F teReal](m *teModel, from *teLayout[F], unit int32) *teLayout[T] {
@@ -489,13 +426,13 @@ func relayout[T, F teReal](m *teModel, from *teLayout[F], unit int32) *teLayout[
 	var t T
 	off := func(o int32) int32 { return o / unit * int32(m.tileRows) * int32(unsafe.Sizeof(t)) }
 	for k, nd := range from.ptr {
-		_, thr, _ := teTest[T](&m.e.Nodes[m.ptrSrc[k]])
+		_, thr, _ := opsem.ThresholdTest[T](&m.e.Nodes[m.ptrSrc[k]])
 		l.ptr[k] = teNode[T]{thr: thr, off: off(nd.off), first: nd.first, second: nd.second}
 	}
 	for k, nd := range from.perf {
 		l.perf[k].off = off(nd.off)
 		if src := m.perfSrc[k]; src >= 0 {
-			_, l.perf[k].thr, _ = teTest[T](&m.e.Nodes[src])
+			_, l.perf[k].thr, _ = opsem.ThresholdTest[T](&m.e.Nodes[src])
 		}
 	}
 	return l

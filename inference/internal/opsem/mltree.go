@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"unsafe"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
@@ -120,6 +121,71 @@ func (n *TreeNode) TakesTrue(x float64, members []float64) bool {
 		r = slices.Contains(members[n.MemberLo:n.MemberHi], x)
 	}
 	return r || n.MissingTrue && x != x
+}
+
+// ThresholdTest is how a node whose test orders x against its Value
+// (BranchLEQ, LT, GTE or GT), with its NaN direction, tests in compare
+// type T as one comparison: a row whose value u is ≤ thr goes to the
+// first child, any other (NaN included) to the second, where u is the
+// feature negated when neg is set; the first child is n.True when
+// firstTrue. The node's true set is a ray of T ([−∞, a] for ≤ and <,
+// [a, +∞] for ≥ and >, x < t being x ≤ nextDown(t)) or empty (a NaN
+// threshold, < −∞, > +∞); the first child takes it, or, when NaN must go
+// to True (MissingTrue), its complement. A lower ray [−∞, a] is u = x,
+// thr = a; an upper ray [a, +∞] is u = −x, thr = −a; the empty set
+// thr = NaN, all of T thr = +∞. Which of these a node is does not depend
+// on T. Both backends lay their trees out with it.
+func ThresholdTest[T float32 | float64](n *TreeNode) (neg bool, thr T, firstTrue bool) {
+	const (
+		empty = iota
+		lower
+		upper
+		all
+	)
+	t := T(n.Value)
+	inf := T(math.Inf(1))
+	kind, a := empty, t
+	switch {
+	case t != t:
+	case n.Mode == BranchLEQ:
+		kind = lower
+	case n.Mode == BranchLT && t != -inf:
+		kind, a = lower, nextToward(t, -inf)
+	case n.Mode == BranchGTE:
+		kind = upper
+	case n.Mode == BranchGT && t != inf:
+		kind, a = upper, nextToward(t, inf)
+	}
+	firstTrue = !n.MissingTrue
+	if n.MissingTrue { // the complement
+		switch {
+		case kind == empty:
+			kind = all
+		case kind == lower && a == inf, kind == upper && a == -inf:
+			kind = empty
+		case kind == lower:
+			kind, a = upper, nextToward(a, inf)
+		case kind == upper:
+			kind, a = lower, nextToward(a, -inf)
+		}
+	}
+	switch kind {
+	case lower:
+		return false, a, firstTrue
+	case upper:
+		return true, -a, firstTrue
+	case all:
+		return false, inf, firstTrue
+	}
+	return false, T(math.NaN()), firstTrue
+}
+
+// nextToward is the T next to x in the direction of y.
+func nextToward[T float32 | float64](x, y T) T {
+	if unsafe.Sizeof(x) == 4 {
+		return T(math.Nextafter32(float32(x), float32(y)))
+	}
+	return T(math.Nextafter(float64(x), float64(y)))
 }
 
 // TreeWeight is one weight of a leaf: Value counts towards target (or
