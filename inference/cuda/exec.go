@@ -45,6 +45,9 @@ type Model struct {
 	weights     Ptr
 	weightOff   map[string]int64
 	weightBytes int64
+	// ensembles are the tree ensemble nodes laid out for the device
+	// (treelayout.go), uploaded after the initializers.
+	ensembles map[*graph.Node]*deviceEnsemble
 
 	mu      sync.Mutex
 	classes map[string]*shapeClass
@@ -112,6 +115,7 @@ func newModel(b *Backend, ord int, dev Device, g *graph.Graph, precision inferen
 	for _, o := range g.Outputs {
 		m.readers[o.Name]++
 	}
+	m.ensembles = layoutEnsembles(g)
 	if err := m.uploadWeights(); err != nil {
 		return nil, err
 	}
@@ -151,8 +155,9 @@ func stringValue(g *graph.Graph) string {
 	return ""
 }
 
-// uploadWeights copies every initializer to the device in one allocation
-// and one copy: the weights live there for the model's lifetime.
+// uploadWeights copies every initializer, and every tree ensemble laid
+// out for the device, to the device in one allocation and one copy: the
+// weights live there for the model's lifetime.
 func (m *Model) uploadWeights() error {
 	names := slices.Sorted(maps.Keys(m.g.Initializers))
 	m.weightOff = make(map[string]int64, len(names))
@@ -161,6 +166,14 @@ func (m *Model) uploadWeights() error {
 		m.weightOff[name] = size
 		size += alignUp(m.g.Initializers[name].ByteSize())
 	}
+	var ensembles []*deviceEnsemble // in the graph's order
+	for _, n := range m.g.Nodes {
+		if d := m.ensembles[n]; d != nil && d.data != nil {
+			d.off = size
+			size += alignUp(int64(len(d.data)))
+			ensembles = append(ensembles, d)
+		}
+	}
 	if size == 0 {
 		return nil
 	}
@@ -168,6 +181,10 @@ func (m *Model) uploadWeights() error {
 	for _, name := range names {
 		t := m.g.Initializers[name]
 		copy(host[m.weightOff[name]:], t.Bytes())
+	}
+	for _, d := range ensembles {
+		copy(host[d.off:], d.data)
+		d.data = nil
 	}
 	p, err := m.dev.Alloc(size)
 	if err != nil {

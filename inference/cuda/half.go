@@ -41,7 +41,7 @@ func registerHalf(ops ...string) {
 // lowerNode lowers l's node with f, in float32 between casts when the node
 // has float16 operands that f does not take.
 func lowerNode(l *lowering, f lowerFunc) error {
-	if halfLowerings[l.Node.OpType] || !hasHalf(l.In) && !hasHalf(l.Out) {
+	if halfLowerings[loweringKey(l.Node.Node)] || !hasHalf(l.In) && !hasHalf(l.Out) {
 		return f(l)
 	}
 	return lowerInFloat32(l, f)

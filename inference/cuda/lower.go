@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/cpu"
 	"github.com/beamml/beamml/inference/graph"
 	"github.com/beamml/beamml/inference/internal/family"
 	"github.com/beamml/beamml/inference/internal/opsem"
@@ -25,13 +26,27 @@ var lowerings = map[string]lowerFunc{}
 
 // registerLowering adds op's lowering; it is called from the init function
 // of the op's family file, lower_<family>.go, the counterpart of the CPU's
-// ops_<family>.go (family.Record reads the family off it).
+// ops_<family>.go (family.Record reads the family off it). An operator of
+// ai.onnx.ml registers as "ai.onnx.ml.Op", as the CPU backend's kernels do
+// (loweringKey).
 func registerLowering(op string, f lowerFunc) {
 	if _, dup := lowerings[op]; dup {
 		panic("cuda: lowering registered twice: " + op)
 	}
 	lowerings[op] = f
 	family.Record("cuda", op)
+}
+
+// mlDomain is the domain of the classical-ML operators.
+const mlDomain = cpu.MLDomain
+
+// loweringKey is the key of n's lowering: its operator type, prefixed
+// with its domain for ai.onnx.ml.
+func loweringKey(n *graph.Node) string {
+	if n.Domain == mlDomain {
+		return mlDomain + "." + n.OpType
+	}
+	return n.OpType
 }
 
 // errNoKernel marks a node that runs on the host.

@@ -285,7 +285,7 @@ func (m *Model) layout(c *shapeClass, feeds map[string]inference.Tensor, batch i
 			l.Out = append(l.Out, b.operand(name))
 		}
 		err := errNoKernel
-		if f, ok := lowerings[n.OpType]; ok {
+		if f, ok := lowerings[loweringKey(n)]; ok {
 			err = lowerNode(l, f)
 		}
 		if errors.Is(err, errNoKernel) {

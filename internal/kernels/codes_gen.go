@@ -155,6 +155,31 @@ const (
 	RN_FLOOR                = 2
 	RN_CEIL                 = 3
 	RN_LEGACY               = 4
+
+	// tree.cu
+	TREE_LE                = 0 // first child when u <= thr, u the feature (negated with TREE_NEG); NaN: second
+	TREE_EQ                = 1 // first child when x == thr, or x is NaN and TREE_NAN_FIRST
+	TREE_MEMBER            = 2 // first child when x is one of members[range[0], range[1]), or NaN and TREE_NAN_FIRST
+	TREE_LEAF              = 3 // child: the leaf's weights (TREE_ONE: the target of the node's one weight, v.d)
+	TREE_NEG               = 4 // TREE_LE: compare the negated feature
+	TREE_NAN_FIRST         = 8 // TREE_EQ, TREE_MEMBER: a NaN takes the first child
+	TREE_ONE               = 4 // TREE_LEAF: one weight, in the node
+	TREE_FEATURE_SHIFT     = 4
+	TREE_CLASSIFIER        = 1 // TreeEnsembleClassifier: FinishClassification's rules and a label
+	TREE_ONE_CLASS_ID      = 2 // opsem.TreeClassifier.OneClassID
+	TREE_POSITIVE          = 4 // opsem.TreeClassifier.PositiveWeights
+	TREE_TRACK             = 8 // which targets a row's leaves reach matters (MIN, MAX, classifiers): has is kept
+	TREE_AVERAGE           = 0
+	TREE_SUM               = 1
+	TREE_MIN               = 2
+	TREE_MAX               = 3
+	TREE_POST_NONE         = 0
+	TREE_POST_SOFTMAX      = 1
+	TREE_POST_LOGISTIC     = 2
+	TREE_POST_SOFTMAX_ZERO = 3
+	TREE_POST_PROBIT       = 4
+	TREE_Y_F32             = 0
+	TREE_Y_F64             = 1
 )
 
 // The kernel entry points, by source file.
@@ -257,4 +282,10 @@ const (
 	GatherElements = "gather_elements"
 	GatherNd       = "gather_nd"
 	ResizeAxis     = "resize_axis"
+
+	// tree.cu
+	TreeWalkF32    = "tree_walk_f32"
+	TreeWalkF32F64 = "tree_walk_f32_f64"
+	TreeWalkF64    = "tree_walk_f64"
+	TreeFinish     = "tree_finish"
 )

@@ -3,13 +3,17 @@
 package main
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cuda"
+	"github.com/beamml/beamml/inference/graph"
 )
 
 // cpuAndSim returns the CPU backend and the CUDA backend on the simulated
@@ -104,8 +108,8 @@ func TestExportsOnSimulatedDevice(t *testing.T) {
 // TestConformanceSimMLModels runs the classical models of
 // testing/mlmodels through the CUDA executor on the simulated device:
 // every one passes, as on the CPU (a model holding strings runs on the CPU
-// backend whole; the ai.onnx.ml operators have no device kernels yet and
-// run on the host).
+// backend whole; the ai.onnx.ml operators but the tree ensembles have no
+// device kernels yet and run on the host).
 func TestConformanceSimMLModels(t *testing.T) {
 	_, simulated := cpuAndSim(t)
 	sum, err := RunAll(io.Discard, mlModels, simulated, nil)
@@ -132,4 +136,59 @@ func fallbacks(sum Summary) int {
 		}
 	}
 	return n
+}
+
+// TestConformanceSimTreeEnsembles runs every model of testing/mlmodels
+// that has a tree ensemble, and ONNX's TreeEnsemble node tests, through
+// the CUDA executor on the simulated device, at TestTreeEnsembleModels'
+// tolerances, on fresh and on reused buffers: each passes with its
+// ensembles on the device (tree.cu), but where the model holds strings
+// (string class labels, string inputs) and runs whole on the CPU backend.
+func TestConformanceSimTreeEnsembles(t *testing.T) {
+	_, simulated := cpuAndSim(t)
+	tight := func(*graph.Graph) (rtol, atol float64) { return 1e-4, 1e-5 }
+	models, err := filepath.Glob(filepath.Join(mlModels, "*", "model.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for _, m := range models {
+		data, err := os.ReadFile(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(data, []byte("TreeEnsemble")) {
+			dirs = append(dirs, filepath.Dir(m))
+		}
+	}
+	for _, name := range treeModels {
+		if !slices.Contains(dirs, filepath.Join(mlModels, name)) {
+			t.Errorf("%s: no tree ensemble found in its model.onnx", name)
+		}
+	}
+	nodes, err := filepath.Glob(filepath.Join(suites, "node", "test_ai_onnx_ml_tree_ensemble_*"))
+	if err != nil || len(nodes) < 2 {
+		t.Fatalf("ONNX's TreeEnsemble node tests: %v, %v", nodes, err)
+	}
+	onDevice := 0
+	for _, dir := range append(dirs, nodes...) {
+		for _, primed := range []bool{false, true} {
+			r := runTestWithin(dir, simulated, nil, primed, tight)
+			switch {
+			case r.Status != Pass:
+				t.Errorf("%s (primed %v): %v", filepath.Base(dir), primed, r)
+			case r.fallback != "":
+				if !strings.Contains(r.fallback, "strings") {
+					t.Errorf("%s: runs on the CPU backend: %s", filepath.Base(dir), r.fallback)
+				}
+			case r.hostOps == nil:
+				t.Errorf("%s: the run reported no host nodes", filepath.Base(dir))
+			case slices.ContainsFunc(*r.hostOps, func(op string) bool { return strings.HasPrefix(op, "TreeEnsemble") }):
+				t.Errorf("%s: a tree ensemble ran on the host: %v", filepath.Base(dir), *r.hostOps)
+			case !primed:
+				onDevice++
+			}
+		}
+	}
+	t.Logf("%d of %d models and node tests ran their tree ensembles on the device; the others hold strings", onDevice, len(dirs)+len(nodes))
 }
