@@ -232,7 +232,7 @@ func Rand(seed uint64, lo, hi float32, shape ...int) inference.Tensor {
 }
 
 // RandomInput returns a tensor of a model input's element type and the
-// given shape, from r: floats (float32, float16) uniform in [-1, 1),
+// given shape, from r: floats (float32, float64, float16) uniform in [-1, 1),
 // integers in [0, 4) (valid indices into any table of four or more rows,
 // such as token ids), bools and bytes uniform. The self-check and beamml-bench feed models with it.
 // Other element types fail, naming the input.
@@ -245,6 +245,8 @@ func RandomInput(r *rand.Rand, name string, dtype inference.DType, shape []int) 
 	switch dtype {
 	case inference.Float32:
 		t, err = inference.New(shape, fill(n, func() float32 { return 2*r.Float32() - 1 }))
+	case inference.Float64:
+		t, err = inference.New(shape, fill(n, func() float64 { return 2*r.Float64() - 1 }))
 	case inference.Int64:
 		t, err = inference.New(shape, fill(n, func() int64 { return r.Int64N(4) }))
 	case inference.Int32:
