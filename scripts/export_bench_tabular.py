@@ -34,8 +34,8 @@ sizes of the neural models.
 
 A model whose .onnx file exists is not trained again (delete it to
 re-export); the manifest's entries are always rewritten. Deterministic
-(fixed seeds). Takes about 2 minutes on 2 cores the first time (the forest
-most of it); the forest's file is about 40 MB. Needs Debian's
+(fixed seeds). Takes about 2½ minutes on 2 cores the first time (the
+forest most of it); the forest's file is 37 MB. Needs Debian's
 python3-sklearn, python3-xgboost, python3-onnx (onnx 1.12) and numpy at
 /usr/bin/python3.
 """
