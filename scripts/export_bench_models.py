@@ -13,9 +13,11 @@ max |Δ| column compares something, BatchNorm running statistics are those
 of one training-mode pass over 8 uniform random images (torchvision's
 initial mean 0 and variance 1 let MobileNetV2's outputs decay to 1e-9 and
 EfficientNet-B0's to 1e-14), and the ViT's classifier, which torchvision
-initialises to zeros, is drawn from N(0, 0.02²). A model whose .onnx file exists is not exported again (delete
-it to re-export); the manifest is always rewritten. digits.onnx, the MLP of
-examples/classify, is copied in as an extra row.
+initialises to zeros, is drawn from N(0, 0.02²). A model whose .onnx file
+exists is not exported again (delete it to re-export); the manifest's
+entries of these models are always rewritten, and those of other scripts
+kept (bench_manifest.py; export_bench_tabular.py adds the tree ensembles).
+digits.onnx, the MLP of examples/classify, is copied in as an extra row.
 
 The models, in the manifest's (and the table's) order:
     mlp             784-512-256-10 MLP with ReLU, input float32[b, 784]
@@ -41,8 +43,9 @@ for the batch axis, and fill names how element i of the batched tensor
     ids    (i·7919 + 13) mod vocab
     mask   1, except 0 where i mod n ≥ n − n/4 (n: the last dimension):
            the last quarter of every sequence is padding
+(testing/benchcpu/manifest.go states every rule, export_bench_tabular.py's
+"uniform" too.)
 Needs Debian's python3-torchvision (torch 1.13, torchvision 0.14)."""
-import json
 import math
 import os
 import shutil
@@ -54,6 +57,8 @@ import torch
 import torch.nn.functional as F
 import torchvision
 from torch import nn
+
+from bench_manifest import merge_manifest
 
 VOCAB = 8192
 SEQ = 128
@@ -262,8 +267,7 @@ def main():
                 export(name, ctor, inputs, outputs, opset, path)
             exported += 1
         manifest.append({"name": name, "file": name + ".onnx", "inputs": inputs})
-    with open(os.path.join(out, "models.json"), "w") as f:
-        json.dump({"models": manifest}, f, indent=1)
+    merge_manifest(out, manifest)
     print(f"export_bench_models.py: {exported} of {len(MODELS)} models exported in {time.time() - start:.0f} s",
           file=sys.stderr)
 

@@ -1,55 +1,51 @@
 // Times onnxruntime-node (CPU execution provider) on the benchmark models
-// of a manifest (scripts/export_bench_models.py's models.json), one cell
-// at a time on request, so that testing/benchcpu can time ORT and beamml
-// on the same cell back to back, under the same load on the machine.
+// of a manifest (models.json, written by scripts/export_bench_models.py and
+// scripts/export_bench_tabular.py), one cell at a time on request, so that
+// testing/benchcpu can time ORT and beamml on the same cell back to back,
+// under the same load on the machine.
 //
 // Usage: node ort_bench.js MANIFEST TIME_MS OUTPUTS
 //
 // Prints {"ort_version"}, then reads requests, one JSON line each:
 // {"model", "batch", "threads"}. For each it fills every input by the
-// manifest's rule, runs a session with intraOpNumThreads = threads,
-// interOpNumThreads 1 and graphOptimizationLevel 'all' (ORT's default)
-// once to warm up, then times runs, at least 3 and more while they took
-// less than TIME_MS in all, up to 10000 (testing/benchcpu's rule), and
-// prints one JSON line: {"model", "batch", "threads", "ms" (the median),
-// "runs", "output", "output_shape", "output_file"} or, when the model
-// fails, {"model", "batch", "threads", "error"}. The warm-up run's first
-// output (float32) is written to OUTPUTS/MODEL-bBATCH.f32 as raw
-// little-endian float32, row-major, the first time the cell's model and
-// batch size run, for testing/benchcpu's max |Δ| column. The session of
-// the last (model, threads) is kept for the next request.
+// manifest's rule (bench_fill.js), runs a session with intraOpNumThreads =
+// threads, interOpNumThreads 1 and graphOptimizationLevel 'all' (ORT's
+// default) once to warm up, then times runs, at least 3 and more while
+// they took less than TIME_MS in all, up to 10000 (testing/benchcpu's
+// rule), and prints one JSON line: {"model", "batch", "threads", "ms" (the
+// median), "runs", "outputs"} or, when the model fails, {"model", "batch",
+// "threads", "error"}. "outputs" lists the warm-up run's outputs in the
+// session's order, each {"name", "type", "shape", "file"}: a float32 or
+// int64 output is written to OUTPUTS/MODEL-bBATCH-K.f32 or .i64 (K its
+// index) as raw little-endian values, row-major, the first time the cell's
+// model and batch size run, for testing/benchcpu's comparison of outputs;
+// an output of another type has no file. The session of the last (model,
+// threads) is kept for the next request.
+'use strict';
 const fs = require('fs');
 const path = require('path');
 const readline = require('readline');
 const ort = require('onnxruntime-node');
+const { fillData } = require('./bench_fill.js');
 
-// fill returns the manifest input spec's tensor at batch size batch; the
-// rules are those of export_bench_models.py's docstring.
+// fill returns the manifest input spec's tensor at batch size batch.
 function fill(spec, batch) {
-  const dims = spec.shape.map((d) => (d === -1 ? batch : d));
-  const n = dims.reduce((a, b) => a * b, 1);
-  if (spec.fill === 'sin') {
-    const data = new Float32Array(n);
-    for (let i = 0; i < n; i++) data[i] = Math.sin(i) * 0.5 + 0.5;
-    return new ort.Tensor('float32', data, dims);
-  }
-  const data = new BigInt64Array(n);
-  const last = dims[dims.length - 1];
-  for (let i = 0; i < n; i++) {
-    switch (spec.fill) {
-      case 'ids': data[i] = BigInt((i * 7919 + 13) % spec.vocab); break;
-      case 'mask': data[i] = i % last >= last - Math.floor(last / 4) ? 0n : 1n; break;
-      default: throw new Error(`input ${spec.name}: unknown fill ${JSON.stringify(spec.fill)}`);
-    }
-  }
-  return new ort.Tensor('int64', data, dims);
+  const { type, data, dims } = fillData(spec, batch);
+  return new ort.Tensor(type, data, dims);
 }
 
-function writeFloat32LE(file, data) {
-  const buf = Buffer.alloc(data.length * 4);
-  for (let i = 0; i < data.length; i++) buf.writeFloatLE(data[i], 4 * i);
+// writeRaw writes a Float32Array or a BigInt64Array as raw little-endian
+// values.
+function writeRaw(file, data) {
+  const buf = Buffer.alloc(data.length * data.BYTES_PER_ELEMENT);
+  for (let i = 0; i < data.length; i++) {
+    if (data instanceof Float32Array) buf.writeFloatLE(data[i], 4 * i);
+    else buf.writeBigInt64LE(data[i], 8 * i);
+  }
   fs.writeFileSync(file, buf);
 }
+
+const extensions = { float32: 'f32', int64: 'i64' };
 
 async function timeRuns(session, feeds, timeMs) {
   const times = [];
@@ -88,16 +84,20 @@ async function main() {
       }
       const feeds = {};
       for (const spec of model.inputs) feeds[spec.name] = fill(spec, batch);
-      const output = open.session.outputNames[0];
-      const out = (await open.session.run(feeds))[output];
-      Object.assign(cell, await timeRuns(open.session, feeds, Number(timeMs)), { output, output_shape: out.dims });
-      if (out.type === 'float32') {
-        cell.output_file = path.join(outputs, `${name}-b${batch}.f32`);
-        if (!written.has(cell.output_file)) {
-          writeFloat32LE(cell.output_file, out.data);
-          written.add(cell.output_file);
+      const results = await open.session.run(feeds);
+      const described = open.session.outputNames.map((output, k) => {
+        const out = results[output];
+        const d = { name: output, type: out.type, shape: out.dims };
+        if (extensions[out.type]) {
+          d.file = path.join(outputs, `${name}-b${batch}-${k}.${extensions[out.type]}`);
+          if (!written.has(d.file)) {
+            writeRaw(d.file, out.data);
+            written.add(d.file);
+          }
         }
-      }
+        return d;
+      });
+      Object.assign(cell, await timeRuns(open.session, feeds, Number(timeMs)), { outputs: described });
     } catch (e) {
       cell.error = String(e.message || e);
     }

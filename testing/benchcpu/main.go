@@ -4,7 +4,12 @@
 // median time, their ratio, beamml's GFLOP/s and allocations per Run, and
 // the largest difference between the two runtimes' outputs; then per
 // thread count and batch size the geometric mean and the maximum of the
-// ratios. make bench-cpu runs it after exporting the models
+// ratios. The tabular models (tree ensembles, a manifest entry with
+// "rows") are timed at their rows per run instead of the batch sizes and
+// get a second table, without GFLOP/s, where a classifier's labels are
+// compared by how many differ; they are not in the summary, whose
+// geometric means stay those of the neural models at each batch size.
+// make bench-cpu runs it after exporting the models
 // (scripts/bench-cpu.sh), which writes the manifest it reads
 // (DIR/models.json) and installs onnxruntime-node in DIR/node_modules.
 //
@@ -93,19 +98,20 @@ func main() {
 	}
 	var cells []cell
 	for _, spec := range models {
-		cells = append(cells, benchModel(context.Background(), *dir, spec, threads, batches, ort, *budget, *rounds)...)
+		cells = append(cells, benchModel(context.Background(), *dir, spec, threads, spec.batches(batches), ort, *budget, *rounds)...)
 	}
 	pprof.StopCPUProfile() // a no-op without --cpuprofile
 	if err := ort.close(); err != nil {
 		log.Printf("onnxruntime-node: %v", err)
 	}
 	log.Printf("timed in %.0f s", time.Since(start).Seconds())
-	slices.SortStableFunc(cells, func(a, b cell) int {
-		if d := slices.Index(threads, a.threads) - slices.Index(threads, b.threads); d != 0 {
-			return d
-		}
-		return slices.Index(batches, a.batch) - slices.Index(batches, b.batch)
+	neural := slices.DeleteFunc(slices.Clone(cells), func(c cell) bool { return c.tabular })
+	tabular := slices.DeleteFunc(cells, func(c cell) bool { return !c.tabular })
+	byThreads := func(a, b cell) int { return slices.Index(threads, a.threads) - slices.Index(threads, b.threads) }
+	slices.SortStableFunc(neural, func(a, b cell) int {
+		return cmp.Or(byThreads(a, b), slices.Index(batches, a.batch)-slices.Index(batches, b.batch))
 	})
+	slices.SortStableFunc(tabular, byThreads)
 
 	cpuinfo, _ := os.ReadFile("/proc/cpuinfo")
 	fmt.Printf("beamml CPU backend vs ONNX Runtime %s (onnxruntime-node, CPU execution provider, graph optimization level all, inter-op threads 1)\n\n", ort.version)
@@ -120,10 +126,21 @@ func main() {
 		"ratio: beamml ms / ORT ms. GFLOP/s: beamml's, counting %s. "+
 		"allocs/Run and KiB/Run: Go heap allocations (runtime.MemStats Mallocs, TotalAlloc) over the timed runs of the first round, per run; "+
 		"beyond outputs: allocs/Run less %d for the result map and %d per output tensor (its buffer and the pool's record of it). "+
-		"max |Δ|: largest absolute difference between the model's first output from beamml and from ORT, at the first warm-up run.\n\n", warmups, minRuns, *budget, roundsNote, countedOps, resultAllocs, outputAllocs)
-	writeTable(os.Stdout, cells)
-	fmt.Println()
-	writeSummary(os.Stdout, summarize(cells, threads, batches))
+		"max |Δ|: largest absolute difference between each output from beamml and from ORT at the first warm-up run "+
+		"(named when a model has several; for an int64 output, how many elements differ).\n\n", warmups, minRuns, *budget, roundsNote, countedOps, resultAllocs, outputAllocs)
+	if len(neural) > 0 {
+		writeTable(os.Stdout, neural)
+		fmt.Println()
+		writeSummary(os.Stdout, summarize(neural, threads, batches))
+	}
+	if len(tabular) > 0 {
+		if len(neural) > 0 {
+			fmt.Println()
+		}
+		fmt.Printf("Tabular models (tree ensembles): each Run takes the rows of its manifest entry at once, instead of the batch sizes above; " +
+			"ns/row: beamml ms over rows; outputs vs ORT as max |Δ| above. Not in the summary.\n\n")
+		writeTabularTable(os.Stdout, tabular)
+	}
 }
 
 // benchModel loads the model of spec and times it at every thread count and
@@ -133,7 +150,7 @@ func benchModel(ctx context.Context, dir string, spec modelSpec, threads, batche
 	var cells []cell
 	for _, t := range threads {
 		for _, b := range batches {
-			cells = append(cells, cell{cellKey: cellKey{spec.Name, b, t}})
+			cells = append(cells, cell{cellKey: cellKey{spec.Name, b, t}, tabular: spec.Rows > 0})
 		}
 	}
 	h, loadErr := inference.NewCache(0).Acquire(ctx, onnx.Model(filepath.Join(dir, spec.File)).WithDevice(inference.CPU))
@@ -143,6 +160,8 @@ func benchModel(ctx context.Context, dir string, spec modelSpec, threads, batche
 		log.Printf("%s: %v", spec.Name, loadErr)
 	} else {
 		defer h.Release()
+	}
+	if loadErr == nil && spec.Rows == 0 { // a tree ensemble's comparisons are no FLOPs
 		for _, b := range batches {
 			n, err := countFLOPs(ctx, spec, h.Model(), b)
 			if err != nil {
@@ -209,7 +228,7 @@ func benchCell(ctx context.Context, spec modelSpec, model inference.Model, batch
 	if err != nil {
 		return measurement{}, "", fmt.Errorf("run: %v", err)
 	}
-	diff := compare(out, ort)
+	diff := formatDiffs(compareOutputs(out, ort.Outputs))
 	run := func() error {
 		_, err := model.Run(ctx, feeds)
 		return err
@@ -248,34 +267,6 @@ func timeCell(ctx context.Context, spec modelSpec, model inference.Model, batch 
 		}
 	}
 	return measure(run, minRuns, budget)
-}
-
-// compare returns max |Δ| between beamml's output that ORT reported in o
-// and ORT's, formatted, or why there is none.
-func compare(out map[string]inference.Tensor, o ortCell) string {
-	if o.OutputFile == "" {
-		return "n/a: no ORT output"
-	}
-	t, ok := out[o.Output]
-	if !ok {
-		return fmt.Sprintf("beamml has no output %q", o.Output)
-	}
-	if !slices.Equal(t.Shape(), o.OutputShape) {
-		return fmt.Sprintf("output %q is %v, ORT's is %v", o.Output, t.Shape(), o.OutputShape)
-	}
-	got, err := inference.Data[float32](t)
-	if err != nil {
-		return fmt.Sprintf("output %q: %v", o.Output, err)
-	}
-	want, err := readFloat32s(o.OutputFile)
-	if err != nil {
-		return err.Error()
-	}
-	d, err := maxAbsDiff(got, want)
-	if err != nil {
-		return fmt.Sprintf("output %q: %v", o.Output, err)
-	}
-	return fmt.Sprintf("%.1e", d)
 }
 
 // countFLOPs returns flops of one Run of the model at batch size b, from

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -54,6 +57,13 @@ func TestManifestCheckRejects(t *testing.T) {
 		{"int sin", input("int64", "sin", 0, -1), `dtype "int64" with fill "sin"`},
 		{"unknown fill", input("int64", "zeros", 0, -1), `fill "zeros"`},
 		{"no vocab", input("int64", "ids", 0, -1), "vocab 0, want > 0"},
+		{"int uniform", input("int64", "uniform", 0, -1), `dtype "int64" with fill "uniform"`},
+		{"empty range", input("float32", "uniform", 0, -1), `fill "uniform" over [0, 0], want finite low < high`},
+		{"reversed range", withRange(input("float32", "uniform", 0, -1), 3, -3), "over [3, -3]"},
+		{"NaN range", withRange(input("float32", "uniform", 0, -1), math.NaN(), 1), "over [NaN, 1]"},
+		{"infinite range", withRange(input("float32", "uniform", 0, -1), -math.MaxFloat64, math.MaxFloat64), "want finite"},
+		{"negative rows", manifest{Models: []modelSpec{{Name: "m", File: "m.onnx", Rows: -1, Inputs: good.Models[0].Inputs}}},
+			`model "m" has -1 rows`},
 	} {
 		err := tc.m.check()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -62,6 +72,26 @@ func TestManifestCheckRejects(t *testing.T) {
 	}
 	if err := good.check(); err != nil {
 		t.Errorf("check() = %v on a good manifest", err)
+	}
+	tabular := withRange(input("float32", "uniform", 0, -1, 50), -3, 3)
+	tabular.Models[0].Rows = 10000
+	if err := tabular.check(); err != nil {
+		t.Errorf("check() = %v on a tabular model", err)
+	}
+}
+
+// withRange sets the range of m's first input.
+func withRange(m manifest, low, high float64) manifest {
+	m.Models[0].Inputs[0].Low, m.Models[0].Inputs[0].High = low, high
+	return m
+}
+
+func TestBatches(t *testing.T) {
+	if got := (modelSpec{}).batches([]int{1, 8}); !slices.Equal(got, []int{1, 8}) {
+		t.Errorf("a neural model's batches = %v, want --batches", got)
+	}
+	if got := (modelSpec{Rows: 10000}).batches([]int{1, 8}); !slices.Equal(got, []int{10000}) {
+		t.Errorf("a tabular model's batches = %v, want its rows", got)
 	}
 }
 
@@ -87,6 +117,18 @@ func TestInputTensorFills(t *testing.T) {
 	got, _ := inference.Data[int64](ids)
 	if want := []int64{13, 32, 51, 70, 89, 8, 27, 46}; !slices.Equal(got, want) {
 		t.Errorf("ids = %v, want %v ((i·7919 + 13) mod 100)", got, want)
+	}
+
+	uniform, err := inputSpec{Name: "x", DType: "float32", Shape: []int{-1, 2}, Fill: "uniform", Low: -3, High: 3}.tensor(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	floats, _ := inference.Data[float32](uniform)
+	// MurmurHash3's fmix32 of 0, 1, 2 and 3.
+	for i, h := range []uint32{0, 0x514e28b7, 0x30f4c306, 0x85f0b427} {
+		if want := float32(-3 + 6*float64(h)/(1<<32)); floats[i] != want {
+			t.Errorf("uniform[%d] = %v, want %v", i, floats[i], want)
+		}
 	}
 
 	mask, err := inputSpec{Name: "mask", DType: "int64", Shape: []int{-1, 8}, Fill: "mask"}.tensor(2)
@@ -122,5 +164,83 @@ func TestSelected(t *testing.T) {
 	}
 	if _, err := m.selected("a,z"); err == nil || !strings.Contains(err.Error(), `no model "z"; the manifest has a, b, c`) {
 		t.Errorf(`selected("a,z") = %v, want an error naming z and the known models`, err)
+	}
+}
+
+// fillsInNode is run by node with the path of scripts/bench_fill.js, a
+// batch size and input specs as JSON; it prints each input's values as a
+// JSON array of strings, one input a line.
+const fillsInNode = `
+const { fillData } = require(process.argv[1]);
+const batch = Number(process.argv[2]);
+for (const spec of JSON.parse(process.argv[3])) {
+  console.log(JSON.stringify(Array.from(fillData(spec, batch).data, String)));
+}`
+
+// TestFillsMatchNode checks that scripts/bench_fill.js, which fills ORT's
+// inputs, fills every rule's values with the same bits as tensor.
+func TestFillsMatchNode(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("NOT RUN: node is not on PATH")
+	}
+	script, err := filepath.Abs(filepath.Join("..", "..", "scripts", "bench_fill.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := []inputSpec{
+		{Name: "pixels", DType: "float32", Shape: []int{-1, 3, 5, 5}, Fill: "sin"},
+		{Name: "rows", DType: "float32", Shape: []int{-1, 50}, Fill: "uniform", Low: -3, High: 3},
+		{Name: "skewed", DType: "float32", Shape: []int{-1, 7}, Fill: "uniform", Low: 0.1, High: 1e6},
+		{Name: "input_ids", DType: "int64", Shape: []int{-1, 16}, Fill: "ids", Vocab: 8192},
+		{Name: "attention_mask", DType: "int64", Shape: []int{-1, 16}, Fill: "mask"},
+	}
+	const batch = 40
+	js, err := json.Marshal(specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(node, "-e", fillsInNode, script, strconv.Itoa(batch), string(js)).Output()
+	if err != nil {
+		t.Fatalf("node: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != len(specs) {
+		t.Fatalf("node printed %d lines, want %d", len(lines), len(specs))
+	}
+	for k, spec := range specs {
+		var values []string
+		if err := json.Unmarshal([]byte(lines[k]), &values); err != nil {
+			t.Fatalf("%s: %v", spec.Name, err)
+		}
+		tensor, err := spec.tensor(batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(values) != tensor.Len() {
+			t.Errorf("%s: node filled %d values, tensor %d", spec.Name, len(values), tensor.Len())
+			continue
+		}
+		floats, _ := inference.Data[float32](tensor)
+		ints, _ := inference.Data[int64](tensor)
+		mismatches := 0
+		for i, s := range values {
+			var same bool
+			var inGo any
+			switch spec.DType {
+			case "float32":
+				f, err := strconv.ParseFloat(s, 64) // exactly the float32 node stored
+				same, inGo = err == nil && math.Float32bits(float32(f)) == math.Float32bits(floats[i]), floats[i]
+			case "int64":
+				n, err := strconv.ParseInt(s, 10, 64)
+				same, inGo = err == nil && n == ints[i], ints[i]
+			}
+			if !same {
+				mismatches++
+				if mismatches <= 3 {
+					t.Errorf("%s: element %d is %s in node, %v in Go", spec.Name, i, s, inGo)
+				}
+			}
+		}
 	}
 }

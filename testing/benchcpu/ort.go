@@ -2,14 +2,11 @@ package main
 
 import (
 	"bufio"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"time"
 )
@@ -21,17 +18,25 @@ type cellKey struct {
 }
 
 // ortCell is scripts/ort_bench.js's answer for one cell: the median time
-// and where the first output is, or what failed.
+// and the outputs of its warm-up run, or what failed.
 type ortCell struct {
-	Model       string  `json:"model"`
-	Batch       int     `json:"batch"`
-	Threads     int     `json:"threads"`
-	Ms          float64 `json:"ms"`
-	Runs        int     `json:"runs"`
-	Output      string  `json:"output"`
-	OutputShape []int   `json:"output_shape"`
-	OutputFile  string  `json:"output_file"`
-	Error       string  `json:"error"`
+	Model   string      `json:"model"`
+	Batch   int         `json:"batch"`
+	Threads int         `json:"threads"`
+	Ms      float64     `json:"ms"`
+	Runs    int         `json:"runs"`
+	Outputs []ortOutput `json:"outputs"`
+	Error   string      `json:"error"`
+}
+
+// ortOutput is one output of ORT's warm-up run, in the session's order.
+// File holds its values, raw little-endian, for Type float32 or int64;
+// it is empty for other types.
+type ortOutput struct {
+	Name  string `json:"name"`
+	Type  string `json:"type"`
+	Shape []int  `json:"shape"`
+	File  string `json:"file"`
 }
 
 // ortServer is scripts/ort_bench.js running under node, timing one cell
@@ -120,41 +125,4 @@ func parseCell(line []byte, key cellKey) (ortCell, error) {
 		return c, fmt.Errorf("ort_bench.js: %q has no time and no error", line)
 	}
 	return c, nil
-}
-
-// readFloat32s reads a file of raw little-endian float32 values.
-func readFloat32s(path string) ([]float32, error) {
-	data, err := os.ReadFile(filepath.Clean(path))
-	if err != nil {
-		return nil, err
-	}
-	if len(data)%4 != 0 {
-		return nil, fmt.Errorf("%s: %d bytes is not a whole number of float32 values", path, len(data))
-	}
-	out := make([]float32, len(data)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
-	}
-	return out, nil
-}
-
-// maxAbsDiff returns max |got[i] − want[i]|, where a pair of NaNs, or of
-// equal infinities, differs by 0, and a NaN against a number differs by
-// +Inf. Slices of different lengths are an error.
-func maxAbsDiff(got, want []float32) (float64, error) {
-	if len(got) != len(want) {
-		return 0, fmt.Errorf("%d values, want %d", len(got), len(want))
-	}
-	d := 0.0
-	for i, g := range got {
-		a, b := float64(g), float64(want[i])
-		switch {
-		case a == b || (math.IsNaN(a) && math.IsNaN(b)):
-		case math.IsNaN(a) || math.IsNaN(b):
-			d = math.Inf(1)
-		default:
-			d = max(d, math.Abs(a-b))
-		}
-	}
-	return d, nil
 }

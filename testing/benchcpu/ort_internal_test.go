@@ -1,10 +1,7 @@
 package main
 
 import (
-	"encoding/binary"
-	"math"
-	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -22,11 +19,15 @@ func TestParseVersion(t *testing.T) {
 
 func TestParseCell(t *testing.T) {
 	key := cellKey{"mlp", 8, 2}
-	c, err := parseCell([]byte(`{"model":"mlp","batch":8,"threads":2,"ms":0.5,"runs":100,"output":"y","output_shape":[8,10],"output_file":"out/mlp-b8.f32"}`), key)
+	c, err := parseCell([]byte(`{"model":"mlp","batch":8,"threads":2,"ms":0.5,"runs":100,"outputs":[`+
+		`{"name":"label","type":"int64","shape":[8],"file":"out/mlp-b8-0.i64"},{"name":"seq","type":"string","shape":[8]}]}`), key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Ms != 0.5 || c.Runs != 100 || c.Output != "y" || c.OutputFile != "out/mlp-b8.f32" || len(c.OutputShape) != 2 {
+	want := []ortOutput{{"label", "int64", []int{8}, "out/mlp-b8-0.i64"}, {"seq", "string", []int{8}, ""}}
+	if c.Ms != 0.5 || c.Runs != 100 || !slices.EqualFunc(c.Outputs, want, func(a, b ortOutput) bool {
+		return a.Name == b.Name && a.Type == b.Type && slices.Equal(a.Shape, b.Shape) && a.File == b.File
+	}) {
 		t.Errorf("parseCell = %+v", c)
 	}
 	if c, err := parseCell([]byte(`{"model":"mlp","batch":8,"threads":2,"error":"bad model"}`), key); err != nil || c.Error != "bad model" {
@@ -40,49 +41,5 @@ func TestParseCell(t *testing.T) {
 		if _, err := parseCell([]byte(tc.in), key); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("parseCell(%q) = %v, want an error containing %q", tc.in, err, tc.want)
 		}
-	}
-}
-
-func TestReadFloat32s(t *testing.T) {
-	want := []float32{1.5, -2, float32(math.Inf(1))}
-	data := make([]byte, 0, 12)
-	for _, v := range want {
-		data = binary.LittleEndian.AppendUint32(data, math.Float32bits(v))
-	}
-	path := filepath.Join(t.TempDir(), "out.f32")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	got, err := readFloat32s(path)
-	if err != nil || len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
-		t.Errorf("readFloat32s = %v, %v, want %v", got, err, want)
-	}
-	if err := os.WriteFile(path, data[:5], 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := readFloat32s(path); err == nil || !strings.Contains(err.Error(), "5 bytes") {
-		t.Errorf("readFloat32s of 5 bytes = %v, want an error", err)
-	}
-}
-
-func TestMaxAbsDiff(t *testing.T) {
-	nan, inf := float32(math.NaN()), float32(math.Inf(1))
-	for _, tc := range []struct {
-		got, want []float32
-		d         float64
-	}{
-		{[]float32{1, 2, 3}, []float32{1, 2.5, 2}, 1},
-		{[]float32{nan, inf, -inf}, []float32{nan, inf, -inf}, 0},
-		{[]float32{nan, 0}, []float32{1, 0}, math.Inf(1)},
-		{[]float32{1}, []float32{nan}, math.Inf(1)},
-		{[]float32{inf}, []float32{1}, math.Inf(1)},
-		{nil, nil, 0},
-	} {
-		if d, err := maxAbsDiff(tc.got, tc.want); err != nil || d != tc.d {
-			t.Errorf("maxAbsDiff(%v, %v) = %v, %v, want %v", tc.got, tc.want, d, err, tc.d)
-		}
-	}
-	if _, err := maxAbsDiff([]float32{1}, []float32{1, 2}); err == nil {
-		t.Error("maxAbsDiff of different lengths: no error")
 	}
 }

@@ -8,10 +8,11 @@ import (
 	"strings"
 )
 
-// cell is one row of the table: one model at one batch size and thread
-// count.
+// cell is one row of a table: one model at one batch size (a tabular
+// model's rows per run) and thread count.
 type cell struct {
 	cellKey
+	tabular bool // in the tabular table: batch is rows per run
 	beamml  measurement
 	outputs int     // the model's outputs, which each Run allocates anew
 	err     error   // why beamml has no time (load or run failed)
@@ -51,25 +52,51 @@ func (c cell) beyondOutputs() float64 {
 func writeTable(w io.Writer, cells []cell) {
 	fmt.Fprint(w, tableHeader)
 	for _, c := range cells {
-		ortMs := "error: " + markdown(c.ort.Error)
-		if c.ort.Ms > 0 {
-			ortMs = formatMs(c.ort.Ms)
-		}
 		if c.err != nil {
-			fmt.Fprintf(w, "| %s | %d | %d | error: %s | %s | | | | | | |\n", c.model, c.batch, c.threads, markdown(c.err.Error()), ortMs)
+			fmt.Fprintf(w, "| %s | %d | %d | error: %s | %s | | | | | | |\n", c.model, c.batch, c.threads, markdown(c.err.Error()), c.ortMs())
 			continue
-		}
-		ratio := "n/a"
-		if r, ok := c.ratio(); ok {
-			ratio = fmt.Sprintf("%.2f", r)
 		}
 		gflops := "n/a"
 		if c.flops > 0 {
 			gflops = fmt.Sprintf("%.1f", float64(c.flops)/c.beamml.ms/1e6)
 		}
 		fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | %s | %.0f | %.0f | %.0f | %s |\n", c.model, c.batch, c.threads,
-			formatMs(c.beamml.ms), ortMs, ratio, gflops, c.beamml.allocs, c.beyondOutputs(), c.beamml.bytes/1024, markdown(c.diff))
+			formatMs(c.beamml.ms), c.ortMs(), c.ratioText(), gflops, c.beamml.allocs, c.beyondOutputs(), c.beamml.bytes/1024, markdown(c.diff))
 	}
+}
+
+const tabularHeader = "| model | rows | threads | beamml ms | ORT ms | ratio | ns/row | allocs/Run | beyond outputs | KiB/Run | outputs vs ORT |\n" +
+	"| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n"
+
+// writeTabularTable writes the tabular models' cells, whose batch is rows
+// per run, as a markdown table, in the order given.
+func writeTabularTable(w io.Writer, cells []cell) {
+	fmt.Fprint(w, tabularHeader)
+	for _, c := range cells {
+		if c.err != nil {
+			fmt.Fprintf(w, "| %s | %d | %d | error: %s | %s | | | | | | |\n", c.model, c.batch, c.threads, markdown(c.err.Error()), c.ortMs())
+			continue
+		}
+		fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | %.0f | %.0f | %.0f | %.0f | %s |\n", c.model, c.batch, c.threads,
+			formatMs(c.beamml.ms), c.ortMs(), c.ratioText(), c.beamml.ms*1e6/float64(c.batch), c.beamml.allocs,
+			c.beyondOutputs(), c.beamml.bytes/1024, markdown(c.diff))
+	}
+}
+
+// ortMs is ORT's time for a table cell, or its error.
+func (c cell) ortMs() string {
+	if c.ort.Ms > 0 {
+		return formatMs(c.ort.Ms)
+	}
+	return "error: " + markdown(c.ort.Error)
+}
+
+// ratioText is the ratio for a table cell, or n/a.
+func (c cell) ratioText() string {
+	if r, ok := c.ratio(); ok {
+		return fmt.Sprintf("%.2f", r)
+	}
+	return "n/a"
 }
 
 // formatMs prints a time in milliseconds to 3 or 4 significant digits.

@@ -76,6 +76,26 @@ func TestWriteTable(t *testing.T) {
 	}
 }
 
+func TestWriteTabularTable(t *testing.T) {
+	ok := timed("xgb300", 10000, 2, 25, 100)
+	ok.tabular, ok.beamml.allocs, ok.beamml.bytes, ok.outputs = true, 6, 160*1024, 2
+	ok.diff = "label: 0 of 10000 differ; probabilities: 4.5e-07"
+	broken := timed("rf500_d10", 10000, 1, 0, 640)
+	broken.tabular, broken.err = true, errors.New("load: bad")
+	var b strings.Builder
+	writeTabularTable(&b, []cell{ok, broken})
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	want := []string{
+		"| model | rows | threads | beamml ms | ORT ms | ratio | ns/row | allocs/Run | beyond outputs | KiB/Run | outputs vs ORT |",
+		"| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+		"| xgb300 | 10000 | 2 | 25.0 | 100 | 0.25 | 2500 | 6 | 0 | 160 | label: 0 of 10000 differ; probabilities: 4.5e-07 |",
+		"| rf500_d10 | 10000 | 1 | error: load: bad | 640 | | | | | | |",
+	}
+	if !slices.Equal(lines, want) {
+		t.Errorf("writeTabularTable wrote\n%s\nwant\n%s", b.String(), strings.Join(want, "\n"))
+	}
+}
+
 func TestFormatMs(t *testing.T) {
 	for ms, want := range map[float64]string{1234.4: "1234", 56.78: "56.8", 3.14159: "3.14", 0.04156: "0.042"} {
 		if got := formatMs(ms); got != want {
