@@ -1182,25 +1182,29 @@ func float32ToOdd(v float64) float32 {
 func castFromStrings(n opsem.Node, shape []int, x []string, to inference.DType) ([]inference.Tensor, error) {
 	switch to {
 	case inference.Float32, inference.Float64, inference.Float16, inference.BFloat16, inference.Bool:
-		f, err := limit.MakeOverwritten[float64](n.Run, shape...)
+		f, err := parseStrings(n, shape, x, opsem.ParseFloat)
 		if err != nil {
 			return nil, err
 		}
-		for i, s := range x {
-			if f[i], err = opsem.ParseFloat(s); err != nil {
-				return nil, fmt.Errorf("element %d: %w", i, err)
-			}
-		}
 		return castFrom(n, shape, f, to)
 	}
-	v, err := limit.MakeOverwritten[int64](n.Run, shape...)
+	v, err := parseStrings(n, shape, x, opsem.ParseInt)
+	if err != nil {
+		return nil, err
+	}
+	return castFrom(n, shape, v, to)
+}
+
+// parseStrings parses each of x with parse, allocated under n's run.
+func parseStrings[T float64 | int64](n opsem.Node, shape []int, x []string, parse func(string) (T, error)) ([]T, error) {
+	v, err := limit.MakeOverwritten[T](n.Run, shape...)
 	if err != nil {
 		return nil, err
 	}
 	for i, s := range x {
-		if v[i], err = opsem.ParseInt(s); err != nil {
+		if v[i], err = parse(s); err != nil {
 			return nil, fmt.Errorf("element %d: %w", i, err)
 		}
 	}
-	return castFrom(n, shape, v, to)
+	return v, nil
 }

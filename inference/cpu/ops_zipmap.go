@@ -9,6 +9,7 @@ import (
 
 func init() {
 	registerML("ZipMap", zmZipMap)
+	registerAttrs(MLDomain+".ZipMap", func(n opsem.Node) ([]string, error) { return opsem.ZipMapLabels(n.Node) })
 }
 
 // zmZipMap is ZipMap as the runtime holds its maps (inference/onnx's
@@ -18,7 +19,7 @@ func zmZipMap(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	if err := needInputs(in, 1); err != nil {
 		return nil, err
 	}
-	labels, err := opsem.ZipMapLabels(n.Node)
+	labels, err := readAttrs(n, in, func(n opsem.Node) ([]string, error) { return opsem.ZipMapLabels(n.Node) })
 	if err != nil {
 		return nil, err
 	}
