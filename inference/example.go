@@ -186,32 +186,48 @@ func UnstackOutputs(outputs map[string]Tensor, n int) ([]map[string]Tensor, erro
 // name in sorted order its length, its bytes and the tensor's AppendBinary
 // encoding. It is the wire format of Example and of prediction outputs.
 func AppendTensors(b []byte, ts map[string]Tensor) ([]byte, error) {
-	b = binary.AppendUvarint(b, uint64(len(ts)))
-	var buf [8]string // most maps have a few names: sort them without allocating
-	names := buf[:0]
-	for name := range ts {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		b = binary.AppendUvarint(b, uint64(len(name)))
-		b = append(b, name...)
-		var err error
-		if b, err = ts[name].AppendBinary(b); err != nil {
-			return nil, fmt.Errorf("inference: encode tensor %q: %w", name, err)
+	return AppendTensorMaps(b, 0, ts)
+}
+
+// AppendTensorMaps appends AppendTensors's encoding of each map in turn,
+// reading each map once and growing b once, for them all and extra bytes
+// more: what a value holding several maps and a few strings (a prediction
+// result) needs to encode in one allocation.
+func AppendTensorMaps(b []byte, extra int, ms ...map[string]Tensor) ([]byte, error) {
+	var buf [16]namedTensor // most maps have a few names: sort them without allocating
+	all := buf[:0]
+	size := extra
+	for _, ts := range ms {
+		start := len(all)
+		size += binary.MaxVarintLen64
+		for name, t := range ts {
+			all = append(all, namedTensor{name, t})
+			// A string's length takes at most the 16 bytes ByteSize counts for its header.
+			size += 2*binary.MaxVarintLen64 + len(name) + 1 + binary.MaxVarintLen64*len(t.shape) + int(t.ByteSize())
 		}
+		slices.SortFunc(all[start:], func(a, b namedTensor) int { return strings.Compare(a.name, b.name) })
+	}
+	b = slices.Grow(b, size)
+	next := 0
+	for _, ts := range ms {
+		b = binary.AppendUvarint(b, uint64(len(ts)))
+		for _, e := range all[next : next+len(ts)] {
+			b = binary.AppendUvarint(b, uint64(len(e.name)))
+			b = append(b, e.name...)
+			var err error
+			if b, err = e.t.AppendBinary(b); err != nil {
+				return nil, fmt.Errorf("inference: encode tensor %q: %w", e.name, err)
+			}
+		}
+		next += len(ts)
 	}
 	return b, nil
 }
 
-// EncodedSize is a bound of the bytes AppendTensors appends for ts, to
-// size a buffer.
-func EncodedSize(ts map[string]Tensor) int {
-	n := binary.MaxVarintLen64
-	for name, t := range ts {
-		n += 2*binary.MaxVarintLen64 + len(name) + 1 + binary.MaxVarintLen64*len(t.shape) + int(t.ByteSize())
-	}
-	return n
+// namedTensor is one entry of a map of tensors.
+type namedTensor struct {
+	name string
+	t    Tensor
 }
 
 // DecodeTensors reads what AppendTensors wrote from the front of b and
@@ -243,7 +259,7 @@ func DecodeTensors(b []byte) (map[string]Tensor, int, error) {
 
 // MarshalBinary encodes the example with AppendTensors.
 func (e Example) MarshalBinary() ([]byte, error) {
-	return AppendTensors(make([]byte, 0, EncodedSize(e)), e)
+	return AppendTensors(nil, e)
 }
 
 // UnmarshalBinary decodes what MarshalBinary wrote.

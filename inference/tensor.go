@@ -480,20 +480,21 @@ func (t *Tensor) decode(b []byte) (int, error) {
 		return 0, fmt.Errorf("inference: tensor encoding: bad rank: %w", ErrShape)
 	}
 	off += k
-	shape := make([]int, rank)
-	for i := range shape {
+	var buf [8]int // on the stack: the errors below format copies
+	dims, n := buf[:0], 1
+	for i := range int(rank) {
 		d, k := binary.Uvarint(b[off:])
 		if k <= 0 || d > math.MaxInt {
 			return 0, fmt.Errorf("inference: tensor encoding: bad dimension %d: %w", i, ErrShape)
 		}
-		shape[i] = int(d)
+		if d != 0 && n > math.MaxInt/int(d) {
+			return 0, fmt.Errorf("inference: tensor encoding: shape %v: element count overflows: %w", slices.Clone(append(dims, int(d))), ErrShape)
+		}
+		dims, n = append(dims, int(d)), n*int(d)
 		off += k
 	}
-	n, err := NumElements(shape)
-	if err != nil {
-		return 0, err
-	}
 	if dtype == String {
+		shape := slices.Clone(dims)
 		d, k, err := decodeStrings(b[off:], n)
 		if err != nil {
 			return 0, fmt.Errorf("inference: tensor encoding: %v%v: %w", dtype, shape, err)
@@ -501,12 +502,32 @@ func (t *Tensor) decode(b []byte) (int, error) {
 		*t = wrap(shape, d)
 		return off + k, nil
 	}
-	if size := dtype.Size(); n > (len(b)-off)/size {
+	size := dtype.Size()
+	if n > (len(b)-off)/size {
 		return 0, fmt.Errorf("inference: tensor encoding: %v%v needs %d bytes, %d present: %w",
-			dtype, shape, n*size, len(b)-off, ErrShape)
+			dtype, slices.Clone(dims), n*size, len(b)-off, ErrShape)
 	}
-	raw := b[off : off+n*dtype.Size()]
-	*t = kindOf(dtype).fromLittleEndian(shape, raw)
+	raw := b[off : off+n*size]
+	if n == 0 {
+		*t = kindOf(dtype).fromLittleEndian(slices.Clone(dims), raw)
+		return off, nil
+	}
+	// The shape and the elements share one allocation of words, which hold
+	// no pointers: a decoded tensor costs the collector one object, not two.
+	words := make([]int, len(dims)+(len(raw)+7)/8)
+	shape := words[:len(dims):len(dims)]
+	copy(shape, dims)
+	mem := unsafe.Slice((*byte)(unsafe.Pointer(&words[len(dims)])), len(raw))
+	copy(mem, raw)
+	switch {
+	case dtype == Bool: // a bool is true for any byte but 0, and Go's is 0 or 1
+		for i, v := range mem {
+			mem[i] = min(v, 1)
+		}
+	case !littleEndian:
+		swapBytes(mem, size)
+	}
+	*t = Tensor{dtype: dtype, shape: shape, ptr: unsafe.Pointer(&mem[0]), n: n}
 	return off + len(raw), nil
 }
 

@@ -109,9 +109,12 @@ type batcher struct {
 	handle     *inference.Handle // the transform's own model, held from Setup to Teardown
 	own        *batchModel       // handle's, while it is loaded
 	loadErr    error             // why handle is nil, with Failures set
+	runner     *runner           // calls Model.Run, from the first batch to Teardown
 	reportLoad bool              // this instance loaded the model and has not reported its metrics
 	models     map[string]*batchModel
 	groups     map[groupKey]*group
+	last       *group     // the group of the element added last, in groups
+	lastKey    groupKey   // last's key
 	order      []groupKey // groups in the order they were opened, for deterministic flushes
 
 	pool      *modelPool                 // the models of ModelsByKey and WithModelUpdates; nil without
@@ -284,6 +287,10 @@ func permanent(err error) bool {
 }
 
 func (b *batcher) Teardown() {
+	if b.runner != nil {
+		b.runner.close()
+		b.runner = nil
+	}
 	if b.handle != nil {
 		b.handle.Release()
 		b.handle, b.own = nil, nil
@@ -426,13 +433,22 @@ func (b *batcher) ownModel() (*batchModel, inference.Spec, Stage, error) {
 // the element does not fit the model's inputs, and otherwise adds it to its
 // group, running the group when it is full.
 func (b *batcher) add(ctx context.Context, e element, out sink) error {
-	m, spec, stage, err := b.modelFor(ctx, &e)
-	if err != nil {
-		return b.fail(&e, stage, err, spec, inference.ModelID{}, out)
+	m := b.own // most elements: the transform's own model, loaded
+	if b.Config.Source != ownModel || m == nil {
+		var (
+			spec  inference.Spec
+			stage Stage
+			err   error
+		)
+		if m, spec, stage, err = b.modelFor(ctx, &e); err != nil {
+			failed := e // a copy: e itself stays on the stack, and costs no allocation per element
+			return b.fail(&failed, stage, err, spec, inference.ModelID{}, out)
+		}
 	}
 	conformed, err := inference.Conform(m.info.inputs, e.example)
 	if err != nil {
-		return b.fail(&e, StageInput, err, m.spec, m.id, out)
+		failed := e
+		return b.fail(&failed, StageInput, err, m.spec, m.id, out)
 	}
 	e.inputs = conformed
 	var size int64
@@ -440,11 +456,15 @@ func (b *batcher) add(ctx context.Context, e element, out sink) error {
 		size = conformed.ByteSize()
 	}
 	key := groupKey{window: e.window, shapes: inference.StackKey(m.info.inputs, conformed), model: m.key}
-	g, ok := b.groups[key]
-	if !ok {
-		g = &group{model: m}
-		b.groups[key] = g
-		b.order = append(b.order, key)
+	g := b.last
+	if g == nil || key != b.lastKey { // most elements join the previous element's group
+		var ok bool
+		if g, ok = b.groups[key]; !ok {
+			g = &group{model: m}
+			b.groups[key] = g
+			b.order = append(b.order, key)
+		}
+		b.last, b.lastKey = g, key
 	}
 	if max := b.Config.MaxBatchBytes; max > 0 && len(g.elems) >= b.Config.MinBatchSize && g.bytes+size > max {
 		if err := b.runGroup(ctx, g, out); err != nil {
@@ -473,6 +493,7 @@ func (b *batcher) runGroups(ctx context.Context, out sink) error {
 	defer func() {
 		clear(b.groups)
 		b.order = b.order[:0]
+		b.last = nil
 	}()
 	for _, key := range b.order {
 		if err := b.runGroup(ctx, b.groups[key], out); err != nil {
@@ -593,13 +614,12 @@ func (b *batcher) predict(ctx context.Context, t *target, elems []element) (rows
 }
 
 // runModel runs one batch of n rows on the model, under the batch's
-// deadline (InferenceTimeout) and memory budget. Model.Run runs on a
-// goroutine of its own, so that a model that ignores its deadline does not
-// block the bundle: it is abandoned a grace period after the deadline, and
-// keeps a reference to the model until it returns. A panic in Model.Run
-// becomes an error wrapping inference.ErrPanic (and a runtime.Goexit an
-// error too, not an empty result). Metrics are counted here,
-// on the bundle's goroutine: an abandoned run may outlive the bundle.
+// deadline (InferenceTimeout) and memory budget. Model.Run runs on the
+// batcher's runner, a goroutine of its own, so that a model that ignores
+// its deadline does not block the bundle: it is abandoned a grace period
+// after the deadline, keeps its runner and a reference to the model until
+// it returns, and the next batch starts a new runner. Metrics are counted
+// here, on the bundle's goroutine: an abandoned run may outlive the bundle.
 func (b *batcher) runModel(ctx context.Context, t *target, inputs map[string]inference.Tensor, n int) (map[string]inference.Tensor, error) {
 	timeout := cmp.Or(b.Config.InferenceTimeout, DefaultInferenceTimeout)
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
@@ -607,32 +627,30 @@ func (b *batcher) runModel(ctx context.Context, t *target, inputs map[string]inf
 	if budget := b.Config.MemoryBudget; budget > 0 {
 		runCtx = inference.WithMemoryBudget(runCtx, budget)
 	}
-	model := t.handle.Model()
-	done := make(chan runResult, 1)
-	go func() {
-		r := runResult{err: errors.New("Model.Run ended its goroutine (runtime.Goexit) without returning")}
-		defer func() {
-			if p := recover(); p != nil {
-				r = runResult{err: inference.Recovered("Model.Run", p)}
-			}
-			done <- r
-		}()
-		r.outputs, r.err = model.Run(runCtx, inputs)
-	}()
+	if b.runner == nil {
+		b.runner = newRunner()
+	}
+	w := b.runner
+	w.start(runJob{ctx: runCtx, model: t.handle.Model(), inputs: inputs})
 
 	var r runResult
 	select {
-	case r = <-done:
+	case r = <-w.results:
 	case <-runCtx.Done():
 		grace := time.NewTimer(min(max(timeout/10, 50*time.Millisecond), time.Second))
 		defer grace.Stop()
 		select {
-		case r = <-done:
+		case r = <-w.results:
 		case <-grace.C:
 			abandonedRuns.Inc(ctx, 1)
-			holdModelFor(ctx, t.spec, done)
+			holdModelFor(ctx, t.spec, w.results)
+			w.close() // its goroutine ends when the run returns
+			b.runner = nil
 			r.abandoned = true
 		}
+	}
+	if r.ended {
+		b.runner = nil
 	}
 	if ctx.Err() == nil && errors.Is(runCtx.Err(), context.DeadlineExceeded) && (r.err != nil || r.abandoned) {
 		timedOutBatches.Inc(ctx, 1)
@@ -642,13 +660,6 @@ func (b *batcher) runModel(ctx context.Context, t *target, inputs map[string]inf
 		return nil, context.Cause(ctx) // the bundle's context is done
 	}
 	return r.outputs, r.err
-}
-
-// runResult is what Model.Run returned, or that it was abandoned.
-type runResult struct {
-	outputs   map[string]inference.Tensor
-	err       error
-	abandoned bool
 }
 
 // holdModelFor takes a reference to spec's model for an abandoned run,

@@ -108,18 +108,14 @@ func decodeExample(b []byte) (inference.Example, error) {
 }
 
 func encodePrediction(p PredictionResult) ([]byte, error) {
-	size := inference.EncodedSize(p.Example) + inference.EncodedSize(p.Outputs) +
-		3*binary.MaxVarintLen64 + len(p.ModelID.URI) + len(p.ModelID.Instance) + len(p.ModelID.Name)
-	b, err := inference.AppendTensors(make([]byte, 0, size), p.Example)
+	id := p.ModelID
+	b, err := inference.AppendTensorMaps(nil, 3*binary.MaxVarintLen64+len(id.URI)+len(id.Instance)+len(id.Name), p.Example, p.Outputs)
 	if err != nil {
 		return nil, err
 	}
-	if b, err = inference.AppendTensors(b, p.Outputs); err != nil {
-		return nil, err
-	}
-	b = appendStrings(b, p.ModelID.URI, p.ModelID.Instance)
-	if p.ModelID.Name != "" { // only then: the encoding stays what it was without names
-		b = appendStrings(b, p.ModelID.Name)
+	b = appendStrings(b, id.URI, id.Instance)
+	if id.Name != "" { // only then: the encoding stays what it was without names
+		b = appendStrings(b, id.Name)
 	}
 	return b, nil
 }
@@ -155,7 +151,8 @@ func decodePrediction(b []byte) (PredictionResult, error) {
 // that an encoding from before them (four or five strings) still decodes,
 // as a Failure in flight across a pipeline update may be.
 func encodeFailure(f Failure) ([]byte, error) {
-	b, err := inference.AppendTensors(nil, f.Example)
+	id := f.ModelID
+	b, err := inference.AppendTensorMaps(nil, 6*binary.MaxVarintLen64+len(f.Err)+len(f.Stage)+len(id.URI)+len(id.Instance)+len(f.Kind)+len(id.Name), f.Example)
 	if err != nil {
 		return nil, err
 	}
