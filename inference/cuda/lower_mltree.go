@@ -6,7 +6,7 @@ import (
 )
 
 // Lowerings of the tree ensembles of ai.onnx.ml (TreeEnsembleRegressor,
-// TreeEnsembleClassifier, TreeEnsemble), two launches a node (tree.cu):
+// TreeEnsembleClassifier, TreeEnsemble), two launches a node (ml.cu):
 // tree_walk_* walks every row down every tree, by lanes (blocks of
 // trees) of its threads, and aggregates the leaves' weights; tree_finish
 // folds each row's lanes and finishes it (base values, the classifier's
@@ -27,7 +27,7 @@ func init() {
 	}
 }
 
-// The lanes of a plan (tree.cu's tree_walk): each row's trees are split
+// The lanes of a plan (ml.cu's tree_walk): each row's trees are split
 // into lanes contiguous blocks, each walked by a thread of its own, so
 // that a small batch still fills the device. A plan takes the most lanes
 // (a power of two, at most the trees and maxTreeLanes) that keep

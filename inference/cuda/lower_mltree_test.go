@@ -254,6 +254,17 @@ func treeGraph(n *graph.Node, x inference.DType, mlOpset int64, noLabel bool) fu
 // max(|want|, treeATol/treeRTol)).
 func treeCase(t *testing.T, g func() *graph.Graph, x inference.Tensor, exact bool) float64 {
 	t.Helper()
+	return mlCase(t, g, x, exact, func(launched map[string]int) bool {
+		return len(launched) == 2 && launched[treeKernel(launched)] == 1 && launched[kernels.TreeFinish] == 1
+	}, "one tree_walk_* and one tree_finish")
+}
+
+// mlCase is treeCase for any graph of ai.onnx.ml nodes on input x, whose
+// second run's launches must pass launches (described by wantLaunches). Labels
+// and integers must be equal, floats equal when exact, else within
+// |Δ| ≤ treeATol + treeRTol·|want|.
+func mlCase(t *testing.T, g func() *graph.Graph, x inference.Tensor, exact bool, launches func(map[string]int) bool, wantLaunches string) float64 {
+	t.Helper()
 	ctx := context.Background()
 	feeds := map[string]inference.Tensor{"x": x}
 	ref, err := cpu.Backend{}.Compile(g())
@@ -282,8 +293,8 @@ func treeCase(t *testing.T, g func() *graph.Graph, x inference.Tensor, exact boo
 	if host := m.(*cuda.Model).HostNodes(); len(host) > 0 {
 		t.Fatalf("nodes on the host: %v (%v)", host, m.(*cuda.Model).Stats().HostNodes)
 	}
-	if launched := launchedSince(before); len(launched) != 2 || launched[treeKernel(launched)] != 1 || launched[kernels.TreeFinish] != 1 {
-		t.Errorf("launches %v; want one tree_walk_* and one tree_finish", launched)
+	if launched := launchedSince(before); !launches(launched) {
+		t.Errorf("launches %v; want %s", launched, wantLaunches)
 	}
 	worst := 0.0
 	for name, w := range want {
@@ -293,13 +304,9 @@ func treeCase(t *testing.T, g func() *graph.Graph, x inference.Tensor, exact boo
 		}
 		var gv, wv []float64
 		switch w.DType() {
-		case inference.Int64:
-			a, _ := inference.Data[int64](gt)
-			e, _ := inference.Data[int64](w)
-			for i := range e {
-				if a[i] != e[i] {
-					t.Fatalf("%s: row %d: label %d, want %d", name, i, a[i], e[i])
-				}
+		case inference.Int64, inference.Int32:
+			if !inference.Equal(w, gt) {
+				t.Fatalf("%s: got %v, want %v", name, gt.Values(), w.Values())
 			}
 			continue
 		case inference.Float32:

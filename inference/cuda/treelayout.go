@@ -12,7 +12,7 @@ import (
 	"github.com/beamml/beamml/internal/kernels"
 )
 
-// A tree ensemble compiled for the device (internal/kernels/tree.cu runs
+// A tree ensemble compiled for the device (internal/kernels/ml.cu runs
 // it; lower_mltree.go lowers the nodes to it). Each TreeEnsembleRegressor,
 // TreeEnsembleClassifier and TreeEnsemble node of a model is read and
 // validated by opsem.TreeEnsembleOf, as the CPU backend reads it, and laid
@@ -108,7 +108,7 @@ var (
 		opsem.PostLogistic: kernels.TREE_POST_LOGISTIC, opsem.PostSoftmaxZero: kernels.TREE_POST_SOFTMAX_ZERO, opsem.PostProbit: kernels.TREE_POST_PROBIT}
 )
 
-// treeNode is a node of the device layout (tree.cu's tree_node).
+// treeNode is a node of the device layout (ml.cu's tree_node).
 type treeNode struct {
 	value uint64
 	info  uint32

@@ -81,6 +81,36 @@ const (
 	L_OR  = 1
 	L_XOR = 2
 
+	// ml.cu
+	TREE_LE                = 0 // first child when u <= thr, u the feature (negated with TREE_NEG); NaN: second
+	TREE_EQ                = 1 // first child when x == thr, or x is NaN and TREE_NAN_FIRST
+	TREE_MEMBER            = 2 // first child when x is one of members[range[0], range[1]), or NaN and TREE_NAN_FIRST
+	TREE_LEAF              = 3 // child: the leaf's weights (TREE_ONE: the target of the node's one weight, v.d)
+	TREE_NEG               = 4 // TREE_LE: compare the negated feature
+	TREE_NAN_FIRST         = 8 // TREE_EQ, TREE_MEMBER: a NaN takes the first child
+	TREE_ONE               = 4 // TREE_LEAF: one weight, in the node
+	TREE_FEATURE_SHIFT     = 4
+	TREE_CLASSIFIER        = 1 // TreeEnsembleClassifier: FinishClassification's rules and a label
+	TREE_ONE_CLASS_ID      = 2 // opsem.TreeClassifier.OneClassID
+	TREE_POSITIVE          = 4 // opsem.TreeClassifier.PositiveWeights
+	TREE_TRACK             = 8 // which targets a row's leaves reach matters (MIN, MAX, classifiers): has is kept
+	TREE_AVERAGE           = 0
+	TREE_SUM               = 1
+	TREE_MIN               = 2
+	TREE_MAX               = 3
+	TREE_POST_NONE         = 0
+	TREE_POST_SOFTMAX      = 1
+	TREE_POST_LOGISTIC     = 2
+	TREE_POST_SOFTMAX_ZERO = 3
+	TREE_POST_PROBIT       = 4
+	TREE_Y_F32             = 0
+	TREE_Y_F64             = 1
+	LINEAR_CLASSIFIER      = 1 // LinearClassifier: a label per row
+	LINEAR_BINARY          = 2 // one row of coefficients and two labels: the scores are (1 − s, s), untransformed
+	NORM_MAX               = 0
+	NORM_L1                = 1
+	NORM_L2                = 2
+
 	// nn.cu
 	POOL_MAX  = 0
 	POOL_AVG  = 1
@@ -155,31 +185,6 @@ const (
 	RN_FLOOR                = 2
 	RN_CEIL                 = 3
 	RN_LEGACY               = 4
-
-	// tree.cu
-	TREE_LE                = 0 // first child when u <= thr, u the feature (negated with TREE_NEG); NaN: second
-	TREE_EQ                = 1 // first child when x == thr, or x is NaN and TREE_NAN_FIRST
-	TREE_MEMBER            = 2 // first child when x is one of members[range[0], range[1]), or NaN and TREE_NAN_FIRST
-	TREE_LEAF              = 3 // child: the leaf's weights (TREE_ONE: the target of the node's one weight, v.d)
-	TREE_NEG               = 4 // TREE_LE: compare the negated feature
-	TREE_NAN_FIRST         = 8 // TREE_EQ, TREE_MEMBER: a NaN takes the first child
-	TREE_ONE               = 4 // TREE_LEAF: one weight, in the node
-	TREE_FEATURE_SHIFT     = 4
-	TREE_CLASSIFIER        = 1 // TreeEnsembleClassifier: FinishClassification's rules and a label
-	TREE_ONE_CLASS_ID      = 2 // opsem.TreeClassifier.OneClassID
-	TREE_POSITIVE          = 4 // opsem.TreeClassifier.PositiveWeights
-	TREE_TRACK             = 8 // which targets a row's leaves reach matters (MIN, MAX, classifiers): has is kept
-	TREE_AVERAGE           = 0
-	TREE_SUM               = 1
-	TREE_MIN               = 2
-	TREE_MAX               = 3
-	TREE_POST_NONE         = 0
-	TREE_POST_SOFTMAX      = 1
-	TREE_POST_LOGISTIC     = 2
-	TREE_POST_SOFTMAX_ZERO = 3
-	TREE_POST_PROBIT       = 4
-	TREE_Y_F32             = 0
-	TREE_Y_F64             = 1
 )
 
 // The kernel entry points, by source file.
@@ -218,6 +223,30 @@ const (
 	LogicNot      = "logic_not"
 	LogicIsnanF32 = "logic_isnan_f32"
 	LogicIsinfF32 = "logic_isinf_f32"
+
+	// ml.cu
+	TreeWalkF32    = "tree_walk_f32"
+	TreeWalkF32F64 = "tree_walk_f32_f64"
+	TreeWalkF64    = "tree_walk_f64"
+	TreeFinish     = "tree_finish"
+	LinearF32      = "linear_f32"
+	LinearF64      = "linear_f64"
+	ScalerF32      = "scaler_f32"
+	NormalizerF32  = "normalizer_f32"
+	BinarizerF32   = "binarizer_f32"
+	ImputerF32     = "imputer_f32"
+	ScalerF64      = "scaler_f64"
+	NormalizerF64  = "normalizer_f64"
+	BinarizerF64   = "binarizer_f64"
+	ImputerF64     = "imputer_f64"
+	ScalerI64      = "scaler_i64"
+	NormalizerI64  = "normalizer_i64"
+	BinarizerI64   = "binarizer_i64"
+	ImputerI64     = "imputer_i64"
+	ScalerI32      = "scaler_i32"
+	NormalizerI32  = "normalizer_i32"
+	BinarizerI32   = "binarizer_i32"
+	ImputerI32     = "imputer_i32"
 
 	// nn.cu
 	ConvIm2colF32   = "conv_im2col_f32"
@@ -282,10 +311,4 @@ const (
 	GatherElements = "gather_elements"
 	GatherNd       = "gather_nd"
 	ResizeAxis     = "resize_axis"
-
-	// tree.cu
-	TreeWalkF32    = "tree_walk_f32"
-	TreeWalkF32F64 = "tree_walk_f32_f64"
-	TreeWalkF64    = "tree_walk_f64"
-	TreeFinish     = "tree_finish"
 )

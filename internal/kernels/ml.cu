@@ -1,18 +1,19 @@
-// The tree ensembles of ai.onnx.ml (TreeEnsembleRegressor,
-// TreeEnsembleClassifier, TreeEnsemble), in the manner of RAPIDS' Forest
-// Inference Library: the rows by blocks of trees. tree_walk_* gives each
-// thread one row and one lane, a contiguous block of the ensemble's trees:
-// it walks the row down each tree of its lane in turn and aggregates the
+// The operators of ai.onnx.ml that run on the device: the tree ensembles,
+// the linear models and the feature transforms. What they compute is
+// opsem's (inference/internal/opsem: mltree.go, mlmodels.go,
+// mlfeatures.go, mlscores.go), in float64 as the CPU backend computes it.
+//
+// The tree ensembles (TreeEnsembleRegressor, TreeEnsembleClassifier,
+// TreeEnsemble), in the manner of RAPIDS' Forest Inference Library: the
+// rows by blocks of trees. tree_walk_* gives each thread one row and one
+// lane, a contiguous block of the ensemble's trees: it walks the row down each tree of its lane in turn and aggregates the
 // leaves' weights into the lane's partial result. tree_finish then gives
 // each thread a row: it folds the lanes' partial results in lane order
 // and finishes the row (the aggregate, the base values, the classifier's
 // binary rules and label, the post transform) straight into the outputs.
 // Two launches an ensemble: the finish's float64 exp and log need 70
 // registers (sm_80) where the walk needs 32, which a fused kernel would
-// hold in every walking thread. What they compute is opsem's
-// (inference/internal/opsem/mltree.go: FinishRegression,
-// FinishClassification; mlscores.go: PostTransform), in float64 as the
-// CPU backend does.
+// hold in every walking thread.
 //
 // The ensemble is compiled once per model (inference/cuda/treelayout.go)
 // into one buffer of the model's weights: a tree_ensemble header, then
@@ -266,9 +267,7 @@ DEVICE long long tree_finish_classification(const tree_ensemble *e, const double
 	return label;
 }
 
-// ---- the kernel ------------------------------------------------------------------
-
-// ---- the kernels -----------------------------------------------------------------
+// ---- the tree kernels ------------------------------------------------------------
 
 // tree_walk runs ensemble e on x, [rows, feats] of X, comparing in T:
 // thread (lane, row) walks the row down trees [trees·lane/lanes,
@@ -387,4 +386,190 @@ KERNEL tree_finish(const tree_ensemble *e, long long rows, long long lanes, doub
 			for (long long c = 0; c < k; c++) ((float *)y)[row * k + c] = (float)p[c];
 		}
 	}
+}
+
+// ---- the linear models -----------------------------------------------------------
+
+// Linear model flags (the flags parameter).
+#define LINEAR_CLASSIFIER 1 // LinearClassifier: a label per row
+#define LINEAR_BINARY 2     // one row of coefficients and two labels: the scores are (1 − s, s), untransformed
+
+// linear is LinearClassifier or LinearRegressor (opsem.LinearClassifier,
+// opsem.LinearRegressor) on x, [rows, feats]: each thread scores a row,
+// the k dot products with the rows of coef ([k, feats]) plus intercepts
+// (none when null), summed in feature order in float64 as the CPU
+// backend sums them, into p (scratch, [rows, width]); a classifier then
+// takes its label (class k's is classes[k]): with one row of
+// coefficients, the second class where s > 0, else the first highest
+// score. The post transform follows (of a row of one score, PROBIT
+// alone), and the width scores go to z as float32.
+template <class X>
+DEVICE void linear(const X *x, long long rows, long long feats, const float *coef, const float *intercepts, long long k,
+                   long long post, long long flags, const long long *classes, double *p, long long width, float *z,
+                   long long *labels) {
+	GRID_STRIDE(row, rows) {
+		const X *xr = x + row * feats;
+		double *s = p + row * width;
+		for (long long c = 0; c < k; c++) {
+			const float *w = coef + c * feats;
+			double d = 0;
+			for (long long f = 0; f < feats; f++) d += __dmul_rn((double)xr[f], (double)w[f]);
+			s[c] = intercepts ? (double)intercepts[c] + d : d;
+		}
+		long long label = 0, transformed = k;
+		if ((flags & LINEAR_CLASSIFIER) && k == 1) {
+			label = s[0] > 0;
+			if (flags & LINEAR_BINARY) {
+				const double v = s[0];
+				s[0] = 1 - v;
+				s[1] = v;
+				transformed = 0;
+			}
+		} else if (flags & LINEAR_CLASSIFIER) {
+			for (long long c = 1; c < k; c++)
+				if (s[c] > s[label]) label = c;
+		}
+		tree_transform(post, s, transformed);
+		if (labels) labels[row] = classes[label];
+		if (z)
+			for (long long c = 0; c < width; c++) z[row * width + c] = (float)s[c];
+	}
+}
+
+// Entry points by the type of X (an integer X runs on the host).
+KERNEL linear_f32(const float *x, long long rows, long long feats, const float *coef, const float *intercepts,
+                 long long k, long long post, long long flags, const long long *classes, double *p, long long width,
+                 float *z, long long *labels) {
+	linear<float>(x, rows, feats, coef, intercepts, k, post, flags, classes, p, width, z, labels);
+}
+KERNEL linear_f64(const double *x, long long rows, long long feats, const float *coef, const float *intercepts,
+                 long long k, long long post, long long flags, const long long *classes, double *p, long long width,
+                 float *z, long long *labels) {
+	linear<double>(x, rows, feats, coef, intercepts, k, post, flags, classes, p, width, z, labels);
+}
+
+// ---- the feature transforms ------------------------------------------------------
+
+// Normalizer norms (opsem.NormMax, NormL1, NormL2).
+#define NORM_MAX 0
+#define NORM_L1 1
+#define NORM_L2 2
+
+// scaler is Scaler: y[i] = (x[i] − offset[j])·scale[j] in float64, as
+// float32, j the element's feature (i mod feats) where there are several
+// values, else 0.
+template <class X>
+DEVICE void scaler(const X *x, float *y, long long n, long long feats, const float *offset, const float *scale,
+                   long long values) {
+	GRID_STRIDE(i, n) {
+		const long long j = values > 1 ? i % feats : 0;
+		y[i] = (float)__dmul_rn((double)x[i] - (double)offset[j], (double)scale[j]);
+	}
+}
+
+// normalizer is Normalizer on x, [rows, cols]: each thread divides a row
+// by its norm m in float64 (MAX: the largest value, NaNs skipped, at
+// least −FLT_MAX; L1: Σ|v|; L2: v as sign(v)·√(v²/Σv²)), leaving a row
+// whose norm is 0 as it is.
+template <class X>
+DEVICE void normalizer(const X *x, float *y, long long rows, long long cols, long long norm) {
+	GRID_STRIDE(row, rows) {
+		const X *xr = x + row * cols;
+		float *yr = y + row * cols;
+		double m = norm == NORM_MAX ? -3.4028234663852886e38 : 0;
+		for (long long j = 0; j < cols; j++) {
+			const double v = (double)xr[j];
+			if (norm == NORM_MAX) {
+				if (v > m) m = v;
+			} else if (norm == NORM_L1) {
+				m += fabs(v);
+			} else {
+				m += __dmul_rn(v, v);
+			}
+		}
+		for (long long j = 0; j < cols; j++) {
+			const double v = (double)xr[j];
+			if (m == 0) {
+				yr[j] = (float)v;
+			} else if (norm == NORM_L2) {
+				yr[j] = (float)copysign(sqrt(__dmul_rn(v, v) / m), v);
+			} else {
+				yr[j] = (float)(v / m);
+			}
+		}
+	}
+}
+
+// binarizer is Binarizer: 1 where x > threshold (compared in float64), 0
+// elsewhere, NaN included, in x's type.
+template <class T>
+DEVICE void binarizer(const T *x, T *y, long long n, double threshold) {
+	GRID_STRIDE(i, n) { y[i] = (double)x[i] > threshold ? (T)1 : (T)0; }
+}
+
+// imputer is Imputer: an element equal to *replaced (any NaN, when
+// replaced_nan) becomes values[j], j its feature (i mod feats) where
+// there are several values, else 0; the others are copied.
+template <class T>
+DEVICE void imputer(const T *x, T *y, long long n, long long feats, const T *values, long long nvalues,
+                    const T *replaced, long long replaced_nan) {
+	const T r = *replaced;
+	GRID_STRIDE(i, n) {
+		const T v = x[i];
+		if (v != r && !(replaced_nan && v != v)) {
+			y[i] = v;
+		} else {
+			y[i] = values[nvalues > 1 ? i % feats : 0];
+		}
+	}
+}
+
+// Entry points by the type of X.
+KERNEL scaler_f32(const float *x, float *y, long long n, long long feats, const float *offset, const float *scale,
+                 long long values) {
+	scaler<float>(x, y, n, feats, offset, scale, values);
+}
+KERNEL normalizer_f32(const float *x, float *y, long long rows, long long cols, long long norm) {
+	normalizer<float>(x, y, rows, cols, norm);
+}
+KERNEL binarizer_f32(const float *x, float *y, long long n, double threshold) { binarizer<float>(x, y, n, threshold); }
+KERNEL imputer_f32(const float *x, float *y, long long n, long long feats, const float *values, long long nvalues,
+                  const float *replaced, long long replaced_nan) {
+	imputer<float>(x, y, n, feats, values, nvalues, replaced, replaced_nan);
+}
+KERNEL scaler_f64(const double *x, float *y, long long n, long long feats, const float *offset, const float *scale,
+                 long long values) {
+	scaler<double>(x, y, n, feats, offset, scale, values);
+}
+KERNEL normalizer_f64(const double *x, float *y, long long rows, long long cols, long long norm) {
+	normalizer<double>(x, y, rows, cols, norm);
+}
+KERNEL binarizer_f64(const double *x, double *y, long long n, double threshold) { binarizer<double>(x, y, n, threshold); }
+KERNEL imputer_f64(const double *x, double *y, long long n, long long feats, const double *values, long long nvalues,
+                  const double *replaced, long long replaced_nan) {
+	imputer<double>(x, y, n, feats, values, nvalues, replaced, replaced_nan);
+}
+KERNEL scaler_i64(const long long *x, float *y, long long n, long long feats, const float *offset, const float *scale,
+                 long long values) {
+	scaler<long long>(x, y, n, feats, offset, scale, values);
+}
+KERNEL normalizer_i64(const long long *x, float *y, long long rows, long long cols, long long norm) {
+	normalizer<long long>(x, y, rows, cols, norm);
+}
+KERNEL binarizer_i64(const long long *x, long long *y, long long n, double threshold) { binarizer<long long>(x, y, n, threshold); }
+KERNEL imputer_i64(const long long *x, long long *y, long long n, long long feats, const long long *values, long long nvalues,
+                  const long long *replaced, long long replaced_nan) {
+	imputer<long long>(x, y, n, feats, values, nvalues, replaced, replaced_nan);
+}
+KERNEL scaler_i32(const int *x, float *y, long long n, long long feats, const float *offset, const float *scale,
+                 long long values) {
+	scaler<int>(x, y, n, feats, offset, scale, values);
+}
+KERNEL normalizer_i32(const int *x, float *y, long long rows, long long cols, long long norm) {
+	normalizer<int>(x, y, rows, cols, norm);
+}
+KERNEL binarizer_i32(const int *x, int *y, long long n, double threshold) { binarizer<int>(x, y, n, threshold); }
+KERNEL imputer_i32(const int *x, int *y, long long n, long long feats, const int *values, long long nvalues,
+                  const int *replaced, long long replaced_nan) {
+	imputer<int>(x, y, n, feats, values, nvalues, replaced, replaced_nan);
 }

@@ -105,11 +105,15 @@ func TestExportsOnSimulatedDevice(t *testing.T) {
 	}
 }
 
+// onDeviceML are the ai.onnx.ml operators the device runs (ml.cu); the
+// others (the SVMs, the encoders, the feature extractors) run on the host.
+var onDeviceML = map[string]bool{"TreeEnsembleClassifier": true, "TreeEnsembleRegressor": true, "TreeEnsemble": true,
+	"LinearClassifier": true, "LinearRegressor": true, "Scaler": true, "Normalizer": true, "Binarizer": true, "Imputer": true, "ZipMap": true}
+
 // TestConformanceSimMLModels runs the classical models of
 // testing/mlmodels through the CUDA executor on the simulated device:
-// every one passes, as on the CPU (a model holding strings runs on the CPU
-// backend whole; the ai.onnx.ml operators but the tree ensembles have no
-// device kernels yet and run on the host).
+// every one passes, as on the CPU, and no operator of onDeviceML runs on
+// the host (a model holding strings runs on the CPU backend whole).
 func TestConformanceSimMLModels(t *testing.T) {
 	_, simulated := cpuAndSim(t)
 	sum, err := RunAll(io.Discard, mlModels, simulated, nil)
@@ -120,8 +124,15 @@ func TestConformanceSimMLModels(t *testing.T) {
 		t.Fatalf("%d models under %s, want the 35 the export script writes", len(sum.Results), mlModels)
 	}
 	for _, r := range sum.Results {
-		if r.Status != Pass {
+		switch {
+		case r.Status != Pass:
 			t.Errorf("%v", r)
+		case r.fallback == "" && r.hostOps != nil:
+			for _, op := range *r.hostOps {
+				if onDeviceML[op] {
+					t.Errorf("%s: nodes on the host: %v, and the device runs %s", r.Name, *r.hostOps, op)
+				}
+			}
 		}
 	}
 	t.Logf("%d passed on the simulated device, %d of them whole on the CPU backend", sum.Passed, fallbacks(sum))
@@ -142,7 +153,7 @@ func fallbacks(sum Summary) int {
 // that has a tree ensemble, and ONNX's TreeEnsemble node tests, through
 // the CUDA executor on the simulated device, at TestTreeEnsembleModels'
 // tolerances, on fresh and on reused buffers: each passes with its
-// ensembles on the device (tree.cu), but where the model holds strings
+// ensembles on the device (ml.cu), but where the model holds strings
 // (string class labels, string inputs) and runs whole on the CPU backend.
 func TestConformanceSimTreeEnsembles(t *testing.T) {
 	_, simulated := cpuAndSim(t)

@@ -1,0 +1,331 @@
+package cuda
+
+import (
+	"math"
+
+	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/opsem"
+	"github.com/beamml/beamml/internal/kernels"
+)
+
+// Lowerings of the linear models and feature transforms of ai.onnx.ml
+// (LinearClassifier, LinearRegressor, Scaler, Normalizer, Binarizer,
+// Imputer), one launch a node (ml.cu). Each reads its attributes with
+// opsem, as the CPU backend does; the coefficients, offsets and imputed
+// values become plan constants. On the host stay the nodes the kernels do
+// not take: a linear model or a Normalizer of an integer X, a classifier
+// of string labels (whose model runs whole on the CPU backend), and any
+// input of another type (float16: the CPU backend reports it).
+
+func init() {
+	registerLowering(mlDomain+".LinearClassifier", lowerLinear)
+	registerLowering(mlDomain+".LinearRegressor", lowerLinear)
+	registerLowering(mlDomain+".Scaler", lowerScaler)
+	registerLowering(mlDomain+".Normalizer", lowerNormalizer)
+	registerLowering(mlDomain+".Binarizer", lowerBinarizer)
+	registerLowering(mlDomain+".Imputer", lowerImputer)
+}
+
+// mlKernel picks the entry point of a feature kernel family by X's type:
+// f32, f64, i64 or i32, in that order; "" for another type.
+func mlKernel(x inference.DType, f32, f64, i64, i32 string) string {
+	switch x {
+	case inference.Float32:
+		return f32
+	case inference.Float64:
+		return f64
+	case inference.Int64:
+		return i64
+	case inference.Int32:
+		return i32
+	}
+	return ""
+}
+
+// mlConstant makes values a plan constant named after the node's first
+// output (the outputs' names are the graph's own, and unique) and what
+// they are.
+func mlConstant[T inference.Element](l *lowering, what string, values []T) (operand, error) {
+	t, err := inference.New([]int{len(values)}, values)
+	if err != nil {
+		return operand{}, err
+	}
+	name := ""
+	for _, out := range l.Node.Outputs {
+		if out != "" {
+			name = out
+			break
+		}
+	}
+	return l.p.constant(name+"("+what+")", t), nil
+}
+
+// mlRowsOf is X's rows and features as the linear models read it
+// (opsem.MLMatrix): [N, C] or [C].
+func mlRowsOf(l *lowering, x operand, features int) (rows int, err error) {
+	switch {
+	case x.Rank() == 1 && x.Shape[0] == features:
+		return 1, nil
+	case x.Rank() == 2 && x.Shape[1] == features:
+		return x.Shape[0], nil
+	}
+	return 0, l.NoKernel("X is %v%v for %d features", x.DType, x.Shape, features) // the host reports it
+}
+
+func lowerLinear(l *lowering) error {
+	x := l.input(0)
+	kernel := mlKernel(x.DType, kernels.LinearF32, kernels.LinearF64, "", "")
+	if kernel == "" {
+		return l.NoKernel("input X of %v: the device's linear models take float32 and float64", x.DType)
+	}
+	var (
+		coef, intercepts []float32
+		k, features      int
+		post             opsem.PostTransform
+		flags            int64
+		classes          []int64
+		width            int
+	)
+	if l.OpType == "LinearClassifier" {
+		c, err := opsem.LinearClassifierOf(l.Node)
+		if err != nil {
+			return l.NoKernel("%v", err) // the host reports it
+		}
+		if c.Labels.Ints == nil {
+			return l.NoKernel("string labels: the device holds no strings")
+		}
+		coef, intercepts, k, features, post = c.Coefficients, c.Intercepts, c.Classes, c.Features, c.Post
+		flags, classes, width = kernels.LINEAR_CLASSIFIER, c.Labels.Ints, c.ScoreWidth()
+		if c.Binary {
+			flags |= kernels.LINEAR_BINARY
+		}
+	} else {
+		r, err := opsem.LinearRegressorOf(l.Node)
+		if err != nil {
+			return l.NoKernel("%v", err)
+		}
+		coef, intercepts, k, features, post, width = r.Coefficients, r.Intercepts, r.Targets, r.Features, r.Post, r.Targets
+	}
+	rows, err := mlRowsOf(l, x, features)
+	if err != nil {
+		return err
+	}
+	var z, labels operand
+	if flags&kernels.LINEAR_CLASSIFIER != 0 {
+		if len(l.Out) > 0 && l.Out[0].Present() {
+			if err := checkOut(l, 0, inference.Int64, []int{rows}); err != nil {
+				return err
+			}
+			labels = l.Out[0]
+		}
+		if len(l.Out) > 1 && l.Out[1].Present() {
+			if err := checkOut(l, 1, inference.Float32, []int{rows, width}); err != nil {
+				return err
+			}
+			z = l.Out[1]
+		}
+	} else {
+		if err := checkOut(l, 0, inference.Float32, []int{rows, width}); err != nil {
+			return err
+		}
+		z = l.Out[0]
+	}
+	if rows == 0 {
+		return nil
+	}
+	coefs, err := mlConstant(l, "coefficients", coef)
+	if err != nil {
+		return err
+	}
+	var icpts, classOps operand
+	if intercepts != nil {
+		if icpts, err = mlConstant(l, "intercepts", intercepts); err != nil {
+			return err
+		}
+	}
+	if classes != nil {
+		if classOps, err = mlConstant(l, "classes", classes); err != nil {
+			return err
+		}
+	}
+	scores := l.Scratch(inference.Float64, []int{rows, width})
+	return l.Launch(kernel, int64(rows), ptrArg(x), intArg(rows), intArg(features), ptrArg(coefs), optionalArg(icpts), intArg(k),
+		intArg(treeTransforms[post]), intArg(flags), optionalArg(classOps), ptrArg(scores), intArg(width), optionalArg(z), optionalArg(labels))
+}
+
+// mlFeatures is the size of x's last axis, checking that the node's
+// values per feature number one or that many.
+func mlFeatures(l *lowering, x operand, values int) (int, error) {
+	if x.Rank() == 0 {
+		return 0, l.NoKernel("input X is a scalar") // the host reports it
+	}
+	features := x.Shape[x.Rank()-1]
+	if values != 1 && values != features {
+		return 0, l.NoKernel("%d values for %d features", values, features)
+	}
+	return features, nil
+}
+
+func lowerScaler(l *lowering) error {
+	x := l.input(0)
+	kernel := mlKernel(x.DType, kernels.ScalerF32, kernels.ScalerF64, kernels.ScalerI64, kernels.ScalerI32)
+	if kernel == "" {
+		return l.NoKernel("input X of %v", x.DType)
+	}
+	s, err := opsem.ScalerOf(l.Node)
+	if err != nil {
+		return l.NoKernel("%v", err)
+	}
+	features, err := mlFeatures(l, x, len(s.Scale))
+	if err != nil {
+		return err
+	}
+	if err := checkOut(l, 0, inference.Float32, x.Shape); err != nil {
+		return err
+	}
+	if x.Len() == 0 {
+		return nil
+	}
+	offset, err := mlConstant(l, "offset", s.Offset)
+	if err != nil {
+		return err
+	}
+	scale, err := mlConstant(l, "scale", s.Scale)
+	if err != nil {
+		return err
+	}
+	return l.Launch(kernel, int64(x.Len()), ptrArg(x), ptrArg(l.Out[0]), intArg(x.Len()), intArg(features),
+		ptrArg(offset), ptrArg(scale), intArg(len(s.Scale)))
+}
+
+// The kernel's codes of the Normalizer's norms.
+var mlNorms = map[int]int64{opsem.NormMax: kernels.NORM_MAX, opsem.NormL1: kernels.NORM_L1, opsem.NormL2: kernels.NORM_L2}
+
+func lowerNormalizer(l *lowering) error {
+	x := l.input(0)
+	kernel := mlKernel(x.DType, kernels.NormalizerF32, kernels.NormalizerF64, kernels.NormalizerI64, kernels.NormalizerI32)
+	if kernel == "" {
+		return l.NoKernel("input X of %v", x.DType)
+	}
+	z, err := opsem.NormalizerOf(l.Node)
+	if err != nil {
+		return l.NoKernel("%v", err)
+	}
+	var rows, cols int
+	switch x.Rank() {
+	case 1:
+		rows, cols = 1, x.Shape[0]
+	case 2:
+		rows, cols = x.Shape[0], x.Shape[1]
+	default:
+		return l.NoKernel("X is %v%v", x.DType, x.Shape) // the host reports it
+	}
+	if err := checkOut(l, 0, inference.Float32, x.Shape); err != nil {
+		return err
+	}
+	return l.Launch(kernel, int64(rows), ptrArg(x), ptrArg(l.Out[0]), intArg(rows), intArg(cols), intArg(mlNorms[z.Norm]))
+}
+
+func lowerBinarizer(l *lowering) error {
+	x := l.input(0)
+	kernel := mlKernel(x.DType, kernels.BinarizerF32, kernels.BinarizerF64, kernels.BinarizerI64, kernels.BinarizerI32)
+	if kernel == "" {
+		return l.NoKernel("input X of %v", x.DType)
+	}
+	b, err := opsem.BinarizerOf(l.Node)
+	if err != nil {
+		return l.NoKernel("%v", err)
+	}
+	if err := checkOut(l, 0, x.DType, x.Shape); err != nil {
+		return err
+	}
+	return l.Launch(kernel, int64(x.Len()), ptrArg(x), ptrArg(l.Out[0]), intArg(x.Len()), floatArg(float64(b.Threshold)))
+}
+
+func lowerImputer(l *lowering) error {
+	x := l.input(0)
+	kernel := mlKernel(x.DType, kernels.ImputerF32, kernels.ImputerF64, kernels.ImputerI64, kernels.ImputerI32)
+	if kernel == "" {
+		return l.NoKernel("input X of %v", x.DType)
+	}
+	m, err := opsem.ImputerOf(l.Node)
+	if err != nil {
+		return l.NoKernel("%v", err)
+	}
+	features, err := mlFeatures(l, x, m.Values())
+	if err != nil {
+		return err
+	}
+	if err := checkOut(l, 0, x.DType, x.Shape); err != nil {
+		return err
+	}
+	if x.Len() == 0 {
+		return nil
+	}
+	// The imputed values and the replaced one, in x's type, as the CPU
+	// backend converts them (an int32 x whose values do not fit is the
+	// host's to report).
+	var values, replaced operand
+	replacedNaN := false
+	switch x.DType {
+	case inference.Float32:
+		if len(m.Floats) == 0 {
+			return l.NoKernel("float input, integer imputed values")
+		}
+		values, err = mlConstant(l, "imputed", m.Floats)
+		if err == nil {
+			replaced, err = mlConstant(l, "replaced", []float32{m.ReplacedFloat})
+		}
+		replacedNaN = math.IsNaN(float64(m.ReplacedFloat))
+	case inference.Float64:
+		if len(m.Floats) == 0 {
+			return l.NoKernel("float input, integer imputed values")
+		}
+		values, err = mlConstant(l, "imputed", convertAll(m.Floats, func(v float32) float64 { return float64(v) }))
+		if err == nil {
+			replaced, err = mlConstant(l, "replaced", []float64{float64(m.ReplacedFloat)})
+		}
+		replacedNaN = math.IsNaN(float64(m.ReplacedFloat))
+	case inference.Int64:
+		if len(m.Ints) == 0 {
+			return l.NoKernel("integer input, float imputed values")
+		}
+		values, err = mlConstant(l, "imputed", m.Ints)
+		if err == nil {
+			replaced, err = mlConstant(l, "replaced", []int64{m.ReplacedInt})
+		}
+	case inference.Int32:
+		if len(m.Ints) == 0 {
+			return l.NoKernel("integer input, float imputed values")
+		}
+		ints := make([]int32, len(m.Ints))
+		for i, v := range m.Ints {
+			if v != int64(int32(v)) {
+				return l.NoKernel("imputed value %d out of int32's range", v)
+			}
+			ints[i] = int32(v)
+		}
+		values, err = mlConstant(l, "imputed", ints)
+		if err == nil {
+			replaced, err = mlConstant(l, "replaced", []int32{int32(m.ReplacedInt)})
+		}
+	}
+	if err != nil {
+		return err
+	}
+	nan := int64(0)
+	if replacedNaN {
+		nan = 1
+	}
+	return l.Launch(kernel, int64(x.Len()), ptrArg(x), ptrArg(l.Out[0]), intArg(x.Len()), intArg(features),
+		ptrArg(values), intArg(m.Values()), ptrArg(replaced), intArg(nan))
+}
+
+// convertAll converts each value of vs with conv.
+func convertAll[V, T any](vs []V, conv func(V) T) []T {
+	out := make([]T, len(vs))
+	for i, v := range vs {
+		out[i] = conv(v)
+	}
+	return out
+}
