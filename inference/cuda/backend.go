@@ -201,12 +201,29 @@ func (b *Backend) CompileWith(g *graph.Graph, o graph.Options) (inference.Model,
 	if err := passes.Optimize(g, Passes(precision)...); err != nil {
 		return nil, err
 	}
+	why := ""
+	if stringValue(g) != "" { // strings at the model's edges stay on the host (edges.go)
+		m, reason, err := splitEdges(g, func(g *graph.Graph) (inference.Model, error) { return b.place(g, precision, devs, "") })
+		switch {
+		case err != nil:
+			return nil, err
+		case m != nil:
+			return m, nil
+		}
+		why = reason
+	}
+	return b.place(g, precision, devs, why)
+}
+
+// place makes g a model on devs: one, or a replica on each. stringsWhy
+// says why the strings g holds are not at its edges, where it holds any.
+func (b *Backend) place(g *graph.Graph, precision inference.Precision, devs []Device, stringsWhy string) (inference.Model, error) {
 	if len(devs) == 1 {
-		return newModel(b, 0, devs[0], g, precision)
+		return newModel(b, 0, devs[0], g, precision, stringsWhy)
 	}
 	var models []*Model
 	for i, dev := range devs {
-		m, err := newModel(b, i, dev, g, precision)
+		m, err := newModel(b, i, dev, g, precision, stringsWhy)
 		if err != nil {
 			newReplicas(models).Close()
 			return nil, fmt.Errorf("cuda: replica on %s: %w", dev.Name(), err)
@@ -227,6 +244,7 @@ func (b *Backend) CompileWith(g *graph.Graph, o graph.Options) (inference.Model,
 func graphPasses() []passes.Pass {
 	return []passes.Pass{
 		passes.FoldConstants(cpu.RunNode),
+		passes.IndexClassLabels(),
 		passes.EliminateDeadNodes(),
 		passes.FoldBatchNorm(),
 		passes.RecognizeLayerNorm(),

@@ -73,7 +73,7 @@ var random = map[string]bool{
 	"Bernoulli": true, "Multinomial": true,
 }
 
-func newModel(b *Backend, ord int, dev Device, g *graph.Graph, precision inference.Precision) (*Model, error) {
+func newModel(b *Backend, ord int, dev Device, g *graph.Graph, precision inference.Precision, stringsWhy string) (*Model, error) {
 	m := &Model{b: b, ord: ord, dev: dev, precision: precision, cpu: cpu.NewModel(g), g: g, opset: g.Opset(), batched: g.Batched(),
 		classes: map[string]*shapeClass{}, plans: map[string]*plan{}}
 	m.pool.dev = dev
@@ -86,6 +86,9 @@ func newModel(b *Backend, ord int, dev Device, g *graph.Graph, precision inferen
 	}
 	if v := stringValue(g); m.fallback == "" && v != "" {
 		m.fallback = fmt.Sprintf("value %q holds strings, which the device does not", v)
+		if stringsWhy != "" {
+			m.fallback += ", and they are not all at the model's edges: " + stringsWhy
+		}
 	}
 	if m.fallback == "" {
 		types := opsem.ValueTypes(g, nil)
@@ -318,8 +321,12 @@ func (m *Model) Run(ctx context.Context, feeds map[string]inference.Tensor) (map
 	return out, m.b.fail(err)
 }
 
-func (m *Model) checkFeeds(feeds map[string]inference.Tensor) error {
-	for _, in := range m.g.Inputs {
+func (m *Model) checkFeeds(feeds map[string]inference.Tensor) error { return checkFeeds(m.g, feeds) }
+
+// checkFeeds checks feeds against g's inputs: each fed, of its type, rank
+// and static dimensions; no initializer overridden.
+func checkFeeds(g *graph.Graph, feeds map[string]inference.Tensor) error {
+	for _, in := range g.Inputs {
 		t, ok := feeds[in.Name]
 		if !ok {
 			return fmt.Errorf("cuda: graph input %q is not fed: %w", in.Name, inference.ErrMissingInput)
@@ -336,7 +343,7 @@ func (m *Model) checkFeeds(feeds map[string]inference.Tensor) error {
 			}
 		}
 	}
-	for _, in := range m.g.Overridable {
+	for _, in := range g.Overridable {
 		if _, ok := feeds[in.Name]; ok {
 			return &inference.UnsupportedOpError{Op: "feed", Detail: fmt.Sprintf("input %q overrides an initializer; the GPU executor runs with its default only", in.Name)}
 		}

@@ -13,9 +13,9 @@ import (
 // Imputer), one launch a node (ml.cu). Each reads its attributes with
 // opsem, as the CPU backend does; the coefficients, offsets and imputed
 // values become plan constants. On the host stay the nodes the kernels do
-// not take: a linear model or a Normalizer of an integer X, a classifier
-// of string labels (whose model runs whole on the CPU backend), and any
-// input of another type (float16: the CPU backend reports it).
+// not take: a linear model of an integer X, and any input of another type
+// (float16: the CPU backend reports it). A classifier of string labels
+// reaches the device as one of indices (passes.IndexClassLabels).
 
 func init() {
 	registerLowering(mlDomain+".LinearClassifier", lowerLinear)

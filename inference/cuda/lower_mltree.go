@@ -13,9 +13,9 @@ import (
 // binary rules and label, the post transform) into the scores and the
 // int64 labels. The ensemble was laid out once per model with the
 // weights (treelayout.go). On the host stay an ensemble whose input is
-// not float32 or float64 (an integer or float16 X), and a classifier of
-// string labels, whose model runs whole on the CPU backend (it holds
-// strings).
+// not float32 or float64 (an integer or float16 X). A classifier of
+// string labels reaches the device as one of indices
+// (passes.IndexClassLabels), its labels mapped on the host (edges.go).
 
 func init() {
 	for _, op := range treeEnsembleOps {

@@ -2,11 +2,13 @@
 // time: the float32 computation of float16 values (with float16
 // rounding), constant folding, dead-node elimination, BatchNormalization
 // folding, the recognition of the decomposed forms exporters write for
-// LayerNormalization, Gelu and Attention, and the fusion of bias,
-// residual and activation epilogues into Conv, Gemm and MatMul. It is for
-// backend writers. A backend's Compile composes the passes whose results
-// its kernels run, and runs them with Optimize before it plans the
-// rewritten graph (see graph.Compiler): the CPU backend runs them all, the
+// LayerNormalization, Gelu and Attention, the fusion of bias, residual
+// and activation epilogues into Conv, Gemm and MatMul, and, for a backend
+// whose memory holds no strings, classifiers of string labels made ones
+// of indices (IndexClassLabels). It is for backend writers. A backend's
+// Compile composes the passes whose results its kernels run, and runs
+// them with Optimize before it plans the rewritten graph (see
+// graph.Compiler): the CPU backend runs all but IndexClassLabels, the
 // CUDA backend those its lowerings honour.
 //
 // Every rewrite keeps the values a run returns under their names and
