@@ -89,8 +89,9 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./beam/runinference/
 
 # The CPU-speed yardstick: the CPU backend vs ONNX Runtime on twelve neural
-# models at batch 1 and 8 and three tree ensembles at 10,000 rows, 1 and 2
-# threads; docs/performance.md's tables come from it. Needs Debian's
+# models and a chain of 64 elementwise nodes (the per-run overhead) at
+# batch 1 and 8 and three tree ensembles at 10,000 rows, 1 and 2 threads;
+# docs/performance.md's tables come from it. Needs Debian's
 # python3-torchvision, python3-sklearn, python3-xgboost, node and npm
 # (scripts/bench-cpu.sh). BENCH_ARGS go to testing/benchcpu:
 # BENCH_ARGS='--threads 1 --batches 8 --models bert' times one model.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make bench-cpu: the project's CPU-speed yardstick. Times beamml's CPU
 # backend against ONNX Runtime (onnxruntime-node 1.30.0, CPU execution
-# provider) on the models of scripts/export_bench_models.py (two MLPs, an
+# provider) on the models of scripts/export_bench_models.py (two MLPs, a
+# chain of 64 elementwise nodes that times the per-run overhead, an
 # LSTM, ResNet-18 and -50, MobileNetV2, EfficientNet-B0, ConvNeXt-Tiny,
 # SqueezeNet 1.1, a ViT, a BERT-style encoder and a GPT-style decoder) at
 # batch sizes 1 and 8, and on the tree ensembles of

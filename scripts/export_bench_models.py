@@ -21,6 +21,10 @@ digits.onnx, the MLP of examples/classify, is copied in as an extra row.
 
 The models, in the manifest's (and the table's) order:
     mlp             784-512-256-10 MLP with ReLU, input float32[b, 784]
+    chain64         64 elementwise nodes in a row (ReLU, then negation, in
+                    turn) on float32[b, 16]: no arithmetic to speak of, so a
+                    run's time is the runtime's overhead, per run and per
+                    node
     digits          examples/classify's 64-32-10 MLP, input float32[b, 64]
     lstm            2-layer bidirectional LSTM (hidden 128) and a Linear
                     head on every step, input float32[b, 50, 64]
@@ -174,6 +178,15 @@ def mlp():
     return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10))
 
 
+class Chain(nn.Module):
+    """64 elementwise nodes in a row: ReLU and negation in turn."""
+
+    def forward(self, x):
+        for i in range(64):
+            x = torch.relu(x) if i % 2 == 0 else -x
+        return x
+
+
 def vit():
     model = torchvision.models.VisionTransformer(image_size=224, patch_size=16, num_layers=6, num_heads=3,
                                                  hidden_dim=192, mlp_dim=768)
@@ -197,6 +210,7 @@ def torchvision_model(ctor):
 MODELS = {
     "mlp": (mlp, [{"name": "input", "dtype": "float32", "shape": [-1, 784], "fill": "sin"}], ["output"], 13),
     "digits": (None, [{"name": "pixels", "dtype": "float32", "shape": [-1, 64], "fill": "sin"}], ["logits"], 13),
+    "chain64": (Chain, [{"name": "input", "dtype": "float32", "shape": [-1, 16], "fill": "sin"}], ["output"], 13),
     "lstm": (Recurrent, [{"name": "input", "dtype": "float32", "shape": [-1, 50, 64], "fill": "sin"}], ["output"], 13),
     "resnet18": (torchvision_model(torchvision.models.resnet18), [image()], ["output"], 13),
     "resnet50": (torchvision_model(torchvision.models.resnet50), [image()], ["output"], 13),

@@ -31,7 +31,7 @@ fi
 go build -o out/bin/beamml-bench ./cmd/beamml-bench || exit 1
 
 failed=0
-for model in mlp digits lstm bert gpt squeezenet1_1 mobilenet_v2 efficientnet_b0 resnet18 resnet50 convnext_tiny vit; do
+for model in mlp digits chain64 lstm bert gpt squeezenet1_1 mobilenet_v2 efficientnet_b0 resnet18 resnet50 convnext_tiny vit; do
 	tol=(-rtol 1e-3 -atol 1e-4)
 	[ "$model" = efficientnet_b0 ] && tol=(-rtol 0 -atol 50)
 	out=$(out/bin/beamml-bench -device sim -model "$dir/$model.onnx" -batch 2 -dynamic 16 -n 0 -warmup 0 \

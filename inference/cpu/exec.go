@@ -94,6 +94,9 @@ var control = map[string]bool{"If": true, "Loop": true, "Scan": true}
 // check) and returns the model. Compile is the graph.Compiler method of
 // Backend.
 func (b Backend) Compile(g *graph.Graph) (inference.Model, error) {
+	if err := g.EnsureSorted(); err != nil {
+		return nil, err
+	}
 	if err := checkOps(g); err != nil {
 		return nil, err
 	}
@@ -163,9 +166,19 @@ func checkOps(g *graph.Graph) error {
 // has run its own passes and checked g (Check) and runs some of it, or all
 // of it, on the host.
 func NewModel(g *graph.Graph) *Model {
-	m := &Model{g: g, pooled: true}
+	m := &Model{g: g, pooled: true, calls: make([]nodeCall, len(g.Nodes))}
 	for _, t := range g.Initializers {
 		m.bytes += t.ByteSize()
+	}
+	made, overridable := map[string]bool{}, map[string]bool{}
+	for _, v := range g.Overridable {
+		overridable[v.Name] = true
+	}
+	for i, n := range g.Nodes {
+		m.calls[i] = newNodeCall(kernelOf(n), n).withPlace(g, i, made, overridable)
+		for _, o := range n.Outputs {
+			made[o] = true
+		}
 	}
 	for _, n := range g.Nodes {
 		if control[n.OpType] || seqKernels[n.OpType] != nil {
@@ -194,6 +207,7 @@ func NewModel(g *graph.Graph) *Model {
 // *runState has none of it.
 type runState struct {
 	prepared map[*graph.Node]any
+	calls    []nodeCall // the model's, one per node; nil for a subgraph
 	static   []bool
 	kept     map[string]inference.Tensor // the static nodes' outputs, by value name
 	keep     map[string]inference.Tensor // where this run records them, or nil
@@ -211,6 +225,14 @@ func (st *runState) preparedFor(n *graph.Node) any {
 		return nil
 	}
 	return st.prepared[n]
+}
+
+// callFor is node i's nodeCall, n: the model's, or read now.
+func (st *runState) callFor(i int, n *graph.Node) nodeCall {
+	if st != nil && st.calls != nil {
+		return st.calls[i]
+	}
+	return newNodeCall(kernelOf(n), n)
 }
 
 // memo is node i's memo, or nil.
@@ -288,6 +310,7 @@ type Model struct {
 	pooled   bool                // runs take their buffers from pools
 	prepared map[*graph.Node]any // packed weights, by node (prepare)
 	static   []bool              // graph.ShapeDetermined, nil when no node is
+	calls    []nodeCall          // each node's, read once
 
 	mu     sync.Mutex
 	frames []*frame // idle frames, one per run in flight at the busiest
@@ -319,6 +342,7 @@ func (m *Model) frame() *frame {
 	}
 	f := &frame{st: runState{
 		prepared: m.prepared,
+		calls:    m.calls,
 		memos:    make([]opsem.Memo, len(m.g.Nodes)),
 		values:   map[string]inference.Tensor{},
 		seqs:     map[string][]inference.Tensor{},
@@ -483,6 +507,7 @@ func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, st *runState
 		if n.Domain != "" {
 			node.Opset = g.OpsetOf(n)
 		}
+		call := st.callFor(i, n)
 		mark := r.InUse()
 		if k, ok := seqKernels[n.OpType]; ok {
 			err := guard(n, func() error { return runSeq(node, k, lookup, values, seqs) })
@@ -496,9 +521,11 @@ func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, st *runState
 			continue
 		}
 		in = in[:0]
-		for _, name := range n.Inputs {
+		for j, name := range n.Inputs {
 			var t inference.Tensor
-			if name != "" {
+			if w, ok := call.weight(j); ok {
+				t = w
+			} else if name != "" {
 				if _, isSeq := seqs[name]; isSeq {
 					return nil, fmt.Errorf("cpu: node %v: input %q is a sequence, want a tensor: %w", n, name, inference.ErrType)
 				}
@@ -523,7 +550,7 @@ func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, st *runState
 				if control[n.OpType] {
 					outs, err = runControl(ctx, node, in, scope(outer, g.Initializers, values))
 				} else {
-					outs, err = callKernel(kernelOf(n), node, in)
+					outs, err = call.call(node, in)
 				}
 				return err
 			})
@@ -544,24 +571,26 @@ func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, st *runState
 			}
 			values[name] = outs[j]
 			r.Hold(outs[j].ByteSize())
-			if pool != nil && (g.LastUse[name] > i || graphOutput(g, name)) {
+			if pool != nil && call.readsLater(g, i, j, name) {
 				pool.Ref(dataAddr(outs[j])) // an output nothing reads is left to Sweep
 			}
 			if observe != nil {
 				observe(name, outs[j])
 			}
 		}
-		for _, name := range n.Inputs {
-			if last, ok := g.LastUse[name]; ok && last == i {
-				if _, fed := feeds[name]; !fed { // what a node computed, counted by Hold
-					r.Release(seqBytes(values[name], seqs[name]))
-					if pool != nil {
-						pool.Unref(dataAddr(values[name]))
-					}
-				}
-				delete(values, name)
-				delete(seqs, name)
+		for j, name := range n.Inputs {
+			if name == "" || !call.lastReads(g, i, j, name) {
+				continue
 			}
+			if call.computed(feeds, j, name) { // counted by Hold
+				v := values[name]
+				r.Release(seqBytes(v, seqs[name]))
+				if pool != nil {
+					pool.Unref(dataAddr(v))
+				}
+			}
+			delete(values, name)
+			delete(seqs, name)
 		}
 		if pool != nil {
 			pool.Sweep(pmark) // the kernel's scratch, and outputs nothing reads
@@ -729,7 +758,7 @@ func scalarBool(t inference.Tensor) (bool, error) {
 // computes: a graph.Runner, with which graph.InferShapes reads the shapes
 // of a model's values.
 func (m *Model) RunObserved(ctx context.Context, feeds map[string]inference.Tensor, observe func(name string, t inference.Tensor)) error {
-	_, err := runObserved(ctx, limit.New(ctx, 0), m.g, &runState{prepared: m.prepared}, feeds, nil, observe)
+	_, err := runObserved(ctx, limit.New(ctx, 0), m.g, &runState{prepared: m.prepared, calls: m.calls}, feeds, nil, observe)
 	return err
 }
 

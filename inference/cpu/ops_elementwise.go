@@ -128,14 +128,24 @@ func ewSignOf(x float64) float64 {
 	return x // ±0 and NaN
 }
 
+// ewWithVec is a with vec as its float32 vector loop.
+func ewWithVec(a ewAttrs, vec func(y, x []float32)) ewAttrs {
+	return func(n opsem.Node) (ewUnary, error) {
+		u, err := a(n)
+		u.vec = vec
+		return u, err
+	}
+}
+
 var ewUnaryOps = map[string]ewAttrs{
-	"Abs": ewFixedInt(math.Abs, func(x int64) int64 {
+	"Abs": ewWithVec(ewFixedInt(math.Abs, func(x int64) int64 {
 		if x < 0 {
 			return -x
 		}
 		return x
-	}, func(x uint64) uint64 { return x }),
-	"Neg": ewFixedInt(func(x float64) float64 { return -x }, func(x int64) int64 { return -x }, nil),
+	}, func(x uint64) uint64 { return x }), ewMap32(func(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^ (1 << 31)) })),
+	"Neg": ewWithVec(ewFixedInt(func(x float64) float64 { return -x }, func(x int64) int64 { return -x }, nil),
+		ewMap32(func(v float32) float32 { return -v })),
 	"Sign": ewFixedInt(ewSignOf, func(x int64) int64 { return int64(cmp.Compare(x, 0)) }, func(x uint64) uint64 {
 		return uint64(cmp.Compare(x, 0))
 	}),

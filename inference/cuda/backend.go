@@ -195,6 +195,9 @@ func (b *Backend) CompileWith(g *graph.Graph, o graph.Options) (inference.Model,
 	if err := b.Failed(); err != nil {
 		return nil, err
 	}
+	if err := g.EnsureSorted(); err != nil {
+		return nil, err
+	}
 	if err := cpu.Check(g); err != nil {
 		return nil, err
 	}

@@ -230,6 +230,18 @@ func (g *Graph) Sort(outer map[string]bool) error {
 	return s.graph(g, 0)
 }
 
+// EnsureSorted sorts g if nothing has (a graph built by hand rather than
+// decoded): a backend's Compile calls it, since Sort both checks the graph
+// and records each value's last reader (LastUse), by which an executor
+// frees buffers; without it, a run could hand a value's buffer to a later
+// node while the value still lives.
+func (g *Graph) EnsureSorted() error {
+	if g.LastUse != nil {
+		return nil
+	}
+	return g.Sort(nil)
+}
+
 // checkOpsets checks the versions g imports.
 func checkOpsets(g *Graph) error {
 	for _, domain := range slices.Sorted(maps.Keys(g.Opsets)) {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -30,6 +31,9 @@ type Pool struct {
 	live  []*buffer           // handed out in this run, by address
 	taken []*buffer           // handed out in this run, in order
 	runs  int
+	// ntaken is len(taken), read without the lock by Mark and by Sweep,
+	// which has nothing to do after a node that took no buffer (a view).
+	ntaken atomic.Int64
 }
 
 // MinPooled is the least size in bytes a Pool hands out: every buffer that
@@ -87,6 +91,7 @@ func (p *Pool) take(size int64, zeroed bool) *buffer {
 	i, _ := p.find(b.addr)
 	p.live = slices.Insert(p.live, i, b)
 	p.taken = append(p.taken, b)
+	p.ntaken.Store(int64(len(p.taken)))
 	p.mu.Unlock()
 	return b
 }
@@ -145,15 +150,14 @@ func (p *Pool) release(b *buffer) {
 
 // Mark returns the number of buffers handed out so far in this run, for
 // Sweep.
-func (p *Pool) Mark() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.taken)
-}
+func (p *Pool) Mark() int { return int(p.ntaken.Load()) }
 
 // Sweep frees the buffers handed out since mark that no value refers to:
 // the scratch of the kernel that just ran.
 func (p *Pool) Sweep(mark int) {
+	if p.ntaken.Load() == int64(mark) {
+		return // nothing handed out since mark
+	}
 	p.mu.Lock()
 	for _, b := range p.taken[mark:] {
 		if b.refs == 0 && p.holder(b.addr) == b {
@@ -177,6 +181,7 @@ func (p *Pool) End() {
 	p.live = p.live[:0]
 	clear(p.taken)
 	p.taken = p.taken[:0]
+	p.ntaken.Store(0)
 	for size, last := range p.used {
 		if p.runs-last >= keepRuns {
 			delete(p.free, size)
