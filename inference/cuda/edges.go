@@ -139,16 +139,16 @@ func splitEdges(g *graph.Graph, compile func(*graph.Graph) (inference.Model, err
 		m.outputs = append(m.outputs, o.Name)
 	}
 	var closers []inference.Model
-	fail := func(err error) (*edgeModel, string, error) {
+	fail := func(err error, why string) (*edgeModel, string, error) {
 		for _, c := range closers {
 			c.Close()
 		}
-		return nil, "", err
+		return nil, why, err
 	}
 	if len(prefix) > 0 {
 		sub, err := subgraph(g, "(strings before)", prefix, reads(prefix), wanted, declared)
 		if err != nil {
-			return fail(err)
+			return fail(err, "")
 		}
 		m.prefix = &edgePart{model: cpu.NewModel(sub), inputs: reads(prefix), ops: opTypes(prefix)}
 		closers = append(closers, m.prefix.model)
@@ -157,10 +157,7 @@ func splitEdges(g *graph.Graph, compile func(*graph.Graph) (inference.Model, err
 		// dimension dynamic.
 		out, err := probe(m.prefix.model, sub)
 		if err != nil {
-			for _, c := range closers {
-				c.Close()
-			}
-			return nil, fmt.Sprintf("the string operations before the device fail on a probe: %v", err), nil
+			return fail(nil, fmt.Sprintf("the string operations before the device fail on a probe: %v", err))
 		}
 		for name, t := range out {
 			declared[name] = graph.Value{Name: name, DType: t.DType(), Shape: slices.Repeat([]int{inference.Dynamic}, t.Rank())}
@@ -168,11 +165,11 @@ func splitEdges(g *graph.Graph, compile func(*graph.Graph) (inference.Model, err
 	}
 	sub, err := subgraph(g, "(device)", middle, middleIn, middleWants, declared)
 	if err != nil {
-		return fail(err)
+		return fail(err, "")
 	}
 	model, err := compile(sub)
 	if err != nil {
-		return fail(err)
+		return fail(err, "")
 	}
 	m.middle = edgePart{model: model, inputs: middleIn}
 	closers = append(closers, model)
@@ -184,7 +181,7 @@ func splitEdges(g *graph.Graph, compile func(*graph.Graph) (inference.Model, err
 		}
 		sub, err := subgraph(g, "(strings after)", suffix, suffixIn, map[string]bool{}, declared)
 		if err != nil {
-			return fail(err)
+			return fail(err, "")
 		}
 		m.suffix = &edgePart{model: cpu.NewModel(sub), inputs: suffixIn, ops: opTypes(suffix)}
 	}

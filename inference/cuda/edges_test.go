@@ -156,3 +156,49 @@ func TestStringsInTheMiddleRunOnTheCPU(t *testing.T) {
 		}
 	}
 }
+
+// A model whose encoder fails on the probe's row of empty strings (a
+// OneHotEncoder that rejects unknown categories, zeros = 0) runs whole on
+// the CPU backend, and says so; its runs on known categories are the CPU
+// backend's.
+func TestStringsWhoseProbeFailsRunOnTheCPU(t *testing.T) {
+	build := func() *graph.Graph {
+		g := &graph.Graph{Name: "onehot", Opsets: map[string]int64{"": 21, cpu.MLDomain: 1}, Initializers: map[string]inference.Tensor{},
+			Inputs: []graph.Value{{Name: "color", DType: inference.String, Shape: []int{inference.Dynamic, 1}}},
+			Nodes: []*graph.Node{
+				{Name: "onehot", OpType: "OneHotEncoder", Domain: cpu.MLDomain, Inputs: []string{"color"}, Outputs: []string{"hot"},
+					Attrs: map[string]graph.Attr{"cats_strings": aStrs("red", "green"), "zeros": aInt(0)}},
+				{Name: "relu", OpType: "Relu", Inputs: []string{"hot"}, Outputs: []string{"y"}},
+			},
+			Outputs: []graph.Value{{Name: "y"}},
+		}
+		if err := g.Sort(nil); err != nil {
+			panic(err)
+		}
+		return g
+	}
+	b, _ := newSim(t, 0)
+	m, err := b.Compile(build())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	cm, ok := m.(*cuda.Model)
+	if !ok {
+		t.Fatalf("model %T, want the whole model on the CPU backend", m)
+	}
+	if !strings.Contains(cm.Fallback(), "fail on a probe") {
+		t.Errorf("fallback %q, want it to say the probe failed", cm.Fallback())
+	}
+	color, err := inference.New([]int{2, 1}, []string{"green", "red"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := m.Run(context.Background(), map[string]inference.Tensor{"color": color})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if y, _ := inference.Data[float32](got["y"]); !slices.Equal(y, []float32{0, 1, 1, 0}) {
+		t.Errorf("y = %v, want one-hot [0 1 1 0]", y)
+	}
+}
