@@ -11,8 +11,9 @@ import (
 // so that a model that ignores its deadline does not block the bundle.
 // The goroutine serves every batch of its batcher: starting one per batch
 // cost about 90ns an element (the scheduler wakes an idle processor for
-// each new goroutine). A run that is abandoned keeps its runner; the
-// batcher starts a new one (abandon).
+// each new goroutine). A run that is abandoned keeps its runner, which
+// ends when the run returns; the batcher's next batch starts a new one
+// (batcher.runModel).
 type runner struct {
 	jobs    chan runJob
 	results chan runResult // buffered: an abandoned run's result never blocks the goroutine

@@ -53,10 +53,9 @@ type nodeCall struct {
 	// graph computed each input, and whether a later node or the graph's
 	// outputs read each output.
 	lastRead, computedIn, readLater []bool
-	// weights holds the inputs that are initializers no feed overrides,
-	// where isWeight says so.
-	weights  []inference.Tensor
-	isWeight []bool
+	// weights holds the inputs that are initializers no feed overrides;
+	// the others are zero Tensors (no element type).
+	weights []inference.Tensor
 }
 
 func newNodeCall(k kernel, n *graph.Node) nodeCall {
@@ -71,12 +70,12 @@ func newNodeCall(k kernel, n *graph.Node) nodeCall {
 func (c nodeCall) withPlace(g *graph.Graph, i int, made, overridable map[string]bool) nodeCall {
 	n := g.Nodes[i]
 	c.lastRead, c.computedIn, c.readLater = make([]bool, len(n.Inputs)), make([]bool, len(n.Inputs)), make([]bool, len(n.Outputs))
-	c.weights, c.isWeight = make([]inference.Tensor, len(n.Inputs)), make([]bool, len(n.Inputs))
+	c.weights = make([]inference.Tensor, len(n.Inputs))
 	for j, name := range n.Inputs {
 		last, ok := g.LastUse[name]
 		c.lastRead[j], c.computedIn[j] = ok && last == i, made[name]
 		if t, ok := g.Initializers[name]; ok && !overridable[name] && !made[name] {
-			c.weights[j], c.isWeight[j] = t, true
+			c.weights[j] = t
 		}
 	}
 	for j, name := range n.Outputs {
@@ -97,7 +96,7 @@ func (c nodeCall) lastReads(g *graph.Graph, i, j int, name string) bool {
 
 // weight returns input j when it is an initializer no feed overrides.
 func (c nodeCall) weight(j int) (inference.Tensor, bool) {
-	if c.isWeight == nil || !c.isWeight[j] {
+	if c.weights == nil || c.weights[j].DType() == 0 {
 		return inference.Tensor{}, false
 	}
 	return c.weights[j], true

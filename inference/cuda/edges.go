@@ -146,11 +146,12 @@ func splitEdges(g *graph.Graph, compile func(*graph.Graph) (inference.Model, err
 		return nil, why, err
 	}
 	if len(prefix) > 0 {
-		sub, err := subgraph(g, "(strings before)", prefix, reads(prefix), wanted, declared)
+		prefixIn := reads(prefix)
+		sub, err := subgraph(g, "(strings before)", prefix, prefixIn, wanted, declared)
 		if err != nil {
 			return fail(err, "")
 		}
-		m.prefix = &edgePart{model: cpu.NewModel(sub), inputs: reads(prefix), ops: opTypes(prefix)}
+		m.prefix = &edgePart{model: cpu.NewModel(sub), inputs: prefixIn, ops: opTypes(prefix)}
 		closers = append(closers, m.prefix.model)
 		// The prefix's outputs that the device reads are declared as the
 		// probe of the prefix shows them: their types, their ranks, every

@@ -69,6 +69,28 @@ func edgeFeeds(t *testing.T) map[string]inference.Tensor {
 	return map[string]inference.Tensor{"color": color, "x": x}
 }
 
+// cpuAndSimModel compiles g twice: its outputs on feeds as the CPU backend
+// runs it, and its model on the simulated device, closed with the test.
+func cpuAndSimModel(t *testing.T, g func() *graph.Graph, feeds map[string]inference.Tensor) (map[string]inference.Tensor, inference.Model) {
+	t.Helper()
+	ref, err := cpu.Backend{}.Compile(g())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	want, err := ref.Run(context.Background(), feeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := newSim(t, 0)
+	m, err := b.Compile(g())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return want, m
+}
+
 // A model whose strings are at its edges runs on the device but for them:
 // the encoder before (CategoryMapper) and the labels after (the Gather
 // that passes.IndexClassLabels makes of the classifier's string labels)
@@ -77,21 +99,7 @@ func edgeFeeds(t *testing.T) map[string]inference.Tensor {
 func TestStringsAtTheEdgesStayOnTheHost(t *testing.T) {
 	ctx := context.Background()
 	feeds := edgeFeeds(t)
-	ref, err := cpu.Backend{}.Compile(edgeGraph(false)())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ref.Close()
-	want, err := ref.Run(ctx, feeds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := newSim(t, 0)
-	m, err := b.Compile(edgeGraph(false)())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	want, m := cpuAndSimModel(t, edgeGraph(false), feeds)
 	if _, ok := m.(*cuda.Model); ok {
 		t.Fatalf("the model runs whole as one: %s", m.(*cuda.Model).Fallback())
 	}
@@ -124,21 +132,7 @@ func TestStringsAtTheEdgesStayOnTheHost(t *testing.T) {
 func TestStringsInTheMiddleRunOnTheCPU(t *testing.T) {
 	ctx := context.Background()
 	feeds := edgeFeeds(t)
-	ref, err := cpu.Backend{}.Compile(edgeGraph(true)())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ref.Close()
-	want, err := ref.Run(ctx, feeds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := newSim(t, 0)
-	m, err := b.Compile(edgeGraph(true)())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	want, m := cpuAndSimModel(t, edgeGraph(true), feeds)
 	cm, ok := m.(*cuda.Model)
 	if !ok {
 		t.Fatalf("model %T, want the whole model on the CPU backend", m)

@@ -60,16 +60,30 @@ func mlConstant[T inference.Element](l *lowering, what string, values []T) (oper
 	return l.p.constant(name+"("+what+")", t), nil
 }
 
-// mlRowsOf is X's rows and features as the linear models read it
-// (opsem.MLMatrix): [N, C] or [C].
-func mlRowsOf(l *lowering, x operand, features int) (rows int, err error) {
-	switch {
-	case x.Rank() == 1 && x.Shape[0] == features:
-		return 1, nil
-	case x.Rank() == 2 && x.Shape[1] == features:
-		return x.Shape[0], nil
+// mlMatrix is X's rows and columns as the ai.onnx.ml models read it
+// (opsem.MLMatrix): [N, C] as N rows of C, [C] as one row.
+func mlMatrix(l *lowering, x operand) (rows, cols int, err error) {
+	switch x.Rank() {
+	case 1:
+		return 1, x.Shape[0], nil
+	case 2:
+		return x.Shape[0], x.Shape[1], nil
 	}
-	return 0, l.NoKernel("X is %v%v for %d features", x.DType, x.Shape, features) // the host reports it
+	return 0, 0, l.NoKernel("X is %v%v", x.DType, x.Shape) // the host reports it
+}
+
+// mlNode reads node l's attributes with read and picks the entry point of
+// its input X's type (mlKernel): a node the kernels do not take, or whose
+// attributes are bad, goes to the host, which reports it.
+func mlNode[A any](l *lowering, read func(opsem.Node) (A, error), f32, f64, i64, i32 string) (x operand, kernel string, a A, err error) {
+	x = l.input(0)
+	if kernel = mlKernel(x.DType, f32, f64, i64, i32); kernel == "" {
+		return x, "", a, l.NoKernel("input X of %v", x.DType)
+	}
+	if a, err = read(l.Node); err != nil {
+		return x, "", a, l.NoKernel("%v", err)
+	}
+	return x, kernel, a, nil
 }
 
 func lowerLinear(l *lowering) error {
@@ -106,9 +120,12 @@ func lowerLinear(l *lowering) error {
 		}
 		coef, intercepts, k, features, post, width = r.Coefficients, r.Intercepts, r.Targets, r.Features, r.Post, r.Targets
 	}
-	rows, err := mlRowsOf(l, x, features)
+	rows, cols, err := mlMatrix(l, x)
 	if err != nil {
 		return err
+	}
+	if cols != features {
+		return l.NoKernel("X is %v%v for %d features", x.DType, x.Shape, features) // the host reports it
 	}
 	var z, labels operand
 	if flags&kernels.LINEAR_CLASSIFIER != 0 {
@@ -167,14 +184,9 @@ func mlFeatures(l *lowering, x operand, values int) (int, error) {
 }
 
 func lowerScaler(l *lowering) error {
-	x := l.input(0)
-	kernel := mlKernel(x.DType, kernels.ScalerF32, kernels.ScalerF64, kernels.ScalerI64, kernels.ScalerI32)
-	if kernel == "" {
-		return l.NoKernel("input X of %v", x.DType)
-	}
-	s, err := opsem.ScalerOf(l.Node)
+	x, kernel, s, err := mlNode(l, opsem.ScalerOf, kernels.ScalerF32, kernels.ScalerF64, kernels.ScalerI64, kernels.ScalerI32)
 	if err != nil {
-		return l.NoKernel("%v", err)
+		return err
 	}
 	features, err := mlFeatures(l, x, len(s.Scale))
 	if err != nil {
@@ -202,23 +214,13 @@ func lowerScaler(l *lowering) error {
 var mlNorms = map[int]int64{opsem.NormMax: kernels.NORM_MAX, opsem.NormL1: kernels.NORM_L1, opsem.NormL2: kernels.NORM_L2}
 
 func lowerNormalizer(l *lowering) error {
-	x := l.input(0)
-	kernel := mlKernel(x.DType, kernels.NormalizerF32, kernels.NormalizerF64, kernels.NormalizerI64, kernels.NormalizerI32)
-	if kernel == "" {
-		return l.NoKernel("input X of %v", x.DType)
-	}
-	z, err := opsem.NormalizerOf(l.Node)
+	x, kernel, z, err := mlNode(l, opsem.NormalizerOf, kernels.NormalizerF32, kernels.NormalizerF64, kernels.NormalizerI64, kernels.NormalizerI32)
 	if err != nil {
-		return l.NoKernel("%v", err)
+		return err
 	}
-	var rows, cols int
-	switch x.Rank() {
-	case 1:
-		rows, cols = 1, x.Shape[0]
-	case 2:
-		rows, cols = x.Shape[0], x.Shape[1]
-	default:
-		return l.NoKernel("X is %v%v", x.DType, x.Shape) // the host reports it
+	rows, cols, err := mlMatrix(l, x)
+	if err != nil {
+		return err
 	}
 	if err := checkOut(l, 0, inference.Float32, x.Shape); err != nil {
 		return err
@@ -227,14 +229,9 @@ func lowerNormalizer(l *lowering) error {
 }
 
 func lowerBinarizer(l *lowering) error {
-	x := l.input(0)
-	kernel := mlKernel(x.DType, kernels.BinarizerF32, kernels.BinarizerF64, kernels.BinarizerI64, kernels.BinarizerI32)
-	if kernel == "" {
-		return l.NoKernel("input X of %v", x.DType)
-	}
-	b, err := opsem.BinarizerOf(l.Node)
+	x, kernel, b, err := mlNode(l, opsem.BinarizerOf, kernels.BinarizerF32, kernels.BinarizerF64, kernels.BinarizerI64, kernels.BinarizerI32)
 	if err != nil {
-		return l.NoKernel("%v", err)
+		return err
 	}
 	if err := checkOut(l, 0, x.DType, x.Shape); err != nil {
 		return err
@@ -243,18 +240,17 @@ func lowerBinarizer(l *lowering) error {
 }
 
 func lowerImputer(l *lowering) error {
-	x := l.input(0)
-	kernel := mlKernel(x.DType, kernels.ImputerF32, kernels.ImputerF64, kernels.ImputerI64, kernels.ImputerI32)
-	if kernel == "" {
-		return l.NoKernel("input X of %v", x.DType)
-	}
-	m, err := opsem.ImputerOf(l.Node)
+	x, kernel, m, err := mlNode(l, opsem.ImputerOf, kernels.ImputerF32, kernels.ImputerF64, kernels.ImputerI64, kernels.ImputerI32)
 	if err != nil {
-		return l.NoKernel("%v", err)
+		return err
 	}
 	features, err := mlFeatures(l, x, m.Values())
 	if err != nil {
 		return err
+	}
+	floatX := x.DType == inference.Float32 || x.DType == inference.Float64
+	if floatX && len(m.Floats) == 0 || !floatX && len(m.Ints) == 0 {
+		return l.NoKernel("input X of %v, imputed values of the other kind", x.DType) // the host reports it
 	}
 	if err := checkOut(l, 0, x.DType, x.Shape); err != nil {
 		return err
@@ -266,59 +262,39 @@ func lowerImputer(l *lowering) error {
 	// backend converts them (an int32 x whose values do not fit is the
 	// host's to report).
 	var values, replaced operand
-	replacedNaN := false
 	switch x.DType {
 	case inference.Float32:
-		if len(m.Floats) == 0 {
-			return l.NoKernel("float input, integer imputed values")
-		}
-		values, err = mlConstant(l, "imputed", m.Floats)
-		if err == nil {
-			replaced, err = mlConstant(l, "replaced", []float32{m.ReplacedFloat})
-		}
-		replacedNaN = math.IsNaN(float64(m.ReplacedFloat))
+		values, replaced, err = mlImputed(l, m.Floats, m.ReplacedFloat)
 	case inference.Float64:
-		if len(m.Floats) == 0 {
-			return l.NoKernel("float input, integer imputed values")
-		}
-		values, err = mlConstant(l, "imputed", convertAll(m.Floats, func(v float32) float64 { return float64(v) }))
-		if err == nil {
-			replaced, err = mlConstant(l, "replaced", []float64{float64(m.ReplacedFloat)})
-		}
-		replacedNaN = math.IsNaN(float64(m.ReplacedFloat))
+		values, replaced, err = mlImputed(l, convertAll(m.Floats, func(v float32) float64 { return float64(v) }), float64(m.ReplacedFloat))
 	case inference.Int64:
-		if len(m.Ints) == 0 {
-			return l.NoKernel("integer input, float imputed values")
-		}
-		values, err = mlConstant(l, "imputed", m.Ints)
-		if err == nil {
-			replaced, err = mlConstant(l, "replaced", []int64{m.ReplacedInt})
-		}
+		values, replaced, err = mlImputed(l, m.Ints, m.ReplacedInt)
 	case inference.Int32:
-		if len(m.Ints) == 0 {
-			return l.NoKernel("integer input, float imputed values")
-		}
-		ints := make([]int32, len(m.Ints))
-		for i, v := range m.Ints {
+		for _, v := range m.Ints {
 			if v != int64(int32(v)) {
 				return l.NoKernel("imputed value %d out of int32's range", v)
 			}
-			ints[i] = int32(v)
 		}
-		values, err = mlConstant(l, "imputed", ints)
-		if err == nil {
-			replaced, err = mlConstant(l, "replaced", []int32{int32(m.ReplacedInt)})
-		}
+		values, replaced, err = mlImputed(l, convertAll(m.Ints, func(v int64) int32 { return int32(v) }), int32(m.ReplacedInt))
 	}
 	if err != nil {
 		return err
 	}
 	nan := int64(0)
-	if replacedNaN {
+	if floatX && math.IsNaN(float64(m.ReplacedFloat)) {
 		nan = 1
 	}
 	return l.Launch(kernel, int64(x.Len()), ptrArg(x), ptrArg(l.Out[0]), intArg(x.Len()), intArg(features),
 		ptrArg(values), intArg(m.Values()), ptrArg(replaced), intArg(nan))
+}
+
+// mlImputed makes an Imputer's values and its replaced value plan
+// constants.
+func mlImputed[T inference.Element](l *lowering, values []T, replaced T) (v, r operand, err error) {
+	if v, err = mlConstant(l, "imputed", values); err == nil {
+		r, err = mlConstant(l, "replaced", []T{replaced})
+	}
+	return v, r, err
 }
 
 // convertAll converts each value of vs with conv.

@@ -63,14 +63,9 @@ func lowerTreeEnsemble(l *lowering) error {
 	case x.DType != d.x:
 		return l.NoKernel("input X of %v, laid out for %v", x.DType, d.x)
 	}
-	var rows, feats int
-	switch x.Rank() {
-	case 1:
-		rows, feats = 1, x.Shape[0]
-	case 2:
-		rows, feats = x.Shape[0], x.Shape[1]
-	default:
-		return l.NoKernel("X is %v%v", x.DType, x.Shape) // the host reports it
+	rows, feats, err := mlMatrix(l, x)
+	if err != nil {
+		return err
 	}
 	if feats <= d.maxFeature {
 		return l.NoKernel("X has %d features; the trees read feature %d", feats, d.maxFeature) // the host reports it

@@ -267,21 +267,7 @@ func mlCase(t *testing.T, g func() *graph.Graph, x inference.Tensor, exact bool,
 	t.Helper()
 	ctx := context.Background()
 	feeds := map[string]inference.Tensor{"x": x}
-	ref, err := cpu.Backend{}.Compile(g())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ref.Close()
-	want, err := ref.Run(ctx, feeds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := newSim(t, 0)
-	m, err := b.Compile(g())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	want, m := cpuAndSimModel(t, g, feeds)
 	if _, err := m.Run(ctx, feeds); err != nil {
 		t.Fatal(err)
 	}
