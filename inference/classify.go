@@ -30,7 +30,7 @@ func rows(helper string, t Tensor) (data []float64, width int, err error) {
 	if t.Rank() == 0 {
 		return nil, 0, fmt.Errorf("inference: %s of %v: a scalar has no class axis: %w", helper, t, ErrShape)
 	}
-	width = t.shape[len(t.shape)-1]
+	width = t.shape()[len(t.shape())-1]
 	if t.dtype == Bool || t.dtype == String {
 		return nil, 0, fmt.Errorf("inference: %s of %v: want numbers: %w", helper, t, ErrType)
 	}
@@ -87,7 +87,7 @@ func ArgMax(t Tensor) ([]int, error) {
 // other dimensions.
 func rowCount(t Tensor) int {
 	n := 1
-	for _, d := range t.shape[:len(t.shape)-1] {
+	for _, d := range t.shape()[:len(t.shape())-1] {
 		n *= d
 	}
 	return n
@@ -105,7 +105,7 @@ func Softmax(t Tensor) (Tensor, error) {
 	if t.Rank() == 0 {
 		return Tensor{}, fmt.Errorf("inference: Softmax of %v: a scalar has no class axis: %w", t, ErrShape)
 	}
-	width := t.shape[len(t.shape)-1]
+	width := t.shape()[len(t.shape())-1]
 	out := make([]float32, len(d))
 	for r := 0; width > 0 && r < len(d); r += width {
 		row := d[r : r+width]

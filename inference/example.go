@@ -65,9 +65,9 @@ func Conform(inputs []TensorInfo, ex Example) (Example, error) {
 		if len(in.Shape) == 0 {
 			return nil, fmt.Errorf("inference: input %q: model declares rank 0, so it has no batch dimension: %w", in.Name, ErrShape)
 		}
-		if want := in.Shape[1:]; !matchShape(t.shape, want) {
+		if want := in.Shape[1:]; !matchShape(t.shape(), want) {
 			return nil, fmt.Errorf("inference: input %q: shape %v, want %s (the model's %s without the batch dimension): %w",
-				in.Name, t.shape, formatShape(want), formatShape(in.Shape), ErrShape)
+				in.Name, t.shape(), formatShape(want), formatShape(in.Shape), ErrShape)
 		}
 	}
 	return ex, nil
@@ -117,7 +117,7 @@ func StackKey(inputs []TensorInfo, ex Example) string {
 		if len(in.Shape) < 2 {
 			continue
 		}
-		shape := ex[in.Name].shape
+		shape := ex[in.Name].shape()
 		for i, d := range in.Shape[1:] {
 			if d == Dynamic && i < len(shape) {
 				key = binary.AppendUvarint(key, uint64(shape[i]))
@@ -168,7 +168,7 @@ func UnstackOutputs(outputs map[string]Tensor, n int) ([]map[string]Tensor, erro
 		rows[i] = make(map[string]Tensor, len(outputs))
 	}
 	for name, t := range outputs {
-		if t.Rank() == 0 || t.shape[0] != n {
+		if t.Rank() == 0 || t.shape()[0] != n {
 			return nil, fmt.Errorf("inference: output %q is %v, want %d rows along axis 0: %w", name, t, n, ErrShape)
 		}
 		if kindOf(t.dtype) == nil {
@@ -176,7 +176,7 @@ func UnstackOutputs(outputs map[string]Tensor, n int) ([]map[string]Tensor, erro
 		}
 		_, per := t.rows()
 		for i := range rows {
-			rows[i][name] = t.row(i, per, t.shape[1:])
+			rows[i][name] = t.row(i, per, t.shape()[1:])
 		}
 	}
 	return rows, nil
@@ -203,7 +203,7 @@ func AppendTensorMaps(b []byte, extra int, ms ...map[string]Tensor) ([]byte, err
 		for name, t := range ts {
 			all = append(all, namedTensor{name, t})
 			// A string's length takes at most the 16 bytes ByteSize counts for its header.
-			size += 2*binary.MaxVarintLen64 + len(name) + 1 + binary.MaxVarintLen64*len(t.shape) + int(t.ByteSize())
+			size += 2*binary.MaxVarintLen64 + len(name) + 1 + binary.MaxVarintLen64*len(t.shape()) + int(t.ByteSize())
 		}
 		slices.SortFunc(all[start:], func(a, b namedTensor) int { return strings.Compare(a.name, b.name) })
 	}
