@@ -339,6 +339,50 @@ func TestConvTranspose(t *testing.T) {
 	}
 }
 
+// TestConvTransposeSplit runs a ConvTranspose large enough that its
+// product Wᵀ·X, with Wᵀ 576 rows long and 128 deep, is split among
+// threads by rows (an autoencoder's decoder: stride 2, pads 1,
+// output_padding 1), and compares it with the definition summed in
+// float64: input (c, i, j) times W(c, m, a, b) adds to output
+// (m, 2i − 1 + a, 2j − 1 + b). Each output sums at most 128·9 terms of
+// size below 1: rtol 1e-4, atol 1e-4.
+func TestConvTransposeSplit(t *testing.T) {
+	const c, m, k, side, out = 128, 64, 3, 8, 16
+	r := rand.New(rand.NewPCG(3, 4))
+	xd, wd := nnRandom(r, c*side*side), nnRandom(r, c*m*k*k)
+	x := tensorOf(t, []int{1, c, side, side}, xd...)
+	w := tensorOf(t, []int{c, m, k, k}, wd...)
+	n := testNode("ConvTranspose", 11, map[string]graph.Attr{"strides": attrInts(2, 2), "pads": attrInts(1, 1, 1, 1), "output_padding": attrInts(1, 1)}, 1)
+	want := make([]float64, m*out*out)
+	for ci := range c {
+		for i := range side {
+			for j := range side {
+				for mi := range m {
+					for a := range k {
+						for b := range k {
+							y, z := 2*i-1+a, 2*j-1+b
+							if y < 0 || y >= out || z < 0 || z >= out {
+								continue
+							}
+							want[(mi*out+y)*out+z] += float64(xd[(ci*side+i)*side+j]) * float64(wd[((ci*m+mi)*k+a)*k+b])
+						}
+					}
+				}
+			}
+		}
+	}
+	got := runKernel(t, n, x, w)[0]
+	if s := got.Shape(); !slices.Equal(s, []int{1, m, out, out}) {
+		t.Fatalf("shape %v, want [1 %d %d %d]", s, m, out, out)
+	}
+	gd, _ := inference.Data[float32](got)
+	for i, v := range gd {
+		if d := math.Abs(float64(v) - want[i]); d > 1e-4+1e-4*math.Abs(want[i]) {
+			t.Fatalf("element %d = %g, want %g", i, v, want[i])
+		}
+	}
+}
+
 func TestCol2Im(t *testing.T) {
 	// A 2×3 image from 1×2 blocks at stride 1: 2×2 block positions. Block
 	// offset 0 holds 1..4, offset 1 holds 10..40, one per position.

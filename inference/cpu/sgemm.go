@@ -214,9 +214,13 @@ var nnSplits = freeList[nnSplit]{make: func() *nnSplit {
 // byRows runs the sub-product of micro-tile rows lo…hi−1.
 func (j *nnSplit) byRows(lo, hi int) {
 	i0, rows := lo*j.kern.mr, min(hi*j.kern.mr, j.m)-lo*j.kern.mr
-	as := j.a[i0*j.lda:]
+	// Row i of op(A) starts at a[i·lda], or at a[i] when A is transposed;
+	// the first is past A's end when A, transposed, is wider than long.
+	var as []float32
 	if j.transA {
 		as = j.a[i0:]
+	} else {
+		as = j.a[i0*j.lda:]
 	}
 	sub := j.pre
 	sub.i0 += i0

@@ -60,6 +60,10 @@ func TestSgemm(t *testing.T) {
 		{1, 1, 300}, {2, 4, 4}, {3, 5, 7}, {5, 3, 17}, {17, 19, 23}, {16, 16, 16},
 		{33, 65, 129}, {64, 64, 64}, {130, 7, 300}, {7, 1030, 13}, {129, 131, 257},
 		{200, 150, 520}, {64, 700, 75},
+		// Split by rows with A transposed and shorter than it is wide (a
+		// ConvTranspose's Wᵀ·X): a row split must not index A as if it
+		// were not transposed.
+		{576, 64, 128}, {300, 40, 8},
 		// One to three rows: the row kernels, with edge panels.
 		{1, 700, 300}, {2, 130, 257}, {3, 33, 1000}, {1, 1030, 40},
 	}
