@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
 # make bench-cpu: the project's CPU-speed yardstick. Times beamml's CPU
 # backend against ONNX Runtime (onnxruntime-node 1.30.0, CPU execution
-# provider) on the models of scripts/export_bench_models.py (two MLPs, a
-# chain of 64 elementwise nodes that times the per-run overhead, an
-# LSTM, ResNet-18 and -50, MobileNetV2, EfficientNet-B0, ConvNeXt-Tiny,
-# SqueezeNet 1.1, a ViT, a BERT-style encoder and a GPT-style decoder) at
-# batch sizes 1 and 8, and on the tree ensembles of
+# provider) on the models of scripts/export_bench_models.py at batch sizes
+# 1 and 8: three MLPs, a chain of 64 elementwise nodes that times the
+# per-run overhead, a bidirectional LSTM, a unidirectional LSTM and a GRU;
+# torchvision's ResNet-18 and -50, ResNeXt-50, MobileNetV2 and V3-Small,
+# EfficientNet-B0, ConvNeXt-Tiny, SqueezeNet 1.1, RegNetY-400MF,
+# ShuffleNetV2, DenseNet-121, GoogLeNet, a ViT and DeepLabV3 (segmentation);
+# a convolutional autoencoder (ConvTranspose); a BERT-style encoder, the
+# same written as transformers writes BERT, torch.nn.TransformerEncoder
+# post-norm with a padding mask and pre-norm, torch.nn.MultiheadAttention
+# alone, and two GPT-style decoders, one with the causal mask built in the
+# graph; exported at opsets 13 to 17. It also times the tree ensembles of
 # scripts/export_bench_tabular.py (a random forest, XGBoost, scikit-learn's
 # histogram gradient boosting) at 10,000 rows a run, with 1 and 2 threads,
 # and prints the markdown tables docs/performance.md quotes
@@ -15,11 +21,12 @@
 # python3-sklearn and python3-xgboost at /usr/bin/python3; node and npm,
 # with the npm registry the first time (onnxruntime-node is installed in
 # out/bench-cpu).
-# Takes: about 30 s to export the neural models and 2½ minutes to train
-# and export the tree ensembles the first time (410 MB in out/bench-cpu; a
-# model is exported again only when its file is missing), then about 4
-# minutes of timing on 2 cores: 54 cells, each timed by ORT and by beamml
-# for at least 3 runs and 1.5 s.
+# Takes: about 20 s to export the 29 neural models and 2½ minutes to
+# train and export the tree ensembles the first time (700 MB in
+# out/bench-cpu, besides node_modules; a model is exported again only
+# when its file is missing), then about 9 minutes of timing on 2 cores:
+# 122 cells, each timed by ORT and by beamml for at least 3 runs and
+# 1.5 s.
 #
 # Arguments go to testing/benchcpu, e.g. to time one model quickly:
 #	make bench-cpu BENCH_ARGS='--threads 1 --batches 8 --models bert'
