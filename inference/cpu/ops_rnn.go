@@ -211,7 +211,7 @@ func newRnPlan(n opsem.Node, in []inference.Tensor, cell rnCell, x, w, r inferen
 	p.clip = o.Clip
 	p.linearBeforeReset = o.LinearBeforeReset
 	p.inputForget = o.InputForget
-	p.fast = cell == rnLSTM && p.clip == 0 && pd == nil && o.Default(opsem.RecurrentDefaults[n.OpType])
+	p.fast = cell != rnRNN && p.clip == 0 && pd == nil && o.Default(opsem.RecurrentDefaults[n.OpType])
 	p.seq, p.batch, p.inSize, p.hidden, p.gh = seq, batch, inSize, hidden, g*hidden
 	p.yShape = []int{seq, dirs, batch, hidden}
 	if p.layout == 1 {
@@ -220,7 +220,12 @@ func newRnPlan(n opsem.Node, in []inference.Tensor, cell rnCell, x, w, r inferen
 	p.xDims, p.lensDims = []int{x.Len()}, []int{batch}
 	p.stateDims, p.yDims = []int{dirs, batch, hidden}, []int{seq, dirs, batch, hidden}
 	p.xwDims, p.gatesDims = []int{seq, batch, p.gh}, []int{batch, p.gh}
+	// A step's new H and C, then scratch: a GRU's H·Rᵀ for all three
+	// gates, else one state's worth.
 	p.stepDims, p.sumDims = []int{3, batch, hidden}, []int{p.gh}
+	if cell == rnGRU {
+		p.stepDims[0] = 2 + g
+	}
 	p.sides = p.runSides
 	return p, nil
 }
@@ -522,41 +527,7 @@ func (p *rnPlan) direction(d int) error {
 				}
 			}
 		case rnGRU:
-			nnSgemmThreads(threads, false, true, batch, 2*hidden, hidden, 1, h, hidden, rdir, hidden, 1, gates, gh)
-			rh := rdir[2*hidden*hidden:]
-			for b := range batch {
-				for j := range 2 * hidden {
-					gates[b*gh+j] = act(f[0], gates[b*gh+j])
-				}
-			}
-			if linearBeforeReset {
-				// tmp = H·Rhᵀ + Rbh, then the h gate adds r⊙tmp.
-				nnSgemmThreads(threads, false, true, batch, hidden, hidden, 1, h, hidden, rh, hidden, 0, tmp, hidden)
-				for b := range batch {
-					for j := range hidden {
-						v := tmp[b*hidden+j]
-						if rbh != nil {
-							v += rbh[j]
-						}
-						gates[b*gh+2*hidden+j] += gates[b*gh+hidden+j] * v
-					}
-				}
-			} else {
-				// tmp = r⊙H, then the h gate adds tmp·Rhᵀ.
-				for b := range batch {
-					for j := range hidden {
-						tmp[b*hidden+j] = gates[b*gh+hidden+j] * h[b*hidden+j]
-					}
-				}
-				nnSgemmThreads(threads, false, true, batch, hidden, hidden, 1, tmp, hidden, rh, hidden, 1, gates[2*hidden:], gh)
-			}
-			for b := range batch {
-				for j := range hidden {
-					z := gates[b*gh+j]
-					hh := act(f[1], gates[b*gh+2*hidden+j])
-					newH[b*hidden+j] = (1-z)*hh + z*h[b*hidden+j]
-				}
-			}
+			p.gruStep(d, gates, tmp, rdir, rbh, threads)
 		case rnLSTM:
 			nnSgemmPre(threads, pre, nnBlocks{}, false, true, batch, gh, hidden, 1, h, hidden, rdir, hidden, 1, gates, gh)
 			if fast {
@@ -603,6 +574,90 @@ func (p *rnPlan) direction(d int) error {
 		}
 	}
 	return nil
+}
+
+// gruStep computes a GRU step's new H into newH, from the step's X·Wᵀ
+// and biases in gates ([batch, z r h]) and the state H, with scratch tmp
+// (batch·3·hidden). With linear_before_reset one product H·Rᵀ serves all
+// three gates; without, r⊙H meets Rh in a second. Both use R as packed at
+// compile time when it is a constant. With the default activations
+// (sigmoid, tanh) and no clip they run over whole blocks in float32.
+func (p *rnPlan) gruStep(d int, gates, tmp, rdir, rbh []float32, threads int) {
+	batch, hidden, gh := p.batch, p.hidden, p.gh
+	buf := p.bufs[min(d, p.sets-1)]
+	h := p.hState[d*batch*hidden : (d+1)*batch*hidden]
+	newH := buf.newH
+	f := p.acts[d]
+	pre := nnPrepacked{b: p.packed.r.of(d, rdir)}
+	gate := func(xs []float32) { // z and r
+		if p.fast {
+			sigmoids(xs, xs)
+		} else {
+			p.activate(f[0], xs)
+		}
+	}
+	candidate := func(xs []float32) { // h
+		if p.fast {
+			tanhs(xs, xs)
+		} else {
+			p.activate(f[1], xs)
+		}
+	}
+	if p.linearBeforeReset {
+		hr := tmp[:batch*gh]
+		nnSgemmPre(threads, pre, nnBlocks{}, false, true, batch, gh, hidden, 1, h, hidden, rdir, hidden, 0, hr, gh)
+		for b := range batch {
+			g, x := gates[b*gh:(b+1)*gh], hr[b*gh:(b+1)*gh]
+			for j := range 2 * hidden {
+				g[j] += x[j]
+			}
+			gate(g[:2*hidden])
+			r, hg, xh := g[hidden:2*hidden], g[2*hidden:], x[2*hidden:]
+			if rbh != nil {
+				for j := range hidden {
+					hg[j] += r[j] * (xh[j] + rbh[j])
+				}
+			} else {
+				for j := range hidden {
+					hg[j] += r[j] * xh[j]
+				}
+			}
+		}
+	} else {
+		nnSgemmPre(threads, pre, nnBlocks{}, false, true, batch, 2*hidden, hidden, 1, h, hidden, rdir, hidden, 1, gates, gh)
+		rh := rdir[2*hidden*hidden:]
+		rs := tmp[:batch*hidden]
+		for b := range batch {
+			g := gates[b*gh : (b+1)*gh]
+			gate(g[:2*hidden])
+			for j, r := range g[hidden : 2*hidden] {
+				rs[b*hidden+j] = r * h[b*hidden+j]
+			}
+		}
+		preH := nnPrepacked{b: p.packed.rh.of(d, rh)}
+		nnSgemmPre(threads, preH, nnBlocks{}, false, true, batch, hidden, hidden, 1, rs, hidden, rh, hidden, 1, gates[2*hidden:], gh)
+	}
+	for b := range batch {
+		g := gates[b*gh : (b+1)*gh]
+		z, hh := g[:hidden], g[2*hidden:]
+		candidate(hh)
+		hb, nh := h[b*hidden:(b+1)*hidden], newH[b*hidden:(b+1)*hidden]
+		for j := range hidden {
+			nh[j] = (1-z[j])*hh[j] + z[j]*hb[j]
+		}
+	}
+}
+
+// activate sets each of xs to fn of it, computed in float64 after the
+// node's clip.
+func (p *rnPlan) activate(fn rnActivation, xs []float32) {
+	for j, x := range xs {
+		v := float64(x)
+		if p.clip > 0 {
+			v = max(-p.clip, min(p.clip, v))
+		}
+		xs[j] = float32(fn(v))
+	}
 }
 
 // rnLSTMStep finishes an LSTM step with the default activations, no

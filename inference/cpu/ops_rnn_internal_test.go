@@ -3,10 +3,12 @@ package cpu
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/beamml/beamml/inference"
@@ -250,20 +252,35 @@ func TestRecurrentActivationsAndErrors(t *testing.T) {
 // and B initializers and the given attributes.
 func lstmGraph(t *testing.T, attrs map[string]graph.Attr) *graph.Graph {
 	t.Helper()
+	return recurrentGraph(t, "LSTM", 6, 3, attrs)
+}
+
+// recurrentGraph is a bidirectional op (LSTM or GRU) node over x [5,
+// batch, 4] with hidden units, random constant W, R and B, and outputs y,
+// h (and c).
+func recurrentGraph(t *testing.T, op string, hidden, batch int, attrs map[string]graph.Attr) *graph.Graph {
+	t.Helper()
 	r := rand.New(rand.NewPCG(13, 14))
-	attrs["hidden_size"] = attrInt(6)
+	attrs["hidden_size"] = attrInt(int64(hidden))
 	attrs["direction"] = attrString("bidirectional")
+	gh := map[string]int{"GRU": 3, "LSTM": 4}[op] * hidden
+	outs := []string{"y", "h", "c"}
+	if op == "GRU" {
+		outs = outs[:2]
+	}
 	g := &graph.Graph{
-		Name:    "lstm",
-		Opsets:  map[string]int64{"": 14},
-		Inputs:  []graph.Value{{Name: "x", DType: inference.Float32, Shape: []int{5, 3, 4}}},
-		Outputs: []graph.Value{{Name: "y"}, {Name: "h"}, {Name: "c"}},
+		Name:   strings.ToLower(op),
+		Opsets: map[string]int64{"": 14},
+		Inputs: []graph.Value{{Name: "x", DType: inference.Float32, Shape: []int{5, batch, 4}}},
 		Initializers: map[string]inference.Tensor{
-			"w": tensorOf(t, []int{2, 24, 4}, nnRandom(r, 2*24*4)...),
-			"r": tensorOf(t, []int{2, 24, 6}, nnRandom(r, 2*24*6)...),
-			"b": tensorOf(t, []int{2, 48}, nnRandom(r, 2*48)...),
+			"w": tensorOf(t, []int{2, gh, 4}, nnRandom(r, 2*gh*4)...),
+			"r": tensorOf(t, []int{2, gh, hidden}, nnRandom(r, 2*gh*hidden)...),
+			"b": tensorOf(t, []int{2, 2 * gh}, nnRandom(r, 2*2*gh)...),
 		},
-		Nodes: []*graph.Node{{Name: "lstm", OpType: "LSTM", Inputs: []string{"x", "w", "r", "b"}, Outputs: []string{"y", "h", "c"}, Attrs: attrs}},
+		Nodes: []*graph.Node{{Name: "rnn", OpType: op, Inputs: []string{"x", "w", "r", "b"}, Outputs: outs, Attrs: attrs}},
+	}
+	for _, o := range outs {
+		g.Outputs = append(g.Outputs, graph.Value{Name: o})
 	}
 	if err := g.Sort(nil); err != nil {
 		t.Fatal(err)
@@ -312,6 +329,58 @@ func TestLSTMFastPath(t *testing.T) {
 					t.Fatalf("%d cores: %s[%d] = %v, want %v", procs, name, i, g[i], w[i])
 				}
 			}
+		}
+	}
+}
+
+// The GRU's float32 path (default activations, one product H·Rᵀ for all
+// three gates with linear_before_reset, R and its h block packed at
+// compile time) computes what the float64 path computes on one core, with
+// and without linear_before_reset, for hidden sizes that are and are not
+// whole micro-tiles. Tolerance as TestLSTMFastPath's.
+func TestGRUFastPath(t *testing.T) {
+	for _, hidden := range []int{6, 37, 64} {
+		for _, lbr := range []int64{0, 1} {
+			name := fmt.Sprintf("hidden%d_lbr%d", hidden, lbr)
+			compile := func(attrs map[string]graph.Attr) *Model {
+				attrs["linear_before_reset"] = attrInt(lbr)
+				m, err := Backend{}.Compile(recurrentGraph(t, "GRU", hidden, 3, attrs))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return m.(*Model)
+			}
+			fast := compile(map[string]graph.Attr{})
+			ref := compile(map[string]graph.Attr{"clip": attrFloat(1e30)})
+			p, ok := fast.prepared[fast.g.Nodes[0]].(rnPacked)
+			if !ok || len(p.w) != 2 || len(p.r) != 2 || (len(p.rh) == 2) != (lbr == 0) {
+				t.Fatalf("%s: prepared %#v, want W and R packed for both directions, and R's h block without linear_before_reset", name, fast.prepared[fast.g.Nodes[0]])
+			}
+			r := rand.New(rand.NewPCG(17, 18))
+			feeds := map[string]inference.Tensor{"x": tensorOf(t, []int{5, 3, 4}, nnRandom(r, 60)...)}
+			func() {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+				runtime.GOMAXPROCS(1)
+				want, err := ref.Run(context.Background(), feeds)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, procs := range []int{1, 2} {
+					runtime.GOMAXPROCS(procs)
+					got, err := fast.Run(context.Background(), feeds)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, out := range []string{"y", "h"} {
+						g, w := dataOf[float32](got[out]), dataOf[float32](want[out])
+						for i := range w {
+							if math.Abs(float64(g[i]-w[i])) > 1e-5 {
+								t.Fatalf("%s, %d cores: %s[%d] = %v, want %v", name, procs, out, i, g[i], w[i])
+							}
+						}
+					}
+				}
+			}()
 		}
 	}
 }

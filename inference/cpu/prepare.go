@@ -24,8 +24,9 @@ import (
 // of its im2col product) or per direction (rnPacked).
 type nnPackedSet []*nnPacked
 
-// rnPacked are the weights of an RNN or LSTM packed per direction.
-type rnPacked struct{ w, r nnPackedSet }
+// rnPacked are the weights of an RNN, GRU or LSTM packed per direction:
+// W, R and, for a GRU without linear_before_reset, R's h block.
+type rnPacked struct{ w, r, rh nnPackedSet }
 
 // of returns set member i when it is the packing of x (nnPacked.of).
 func (s nnPackedSet) of(i int, x []float32) *nnPacked {
@@ -99,16 +100,24 @@ func prepare(g *graph.Graph) (map[*graph.Node]any, error) {
 		if n.Domain != "" {
 			continue
 		}
-		if n.OpType == "LSTM" || n.OpType == "RNN" {
+		if n.OpType == "LSTM" || n.OpType == "GRU" || n.OpType == "RNN" {
 			var p rnPacked
 			// W and R are [dirs, gates·hidden, inputs], the B operands of
-			// X·Wᵀ and H·Rᵀ.
+			// X·Wᵀ and H·Rᵀ. A GRU without linear_before_reset multiplies
+			// r⊙H by Rh, R's last hidden rows, on its own: rh packs those.
 			for i, set := range []*nnPackedSet{&p.w, &p.r} {
 				if w, ws, ok := constantFloats(g, n.Input(1+i)); ok && len(ws) == 3 {
 					dirs, gh, inputs := ws[0], ws[1], ws[2]
 					*set = make(nnPackedSet, dirs)
 					for d := range *set {
 						(*set)[d] = nnPackWholeB(kern, true, inputs, gh, w[d*gh*inputs:], inputs)
+					}
+					if i == 1 && n.OpType == "GRU" && gh%3 == 0 && n.Int("linear_before_reset", 0) == 0 {
+						hidden := gh / 3
+						p.rh = make(nnPackedSet, dirs)
+						for d := range p.rh {
+							p.rh[d] = nnPackWholeB(kern, true, hidden, hidden, w[(d*gh+2*hidden)*hidden:], hidden)
+						}
 					}
 				}
 			}
@@ -210,8 +219,10 @@ func preparedSize(prepared map[*graph.Node]any) int64 {
 				add(p)
 			}
 		case rnPacked:
-			for _, p := range append(v.w, v.r...) {
-				add(p)
+			for _, set := range []nnPackedSet{v.w, v.r, v.rh} {
+				for _, p := range set {
+					add(p)
+				}
 			}
 		case preparedBytes:
 			n += v.preparedBytes()
