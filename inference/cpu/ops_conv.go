@@ -126,21 +126,20 @@ func cvIm2colRun(run, x []float32, lo, hi, at, s int) {
 // as nnPackB packs a block of it: panels of nr columns, columns past nc
 // zero. It reads the image directly, so that a convolution never
 // materialises its im2col matrix (an nnPackerB).
-func cvPackIm2col2D(x []float32, g opsem.Window, nr, kc, nc, p0, j0 int, dst []float32) {
+func cvPackIm2col2D(x []float32, g opsem.Window, taps []cvTap, nr, kc, nc, p0, j0 int, dst []float32) {
 	ih, iw, ow := g.In[0], g.In[1], g.Out[1]
-	kh, kw := g.Kernel[0], g.Kernel[1]
 	sh, sw := g.Stride[0], g.Stride[1]
 	for s := 0; s < nc; s += nr {
 		cols := min(nr, nc-s)
 		panel := dst[s*kc : s*kc+nr*kc]
 		first := j0 + s // the panel's first column: output (oy0, ox0)
 		oy0, ox0 := first/ow, first%ow
-		c, ky, kx := p0/(kh*kw), p0/kw%kh, p0%kw
+		c, t := p0/len(taps), p0%len(taps)
 		for p := range kc {
 			out := panel[p*nr : p*nr+nr]
 			plane := x[c*ih*iw : (c+1)*ih*iw]
-			offY := ky*g.Dilation[0] - g.PadBegin[0]
-			offX := kx*g.Dilation[1] - g.PadBegin[1]
+			offY := taps[t].y*g.Dilation[0] - g.PadBegin[0]
+			offX := taps[t].x*g.Dilation[1] - g.PadBegin[1]
 			// The panel's columns, one output row's run at a time.
 			oy, ox := oy0, ox0
 			for q := 0; q < cols; {
@@ -162,13 +161,35 @@ func cvPackIm2col2D(x []float32, g opsem.Window, nr, kc, nc, p0, j0 int, dst []f
 				oy, ox = oy+1, 0
 			}
 			clear(out[cols:])
-			if kx++; kx == kw {
-				if kx, ky = 0, ky+1; ky == kh {
-					ky, c = 0, c+1
-				}
+			if t++; t == len(taps) {
+				t, c = 0, c+1
 			}
 		}
 	}
+}
+
+// cvTap is a tap of a 2-D kernel: row y, column x.
+type cvTap struct{ y, x int }
+
+// cvLiveTaps returns the taps of g's 2-D kernel, in row-major order, that
+// read the image for at least one output position; the others read only
+// padding (a dilation as wide as the image: DeepLab's ASPP at rates 24
+// and 36 on a 14×14 map keeps 1 of 9), and a product that leaves them out
+// computes the same sums.
+func cvLiveTaps(g opsem.Window) []cvTap {
+	live := func(d, k int) bool { // output o reads o·stride − pad + k·dilation
+		lo, hi := cvSpan(k*g.Dilation[d]-g.PadBegin[d], g.Stride[d], g.In[d], g.Out[d])
+		return lo < hi
+	}
+	var taps []cvTap
+	for y := range g.Kernel[0] {
+		for x := range g.Kernel[1] {
+			if live(0, y) && live(1, x) {
+				taps = append(taps, cvTap{y, x})
+			}
+		}
+	}
+	return taps
 }
 
 // cvScatterColumns adds each element of col to the image element m addresses,
@@ -337,6 +358,7 @@ func newCvPlan(n opsem.Node, in []inference.Tensor, prep *cvPrepared, x, w infer
 		if p.gemm, err = newCvGemm(n.Run, batch, chans, outChans, geo.group, geo.g, p.ep); err != nil {
 			return nil, err
 		}
+		p.gemm.dropDeadTaps(dataOf[float32](w), prep.packed())
 	}
 	return p, nil
 }
@@ -443,8 +465,15 @@ type cvGemm struct {
 	g                             opsem.Window
 	pointwise, implicit           bool
 	taps                          cvTaps
-	units                         []cvUnit // one per image·group
-	body                          func(lo, hi, threads int)
+	// A 2-D product's taps (implicit): all of the kernel's, or only those
+	// that read the image (cvLiveTaps) when W is a constant; then rows
+	// counts those, and W is kept without the others in dw, packed in
+	// dpacks.
+	taps2  []cvTap
+	dw     []float32
+	dpacks nnPackedSet
+	units  []cvUnit // one per image·group
+	body   func(lo, hi, threads int)
 
 	xd, wd, bias, out []float32 // the run's
 	packs             nnPackedSet
@@ -471,7 +500,7 @@ func (h *cvRowBias) finish(c []float32, ldc, i, _, rows, cols int) {
 
 // packB packs the unit's B blocks straight from its image (implicit GEMM).
 func (u *cvUnit) packB(nr, kc, nc, p0, j0 int, dst []float32) {
-	cvPackIm2col2D(u.src, u.c.g, nr, kc, nc, p0, j0, dst)
+	cvPackIm2col2D(u.src, u.c.g, u.c.taps2, nr, kc, nc, p0, j0, dst)
 }
 
 func newCvGemm(r *limit.Run, batch, chans, outChans, group int, g opsem.Window, ep *epilogue) (*cvGemm, error) {
@@ -490,6 +519,13 @@ func newCvGemm(r *limit.Run, batch, chans, outChans, group int, g opsem.Window, 
 	// Two spatial dimensions pack the product's B blocks straight from the
 	// image (cvPackIm2col2D); others materialise the im2col matrix first.
 	c.implicit = !c.pointwise && len(g.Kernel) == 2
+	if c.implicit {
+		for y := range g.Kernel[0] {
+			for x := range g.Kernel[1] {
+				c.taps2 = append(c.taps2, cvTap{y, x})
+			}
+		}
+	}
 	c.taps = cvTaps{cols: g.Out, img: g.In, kernel: g.Kernel, stride: g.Stride, dilation: g.Dilation, pad: g.PadBegin}
 	c.units = make([]cvUnit, batch*group)
 	for u := range c.units {
@@ -499,6 +535,38 @@ func newCvGemm(r *limit.Run, batch, chans, outChans, group int, g opsem.Window, 
 	}
 	c.body = c.products
 	return c, nil
+}
+
+// dropDeadTaps leaves out of c's products the taps of its 2-D kernel that
+// read only padding, when there are any: W, a constant whose packing
+// prepare kept (packs), is gathered without them into c.dw and packed
+// again. The sums are those of the whole product, without its products
+// by zeros.
+func (c *cvGemm) dropDeadTaps(wd []float32, packs nnPackedSet) {
+	if !c.implicit || packs == nil {
+		return
+	}
+	live := cvLiveTaps(c.g)
+	if len(live) == len(c.taps2) || len(live) == 0 {
+		return // none dead; or all, and the output is the bias alone
+	}
+	kw, ntap := c.g.Kernel[1], len(c.taps2)
+	rows := c.cg * len(live)
+	c.dw = make([]float32, c.outChans*rows)
+	for m := range c.outChans {
+		for ch := range c.cg {
+			src := wd[(m*c.cg+ch)*ntap:]
+			dst := c.dw[m*rows+ch*len(live):]
+			for i, t := range live {
+				dst[i] = src[t.y*kw+t.x]
+			}
+		}
+	}
+	c.dpacks = make(nnPackedSet, c.group)
+	for grp := range c.dpacks {
+		c.dpacks[grp] = nnPackWholeA(nnBestKernel, false, c.mg, rows, c.dw[grp*c.mg*rows:], rows)
+	}
+	c.taps2, c.rows = live, rows
 }
 
 // run computes the convolution of xd by wd (packed in packs where
@@ -550,8 +618,12 @@ func (c *cvGemm) products(lo, hi, threads int) {
 			u.head.b = c.bias[grp*mg : (grp+1)*mg]
 			head = &u.head
 		}
-		w := c.wd[grp*mg*rows:]
-		pre := nnPrepacked{a: c.packs.of(grp, w), packB: packB}
+		wd, packs := c.wd, c.packs
+		if c.dw != nil {
+			wd, packs = c.dw, c.dpacks
+		}
+		w := wd[grp*mg*rows:]
+		pre := nnPrepacked{a: packs.of(grp, w), packB: packB}
 		nnSgemmPre(threads, pre, nnBlocks{head: head, tail: u.tail.tail()}, false, false, mg, osp, rows, 1, w, rows, src, osp, 0, y, osp)
 	}
 }

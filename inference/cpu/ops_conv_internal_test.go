@@ -307,7 +307,7 @@ func TestPackIm2col2D(t *testing.T) {
 			for i := range got {
 				got[i], want[i] = float32(math.NaN()), float32(math.NaN())
 			}
-			cvPackIm2col2D(x, g, nr, kc, nc, p0, j0, got)
+			cvPackIm2col2D(x, g, allTaps(g), nr, kc, nc, p0, j0, got)
 			nnPackB(false, nr, kc, nc, col, cols, p0, j0, want)
 			if !slices.Equal(got, want) {
 				t.Fatalf("trial %d: geometry %+v, %d channels, nr %d, rows %d+%d, columns %d+%d: packing differs:\n got %v\nwant %v", trial, g, chans, nr, p0, kc, j0, nc, got, want)
@@ -521,5 +521,96 @@ func TestConvGeometryKept(t *testing.T) {
 	})
 	if warm >= cold-5 {
 		t.Errorf("%v allocations per Conv with its geometry kept, %v without: want at least 5 fewer", warm, cold)
+	}
+}
+
+// allTaps lists every tap of g's 2-D kernel in row-major order.
+func allTaps(g opsem.Window) []cvTap {
+	var taps []cvTap
+	for y := range g.Kernel[0] {
+		for x := range g.Kernel[1] {
+			taps = append(taps, cvTap{y, x})
+		}
+	}
+	return taps
+}
+
+// A 2-D convolution whose kernel has taps that read only padding (a
+// dilation as wide as the image, as DeepLab's ASPP) leaves them out of its
+// product, and computes what the direct loop computes: dilations 6 and 12
+// on 5×7 and 7×7 images, strides 1 and 2, groups 1 and 2, followed by a
+// Relu the compiler fuses into the product.
+func TestConvDropsDeadTaps(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	for _, tc := range []struct {
+		xs, ws          []int
+		dil, pad, strd  int64
+		group, wantLive int
+	}{
+		{[]int{1, 8, 5, 5}, []int{16, 8, 3, 3}, 6, 6, 1, 1, 1},  // only the centre tap
+		{[]int{2, 8, 7, 7}, []int{8, 4, 3, 3}, 12, 12, 1, 2, 1}, // groups, a batch of 2
+		{[]int{1, 6, 7, 7}, []int{12, 6, 3, 3}, 4, 4, 1, 1, 9},  // 4 < 7: every tap reads the image
+		{[]int{1, 6, 9, 9}, []int{12, 6, 3, 3}, 6, 6, 2, 1, 9},  // stride 2, 5 outputs a side: all live
+		{[]int{1, 6, 5, 9}, []int{12, 6, 3, 3}, 6, 6, 1, 1, 3},  // dead rows, live columns
+		{[]int{1, 8, 5, 7}, []int{16, 8, 3, 3}, 6, 6, 1, 1, 3},  // 7 wide: the side taps reach columns 0 and 6
+		{[]int{1, 4, 7, 7}, []int{8, 4, 3, 3}, 1, 0, 1, 1, 9},   // a plain 3×3
+		{[]int{1, 4, 6, 6}, []int{8, 4, 5, 5}, 3, 6, 1, 1, 9},   // 5×5, pad 6: each tap still reads some
+		{[]int{1, 4, 3, 3}, []int{8, 4, 3, 3}, 4, 4, 1, 1, 1},   // tiny image
+	} {
+		name := fmt.Sprintf("X %v W %v dilation %d pad %d stride %d group %d", tc.xs, tc.ws, tc.dil, tc.pad, tc.strd, tc.group)
+		w, bias := nnRandom(r, opsem.Count(tc.ws)), nnRandom(r, tc.ws[0])
+		attrs := map[string]graph.Attr{"group": attrInt(int64(tc.group)), "dilations": attrInts(tc.dil, tc.dil),
+			"pads": attrInts(tc.pad, tc.pad, tc.pad, tc.pad), "strides": attrInts(tc.strd, tc.strd)}
+		g := &graph.Graph{
+			Name:    "conv",
+			Opsets:  map[string]int64{"": 13},
+			Inputs:  []graph.Value{{Name: "x", DType: inference.Float32, Shape: tc.xs}},
+			Outputs: []graph.Value{{Name: "y"}},
+			Initializers: map[string]inference.Tensor{
+				"w": tensorOf(t, tc.ws, w...),
+				"b": tensorOf(t, []int{tc.ws[0]}, bias...),
+			},
+			Nodes: []*graph.Node{
+				{Name: "conv", OpType: "Conv", Inputs: []string{"x", "w", "b"}, Outputs: []string{"c"}, Attrs: attrs},
+				{Name: "relu", OpType: "Relu", Inputs: []string{"c"}, Outputs: []string{"y"}},
+			},
+		}
+		if err := g.Sort(nil); err != nil {
+			t.Fatal(err)
+		}
+		n := testNode("Conv", 13, attrs, 1)
+		geo, err := opsem.SlidingWindow(n, tc.xs[2:], tc.ws[2:], false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if live := cvLiveTaps(geo); len(live) != tc.wantLive {
+			t.Errorf("%s: %d live taps %v, want %d", name, len(live), live, tc.wantLive)
+		}
+		// The plan's product has as many rows as the group's channels
+		// times the live taps.
+		prep := &cvPrepared{packs: convPacks(g, g.Nodes[0], nnBestKernel)}
+		x := nnRandom(r, opsem.Count(tc.xs))
+		xt, wt := tensorOf(t, tc.xs, x...), tensorOf(t, tc.ws, w...)
+		n.Prepared = prep
+		plan, err := newCvPlan(n, []inference.Tensor{xt, wt}, prep, xt, wt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wantRows := tc.ws[1] * tc.wantLive; plan.gemm == nil || plan.gemm.rows != wantRows {
+			t.Errorf("%s: the plan's product has %d rows, want %d", name, plan.gemm.rows, wantRows)
+		}
+		m, err := Backend{}.Compile(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := m.Run(context.Background(), map[string]inference.Tensor{"x": xt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := cvDirectConv(tc.xs, tc.ws, x, w, bias, geo, tc.group)
+		for i, v := range want {
+			want[i] = max(v, 0)
+		}
+		cvCheckNear(t, name, dataOf[float32](out["y"]), want)
 	}
 }
