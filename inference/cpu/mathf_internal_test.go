@@ -466,6 +466,51 @@ func TestGelus(t *testing.T) {
 	}
 }
 
+// TestHardSwishes checks hardSwishes and hardSigmoids (with HardSwish's
+// alpha 1/6 and beta 1/2, and others) against their float64 definitions
+// on the sweep, the special values and every length to 33, in place and
+// not, across the 512-element chunks. alpha·x + beta is rounded in float32
+// as ONNX Runtime's is, which near its zero (x near −3) leaves an
+// absolute error of an ulp of beta: the bound is 2.4e-7·|result| plus
+// 1.2e-7·(|x| + 1), and NaN for NaN.
+func TestHardSwishes(t *testing.T) {
+	var xs []float32
+	sweep(-20, 20, func(x float32) { xs = append(xs, x) })
+	xs = append(append(xs, vecSpecials...), vecEdges...)
+	near32 := func(got float32, x float32, want float64) bool {
+		if math.IsNaN(want) {
+			return math.IsNaN(float64(got))
+		}
+		return float64(got) == want || math.Abs(float64(got)-want) <= 2.4e-7*math.Abs(want)+1.2e-7*(math.Abs(float64(x))+1)
+	}
+	for _, n := range []int{0, 1, 7, 8, 9, 17, 33, 511, 512, 513, len(xs)} {
+		x := xs[len(xs)-n:]
+		for _, inPlace := range []bool{false, true} {
+			y := make([]float32, n)
+			if inPlace {
+				copy(y, x)
+				hardSwishes(y, y)
+			} else {
+				hardSwishes(y, x)
+			}
+			for i, v := range x {
+				if want := float64(v) * max(0, min(1, float64(v)/6+0.5)); !near32(y[i], v, want) {
+					t.Fatalf("n %d, in place %v: hardSwish(%v) = %v, want %v", n, inPlace, v, y[i], want)
+				}
+			}
+		}
+		for _, ab := range [][2]float32{{0.2, 0.5}, {1.0 / 6, 0.5}, {-3, 1}} {
+			y := make([]float32, n)
+			hardSigmoids(y, x, ab[0], ab[1])
+			for i, v := range x {
+				if want := max(0, min(1, float64(ab[0])*float64(v)+float64(ab[1]))); !near32(y[i], v, want) {
+					t.Fatalf("n %d: hardSigmoid(%v; %v, %v) = %v, want %v", n, v, ab[0], ab[1], y[i], want)
+				}
+			}
+		}
+	}
+}
+
 // BenchmarkVectorMath times each loop at each level this CPU runs, on 4 Ki
 // and 64 Ki elements uniform in [-8, 8), an activation's usual range, from
 // x into y.

@@ -189,8 +189,7 @@ var ewUnaryOps = map[string]ewAttrs{
 	"Softsign":   ewFixed(func(x float64) float64 { return x / (1 + math.Abs(x)) }),
 	"Mish":       ewFixed(func(x float64) float64 { return x * math.Tanh(softplus(x)) }),
 	// HardSwish is x·HardSigmoid(x) with alpha 1/6 and beta 1/2.
-	"HardSwish": ewVec(func(x float64) float64 { return x * max(0, min(1, x/6+0.5)) },
-		ewMap32(func(x float32) float32 { return x * max(0, min(1, x/6+0.5)) })),
+	"HardSwish": ewVec(func(x float64) float64 { return x * max(0, min(1, x/6+0.5)) }, hardSwishes),
 	"LeakyRelu": ewAlpha(func(x, alpha float64) float64 {
 		if x < 0 {
 			return alpha * x
@@ -225,7 +224,9 @@ var ewUnaryOps = map[string]ewAttrs{
 	},
 	"HardSigmoid": func(n opsem.Node) (ewUnary, error) {
 		alpha, beta := opsem.ActivationAttrs(n)
-		return ewUnary{float: func(x float64) float64 { return max(0, min(1, alpha*x+beta)) }}, nil
+		a32, b32 := float32(alpha), float32(beta)
+		return ewUnary{float: func(x float64) float64 { return max(0, min(1, alpha*x+beta)) },
+			vec: func(y, x []float32) { hardSigmoids(y, x, a32, b32) }}, nil
 	},
 	"Shrink": func(n opsem.Node) (ewUnary, error) {
 		lambd, bias := opsem.ActivationAttrs(n)
@@ -1217,4 +1218,26 @@ func parseStrings[T float64 | int64](n opsem.Node, shape []int, x []string, pars
 		}
 	}
 	return v, nil
+}
+
+// hardSigmoids sets y[i] = max(0, min(1, alpha·x[i] + beta)), in three
+// vector passes; y may be x. NaN stays NaN.
+func hardSigmoids(y, x []float32, alpha, beta float32) {
+	y = y[:len(x)]
+	ewArithVS(ewMul, y, x, alpha)
+	ewArithVS(ewAdd, y, y, beta)
+	clamps(y, 0, 1)
+}
+
+// hardSwishes sets y[i] = x[i]·max(0, min(1, x[i]/6 + 1/2)) (HardSwish), a
+// chunk at a time through a buffer on the stack that stays in L1; y may be
+// x.
+func hardSwishes(y, x []float32) {
+	var buf [512]float32
+	for i := 0; i < len(x); i += len(buf) {
+		xs := x[i:min(i+len(buf), len(x))]
+		t := buf[:len(xs)]
+		hardSigmoids(t, xs, 1.0/6, 0.5)
+		ewArithVV(ewMul, y[i:i+len(xs)], xs, t)
+	}
 }
