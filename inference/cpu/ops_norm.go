@@ -158,13 +158,22 @@ func nmBatchNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 	if err != nil {
 		return nil, err
 	}
+	// y = a·x + b per channel, a and b worked out in float64 and applied
+	// in float32, as a BatchNormalization folded into a Conv's weights is:
+	// with vector loops over a channel's plane, scalar for short ones.
 	for c := range params {
 		a := float64(scale[c]) / math.Sqrt(float64(variance[c])+eps)
-		b := float64(bias[c]) - float64(mean[c])*a
+		a32, b32 := float32(a), float32(float64(bias[c])-float64(mean[c])*a)
 		for s := range batch {
 			base := (s*params + c) * repeat
-			for i := base; i < base+repeat; i++ {
-				y[i] = float32(float64(x[i])*a + b)
+			xs, ys := x[base:base+repeat], y[base:base+repeat]
+			if repeat >= 16 {
+				ewArithVS(ewMul, ys, xs, a32)
+				ewArithVS(ewAdd, ys, ys, b32)
+				continue
+			}
+			for i, v := range xs {
+				ys[i] = v*a32 + b32
 			}
 		}
 	}

@@ -3,10 +3,12 @@ package cpu
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 func TestBatchNorm(t *testing.T) {
@@ -78,4 +80,34 @@ func TestLpNormAndLRN(t *testing.T) {
 	y := tensorOf[float32](t, []int{1, 2, 1}, 1, 2)
 	attrs := map[string]graph.Attr{"size": attrInt(3), "alpha": attrFloat(3), "beta": attrFloat(1), "bias": attrFloat(1)}
 	checkFloats(t, runKernel(t, testNode("LRN", 13, attrs, 1), y)[0], []int{1, 2, 1}, 1.0/6, 2.0/6)
+}
+
+// BatchNormalization over planes long enough for the vector loops (and
+// short ones, scalar), batches of 1 and 3, against its definition in
+// float64: rtol 1e-5, atol 1e-6 (a·x + b rounded twice in float32).
+func TestBatchNormPlanes(t *testing.T) {
+	r := rand.New(rand.NewPCG(25, 26))
+	for _, shape := range [][]int{{1, 3, 7, 9}, {3, 5, 4, 4}, {2, 4, 3}, {2, 6}} {
+		c := shape[1]
+		x := nnRandom(r, opsem.Count(shape))
+		ps := make([][]float32, 4)
+		for i := range ps {
+			ps[i] = nnRandom(r, c)
+		}
+		for i := range ps[3] {
+			ps[3][i] = ps[3][i]*ps[3][i] + 0.1 // variances
+		}
+		p := func(i int) inference.Tensor { return tensorOf(t, []int{c}, ps[i]...) }
+		n := testNode("BatchNormalization", 15, map[string]graph.Attr{"epsilon": attrFloat(1e-5)}, 1)
+		got := dataOf[float32](runKernel(t, n, tensorOf(t, shape, x...), p(0), p(1), p(2), p(3))[0])
+		plane := opsem.Count(shape[2:])
+		for i, v := range x {
+			ch := i / plane % c
+			eps := float64(float32(1e-5))
+			want := float64(ps[0][ch])*(float64(v)-float64(ps[2][ch]))/math.Sqrt(float64(ps[3][ch])+eps) + float64(ps[1][ch])
+			if math.Abs(float64(got[i])-want) > 1e-6+1e-5*math.Abs(want) {
+				t.Fatalf("shape %v: element %d = %v, want %v", shape, i, got[i], want)
+			}
+		}
+	}
 }
