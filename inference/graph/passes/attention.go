@@ -9,35 +9,76 @@ import (
 )
 
 // RecognizeAttention replaces scaled dot-product attention written out as
-// exporters write it for Q, K and V of shape [batch, heads, seq, size],
+// exporters write it, for Q, K and V of shape [batch, heads, seq, size]
+// (the form of hand-written and Hugging Face models) or [batch·heads,
+// seq, size] (torch.nn.MultiheadAttention, which TransformerEncoder and
+// torchvision's ViT use),
 //
+//	Q = Mul(Q, c) or Div(Q, c)                 (optional)
 //	s = MatMul(Q, Kᵀ)
-//	s = Mul(s, c) or Div(s, c)                 (c a float32 scalar)
+//	s = Mul(s, c) or Div(s, c)                 (optional; c a float32 scalar)
 //	s = Add(s, mask)                           (optional)
 //	Y = MatMul(Softmax(s, last axis), V)
 //
-// by Attention(Q, K, V, mask) with scale c (or 1/c), the operator of
-// ai.onnx opset 23 on 4-D inputs. Kᵀ is a Transpose of perm [0, 2, 3, 1]
-// of the reshaped keys [batch, seq, heads, size] (its perm becomes
-// [0, 2, 1, 3]: K) or of perm [0, 1, 3, 2] of K (it goes). Q and V must be
-// 4-D for certain: outputs of a Transpose of four axes or a Reshape to a
-// constant shape of four, or graph inputs declared 4-D. The Softmax works
-// on the last axis (axis −1, or 3; before opset 13 given explicitly).
+// by Attention(Q, K, V, mask) with scale the product of the scalings, the
+// operator of ai.onnx opset 23 on 4-D inputs, or on 3-D inputs with one
+// head each (q_num_heads = kv_num_heads = 1, the batch being batch·heads).
+// Kᵀ is a Transpose of the reshaped keys [batch, seq, heads, size] of perm
+// [0, 2, 3, 1] (its perm becomes [0, 2, 1, 3]: K), or [seq, batch·heads,
+// size] of perm [1, 2, 0] (it becomes [1, 0, 2]), or of K, of perm [0, 1,
+// 3, 2] or [0, 2, 1] (it goes). Q and V must have Kᵀ's rank for certain:
+// outputs of a Transpose of that many axes or a Reshape to a constant
+// shape of that length, or graph inputs so declared. The Softmax works on
+// the last axis (axis −1, or rank − 1; before opset 13 given explicitly).
 //
 // Attention pads a mask with fewer columns than there are keys with −inf,
 // where Add broadcasts a one-column mask; so the mask must have a column
 // per key for certain: a float32 constant of rank 4 or less whose last
 // dimension is more than 1, or a value whose last dimension is a graph
 // input's (not declared 1) through Unsqueeze, Cast and elementwise
-// arithmetic with scalars, as padding masks are computed. Every value of
-// the pattern but Q, K, V and the mask has one reader and is not a graph
-// output. Attention sums its softmax in float64, and gives a row that the
-// mask sets to −inf everywhere zero weights, where the decomposition gives
-// NaN.
+// arithmetic with scalars, as padding masks are computed. With 3-D Q the
+// mask must be of rank 2 or less, which broadcasts over [batch·heads] and
+// Attention's [batch, heads] alike. Every value of the pattern but Q, K, V
+// and the mask has one reader and is not a graph output. Attention sums
+// its softmax in float64, and gives a row that the mask sets to −inf
+// everywhere zero weights, where the decomposition gives NaN.
 func RecognizeAttention() Pass {
 	return Pass{Name: "RecognizeAttention", Run: func(g *graph.Graph) (bool, error) {
 		return recognizeAttention(g), nil
 	}}
+}
+
+// attentionKeys are the Transposes whose output is Kᵀ, by perm: to K
+// (nil: K is the Transpose's input), and the rank of Q, K and V.
+var attentionKeys = []struct {
+	perm, toK []int64
+}{
+	{[]int64{0, 2, 3, 1}, []int64{0, 2, 1, 3}},
+	{[]int64{0, 1, 3, 2}, nil},
+	{[]int64{1, 2, 0}, []int64{1, 0, 2}},
+	{[]int64{0, 2, 1}, nil},
+}
+
+// scaling matches n, a reader of value, against a Mul or Div of value by a
+// nonzero float32 scalar (value the dividend) and returns the factor.
+func scaling(x *index, n *graph.Node, value string) (float64, bool) {
+	if n == nil || len(n.Outputs) != 1 {
+		return 0, false
+	}
+	cName, ok := other(n, value)
+	if !ok {
+		return 0, false
+	}
+	c, ok := x.scalar(cName)
+	switch {
+	case !ok || c == 0:
+		return 0, false
+	case is(n, "Mul"):
+		return c, true
+	case is(n, "Div") && n.Inputs[0] == value:
+		return 1 / c, true
+	}
+	return 0, false
 }
 
 func recognizeAttention(g *graph.Graph) bool {
@@ -50,37 +91,50 @@ func recognizeAttention(g *graph.Graph) bool {
 		}
 		q := qk.Inputs[0]
 		kt := x.intermediate(qk.Inputs[1], qk)
-		if !fourD(x, q) || !is(kt, "Transpose") || len(kt.Outputs) != 1 {
+		if !is(kt, "Transpose") || len(kt.Outputs) != 1 {
 			continue
 		}
 		perm := kt.Ints("perm", nil)
-		if !slices.Equal(perm, []int64{0, 2, 3, 1}) && !slices.Equal(perm, []int64{0, 1, 3, 2}) {
+		var toK []int64
+		found := false
+		for _, key := range attentionKeys {
+			if slices.Equal(perm, key.perm) {
+				toK, found = key.toK, true
+			}
+		}
+		if !found {
 			continue
 		}
-		scaled := x.only(qk.Outputs[0])
-		if scaled == nil || len(scaled.Outputs) != 1 {
+		rank := len(perm)
+		// The scalings of Q, of the scores, or both.
+		scale := 1.0
+		var scaledQ *graph.Node
+		if p := x.intermediate(q, qk); p != nil && len(p.Inputs) == 2 {
+			if c, ok := scaling(x, p, p.Inputs[0]); ok {
+				scale, scaledQ, q = c, p, p.Inputs[0]
+			} else if c, ok := scaling(x, p, p.Inputs[1]); ok && is(p, "Mul") {
+				scale, scaledQ, q = c, p, p.Inputs[1]
+			}
+		}
+		if !hasRank(x, q, rank) {
 			continue
 		}
-		cName, _ := other(scaled, qk.Outputs[0])
-		c, ok := x.scalar(cName)
-		var scale float64
-		switch {
-		case !ok || c == 0:
-			continue
-		case is(scaled, "Mul"):
-			scale = c
-		case is(scaled, "Div") && scaled.Inputs[0] == qk.Outputs[0]:
-			scale = 1 / c
-		default:
-			continue
+		last := qk
+		var scaled *graph.Node
+		if n := x.only(qk.Outputs[0]); n != nil {
+			if c, ok := scaling(x, n, qk.Outputs[0]); ok {
+				scale *= c
+				last, scaled = n, n
+			}
 		}
-		last, mask := scaled, ""
-		if add := x.only(scaled.Outputs[0]); is(add, "Add") && len(add.Outputs) == 1 {
-			m, _ := other(add, scaled.Outputs[0])
-			if !maskPerKey(x, m) {
+		mask := ""
+		var add *graph.Node
+		if n := x.only(last.Outputs[0]); is(n, "Add") && len(n.Outputs) == 1 {
+			m, _ := other(n, last.Outputs[0])
+			if !maskPerKey(x, m, rank) {
 				continue
 			}
-			last, mask = add, m
+			last, mask, add = n, m, n
 		}
 		softmax := x.only(last.Outputs[0])
 		if !is(softmax, "Softmax") || len(softmax.Outputs) != 1 {
@@ -90,63 +144,77 @@ func recognizeAttention(g *graph.Graph) bool {
 		if opset >= 13 {
 			axis = softmax.Int("axis", -1)
 		}
-		if axis != -1 && axis != 3 {
+		if axis != -1 && axis != int64(rank-1) {
 			continue
 		}
 		pv := x.only(softmax.Outputs[0])
-		if !is(pv, "MatMul") || len(pv.Outputs) != 1 || pv.Inputs[0] != softmax.Outputs[0] || !fourD(x, pv.Input(1)) {
+		if !is(pv, "MatMul") || len(pv.Outputs) != 1 || pv.Inputs[0] != softmax.Outputs[0] || !hasRank(x, pv.Input(1), rank) {
 			continue
 		}
 		k := kt.Inputs[0]
-		if perm[1] == 2 { // Kᵀ from [batch, seq, heads, size]: transpose to K instead
-			kt.Attrs = withAttr(kt.Attrs, "perm", graph.Attr{Type: graph.AttrInts, Ints: []int64{0, 2, 1, 3}})
+		if toK != nil { // Kᵀ from the reshaped keys: transpose to K instead
+			kt.Attrs = withAttr(kt.Attrs, "perm", graph.Attr{Type: graph.AttrInts, Ints: toK})
 			k = kt.Outputs[0]
 		} else {
 			gone[kt] = true
 		}
-		x.become(pv, qk, "Attention", []string{q, k, pv.Inputs[1], mask}, map[string]graph.Attr{
-			"scale": {Type: graph.AttrFloat, Float: float32(scale)},
-		})
+		attrs := map[string]graph.Attr{"scale": {Type: graph.AttrFloat, Float: float32(scale)}}
+		if rank == 3 {
+			attrs["q_num_heads"] = graph.Attr{Type: graph.AttrInt, Int: 1}
+			attrs["kv_num_heads"] = graph.Attr{Type: graph.AttrInt, Int: 1}
+		}
+		first := qk
+		if scaledQ != nil {
+			first = scaledQ
+		}
+		x.become(pv, first, "Attention", []string{q, k, pv.Inputs[1], mask}, attrs)
 		if mask == "" {
 			pv.Inputs = pv.Inputs[:3]
 		}
-		for _, n := range []*graph.Node{qk, scaled, last, softmax} {
-			gone[n] = true
+		for _, n := range []*graph.Node{scaledQ, qk, scaled, add, softmax} {
+			if n != nil {
+				gone[n] = true
+			}
 		}
 	}
 	removeNodes(g, gone)
 	return len(gone) > 0
 }
 
-// fourD reports whether value is certainly 4-D: the output of a Transpose
-// of four axes or of a Reshape to a constant shape of four, or a graph
-// input declared 4-D.
-func fourD(x *index, value string) bool {
+// hasRank reports whether value certainly has rank dimensions: the output
+// of a Transpose of that many axes or of a Reshape to a constant shape of
+// that length, or a graph input so declared.
+func hasRank(x *index, value string, rank int) bool {
 	for _, in := range x.g.Inputs {
 		if in.Name == value {
-			return len(in.Shape) == 4
+			return len(in.Shape) == rank
 		}
 	}
 	p := x.producer[value]
 	switch {
 	case is(p, "Transpose"):
-		return len(p.Ints("perm", nil)) == 4
+		return len(p.Ints("perm", nil)) == rank
 	case is(p, "Reshape"):
 		t, ok := x.constant(p.Input(1))
-		return ok && t.Rank() == 1 && t.Len() == 4
+		return ok && t.Rank() == 1 && t.Len() == rank
 	}
 	return false
 }
 
 // maskPerKey reports whether the attention mask m has, for certain, one
-// column per key: see RecognizeAttention.
-func maskPerKey(x *index, m string) bool {
+// column per key, and a rank that broadcasts as Attention's mask does over
+// scores of rank scores: see RecognizeAttention.
+func maskPerKey(x *index, m string, scores int) bool {
+	most := 4
+	if scores == 3 {
+		most = 2
+	}
 	if t, ok := x.constant(m); ok {
 		s := t.Shape()
-		return (t.DType() == inference.Float32) && len(s) >= 1 && len(s) <= 4 && s[len(s)-1] > 1
+		return (t.DType() == inference.Float32) && len(s) >= 1 && len(s) <= most && s[len(s)-1] > 1
 	}
 	rank, ok := lastDimOfInput(x, m, 0)
-	return ok && rank <= 4
+	return ok && rank <= most
 }
 
 // lastDimOfInput reports whether value's last dimension is that of a graph

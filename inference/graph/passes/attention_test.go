@@ -125,3 +125,110 @@ func TestRecognizeAttentionLeavesAlone(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) { unchanged(t, tc.build, passes.RecognizeAttention()) })
 	}
 }
+
+// torchAttention builds attention as torch.nn.MultiheadAttention exports
+// it (torch 1.13, the TorchScript exporter): Q, K and V of 5 queries and
+// keys for batch·heads = 4 and size 4, reshaped from [5, 4, 4] and
+// transposed to [4, 5, 4] (Kᵀ straight to [4, 4, 5] by perm [1, 2, 0]), Q
+// divided by √size before the product, no mask.
+type torchAttention struct {
+	qScale    string // "div" (Div(Q, 2), torch's), "mul" (Mul(0.5, Q)), "vector" (Div by a [4] constant)
+	postScale bool   // the scores multiplied by 1 too, as baddbmm's alpha
+	mask      string // "", "2-D" (a [5 5] constant), "3-D" (a [4 5 5] constant)
+	kFirst    bool   // K given as [4, 5, 4] and Kᵀ of perm [0, 2, 1]
+	softmaxAx int64  // 0: −1
+}
+
+func (a torchAttention) build(edit func(m *model, v map[string]string)) func() *model {
+	return func() *model {
+		m := newModel(17)
+		shape := m.ints("shape", 5, 4, 4)
+		split := func(name string) string { return m.op("Reshape", nil, m.input(name, 5, 16), shape) }
+		q := m.op("Transpose", attrs("perm", aInts(1, 0, 2)), split("q"))
+		var kt string
+		if a.kFirst {
+			kt = m.op("Transpose", attrs("perm", aInts(0, 2, 1)), m.input("k", 4, 5, 4))
+		} else {
+			kt = m.op("Transpose", attrs("perm", aInts(1, 2, 0)), split("k"))
+		}
+		v := m.op("Transpose", attrs("perm", aInts(1, 0, 2)), split("v"))
+		switch a.qScale {
+		case "div":
+			q = m.op("Div", nil, q, m.scalar("c", 2))
+		case "mul":
+			q = m.op("Mul", nil, m.scalar("c", 0.5), q)
+		case "vector":
+			q = m.op("Div", nil, q, m.constant("c", []int{4}))
+		}
+		s := m.op("MatMul", nil, q, kt)
+		if a.postScale {
+			s = m.op("Mul", nil, s, m.scalar("alpha", 1))
+		}
+		switch a.mask {
+		case "2-D":
+			s = m.op("Add", nil, s, m.constant("mask", []int{5, 5}))
+		case "3-D":
+			s = m.op("Add", nil, s, m.constant("mask", []int{4, 5, 5}))
+		}
+		ax := a.softmaxAx
+		if ax == 0 {
+			ax = -1
+		}
+		y := m.op("MatMul", nil, m.op("Softmax", attrs("axis", aInt(ax)), s), v)
+		names := map[string]string{"scores": s, "y": y, "q": q}
+		if edit != nil {
+			edit(m, names)
+		}
+		if len(m.g.Outputs) == 0 {
+			m.output(y)
+		}
+		return m
+	}
+}
+
+// The 3-D forms of torch.nn.MultiheadAttention (and so of
+// TransformerEncoder and torchvision's ViT) become Attention with one head
+// per batch·heads entry, their scalings of Q and of the scores
+// multiplied into its scale.
+func TestRecognizeAttention3D(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		a    torchAttention
+		ops  string
+	}{
+		{"torch: Q divided, Kᵀ of perm [1 2 0]", torchAttention{qScale: "div"},
+			"Reshape Transpose Reshape Transpose Reshape Transpose Attention"},
+		{"Q multiplied, the scores by 1 (baddbmm), a 2-D mask, axis 2", torchAttention{qScale: "mul", postScale: true, mask: "2-D", softmaxAx: 2},
+			"Reshape Transpose Reshape Transpose Reshape Transpose Attention"},
+		{"K given, Kᵀ of perm [0 2 1]", torchAttention{qScale: "div", kFirst: true},
+			"Reshape Transpose Reshape Transpose Attention"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := rewrite(t, tc.a.build(nil), passes.RecognizeAttention(), tc.ops, rtol, atol)
+			n := g.Nodes[len(g.Nodes)-1]
+			if n.Float("scale", 0) != 0.5 || n.Int("q_num_heads", 0) != 1 || n.Int("kv_num_heads", 0) != 1 {
+				t.Errorf("Attention %v, want scale 0.5 and one head of each", n.Attrs)
+			}
+			if want := map[bool]int{false: 3, true: 4}[tc.a.mask != ""]; len(n.Inputs) != want {
+				t.Errorf("Attention reads %q, want %d inputs", n.Inputs, want)
+			}
+		})
+	}
+}
+
+func TestRecognizeAttention3DLeavesAlone(t *testing.T) {
+	base := torchAttention{qScale: "div"}
+	mask3, axis1, vector := base, base, base
+	mask3.mask, axis1.softmaxAx, vector.qScale = "3-D", 1, "vector"
+	for _, tc := range []struct {
+		name  string
+		build func() *model
+	}{
+		{"a 3-D mask, which Attention would align with heads", mask3.build(nil)},
+		{"softmax over axis 1", axis1.build(nil)},
+		{"Q divided by a vector", vector.build(nil)},
+		{"the scaled Q read twice", base.build(func(m *model, v map[string]string) { m.output(v["y"], v["q"]) })},
+	} {
+		t.Run(tc.name, func(t *testing.T) { unchanged(t, tc.build, passes.RecognizeAttention()) })
+	}
+}
