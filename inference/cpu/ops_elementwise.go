@@ -158,7 +158,9 @@ var ewUnaryOps = map[string]ewAttrs{
 				return x
 			},
 			vec: func(y, x []float32) {
-				copy(y, x)
+				if len(x) > 0 && &y[0] != &x[0] { // in place, the copy would move every element onto itself
+					copy(y, x)
+				}
 				clamps(y[:len(x)], 0, float32(math.Inf(1))) // NaN stays
 			},
 			integer: func(x int64) int64 { return max(x, 0) },
