@@ -95,16 +95,19 @@ func nmBatchNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 		return nil, err
 	}
 	x, scale, bias, mean, variance := d[0], d[1], d[2], d[3], d[4]
-	// params is how many values each statistic input holds; each applies to
-	// repeat consecutive elements of a sample.
-	params, repeat, training, err := opsem.BatchNorm(n, in[0].Shape())
+	p, err := opsem.Plan(n, in, func() (*nmBatchNormPlan, error) {
+		p := &nmBatchNormPlan{shape: in[0].Shape()}
+		p.params, p.repeat, p.training, err = opsem.BatchNorm(n, p.shape)
+		return p, err
+	})
 	if err != nil {
 		return nil, err
 	}
+	params, repeat, training := p.params, p.repeat, p.training
 	if !training && nmOutputs(n) > 1 {
 		return nil, n.Unsupported("training-mode statistics outputs before opset 14")
 	}
-	batch := in[0].Shape()[0]
+	batch := p.shape[0]
 	if len(x) == 0 {
 		batch = 0 // the loops would count the dimensions that are not 0
 	}
@@ -154,7 +157,7 @@ func nmBatchNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 			outs = append(outs, t)
 		}
 	}
-	y, err := limit.Make[float32](n.Run, len(x))
+	y, err := limit.MakeOverwritten[float32](n.Run, p.shape...) // every plane written below
 	if err != nil {
 		return nil, err
 	}
@@ -177,11 +180,22 @@ func nmBatchNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 			}
 		}
 	}
-	out, err := inference.New(in[0].Shape(), y)
+	if !training {
+		return opsem.Single(n, p.shape, y)
+	}
+	out, err := inference.New(p.shape, y)
 	if err != nil {
 		return nil, err
 	}
 	return append([]inference.Tensor{out}, outs...), nil
+}
+
+// nmBatchNormPlan is what a BatchNormalization keeps from run to run
+// (opsem.Plan): X's shape, and opsem.BatchNorm's reading of it.
+type nmBatchNormPlan struct {
+	shape          []int
+	params, repeat int
+	training       bool
 }
 
 // nmInstanceNorm is InstanceNormalization: each (sample, channel) block is

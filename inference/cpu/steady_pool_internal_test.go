@@ -164,6 +164,13 @@ func steadyPoolCases(t *testing.T) []steadyCase {
 		{"LpPool", pool("LpPool", nil, "y"), images(2, 16, 64, 64)},
 		{"GlobalAveragePool", func() *graph.Graph { return steadyNode(t, "GlobalAveragePool", 17, nil, []string{"x"}, nil, "y") }, images(2, 32, 64, 64)},
 		{"GlobalMaxPool", func() *graph.Graph { return steadyNode(t, "GlobalMaxPool", 17, nil, []string{"x"}, nil, "y") }, images(2, 32, 64, 64)},
+		{"BatchNormalization", func() *graph.Graph {
+			params := map[string]inference.Tensor{}
+			for i, name := range []string{"scale", "b", "mean", "var"} {
+				params[name] = tensorOf(t, []int{3}, float32(i)+0.5, 1, 2)
+			}
+			return steadyNode(t, "BatchNormalization", 15, nil, []string{"x", "scale", "b", "mean", "var"}, params, "y")
+		}, images(2, 3, 64, 64)},
 	}
 }
 
