@@ -1034,6 +1034,46 @@ func cvConvTranspose(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, e
 	if err != nil {
 		return nil, err
 	}
+	p, err := opsem.Plan(n, in, func() (*cvTransposePlan, error) { return newCvTransposePlan(n, x, w) })
+	if err != nil {
+		return nil, err
+	}
+	bias, err := cvBias(n, in, p.outChans)
+	if err != nil {
+		return nil, err
+	}
+	out, err := limit.Make[float32](n.Run, p.shape...)
+	if err != nil {
+		return nil, err
+	}
+	if cvBiasOnly(xd, wd, bias, out, p.batch, nil) {
+		return opsem.Single(n, p.shape, out)
+	}
+	if err := cvClaimScratch(n.Run, p.batch*p.group, p.rows, p.isp); err != nil {
+		return nil, err
+	}
+	p.xd, p.wd, p.bias, p.out = xd, wd, bias, out
+	eachUnit(p.batch*p.group, 2*p.rows*p.cg*p.isp, p.body)
+	p.xd, p.wd, p.bias, p.out = nil, nil, nil, nil
+	return opsem.Single(n, p.shape, out)
+}
+
+// cvTransposePlan is what a ConvTranspose keeps from run to run
+// (opsem.Plan): its geometry for the shapes of X and W, the output's
+// shape, and the loop over its products bound once, so that a run with
+// the shapes of the run before allocates nothing but its output. The
+// operands of the run in progress are set by each run.
+type cvTransposePlan struct {
+	batch, chans, outChans, group int
+	mg, cg, isp, osp, rows        int
+	shape                         []int
+	taps                          cvTaps
+	body                          func(lo, hi, threads int)
+
+	xd, wd, bias, out []float32 // the run's
+}
+
+func newCvTransposePlan(n opsem.Node, x, w inference.Tensor) (*cvTransposePlan, error) {
 	xs, ws := x.Shape(), w.Shape()
 	group, kernel, err := opsem.ConvOperands(n, xs, ws, true)
 	if err != nil {
@@ -1043,41 +1083,33 @@ func cvConvTranspose(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, e
 	if err != nil {
 		return nil, err
 	}
-	batch, chans, mg := xs[0], xs[1], ws[1]
-	outChans := mg * group
-	bias, err := cvBias(n, in, outChans)
-	if err != nil {
-		return nil, err
-	}
-	shape := append([]int{batch, outChans}, g.Out...)
-	out, err := limit.Make[float32](n.Run, shape...)
-	if err != nil {
-		return nil, err
-	}
-	if cvBiasOnly(xd, wd, bias, out, batch, nil) {
-		return opsem.Single(n, shape, out)
-	}
-	cg := chans / group
-	isp, osp, rows := opsem.Count(g.In), opsem.Count(g.Out), mg*opsem.Count(kernel)
-	taps := cvTaps{cols: g.In, img: g.Out, kernel: kernel, stride: g.Stride, dilation: g.Dilation, pad: g.PadBegin}
-	if err := cvClaimScratch(n.Run, batch*group, rows, isp); err != nil {
-		return nil, err
-	}
-	eachUnit(batch*group, 2*rows*cg*isp, func(lo, hi, threads int) {
-		col, done := cvScratch(rows * isp)
-		defer done()
-		for u := lo; u < hi; u++ {
-			img, grp := u/group, u%group
-			src := xd[(img*chans+grp*cg)*isp:]
-			nnSgemmThreads(threads, true, false, rows, isp, cg, 1, wd[grp*cg*rows:], rows, src, isp, 0, col, isp)
-			y := out[(img*outChans+grp*mg)*osp : (img*outChans+(grp+1)*mg)*osp]
-			cvScatterColumns(col, mg, taps, y)
-			if bias != nil {
-				cvAddBias(y, bias[grp*mg:(grp+1)*mg], osp)
-			}
+	p := &cvTransposePlan{batch: xs[0], chans: xs[1], mg: ws[1], group: group}
+	p.outChans = p.mg * group
+	p.shape = append([]int{p.batch, p.outChans}, g.Out...)
+	p.cg = p.chans / group
+	p.isp, p.osp, p.rows = opsem.Count(g.In), opsem.Count(g.Out), p.mg*opsem.Count(kernel)
+	p.taps = cvTaps{cols: g.In, img: g.Out, kernel: kernel, stride: g.Stride, dilation: g.Dilation, pad: g.PadBegin}
+	p.body = p.products
+	return p, nil
+}
+
+// products runs the products of units lo…hi−1 (image, group), each on
+// threads: W's block transposed times the image's channels of the group
+// gives columns that col2im scatters into the output, then the bias.
+func (p *cvTransposePlan) products(lo, hi, threads int) {
+	buf := cvScratchBuf(p.rows * p.isp)
+	defer cvScratchPool.put(buf)
+	col := (*buf)[:p.rows*p.isp]
+	for u := lo; u < hi; u++ {
+		img, grp := u/p.group, u%p.group
+		src := p.xd[(img*p.chans+grp*p.cg)*p.isp:]
+		nnSgemmThreads(threads, true, false, p.rows, p.isp, p.cg, 1, p.wd[grp*p.cg*p.rows:], p.rows, src, p.isp, 0, col, p.isp)
+		y := p.out[(img*p.outChans+grp*p.mg)*p.osp : (img*p.outChans+(grp+1)*p.mg)*p.osp]
+		cvScatterColumns(col, p.mg, p.taps, y)
+		if p.bias != nil {
+			cvAddBias(y, p.bias[grp*p.mg:(grp+1)*p.mg], p.osp)
 		}
-	})
-	return opsem.Single(n, shape, out)
+	}
 }
 
 // cvCol2Im implements Col2Im-18: input [N, C·∏block, L] holds, for each of

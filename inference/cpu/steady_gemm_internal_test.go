@@ -61,6 +61,22 @@ func TestSteadyRunAllocatesOnlyOutputs(t *testing.T) {
 			},
 			feeds: map[string]inference.Tensor{"x": randomFloats(t, r, 1, 8, 10, 10)},
 		},
+		{
+			name: "decoder", // an autoencoder's: ConvTranspose at stride 2, large enough to split
+			g: &graph.Graph{
+				Inputs:  []graph.Value{{Name: "x", DType: inference.Float32, Shape: []int{1, 64, 8, 8}}},
+				Outputs: []graph.Value{{Name: "y"}},
+				Initializers: map[string]inference.Tensor{
+					"w": randomFloats(t, r, 64, 32, 3, 3), "b": randomFloats(t, r, 32),
+				},
+				Nodes: []*graph.Node{
+					node("ConvTranspose", []string{"x", "w", "b"}, "c", map[string]graph.Attr{"pads": ints(1, 1, 1, 1),
+						"strides": ints(2, 2), "output_padding": ints(1, 1)}),
+					node("Relu", []string{"c"}, "y", nil),
+				},
+			},
+			feeds: map[string]inference.Tensor{"x": randomFloats(t, r, 1, 64, 8, 8)},
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -78,9 +94,9 @@ func TestSteadyRunAllocatesOnlyOutputs(t *testing.T) {
 
 // TestSteadyRerunsGemmConv runs MatMul (batched B, broadcast A), Gemm
 // with C and fused epilogues, and convolutions (through SGEMM, depthwise,
-// 1×1, 1-D) on feeds whose values, then shapes, change and come back,
-// against fresh models: the plans these kernels keep (mmPlan, gemmPlan,
-// cvPlan) must follow.
+// 1×1, 1-D, transposed) on feeds whose values, then shapes, change and
+// come back, against fresh models: the plans these kernels keep (mmPlan,
+// gemmPlan, cvPlan, cvTransposePlan) must follow.
 func TestSteadyRerunsGemmConv(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	ints := func(v ...int64) graph.Attr { return graph.Attr{Type: graph.AttrInts, Ints: v} }
@@ -90,7 +106,7 @@ func TestSteadyRerunsGemmConv(t *testing.T) {
 	w := map[string]inference.Tensor{
 		"w": randomFloats(t, r, 6, 4, 3, 3), "b": randomFloats(t, r, 6), "dw": randomFloats(t, r, 6, 1, 3, 3),
 		"pw": randomFloats(t, r, 4, 6, 1, 1), "w1": randomFloats(t, r, 5, 4, 3), "gw": randomFloats(t, r, 8, 4), "gc": randomFloats(t, r, 8),
-		"bb": randomFloats(t, r, 3, 4, 5),
+		"bb": randomFloats(t, r, 3, 4, 5), "tw": randomFloats(t, r, 4, 3, 3, 3),
 	}
 	build := func() *graph.Graph {
 		inits := map[string]inference.Tensor{}
@@ -106,7 +122,7 @@ func TestSteadyRerunsGemmConv(t *testing.T) {
 				{Name: "rows", DType: inference.Float32, Shape: []int{-1, 4}},
 				{Name: "a", DType: inference.Float32, Shape: []int{-1, 3, -1, 4}},
 			},
-			Outputs:      []graph.Value{{Name: "y"}, {Name: "s1"}, {Name: "g"}, {Name: "mm"}},
+			Outputs:      []graph.Value{{Name: "y"}, {Name: "s1"}, {Name: "g"}, {Name: "mm"}, {Name: "t"}},
 			Initializers: inits,
 			Nodes: []*graph.Node{
 				node("Conv", []string{"img", "w", "b"}, "c", map[string]graph.Attr{"pads": ints(1, 1, 1, 1), "strides": ints(2, 2)}),
@@ -117,6 +133,8 @@ func TestSteadyRerunsGemmConv(t *testing.T) {
 				node("Gemm", []string{"rows", "gw", "gc"}, "g0", map[string]graph.Attr{"transB": {Type: graph.AttrInt, Int: 1}}),
 				node("Sigmoid", []string{"g0"}, "g", nil),
 				node("MatMul", []string{"a", "bb"}, "mm", nil),
+				node("ConvTranspose", []string{"img", "tw"}, "t", map[string]graph.Attr{"pads": ints(1, 1, 1, 1),
+					"strides": ints(2, 2), "output_padding": ints(1, 1)}),
 			},
 		})
 	}
