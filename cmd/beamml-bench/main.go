@@ -20,7 +20,11 @@
 // its outputs. -compare cpu runs the first batch size's inputs on the CPU
 // backend too and fails (exit 1) when an output differs by more than
 // -rtol and -atol (by default 1e-3 and 1e-4, the self-check's
-// tolerances); -no-host-nodes fails when a node ran on the host.
+// tolerances); -compare reference compares with cuda.Reference of the
+// -precision mode instead, the CPU backend's run of the graph the CUDA
+// backend's passes rewrite for it (in FP16, with the values it stores in
+// float16 rounded to float16), which is what an FP16 model should
+// compute; -no-host-nodes fails when a node ran on the host.
 //
 // -load-kernels, in a binary built with the cuda tag, times opening the
 // GPU and loading each kernel module's fatbin (machine code where it has the
@@ -79,7 +83,7 @@ type config struct {
 	seed      uint64 // of the random inputs
 	dumpDir   string
 	dumpBatch int
-	compare   bool    // run the first batch on the CPU backend too and compare
+	compare   string  // "cpu" or "reference": run the first batch on it too and compare
 	rtol      float64 // -compare's tolerances
 	atol      float64
 	noHost    bool // fail when a node ran on the host
@@ -165,7 +169,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	jsonPath := fs.String("json", "", "also write the report as JSON to this file")
 	dumpDir := fs.String("dump", "", "write one batch's inputs and outputs as .npy files, and dump.json, to this folder")
 	dumpBatch := fs.Int("dump-batch", 0, "the batch size -dump writes (default: the first of -batch)")
-	compare := fs.String("compare", "", "cpu: also run the first batch size on the CPU backend and compare the outputs")
+	compare := fs.String("compare", "", "cpu: also run the first batch size on the CPU backend and compare the outputs; reference: compare with the CPU's run of the -precision mode's meaning (cuda.Reference)")
 	noHost := fs.Bool("no-host-nodes", false, "fail when a node of the model ran on the host")
 	rtol := fs.Float64("rtol", 1e-3, "-compare's relative tolerance")
 	atol := fs.Float64("atol", 1e-4, "-compare's absolute tolerance")
@@ -192,8 +196,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return usage("-batch: %v", err)
 	case *runs < 0 || *warmup < 0 || *dynamic < 1 || *dumpBatch < 0:
 		return usage("-n and -warmup must be at least 0, -dynamic at least 1, -dump-batch at least 0")
-	case *compare != "" && *compare != string(inference.CPU):
-		return usage("-compare: %q, want cpu", *compare)
+	case *compare != "" && *compare != string(inference.CPU) && *compare != "reference":
+		return usage("-compare: %q, want cpu or reference", *compare)
 	}
 	prec, err := inference.ParsePrecision(*precision)
 	if err != nil {
@@ -201,7 +205,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cfg := config{model: *model, device: inference.Device(*device), batches: batches, runs: *runs, warmup: *warmup,
 		dynamic: *dynamic, precision: prec, seed: *seed, dumpDir: *dumpDir, dumpBatch: cmp.Or(*dumpBatch, batches[0]),
-		compare: *compare != "", rtol: *rtol, atol: *atol, noHost: *noHost}
+		compare: *compare, rtol: *rtol, atol: *atol, noHost: *noHost}
 
 	rep, err := bench(ctx, cfg)
 	if errors.Is(err, errNoDevice) {
@@ -271,9 +275,9 @@ func bench(ctx context.Context, cfg config) (report, error) {
 		}
 		rep.Work = &w
 	}
-	if cfg.compare {
-		err := compareCPU(ctx, m, cfg)
-		rep.Compared = "outputs match the cpu backend's at batch " + strconv.Itoa(cfg.batches[0])
+	if cfg.compare != "" {
+		err := compareOutputs(ctx, m, cfg)
+		rep.Compared = "outputs match the " + compareName(cfg) + " at batch " + strconv.Itoa(cfg.batches[0])
 		if err != nil {
 			rep.Compared = err.Error()
 			firstErr = cmp.Or(firstErr, err)
@@ -343,16 +347,31 @@ func measureWork(ctx context.Context, m inference.Model, dev *simDevice, cfg con
 	}, nil
 }
 
-// compareCPU runs the first batch size's inputs on m and on the model
-// compiled by the CPU backend, and compares every output.
-func compareCPU(ctx context.Context, m inference.Model, cfg config) error {
-	cpuBackend, err := inference.ResolveDevice(inference.CPU)
-	if err != nil {
-		return err
+// compareName names what -compare compares with.
+func compareName(cfg config) string {
+	if cfg.compare == "reference" {
+		return fmt.Sprintf("%s reference's", cfg.precision)
 	}
-	ref, err := load(cfg.model, cpuBackend, inference.FP32)
+	return "cpu backend's"
+}
+
+// compareOutputs runs the first batch size's inputs on m and on the model
+// compiled by the CPU backend (-compare cpu) or by cuda.Reference in m's
+// precision (-compare reference), and compares every output.
+func compareOutputs(ctx context.Context, m inference.Model, cfg config) error {
+	var ref inference.Model
+	var err error
+	if cfg.compare == "reference" {
+		ref, err = loadWith(cfg.model, cuda.Reference(cfg.precision))
+	} else {
+		var cpuBackend inference.Backend
+		if cpuBackend, err = inference.ResolveDevice(inference.CPU); err != nil {
+			return err
+		}
+		ref, err = load(cfg.model, cpuBackend, inference.FP32)
+	}
 	if err != nil {
-		return fmt.Errorf("-compare: cpu: %w", err)
+		return fmt.Errorf("-compare: %s: %w", cfg.compare, err)
 	}
 	defer ref.Close()
 	feeds, err := randomFeeds(m.Inputs(), cfg.batches[0], cfg.dynamic, cfg.seed)
@@ -365,14 +384,27 @@ func compareCPU(ctx context.Context, m inference.Model, cfg config) error {
 	}
 	want, err := ref.Run(ctx, feeds)
 	if err != nil {
-		return fmt.Errorf("-compare: cpu: %w", err)
+		return fmt.Errorf("-compare: %s: %w", cfg.compare, err)
 	}
 	for _, o := range ref.Outputs() {
 		if err := check.Compare(got[o.Name], want[o.Name], cfg.rtol, cfg.atol); err != nil {
-			return fmt.Errorf("-compare: output %q differs from the cpu backend's: %w", o.Name, err)
+			return fmt.Errorf("-compare: output %q differs from the %s: %w", o.Name, compareName(cfg), err)
 		}
 	}
 	return nil
+}
+
+// loadWith reads and decodes the model file and compiles it with c.
+func loadWith(path string, c graph.Compiler) (inference.Model, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	g, err := onnx.Decode(data, filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	return c.Compile(g)
 }
 
 // load reads, decodes and compiles the model file for backend, in
