@@ -65,11 +65,26 @@ func imResize(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 			}
 		}
 	}
-	g, err := opsem.Resize(n, x.Shape(), roi, scales, sizes)
+	geometry := func() (*opsem.ResizeGeometry, error) {
+		g, err := opsem.Resize(n, x.Shape(), roi, scales, sizes)
+		return &g, err
+	}
+	// A plan is keyed by its inputs' shapes and the values of the small
+	// ones: roi, scales and sizes key it when they are that small.
+	keyed := true
+	for _, t := range in[1:] {
+		keyed = keyed && t.Len() <= opsem.MemoValues
+	}
+	var g *opsem.ResizeGeometry
+	if keyed {
+		g, err = opsem.Plan(n, in, geometry)
+	} else {
+		g, err = geometry()
+	}
 	if err != nil {
 		return nil, err
 	}
-	return imResample(n.Run, x, g)
+	return imResample(n.Run, x, *g)
 }
 
 // imFloatOperand returns the values of Resize's optional float32 input i,
