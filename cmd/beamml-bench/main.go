@@ -396,25 +396,26 @@ func compareOutputs(ctx context.Context, m inference.Model, cfg config) error {
 
 // loadWith reads and decodes the model file and compiles it with c.
 func loadWith(path string, c graph.Compiler) (inference.Model, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	g, err := onnx.Decode(data, filepath.Dir(path))
+	g, err := decode(path)
 	if err != nil {
 		return nil, err
 	}
 	return c.Compile(g)
 }
 
-// load reads, decodes and compiles the model file for backend, in
-// precision p.
-func load(path string, backend inference.Backend, p inference.Precision) (inference.Model, error) {
+// decode reads and decodes the model file.
+func decode(path string) (*graph.Graph, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	g, err := onnx.Decode(data, filepath.Dir(path))
+	return onnx.Decode(data, filepath.Dir(path))
+}
+
+// load reads, decodes and compiles the model file for backend, in
+// precision p.
+func load(path string, backend inference.Backend, p inference.Precision) (inference.Model, error) {
+	g, err := decode(path)
 	if err != nil {
 		return nil, err
 	}

@@ -171,25 +171,28 @@ func cvPackIm2col2D(x []float32, g opsem.Window, taps []cvTap, nr, kc, nc, p0, j
 // cvTap is a tap of a 2-D kernel: row y, column x.
 type cvTap struct{ y, x int }
 
+// cvAllTaps returns every tap of g's 2-D kernel, in row-major order.
+func cvAllTaps(g opsem.Window) []cvTap {
+	taps := make([]cvTap, 0, g.Kernel[0]*g.Kernel[1])
+	for y := range g.Kernel[0] {
+		for x := range g.Kernel[1] {
+			taps = append(taps, cvTap{y, x})
+		}
+	}
+	return taps
+}
+
 // cvLiveTaps returns the taps of g's 2-D kernel, in row-major order, that
 // read the image for at least one output position; the others read only
 // padding (a dilation as wide as the image: DeepLab's ASPP at rates 24
 // and 36 on a 14×14 map keeps 1 of 9), and a product that leaves them out
 // computes the same sums.
 func cvLiveTaps(g opsem.Window) []cvTap {
-	live := func(d, k int) bool { // output o reads o·stride − pad + k·dilation
+	dead := func(d, k int) bool { // output o reads o·stride − pad + k·dilation
 		lo, hi := cvSpan(k*g.Dilation[d]-g.PadBegin[d], g.Stride[d], g.In[d], g.Out[d])
-		return lo < hi
+		return lo >= hi
 	}
-	var taps []cvTap
-	for y := range g.Kernel[0] {
-		for x := range g.Kernel[1] {
-			if live(0, y) && live(1, x) {
-				taps = append(taps, cvTap{y, x})
-			}
-		}
-	}
-	return taps
+	return slices.DeleteFunc(cvAllTaps(g), func(t cvTap) bool { return dead(0, t.y) || dead(1, t.x) })
 }
 
 // cvScatterColumns adds each element of col to the image element m addresses,
@@ -520,11 +523,7 @@ func newCvGemm(r *limit.Run, batch, chans, outChans, group int, g opsem.Window, 
 	// image (cvPackIm2col2D); others materialise the im2col matrix first.
 	c.implicit = !c.pointwise && len(g.Kernel) == 2
 	if c.implicit {
-		for y := range g.Kernel[0] {
-			for x := range g.Kernel[1] {
-				c.taps2 = append(c.taps2, cvTap{y, x})
-			}
-		}
+		c.taps2 = cvAllTaps(g)
 	}
 	c.taps = cvTaps{cols: g.Out, img: g.In, kernel: g.Kernel, stride: g.Stride, dilation: g.Dilation, pad: g.PadBegin}
 	c.units = make([]cvUnit, batch*group)

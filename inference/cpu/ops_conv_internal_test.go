@@ -307,7 +307,7 @@ func TestPackIm2col2D(t *testing.T) {
 			for i := range got {
 				got[i], want[i] = float32(math.NaN()), float32(math.NaN())
 			}
-			cvPackIm2col2D(x, g, allTaps(g), nr, kc, nc, p0, j0, got)
+			cvPackIm2col2D(x, g, cvAllTaps(g), nr, kc, nc, p0, j0, got)
 			nnPackB(false, nr, kc, nc, col, cols, p0, j0, want)
 			if !slices.Equal(got, want) {
 				t.Fatalf("trial %d: geometry %+v, %d channels, nr %d, rows %d+%d, columns %d+%d: packing differs:\n got %v\nwant %v", trial, g, chans, nr, p0, kc, j0, nc, got, want)
@@ -522,17 +522,6 @@ func TestConvGeometryKept(t *testing.T) {
 	if warm >= cold-5 {
 		t.Errorf("%v allocations per Conv with its geometry kept, %v without: want at least 5 fewer", warm, cold)
 	}
-}
-
-// allTaps lists every tap of g's 2-D kernel in row-major order.
-func allTaps(g opsem.Window) []cvTap {
-	var taps []cvTap
-	for y := range g.Kernel[0] {
-		for x := range g.Kernel[1] {
-			taps = append(taps, cvTap{y, x})
-		}
-	}
-	return taps
 }
 
 // A 2-D convolution whose kernel has taps that read only padding (a

@@ -65,22 +65,12 @@ func imResize(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 			}
 		}
 	}
-	geometry := func() (*opsem.ResizeGeometry, error) {
+	// The geometry depends on roi, scales and sizes (inputs 1 to 3): kept
+	// while their values key the plan.
+	g, err := opsem.Plan(valuesKeyed(n, in, 1, 2, 3), in, func() (*opsem.ResizeGeometry, error) {
 		g, err := opsem.Resize(n, x.Shape(), roi, scales, sizes)
 		return &g, err
-	}
-	// A plan is keyed by its inputs' shapes and the values of the small
-	// ones: roi, scales and sizes key it when they are that small.
-	keyed := true
-	for _, t := range in[1:] {
-		keyed = keyed && t.Len() <= opsem.MemoValues
-	}
-	var g *opsem.ResizeGeometry
-	if keyed {
-		g, err = opsem.Plan(n, in, geometry)
-	} else {
-		g, err = geometry()
-	}
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -97,6 +97,7 @@ func nmBatchNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 	x, scale, bias, mean, variance := d[0], d[1], d[2], d[3], d[4]
 	p, err := opsem.Plan(n, in, func() (*nmBatchNormPlan, error) {
 		p := &nmBatchNormPlan{shape: in[0].Shape()}
+		var err error
 		p.params, p.repeat, p.training, err = opsem.BatchNorm(n, p.shape)
 		return p, err
 	})

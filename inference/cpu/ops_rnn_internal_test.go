@@ -308,29 +308,8 @@ func TestLSTMFastPath(t *testing.T) {
 		t.Fatalf("prepared %#v, want W and R packed for both directions", fast.prepared[fast.g.Nodes[0]])
 	}
 	r := rand.New(rand.NewPCG(15, 16))
-	x := tensorOf(t, []int{5, 3, 4}, nnRandom(r, 60)...)
-	feeds := map[string]inference.Tensor{"x": x}
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	runtime.GOMAXPROCS(1)
-	want, err := ref.Run(context.Background(), feeds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, procs := range []int{1, 2} {
-		runtime.GOMAXPROCS(procs)
-		got, err := fast.Run(context.Background(), feeds)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, name := range []string{"y", "h", "c"} {
-			g, w := dataOf[float32](got[name]), dataOf[float32](want[name])
-			for i := range w {
-				if math.Abs(float64(g[i]-w[i])) > 1e-5 {
-					t.Fatalf("%d cores: %s[%d] = %v, want %v", procs, name, i, g[i], w[i])
-				}
-			}
-		}
-	}
+	feeds := map[string]inference.Tensor{"x": tensorOf(t, []int{5, 3, 4}, nnRandom(r, 60)...)}
+	checkFastPath(t, "", fast, ref, feeds, "y", "h", "c")
 }
 
 // The GRU's float32 path (default activations, one product H·Rᵀ for all
@@ -358,29 +337,34 @@ func TestGRUFastPath(t *testing.T) {
 			}
 			r := rand.New(rand.NewPCG(17, 18))
 			feeds := map[string]inference.Tensor{"x": tensorOf(t, []int{5, 3, 4}, nnRandom(r, 60)...)}
-			func() {
-				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-				runtime.GOMAXPROCS(1)
-				want, err := ref.Run(context.Background(), feeds)
-				if err != nil {
-					t.Fatal(err)
+			checkFastPath(t, name+", ", fast, ref, feeds, "y", "h")
+		}
+	}
+}
+
+// checkFastPath runs ref on one core and fast on one and two, on feeds,
+// and fails at the first element of outputs outs more than 1e-5 apart.
+func checkFastPath(t *testing.T, name string, fast, ref *Model, feeds map[string]inference.Tensor, outs ...string) {
+	t.Helper()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	runtime.GOMAXPROCS(1)
+	want, err := ref.Run(context.Background(), feeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, procs := range []int{1, 2} {
+		runtime.GOMAXPROCS(procs)
+		got, err := fast.Run(context.Background(), feeds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, out := range outs {
+			g, w := dataOf[float32](got[out]), dataOf[float32](want[out])
+			for i := range w {
+				if math.Abs(float64(g[i]-w[i])) > 1e-5 {
+					t.Fatalf("%s%d cores: %s[%d] = %v, want %v", name, procs, out, i, g[i], w[i])
 				}
-				for _, procs := range []int{1, 2} {
-					runtime.GOMAXPROCS(procs)
-					got, err := fast.Run(context.Background(), feeds)
-					if err != nil {
-						t.Fatal(err)
-					}
-					for _, out := range []string{"y", "h"} {
-						g, w := dataOf[float32](got[out]), dataOf[float32](want[out])
-						for i := range w {
-							if math.Abs(float64(g[i]-w[i])) > 1e-5 {
-								t.Fatalf("%s, %d cores: %s[%d] = %v, want %v", name, procs, out, i, g[i], w[i])
-							}
-						}
-					}
-				}
-			}()
+			}
 		}
 	}
 }

@@ -109,11 +109,11 @@ func recognizeAttention(g *graph.Graph) bool {
 		// The scalings of Q, of the scores, or both.
 		scale := 1.0
 		var scaledQ *graph.Node
-		if p := x.intermediate(q, qk); p != nil && len(p.Inputs) == 2 {
-			if c, ok := scaling(x, p, p.Inputs[0]); ok {
-				scale, scaledQ, q = c, p, p.Inputs[0]
-			} else if c, ok := scaling(x, p, p.Inputs[1]); ok && is(p, "Mul") {
-				scale, scaledQ, q = c, p, p.Inputs[1]
+		if p := x.intermediate(q, qk); p != nil {
+			for _, in := range p.Inputs { // scaling takes Q as Mul's either operand, Div's first
+				if c, ok := scaling(x, p, in); ok && scaledQ == nil {
+					scale, scaledQ, q = c, p, in
+				}
 			}
 		}
 		if !hasRank(x, q, rank) {
