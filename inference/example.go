@@ -158,60 +158,84 @@ func StackExamples(exs []Example) (map[string]Tensor, error) {
 }
 
 // UnstackOutputs splits a batch's outputs along axis 0 into one map per
-// example. Every output must have n rows.
+// example. Every output must have n rows. UnstackRows does the same
+// without a map per example.
 func UnstackOutputs(outputs map[string]Tensor, n int) ([]map[string]Tensor, error) {
-	if n < 0 {
-		return nil, fmt.Errorf("inference: unstack into %d rows: %w", n, ErrShape)
+	rows, err := UnstackRows(outputs, n)
+	if err != nil {
+		return nil, err
 	}
-	rows := make([]map[string]Tensor, n)
-	for i := range rows {
-		rows[i] = make(map[string]Tensor, len(outputs))
+	maps := make([]map[string]Tensor, n)
+	for i, r := range rows {
+		maps[i] = r.Map()
 	}
-	for name, t := range outputs {
-		if t.Rank() == 0 || t.shape()[0] != n {
-			return nil, fmt.Errorf("inference: output %q is %v, want %d rows along axis 0: %w", name, t, n, ErrShape)
-		}
-		if kindOf(t.dtype) == nil {
-			return nil, fmt.Errorf("inference: output %q: unstack: %v: %w", name, t.dtype, ErrType)
-		}
-		_, per := t.rows()
-		for i := range rows {
-			rows[i][name] = t.row(i, per, t.shape()[1:])
-		}
-	}
-	return rows, nil
+	return maps, nil
 }
 
 // AppendTensors appends a map of tensors to b: the count, then for each
 // name in sorted order its length, its bytes and the tensor's AppendBinary
-// encoding. It is the wire format of Example and of prediction outputs.
+// encoding. It is the wire format of Example and of Outputs.
 func AppendTensors(b []byte, ts map[string]Tensor) ([]byte, error) {
 	return AppendTensorMaps(b, 0, ts)
 }
 
 // AppendTensorMaps appends AppendTensors's encoding of each map in turn,
 // reading each map once and growing b once, for them all and extra bytes
-// more: what a value holding several maps and a few strings (a prediction
-// result) needs to encode in one allocation.
+// more: what a value holding several maps and a few strings needs to
+// encode in one allocation.
 func AppendTensorMaps(b []byte, extra int, ms ...map[string]Tensor) ([]byte, error) {
 	var buf [16]namedTensor // most maps have a few names: sort them without allocating
+	var counts [4]int
 	all := buf[:0]
-	size := extra
 	for _, ts := range ms {
-		start := len(all)
-		size += binary.MaxVarintLen64
-		for name, t := range ts {
-			all = append(all, namedTensor{name, t})
-			// A string's length takes at most the 16 bytes ByteSize counts for its header.
-			size += 2*binary.MaxVarintLen64 + len(name) + 1 + binary.MaxVarintLen64*len(t.shape()) + int(t.ByteSize())
+		all = appendSorted(all, ts)
+	}
+	if len(ms) > len(counts) {
+		cs := make([]int, len(ms))
+		for i, ts := range ms {
+			cs[i] = len(ts)
 		}
-		slices.SortFunc(all[start:], func(a, b namedTensor) int { return strings.Compare(a.name, b.name) })
+		return appendEncoded(b, extra, all, cs)
+	}
+	for i, ts := range ms {
+		counts[i] = len(ts)
+	}
+	return appendEncoded(b, extra, all, counts[:len(ms)])
+}
+
+// AppendExampleOutputs appends AppendTensors's encoding of ex, then that of
+// o, growing b once for both and extra bytes more: a prediction result's
+// tensors in one allocation.
+func AppendExampleOutputs(b []byte, extra int, ex Example, o Outputs) ([]byte, error) {
+	var buf [16]namedTensor
+	all := appendSorted(buf[:0], ex)
+	all = o.appendNamed(all)
+	counts := [2]int{len(ex), o.Len()}
+	return appendEncoded(b, extra, all, counts[:])
+}
+
+// appendSorted appends the entries of ts to all, sorted by name.
+func appendSorted(all []namedTensor, ts map[string]Tensor) []namedTensor {
+	start := len(all)
+	for name, t := range ts {
+		all = append(all, namedTensor{name, t})
+	}
+	slices.SortFunc(all[start:], func(a, b namedTensor) int { return strings.Compare(a.name, b.name) })
+	return all
+}
+
+// appendEncoded appends the encodings of the groups of all, sorted by
+// name within each: counts[i] entries in group i.
+func appendEncoded(b []byte, extra int, all []namedTensor, counts []int) ([]byte, error) {
+	size := extra + len(counts)*binary.MaxVarintLen64
+	for _, e := range all {
+		// A string's length takes at most the 16 bytes ByteSize counts for its header.
+		size += 2*binary.MaxVarintLen64 + len(e.name) + 1 + binary.MaxVarintLen64*len(e.t.shape()) + int(e.t.ByteSize())
 	}
 	b = slices.Grow(b, size)
-	next := 0
-	for _, ts := range ms {
-		b = binary.AppendUvarint(b, uint64(len(ts)))
-		for _, e := range all[next : next+len(ts)] {
+	for _, c := range counts {
+		b = binary.AppendUvarint(b, uint64(c))
+		for _, e := range all[:c] {
 			b = binary.AppendUvarint(b, uint64(len(e.name)))
 			b = append(b, e.name...)
 			var err error
@@ -219,7 +243,7 @@ func AppendTensorMaps(b []byte, extra int, ms ...map[string]Tensor) ([]byte, err
 				return nil, fmt.Errorf("inference: encode tensor %q: %w", e.name, err)
 			}
 		}
-		next += len(ts)
+		all = all[c:]
 	}
 	return b, nil
 }
@@ -233,28 +257,69 @@ type namedTensor struct {
 // DecodeTensors reads what AppendTensors wrote from the front of b and
 // returns the map and the number of bytes read.
 func DecodeTensors(b []byte) (map[string]Tensor, int, error) {
-	count, off := binary.Uvarint(b)
-	if off <= 0 || count > uint64(len(b)) {
-		return nil, 0, fmt.Errorf("inference: tensor map encoding: bad count: %w", ErrShape)
+	count, off, err := decodeCount(b)
+	if err != nil {
+		return nil, 0, err
 	}
 	ts := make(map[string]Tensor, count)
 	for range count {
-		l, k := binary.Uvarint(b[off:])
-		if k <= 0 || l > uint64(len(b)-off-k) {
-			return nil, 0, fmt.Errorf("inference: tensor map encoding: bad name: %w", ErrShape)
-		}
-		off += k
-		name := intern.String(b[off : off+int(l)])
-		off += int(l)
-		var t Tensor
-		k, err := t.decode(b[off:])
+		name, t, k, err := decodeEntry(b[off:])
 		if err != nil {
-			return nil, 0, fmt.Errorf("inference: tensor map encoding: %q: %w", name, err)
+			return nil, 0, err
 		}
 		off += k
 		ts[name] = t
 	}
 	return ts, off, nil
+}
+
+// DecodeOutputs reads what AppendTensors (or Outputs.AppendBinary) wrote
+// from the front of b as Outputs, and returns the number of bytes read. It
+// fails on names out of order or repeated, which no encoder writes.
+func DecodeOutputs(b []byte) (Outputs, int, error) {
+	count, off, err := decodeCount(b)
+	if err != nil || count == 0 {
+		return Outputs{}, off, err
+	}
+	o := Outputs{names: make([]string, count), tensors: make([]Tensor, count)}
+	for i := range count {
+		name, t, k, err := decodeEntry(b[off:])
+		if err != nil {
+			return Outputs{}, 0, err
+		}
+		if i > 0 && name <= o.names[i-1] {
+			return Outputs{}, 0, fmt.Errorf("inference: tensor map encoding: %q after %q: names out of order: %w", name, o.names[i-1], ErrShape)
+		}
+		off += k
+		o.names[i], o.tensors[i] = name, t
+	}
+	return o, off, nil
+}
+
+// decodeCount reads the count of a tensor map's encoding, which cannot
+// exceed its length (each entry takes a byte at least).
+func decodeCount(b []byte) (count, n int, err error) {
+	c, n := binary.Uvarint(b)
+	if n <= 0 || c > uint64(len(b)) {
+		return 0, 0, fmt.Errorf("inference: tensor map encoding: bad count: %w", ErrShape)
+	}
+	return int(c), n, nil
+}
+
+// decodeEntry reads one name and tensor of a tensor map's encoding, and
+// the number of bytes they took.
+func decodeEntry(b []byte) (name string, t Tensor, n int, err error) {
+	l, k := binary.Uvarint(b)
+	if k <= 0 || l > uint64(len(b)-k) {
+		return "", Tensor{}, 0, fmt.Errorf("inference: tensor map encoding: bad name: %w", ErrShape)
+	}
+	name = intern.String(b[k : k+int(l)])
+	n = k + int(l)
+	k, err = t.decode(b[n:])
+	if err != nil {
+		return "", Tensor{}, 0, fmt.Errorf("inference: tensor map encoding: %q: %w", name, err)
+	}
+	return name, t, n + k, nil
 }
 
 // MarshalBinary encodes the example with AppendTensors.

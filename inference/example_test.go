@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/beamml/beamml/inference"
@@ -519,6 +520,20 @@ func FuzzDecodeTensors(f *testing.F) {
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got, n, err := inference.DecodeTensors(b)
+		// DecodeOutputs reads the same encoding: it accepts what
+		// DecodeTensors does, as the same tensors, unless the names are
+		// out of order, which no encoder writes.
+		outs, on, oerr := inference.DecodeOutputs(b)
+		switch {
+		case err != nil && oerr == nil:
+			t.Fatalf("DecodeOutputs(%x) = %v, where DecodeTensors fails: %v", b, outs, err)
+		case oerr != nil && !errors.Is(oerr, inference.ErrShape) && !errors.Is(oerr, inference.ErrType):
+			t.Fatalf("DecodeOutputs(%x): error %q wraps neither ErrShape nor ErrType", b, oerr)
+		case err == nil && oerr == nil && (on != n || !equalTensors(outs.Map(), got) || outs.Len() != len(got)):
+			t.Fatalf("DecodeOutputs(%x) = %v, %d bytes; DecodeTensors %v, %d bytes", b, outs, on, got, n)
+		case err == nil && oerr != nil && !strings.Contains(oerr.Error(), "out of order"):
+			t.Fatalf("DecodeOutputs(%x) fails (%v) where DecodeTensors reads %v", b, oerr, got)
+		}
 		if err != nil {
 			if !errors.Is(err, inference.ErrShape) && !errors.Is(err, inference.ErrType) {
 				t.Fatalf("DecodeTensors(%x): error %q wraps neither ErrShape nor ErrType", b, err)

@@ -16,7 +16,7 @@ import (
 )
 
 func rowSum(r runinference.PredictionResult) float32 {
-	d, _ := inference.Data[float32](r.Outputs["y"])
+	d, _ := inference.Data[float32](r.Outputs.Get("y"))
 	return d[0]
 }
 

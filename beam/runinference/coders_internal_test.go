@@ -11,7 +11,7 @@ import (
 // it.
 func BenchmarkCoders(b *testing.B) {
 	ex := example(1, 2)
-	r := PredictionResult{Example: ex, Outputs: map[string]inference.Tensor{"y": ex["x"]},
+	r := PredictionResult{Example: ex, Outputs: inference.OutputsOf(map[string]inference.Tensor{"y": ex["x"]}),
 		ModelID: inference.ModelID{URI: "stub://echo/2", Instance: "0f8fad5b-d9cb-469f-a165-70867728950e"}}
 	b.Run("example", func(b *testing.B) {
 		b.ReportAllocs()
@@ -35,7 +35,7 @@ func BenchmarkCoders(b *testing.B) {
 
 func BenchmarkEncodePrediction(b *testing.B) {
 	ex := example(1, 2)
-	r := PredictionResult{Example: ex, Outputs: map[string]inference.Tensor{"y": ex["x"]},
+	r := PredictionResult{Example: ex, Outputs: inference.OutputsOf(map[string]inference.Tensor{"y": ex["x"]}),
 		ModelID: inference.ModelID{URI: "stub://echo/2", Instance: "0f8fad5b-d9cb-469f-a165-70867728950e"}}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -91,7 +91,7 @@ func checkDigit(r runinference.PredictionResult) string {
 	}
 	for name, w := range want {
 		rows, _ := inference.Unstack(w)
-		if err := check.Compare(r.Outputs[name], rows[0], 1e-4, 1e-5); err != nil {
+		if err := check.Compare(r.Outputs.Get(name), rows[0], 1e-4, 1e-5); err != nil {
 			return fmt.Sprintf("output %s: %v", name, err)
 		}
 	}

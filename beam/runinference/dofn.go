@@ -575,7 +575,7 @@ func (b *batcher) run(ctx context.Context, t *target, elems []element, out sink)
 
 // predict stacks, runs and unstacks one batch, and says which stage failed.
 // A panic in any stage becomes that stage's error.
-func (b *batcher) predict(ctx context.Context, t *target, elems []element) (rows []map[string]inference.Tensor, stage Stage, err error) {
+func (b *batcher) predict(ctx context.Context, t *target, elems []element) (rows []inference.Outputs, stage Stage, err error) {
 	stage = StageBatch
 	defer func() {
 		if p := recover(); p != nil {
@@ -604,7 +604,7 @@ func (b *batcher) predict(ctx context.Context, t *target, elems []element) (rows
 	t.metrics.ran(ctx, took)
 	t.observeLatency(len(elems), took)
 	stage = StageOutput
-	if rows, err = inference.UnstackOutputs(outputs, len(elems)); err != nil {
+	if rows, err = inference.UnstackRows(outputs, len(elems)); err != nil {
 		return nil, stage, err
 	}
 	numInferences.Inc(ctx, int64(len(elems)))

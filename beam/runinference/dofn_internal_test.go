@@ -66,7 +66,7 @@ func TestConcurrentBundlesShareOneModel(t *testing.T) {
 				fn: &inferFn{batcher{Spec: spec, Config: config{MinBatchSize: 1, MaxBatchSize: 8}, Failures: true}},
 				emit: func(_ beam.EventTime, p PredictionResult) {
 					x, _ := inference.Data[float32](p.Example["x"])
-					y, _ := inference.Data[float32](p.Outputs["y"])
+					y, _ := inference.Data[float32](p.Outputs.Get("y"))
 					mu.Lock()
 					defer mu.Unlock()
 					if len(y) == 2 && x[0] == y[0] && x[1] == y[1] {

@@ -51,7 +51,7 @@ func describeTyped(r runinference.PredictionResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%q:", category)
 	for _, d := range inference.DTypes() {
-		o := r.Outputs["out_"+d.String()]
+		o := r.Outputs.Get("out_" + d.String())
 		fmt.Fprintf(&b, " %v%v", o, o.Values())
 	}
 	return b.String()

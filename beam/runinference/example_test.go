@@ -29,7 +29,7 @@ func init() {
 
 func printResult(r runinference.PredictionResult) {
 	x, _ := inference.Data[float32](r.Example["x"])
-	y, _ := inference.Data[float32](r.Outputs["y"])
+	y, _ := inference.Data[float32](r.Outputs.Get("y"))
 	fmt.Println(x, "->", y)
 }
 
@@ -117,7 +117,7 @@ func keyByID(r record) (string, inference.Example) {
 }
 
 func printKeyed(id string, r runinference.PredictionResult) {
-	y, _ := inference.Data[float32](r.Outputs["y"])
+	y, _ := inference.Data[float32](r.Outputs.Get("y"))
 	fmt.Println(id, "->", y)
 }
 
@@ -179,11 +179,11 @@ func ExamplePredictionResult_Output() {
 	scores, _ := inference.New([]int{2}, []float32{0.25, 0.75})
 	labels, _ := inference.New([]int{1}, []int64{1})
 
-	one := runinference.PredictionResult{Outputs: map[string]inference.Tensor{"probabilities": scores}}
+	one := runinference.PredictionResult{Outputs: inference.OutputsOf(map[string]inference.Tensor{"probabilities": scores})}
 	out, err := one.Output()
 	fmt.Println(out, err)
 
-	two := runinference.PredictionResult{Outputs: map[string]inference.Tensor{"probabilities": scores, "label": labels}}
+	two := runinference.PredictionResult{Outputs: inference.OutputsOf(map[string]inference.Tensor{"probabilities": scores, "label": labels})}
 	_, err = two.Output()
 	fmt.Println(errors.Is(err, inference.ErrMissingOutput), err)
 	label, err := runinference.OutputData[int64](two, "label")

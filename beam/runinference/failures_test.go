@@ -685,9 +685,9 @@ func wantGood(i int) float32 {
 }
 
 func classifyResult(id int, r runinference.PredictionResult) string {
-	y, err := inference.Data[float32](r.Outputs["y"])
+	y, err := inference.Data[float32](r.Outputs.Get("y"))
 	if err != nil || len(y) != 1 {
-		return fmt.Sprintf("%d: bad output %v", id, r.Outputs["y"])
+		return fmt.Sprintf("%d: bad output %v", id, r.Outputs.Get("y"))
 	}
 	return fmt.Sprintf("%d: %g", id, y[0])
 }

@@ -97,7 +97,7 @@ func TestScoresByLabel(t *testing.T) {
 	ptest.RunAndValidate(t, p)
 
 	two, _ := inference.New([]int{2}, []float32{0.5, 0.5})
-	r := runinference.PredictionResult{Outputs: map[string]inference.Tensor{"output_probability": two}}
+	r := runinference.PredictionResult{Outputs: inference.OutputsOf(map[string]inference.Tensor{"output_probability": two})}
 	if _, err := runinference.ScoresByLabel(r, "output_probability", labels); !errors.Is(err, inference.ErrShape) {
 		t.Errorf("2 values for 3 labels: %v, want ErrShape", err)
 	}

@@ -56,7 +56,7 @@ func modelBytes(t *testing.T, g *onnxpb.GraphProto) []byte {
 }
 
 func formatSumProd(r runinference.PredictionResult) string {
-	return fmt.Sprintf("%v %v -> sum %v prod %v", values(r.Example["a"]), values(r.Example["b"]), values(r.Outputs["sum"]), values(r.Outputs["prod"]))
+	return fmt.Sprintf("%v %v -> sum %v prod %v", values(r.Example["a"]), values(r.Example["b"]), values(r.Outputs.Get("sum")), values(r.Outputs.Get("prod")))
 }
 
 // A model with two inputs and two outputs, read from a Beam filesystem:
@@ -86,8 +86,8 @@ func TestONNXMultiInputMultiOutput(t *testing.T) {
 
 func formatHalves(r runinference.PredictionResult) string {
 	x, _ := inference.Data[inference.Half](r.Example["x"])
-	y, _ := inference.Data[inference.Half](r.Outputs["y"])
-	return fmt.Sprintf("%v %v -> %v %v", r.Example["x"], x, r.Outputs["y"], y)
+	y, _ := inference.Data[inference.Half](r.Outputs.Get("y"))
+	return fmt.Sprintf("%v %v -> %v %v", r.Example["x"], x, r.Outputs.Get("y"), y)
 }
 
 // A float16 model: its float16 examples and outputs cross the pipeline
@@ -143,9 +143,9 @@ func init() {
 
 func formatSquaredSum(r runinference.PredictionResult) string {
 	if x := values(r.Example["x"]); len(x) > 8 {
-		return fmt.Sprintf("%d values -> %v", len(x), values(r.Outputs["y"]))
+		return fmt.Sprintf("%d values -> %v", len(x), values(r.Outputs.Get("y")))
 	}
-	return fmt.Sprintf("%v -> %v", values(r.Example["x"]), values(r.Outputs["y"]))
+	return fmt.Sprintf("%v -> %v", values(r.Example["x"]), values(r.Outputs.Get("y")))
 }
 
 // describeOverBudget keeps an element's length, its stage and whether its

@@ -21,14 +21,14 @@ func tensor[T inference.Element](t *testing.T, data ...T) inference.Tensor {
 
 func TestOutputOfOneOutputModel(t *testing.T) {
 	r := runinference.PredictionResult{
-		Outputs: map[string]inference.Tensor{"logits": tensor[float32](t, 0.25, 0.75)},
+		Outputs: inference.OutputsOf(map[string]inference.Tensor{"logits": tensor[float32](t, 0.25, 0.75)}),
 		ModelID: inference.ModelID{URI: "model.onnx", Instance: "1"},
 	}
 	out, err := r.Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !inference.Equal(out, r.Outputs["logits"]) {
+	if !inference.Equal(out, r.Outputs.Get("logits")) {
 		t.Errorf("Output() = %v, want the output logits", out)
 	}
 	for _, name := range []string{"", "logits"} {
@@ -41,11 +41,11 @@ func TestOutputOfOneOutputModel(t *testing.T) {
 
 func TestOutputFails(t *testing.T) {
 	two := runinference.PredictionResult{
-		Outputs: map[string]inference.Tensor{"scores": tensor[float32](t, 0.5), "labels": tensor[int64](t, 3)},
+		Outputs: inference.OutputsOf(map[string]inference.Tensor{"scores": tensor[float32](t, 0.5), "labels": tensor[int64](t, 3)}),
 		ModelID: inference.ModelID{URI: "model.onnx", Instance: "1"},
 	}
 	none := runinference.PredictionResult{}
-	one := runinference.PredictionResult{Outputs: map[string]inference.Tensor{"y": tensor[float32](t, 1, 2)}}
+	one := runinference.PredictionResult{Outputs: inference.OutputsOf(map[string]inference.Tensor{"y": tensor[float32](t, 1, 2)})}
 
 	checkErr := func(what string, err, target error, want string) {
 		t.Helper()

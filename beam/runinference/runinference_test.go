@@ -45,7 +45,7 @@ func values(t inference.Tensor) []float32 {
 
 // formatResult prints a result as "x -> y", which the tests compare.
 func formatResult(r runinference.PredictionResult) string {
-	return fmt.Sprintf("%v -> %v", values(r.Example["x"]), values(r.Outputs["y"]))
+	return fmt.Sprintf("%v -> %v", values(r.Example["x"]), values(r.Outputs.Get("y")))
 }
 
 func keyByMod3(ex inference.Example) (string, inference.Example) {

@@ -28,7 +28,7 @@ func init() {
 
 // resultOfItself is the PredictionResult an echo model makes of ex.
 func resultOfItself(ex inference.Example) runinference.PredictionResult {
-	return runinference.PredictionResult{Example: ex, Outputs: map[string]inference.Tensor{"y": ex["x"]},
+	return runinference.PredictionResult{Example: ex, Outputs: inference.OutputsOf(map[string]inference.Tensor{"y": ex["x"]}),
 		ModelID: inference.ModelID{URI: "stub://echo/2", Instance: "0f8fad5b-d9cb-469f-a165-70867728950e"}}
 }
 
@@ -63,7 +63,7 @@ func (f *rangeSource) ProcessElement(rt *sdf.LockRTracker, _ []byte, emit func(i
 // checkEcho emits the element's index if the echo model returned its input,
 // and a negative number otherwise.
 func checkEcho(r runinference.PredictionResult, emit func(int)) {
-	x, y := values(r.Example["x"]), values(r.Outputs["y"])
+	x, y := values(r.Example["x"]), values(r.Outputs.Get("y"))
 	if len(y) != 2 || x[0] != y[0] || x[1] != y[1] || x[1] != -x[0] {
 		emit(-1 - int(x[0]))
 		return

@@ -180,7 +180,7 @@ func describeSession(w beam.Window, _ string, rs func(*runinference.PredictionRe
 	var firsts []float32
 	var r runinference.PredictionResult
 	for rs(&r) {
-		firsts = append(firsts, values(r.Outputs["y"])[0])
+		firsts = append(firsts, values(r.Outputs.Get("y"))[0])
 	}
 	slices.Sort(firsts)
 	return fmt.Sprintf("[%ds, %ds): %v", iw.Start.ToTime().Unix(), iw.End.ToTime().Unix(), firsts)

@@ -4,9 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"maps"
 	"reflect"
-	"slices"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -20,7 +18,7 @@ import (
 // model instance that computed them.
 type PredictionResult struct {
 	Example inference.Example
-	Outputs map[string]inference.Tensor
+	Outputs inference.Outputs // by name: r.Outputs.Get("logits")
 	ModelID inference.ModelID
 }
 
@@ -30,13 +28,13 @@ type PredictionResult struct {
 // inference.ErrMissingOutput, naming the outputs, when the result holds
 // none or several: name the one wanted in Outputs or OutputData.
 func (r PredictionResult) Output() (inference.Tensor, error) {
-	if len(r.Outputs) == 1 {
-		for _, t := range r.Outputs {
+	if r.Outputs.Len() == 1 {
+		for _, t := range r.Outputs.All() {
 			return t, nil
 		}
 	}
 	return inference.Tensor{}, fmt.Errorf("runinference: %s has %d outputs %v, want exactly one for Output; name the one wanted: %w",
-		r.what(), len(r.Outputs), slices.Sorted(maps.Keys(r.Outputs)), inference.ErrMissingOutput)
+		r.what(), r.Outputs.Len(), r.Outputs.Names(), inference.ErrMissingOutput)
 }
 
 // OutputData returns the elements of output name of r as a []T, without
@@ -45,17 +43,19 @@ func (r PredictionResult) Output() (inference.Tensor, error) {
 // such output, or inference.ErrType when T is not the output's element
 // type; each names the output and what r holds.
 func OutputData[T inference.Element](r PredictionResult, name string) ([]T, error) {
-	if name == "" && len(r.Outputs) == 1 {
-		name = slices.Collect(maps.Keys(r.Outputs))[0]
+	if name == "" && r.Outputs.Len() == 1 {
+		for n := range r.Outputs.All() {
+			name = n
+		}
 	}
-	t, ok := r.Outputs[name]
+	t, ok := r.Outputs.Lookup(name)
 	switch {
 	case !ok && name == "":
 		_, err := r.Output()
 		return nil, err
 	case !ok:
 		return nil, fmt.Errorf("runinference: %s has no output %q, its outputs are %v: %w",
-			r.what(), name, slices.Sorted(maps.Keys(r.Outputs)), inference.ErrMissingOutput)
+			r.what(), name, r.Outputs.Names(), inference.ErrMissingOutput)
 	}
 	d, err := inference.Data[T](t)
 	if err != nil {
@@ -109,7 +109,7 @@ func decodeExample(b []byte) (inference.Example, error) {
 
 func encodePrediction(p PredictionResult) ([]byte, error) {
 	id := p.ModelID
-	b, err := inference.AppendTensorMaps(nil, 3*binary.MaxVarintLen64+len(id.URI)+len(id.Instance)+len(id.Name), p.Example, p.Outputs)
+	b, err := inference.AppendExampleOutputs(nil, 3*binary.MaxVarintLen64+len(id.URI)+len(id.Instance)+len(id.Name), p.Example, p.Outputs)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +126,7 @@ func decodePrediction(b []byte) (PredictionResult, error) {
 	if err != nil {
 		return p, err
 	}
-	outs, m, err := inference.DecodeTensors(b[n:])
+	outs, m, err := inference.DecodeOutputs(b[n:])
 	if err != nil {
 		return p, err
 	}

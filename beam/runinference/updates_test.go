@@ -46,7 +46,7 @@ func splitUpdates(ts beam.EventTime, v float64, emit func(beam.EventTime, infere
 }
 
 func describeModelResult(r runinference.PredictionResult) string {
-	return fmt.Sprintf("%v -> %v by %q (%s)", values(r.Example["x"]), values(r.Outputs["y"]), r.ModelID.Name, path.Base(r.ModelID.URI))
+	return fmt.Sprintf("%v -> %v by %q (%s)", values(r.Example["x"]), values(r.Outputs.Get("y")), r.ModelID.Name, path.Base(r.ModelID.URI))
 }
 
 // binaryModel is an ONNX model y = op(x, x) on rows of 2.

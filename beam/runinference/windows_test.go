@@ -31,7 +31,7 @@ func stamp(ex inference.Example) (beam.EventTime, inference.Example) {
 // describeOutput prints a result with the timestamp and window it carries.
 func describeOutput(w beam.Window, ts beam.EventTime, r runinference.PredictionResult) string {
 	iw := w.(window.IntervalWindow)
-	return fmt.Sprintf("%v at %ds in [%ds, %ds)", values(r.Outputs["y"]), ts.ToTime().Unix(),
+	return fmt.Sprintf("%v at %ds in [%ds, %ds)", values(r.Outputs.Get("y")), ts.ToTime().Unix(),
 		iw.Start.ToTime().Unix(), iw.End.ToTime().Unix())
 }
 

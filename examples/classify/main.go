@@ -99,7 +99,7 @@ func parseRecord(line string, emit func(string, inference.Example), reject func(
 }
 
 func logits(r runinference.PredictionResult) []float32 {
-	l, err := inference.Data[float32](r.Outputs["logits"])
+	l, err := inference.Data[float32](r.Outputs.Get("logits"))
 	if err != nil {
 		return nil
 	}
@@ -109,7 +109,7 @@ func logits(r runinference.PredictionResult) []float32 {
 // predicted is the digit whose logit is largest (inference.ArgMax), -1
 // without logits.
 func predicted(r runinference.PredictionResult) int {
-	label, err := inference.ArgMax(r.Outputs["logits"])
+	label, err := inference.ArgMax(r.Outputs.Get("logits"))
 	if err != nil || len(label) != 1 {
 		return -1
 	}

@@ -80,7 +80,7 @@ func parseRecord(line string, emit func(string, inference.Example), reject func(
 
 // formatPrediction writes "id,digit" (the largest logit).
 func formatPrediction(id string, r runinference.PredictionResult) string {
-	label, err := inference.ArgMax(r.Outputs["logits"])
+	label, err := inference.ArgMax(r.Outputs.Get("logits"))
 	if err != nil || len(label) != 1 {
 		return fmt.Sprintf("%s,error: no logits", id)
 	}

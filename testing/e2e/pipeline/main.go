@@ -107,7 +107,7 @@ func parseRecord(line string, even, odd func(string, inference.Example)) {
 // formatPrediction writes "id,predicted,label,torch_prediction,model_instance".
 func formatPrediction(key string, r runinference.PredictionResult) string {
 	best := -1
-	if label, err := inference.ArgMax(r.Outputs["logits"]); err == nil && len(label) == 1 {
+	if label, err := inference.ArgMax(r.Outputs.Get("logits")); err == nil && len(label) == 1 {
 		best = label[0]
 	}
 	id, rest, _ := strings.Cut(key, ",")
