@@ -17,7 +17,8 @@ import (
 //	Q = Mul(Q, c) or Div(Q, c)                 (optional)
 //	s = MatMul(Q, Kᵀ)
 //	s = Mul(s, c) or Div(s, c)                 (optional; c a float32 scalar)
-//	s = Add(s, mask)                           (optional)
+//	s = Add(s, mask)                           (optional), or
+//	s = Where(c, fill, s) or Where(c, s, fill) (optional; fill −inf or at most −1e30)
 //	Y = MatMul(Softmax(s, last axis), V)
 //
 // by Attention(Q, K, V, mask) with scale the product of the scalings, the
@@ -31,16 +32,23 @@ import (
 // shape of that length, or graph inputs so declared. The Softmax works on
 // the last axis (axis −1, or rank − 1; before opset 13 given explicitly).
 //
-// Attention pads a mask with fewer columns than there are keys with −inf,
-// where Add broadcasts a one-column mask; so the mask must have a column
-// per key for certain: a float32 constant of rank 4 or less whose last
-// dimension is more than 1, or a value whose last dimension is a graph
-// input's (not declared 1) through Unsqueeze, Cast and elementwise
-// arithmetic with scalars, as padding masks are computed. With 3-D Q the
-// mask must be of rank 2 or less, which broadcasts over [batch·heads] and
-// Attention's [batch, heads] alike. Every value of the pattern but Q, K, V
-// and the mask has one reader and is not a graph output. Attention sums
-// its softmax in float64, and gives a row that the mask sets to −inf
+// The mask must have, for certain, a rank no higher than the scores'
+// (index.rankOf follows it back through the shape arithmetic exporters
+// write), so that Attention broadcasts it as Add or Where does. A Where's
+// fill becomes the mask Where(c, fill, 0) (or Where(c, 0, fill)): below
+// −1e30, a score plus the fill is the fill, so adding it is selecting it;
+// a fill such as −10000 or 0 leaves the pattern alone. Attention pads a
+// mask with fewer columns than there are keys with −inf, where Add
+// broadcasts a one-column mask: a mask not known to have a column per key
+// (a float32 constant whose last dimension is more than 1, or a value
+// whose last dimension is a graph input's, not declared 1, through
+// Unsqueeze, Cast and elementwise arithmetic with scalars, as padding
+// masks are computed) is expanded to the keys' count (Shape, Gather,
+// Expand) first. With 3-D Q, a mask of rank 3 ([batch·heads, queries,
+// keys], as TransformerEncoder reshapes its key-padding mask) gets
+// Attention's heads axis (Unsqueeze at 1). Every value of the pattern but
+// Q, K, V and the mask has one reader and is not a graph output. Attention
+// sums its softmax in float64, and gives a row that the mask sets to −inf
 // everywhere zero weights, where the decomposition gives NaN.
 func RecognizeAttention() Pass {
 	return Pass{Name: "RecognizeAttention", Run: func(g *graph.Graph) (bool, error) {
@@ -127,14 +135,12 @@ func recognizeAttention(g *graph.Graph) bool {
 				last, scaled = n, n
 			}
 		}
-		mask := ""
-		var add *graph.Node
-		if n := x.only(last.Outputs[0]); is(n, "Add") && len(n.Outputs) == 1 {
-			m, _ := other(n, last.Outputs[0])
-			if !maskPerKey(x, m, rank) {
-				continue
-			}
-			last, mask, add = n, m, n
+		mask, masked := matchMask(x, x.only(last.Outputs[0]), last.Outputs[0], rank)
+		if masked && mask.node == nil {
+			continue // a mask that Attention would not broadcast as the graph does
+		}
+		if masked {
+			last = mask.node
 		}
 		softmax := x.only(last.Outputs[0])
 		if !is(softmax, "Softmax") || len(softmax.Outputs) != 1 {
@@ -167,11 +173,15 @@ func recognizeAttention(g *graph.Graph) bool {
 		if scaledQ != nil {
 			first = scaledQ
 		}
-		x.become(pv, first, "Attention", []string{q, k, pv.Inputs[1], mask}, attrs)
-		if mask == "" {
+		m := ""
+		if masked {
+			m = x.buildMask(mask, first, k, rank)
+		}
+		x.become(pv, first, "Attention", []string{q, k, pv.Inputs[1], m}, attrs)
+		if m == "" {
 			pv.Inputs = pv.Inputs[:3]
 		}
-		for _, n := range []*graph.Node{scaledQ, qk, scaled, add, softmax} {
+		for _, n := range []*graph.Node{scaledQ, qk, scaled, mask.node, softmax} {
 			if n != nil {
 				gone[n] = true
 			}
@@ -201,20 +211,117 @@ func hasRank(x *index, value string, rank int) bool {
 	return false
 }
 
-// maskPerKey reports whether the attention mask m has, for certain, one
-// column per key, and a rank that broadcasts as Attention's mask does over
-// scores of rank scores: see RecognizeAttention.
-func maskPerKey(x *index, m string, scores int) bool {
-	most := 4
-	if scores == 3 {
-		most = 2
+// attentionMask is how a pattern masks its scores: node adds value to
+// them, or is a Where that selects fill in their stead where cond holds
+// (Where(cond, fill, scores)), or where it does not (fillLast:
+// Where(cond, scores, fill)). rank is the rank of the mask this makes, and
+// perKey says it has a column per key for certain.
+type attentionMask struct {
+	node             *graph.Node
+	value            string
+	cond, fill       string
+	fillLast, perKey bool
+	rank             int
+}
+
+// minMaskFill is the largest fill a Where may select for a masked score:
+// below it, adding the fill to a score of float32 range short of 1e22
+// gives the fill again, so that selecting it and adding it agree. (−inf,
+// and torch.finfo(float32).min as Hugging Face writes it, are below.)
+const minMaskFill = -1e30
+
+// matchMask matches n, the reader of the scores, against a mask of
+// scores of rank rank: an Add, or a Where selecting a scalar fill of
+// minMaskFill or less. masked says n is one of those; mask.node is nil
+// when its mask cannot be Attention's: of unknown rank, or of higher rank
+// than the scores (3-D scores take masks of rank 3 or less, as Add
+// broadcasts them; buildMask makes a rank-3 mask Attention's rank 4).
+func matchMask(x *index, n *graph.Node, scores string, rank int) (mask attentionMask, masked bool) {
+	if n == nil || len(n.Outputs) != 1 {
+		return mask, false
 	}
-	if t, ok := x.constant(m); ok {
-		s := t.Shape()
-		return (t.DType() == inference.Float32) && len(s) >= 1 && len(s) <= most && s[len(s)-1] > 1
+	switch {
+	case is(n, "Add"):
+		mask.value, masked = other(n, scores)
+		if !masked || mask.value == scores {
+			return attentionMask{}, false
+		}
+		mask.rank, masked = x.rankOf(mask.value)
+		if t, isConst := x.constant(mask.value); isConst {
+			s := t.Shape()
+			mask.perKey = t.DType() == inference.Float32 && len(s) >= 1 && s[len(s)-1] > 1
+		} else {
+			_, mask.perKey = lastDimOfInput(x, mask.value, 0)
+		}
+	case is(n, "Where") && len(n.Inputs) == 3 && n.Inputs[0] != scores:
+		mask.cond = n.Inputs[0]
+		switch scores {
+		case n.Inputs[2]:
+			mask.fill = n.Inputs[1]
+		case n.Inputs[1]:
+			mask.fill, mask.fillLast = n.Inputs[2], true
+		default:
+			return attentionMask{}, false
+		}
+		if v, ok := x.scalar(mask.fill); !ok || v > minMaskFill || mask.fill == scores {
+			return attentionMask{}, false
+		}
+		fill, _ := x.rankOf(mask.fill)
+		mask.rank, masked = x.rankOf(mask.cond)
+		mask.rank = max(mask.rank, fill)
+		if !masked {
+			return mask, true // a Where of the scores, of a condition of unknown rank
+		}
+	default:
+		return attentionMask{}, false
 	}
-	rank, ok := lastDimOfInput(x, m, 0)
-	return ok && rank <= most
+	if !masked || mask.rank > rank {
+		return attentionMask{}, true
+	}
+	mask.node = n
+	return mask, true
+}
+
+// buildMask adds the nodes that make mask Attention's attn_mask for keys
+// k of rank rank (of the pattern whose first node is first), and returns
+// the mask's name. A Where's fill becomes the mask Where(cond, fill, 0)
+// (or Where(cond, 0, fill)); a mask not known to have a column per key is
+// expanded to the keys' count, as Add would broadcast it, where Attention
+// would pad it with −inf; a rank-3 mask of 3-D scores [batch·heads,
+// queries, keys] gets its heads axis (1), as Attention's scores are
+// [batch·heads, 1, queries, keys].
+func (x *index) buildMask(mask attentionMask, first *graph.Node, k string, rank int) string {
+	base := first.Name + "/mask"
+	add := func(op string, inputs []string, attrs map[string]graph.Attr) string {
+		out := x.fresh(base)
+		x.g.Nodes = append(x.g.Nodes, &graph.Node{Name: x.fresh(base + "/" + op), OpType: op, Inputs: inputs, Outputs: []string{out}, Attrs: attrs})
+		for _, in := range inputs {
+			x.readers[in] = append(x.readers[in], x.g.Nodes[len(x.g.Nodes)-1])
+		}
+		return out
+	}
+	m := mask.value
+	if mask.value == "" {
+		zero := x.addInitializer(base+"/zero", mustTensor([]int{}, []float32{0}))
+		if mask.fillLast {
+			m = add("Where", []string{mask.cond, zero, mask.fill}, nil)
+		} else {
+			m = add("Where", []string{mask.cond, mask.fill, zero}, nil)
+		}
+	}
+	if !mask.perKey {
+		keysAxis := x.addInitializer(base+"/keys_axis", mustTensor([]int{1}, []int64{int64(rank - 2)}))
+		keys := add("Gather", []string{add("Shape", []string{k}, nil), keysAxis}, nil)
+		m = add("Expand", []string{m, keys}, nil)
+	}
+	if rank == 3 && mask.rank == 3 {
+		if x.g.Opset() < 13 {
+			m = add("Unsqueeze", []string{m}, map[string]graph.Attr{"axes": {Type: graph.AttrInts, Ints: []int64{1}}})
+		} else {
+			m = add("Unsqueeze", []string{m, x.addInitializer(base+"/heads_axis", mustTensor([]int{1}, []int64{1}))}, nil)
+		}
+	}
+	return m
 }
 
 // lastDimOfInput reports whether value's last dimension is that of a graph

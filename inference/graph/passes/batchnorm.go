@@ -170,8 +170,8 @@ func foldIntoGemm(x *index, gemm *graph.Node, a, b []float64) bool {
 	return true
 }
 
-// mustTensor builds a float32 tensor whose data the caller sized for shape.
-func mustTensor(shape []int, data []float32) inference.Tensor {
+// mustTensor builds a tensor whose data the caller sized for shape.
+func mustTensor[T inference.Element](shape []int, data []T) inference.Tensor {
 	t, err := inference.New(shape, data)
 	if err != nil {
 		panic("passes: " + err.Error()) // a bug in the pass, not in the model

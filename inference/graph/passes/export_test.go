@@ -39,6 +39,14 @@ func TestExportedModels(t *testing.T) {
 		{"encoder_opset17", "LayerNormalization:2 Attention:1 MatMul:6 MatMul+bias:6 MatMul+residual:2 MatMul+Gelu:1", "ReduceMean Erf Gelu Softmax"},
 		{"gpt_opset14", "LayerNormalization:2 Attention:1 MatMul:4 MatMul+bias:4 MatMul+residual:2 MatMul+Gelu:1", "ReduceMean Tanh Pow Sqrt Gelu Softmax"},
 		{"gpt_torchgelu_opset17", "LayerNormalization:2 Attention:1 MatMul:4 MatMul+bias:4 MatMul+residual:2 MatMul+Gelu:1", "Tanh Gelu Softmax"},
+		// Hugging Face's GPT-2 attention: Where(causal, scores, lowest).
+		{"hf_causal_opset14", "Attention:1", "Softmax"},
+		// torch.nn.TransformerEncoderLayer: the 3-D attention of
+		// MultiheadAttention, post-norm with a boolean key-padding mask
+		// (Where(…, −inf, 0) reshaped to [batch·heads, 1, keys]), and
+		// pre-norm, sequence first, without one.
+		{"tenc_post_opset17", "LayerNormalization:2 Attention:1", "Softmax"},
+		{"tenc_pre_opset14", "LayerNormalization:2 Attention:1", "Softmax ReduceMean"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join("testdata", tc.name)

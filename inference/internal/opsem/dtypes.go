@@ -38,6 +38,15 @@ func OutputDTypes(n Node, in []inference.DType) []inference.DType {
 		}
 		return out
 	}
+	// each gives the outputs the types ds in turn, the last of ds to the
+	// outputs after them: a node may name fewer outputs than the operator
+	// has, or more (a bad model, which a later check refuses).
+	each := func(ds ...inference.DType) []inference.DType {
+		for i := range out {
+			out[i] = ds[min(i, len(ds)-1)]
+		}
+		return out
+	}
 	dtypeAttr := func(def inference.DType) []inference.DType {
 		if a, ok := n.Attrs["dtype"]; ok && a.Type == graph.AttrInt {
 			d, _ := inference.DTypeFromONNX(a.Int)
@@ -97,20 +106,14 @@ func OutputDTypes(n Node, in []inference.DType) []inference.DType {
 		}
 		return all(inference.Uint8)
 	case "DynamicQuantizeLinear":
-		return []inference.DType{inference.Uint8, inference.Float32, inference.Uint8}[:len(out)]
+		return each(inference.Uint8, inference.Float32, inference.Uint8)
 	case "TopK", "MaxPool", "Unique":
-		all(inference.Int64)
-		out[0] = first
-		return out
+		return each(first, inference.Int64)
 	case "Dropout":
-		all(inference.Bool)
-		out[0] = first
-		return out
+		return each(first, inference.Bool)
 	case "LayerNormalization":
 		// Mean and InvStdDev are float32 whatever X is (stash_type 1).
-		all(inference.Float32)
-		out[0] = first
-		return out
+		return each(first, inference.Float32)
 	}
 	return all(first)
 }

@@ -463,3 +463,24 @@ func TestLegacyBroadcastExtremeAxis(t *testing.T) {
 		wantShapeErr(t, "LegacyBroadcast", err, "axis")
 	}
 }
+
+// TestOutputDTypesOfAnyOutputCount gives OutputDTypes nodes of operators
+// with several outputs, naming none (as cmd/beamml-inspect asks about an
+// operator), one, or more than the operator has (a bad model): it must
+// type each one named, not panic.
+func TestOutputDTypesOfAnyOutputCount(t *testing.T) {
+	for _, op := range []string{"LayerNormalization", "Dropout", "TopK", "MaxPool", "Unique", "DynamicQuantizeLinear", "Add", "Shape"} {
+		for _, outs := range []int{0, 1, 2, 5} {
+			n := node(op, 17, nil)
+			n.Inputs = []string{"x"}
+			n.Outputs = make([]string, outs)
+			got := OutputDTypes(n, []inference.DType{inference.Float16})
+			if len(got) != outs {
+				t.Errorf("%s with %d outputs: OutputDTypes = %v", op, outs, got)
+			}
+			if outs > 0 && op != "DynamicQuantizeLinear" && op != "Shape" && got[0] != inference.Float16 {
+				t.Errorf("%s: output 0 is %v, want its input's float16", op, got[0])
+			}
+		}
+	}
+}

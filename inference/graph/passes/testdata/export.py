@@ -119,6 +119,50 @@ class GPTBlockTorchGelu(GPTBlock):
         return F.gelu(x, approximate="tanh")
 
 
+class HFCausalBlock(nn.Module):
+    """Causal self-attention as Hugging Face's GPT-2 writes it: a boolean
+    causal buffer sliced to the sequence and torch.where(causal, scores,
+    finfo.min), the scores divided by √size."""
+
+    def __init__(self, e=32, heads=4, seq=8):
+        super().__init__()
+        self.heads, self.d = heads, e // heads
+        self.qkv, self.proj = nn.Linear(e, 3 * e), nn.Linear(e, e)
+        self.register_buffer("bias", torch.tril(torch.ones(seq, seq, dtype=torch.bool)).view(1, 1, seq, seq))
+
+    def forward(self, x):
+        b, s, e = x.shape
+        q, k, v = self.qkv(x).split(e, dim=2)
+        q, k, v = (t.view(b, s, self.heads, self.d).permute(0, 2, 1, 3) for t in (q, k, v))
+        w = torch.matmul(q, k.transpose(-1, -2)) / torch.full([], v.size(-1) ** 0.5, dtype=v.dtype)
+        causal = self.bias[:, :, :s, :s]
+        w = torch.where(causal, w, torch.tensor(torch.finfo(w.dtype).min, dtype=w.dtype))
+        y = torch.matmul(w.softmax(dim=-1), v).permute(0, 2, 1, 3).reshape(b, s, e)
+        return self.proj(y)
+
+
+def encoder_layer(norm_first, batch_first):
+    """torch.nn.TransformerEncoderLayer as users build it, without dropout."""
+    layer = nn.TransformerEncoderLayer(32, 2, dim_feedforward=64, dropout=0.0,
+                                       batch_first=batch_first, norm_first=norm_first)
+    for ln in (layer.norm1, layer.norm2):
+        ln.weight.data.uniform_(0.5, 1.5)
+        ln.bias.data.uniform_(-0.5, 0.5)
+    return layer
+
+
+class PaddedEncoder(nn.Module):
+    """A post-norm TransformerEncoderLayer (batch first) given a boolean
+    key-padding mask, True where a token is padding."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = encoder_layer(norm_first=False, batch_first=True)
+
+    def forward(self, x, pad):
+        return self.layer(x, src_key_padding_mask=pad)
+
+
 def export(name, model, inputs, input_names, opset):
     model.eval()
     folder = os.path.join(HERE, name)
@@ -136,8 +180,11 @@ def export(name, model, inputs, input_names, opset):
 
 
 def write(path, t, name):
+    a = t.detach().numpy()
+    if a.dtype != np.bool_:
+        a = a.astype(np.float32)
     with open(path, "wb") as f:
-        f.write(numpy_helper.from_array(t.detach().numpy().astype(np.float32), name).SerializeToString())
+        f.write(numpy_helper.from_array(a, name).SerializeToString())
 
 
 def main():
@@ -156,6 +203,15 @@ def main():
     export("gpt_opset14", GPTBlock(), (tokens,), ["x"], 14)
     torch.manual_seed(4)
     export("gpt_torchgelu_opset17", GPTBlockTorchGelu(), (tokens,), ["x"], 17)
+    torch.manual_seed(5)
+    export("hf_causal_opset14", HFCausalBlock(), (tokens,), ["x"], 14)
+    # Gradients on: under no_grad, TransformerEncoderLayer takes a fused
+    # path (torch._transformer_encoder_layer_fwd) that the exporter cannot
+    # write.
+    torch.manual_seed(6)
+    export("tenc_post_opset17", PaddedEncoder(), (tokens, mask == 0), ["x", "pad"], 17)
+    torch.manual_seed(7)
+    export("tenc_pre_opset14", encoder_layer(norm_first=True, batch_first=False), (tokens.transpose(0, 1),), ["x"], 14)
 
 
 if __name__ == "__main__":
