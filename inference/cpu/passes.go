@@ -7,8 +7,8 @@ import "github.com/beamml/beamml/inference/graph/passes"
 // (passes.ComputeFloat16InFloat32: the model's meaning, so it runs
 // Unoptimized too); constant folding with the reference kernels (RunNode);
 // then, unless b is Unoptimized, dead-node elimination, BatchNormalization
-// folding, the recognition of LayerNormalization, Gelu and Attention in
-// their decomposed forms, and every epilogue fusion (passes.AllEpilogues),
+// folding, the recognition of LayerNormalization, Gelu, HardSwish and
+// Attention in their decomposed forms, and every epilogue fusion (passes.AllEpilogues),
 // which the Conv, Gemm and MatMul kernels honour (fuse.go).
 func (b Backend) graphPasses() []passes.Pass {
 	half := passes.ComputeFloat16InFloat32()
@@ -23,6 +23,7 @@ func (b Backend) graphPasses() []passes.Pass {
 		passes.FoldBatchNorm(),
 		passes.RecognizeLayerNorm(),
 		passes.RecognizeGelu(),
+		passes.RecognizeHardSwish(),
 		passes.RecognizeAttention(),
 		passes.FuseEpilogues(passes.AllEpilogues),
 	}

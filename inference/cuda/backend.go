@@ -239,8 +239,8 @@ func (b *Backend) place(g *graph.Graph, precision inference.Precision, devs []De
 // graphPasses returns the graph passes Compile runs: constant folding
 // with the CPU's reference kernels, then the rewrites whose result the
 // device runs: dead nodes removed, BatchNormalization folded (plain
-// ONNX), LayerNormalization and Gelu recognised (lower_norm.go and
-// lower_elementwise.go have kernels for them), scaled dot-product
+// ONNX), LayerNormalization, Gelu and HardSwish recognised (lower_norm.go
+// and lower_elementwise.go have kernels for them), scaled dot-product
 // attention recognised as Attention (lower_attention.go), and every
 // epilogue of Conv, Gemm and MatMul, which their lowerings apply in one
 // launch after the GEMM (epilogue.go).
@@ -252,6 +252,7 @@ func graphPasses() []passes.Pass {
 		passes.FoldBatchNorm(),
 		passes.RecognizeLayerNorm(),
 		passes.RecognizeGelu(),
+		passes.RecognizeHardSwish(),
 		passes.RecognizeAttention(),
 		passes.FuseEpilogues(passes.AllEpilogues),
 	}

@@ -2,7 +2,7 @@
 // time: the float32 computation of float16 values (with float16
 // rounding), constant folding, dead-node elimination, BatchNormalization
 // folding, the recognition of the decomposed forms exporters write for
-// LayerNormalization, Gelu and Attention, the fusion of bias, residual
+// LayerNormalization, Gelu, HardSwish and Attention, the fusion of bias, residual
 // and activation epilogues into Conv, Gemm and MatMul, and, for a backend
 // whose memory holds no strings, classifiers of string labels made ones
 // of indices (IndexClassLabels). It is for backend writers. A backend's
@@ -18,7 +18,7 @@
 // gives float16 its meaning rather than optimising, computes those values
 // in float32 too, and keeps their names and the graph's outputs' types.)
 // The nodes a rewrite creates carry standard ONNX operators where one
-// exists (LayerNormalization, Gelu, Attention, Cast), whatever opset the
+// exists (LayerNormalization, Gelu, HardSwish, Attention, Cast), whatever opset the
 // model imports, and names derived from the nodes they replace.
 package passes
 
