@@ -184,23 +184,14 @@ func AppendTensors(b []byte, ts map[string]Tensor) ([]byte, error) {
 // more: what a value holding several maps and a few strings needs to
 // encode in one allocation.
 func AppendTensorMaps(b []byte, extra int, ms ...map[string]Tensor) ([]byte, error) {
-	var buf [16]namedTensor // most maps have a few names: sort them without allocating
-	var counts [4]int
+	var buf [16]namedTensor     // most maps have a few names: sort them without allocating
+	counts := make([]int, 0, 4) // on the stack, for up to four maps
 	all := buf[:0]
 	for _, ts := range ms {
 		all = appendSorted(all, ts)
+		counts = append(counts, len(ts))
 	}
-	if len(ms) > len(counts) {
-		cs := make([]int, len(ms))
-		for i, ts := range ms {
-			cs[i] = len(ts)
-		}
-		return appendEncoded(b, extra, all, cs)
-	}
-	for i, ts := range ms {
-		counts[i] = len(ts)
-	}
-	return appendEncoded(b, extra, all, counts[:len(ms)])
+	return appendEncoded(b, extra, all, counts)
 }
 
 // AppendExampleOutputs appends AppendTensors's encoding of ex, then that of

@@ -315,19 +315,26 @@ func TestStackExamplesRejects(t *testing.T) {
 	}
 }
 
-func TestUnstackOutputs(t *testing.T) {
-	outputs := map[string]inference.Tensor{
+// batchOutputs is a batch of three rows of a classifier's outputs, and the
+// rows they unstack into.
+func batchOutputs(t *testing.T) (outputs map[string]inference.Tensor, rows []map[string]inference.Tensor) {
+	outputs = map[string]inference.Tensor{
 		"scores": mustNew(t, []int{3, 2}, []float32{0.1, 0.9, 0.8, 0.2, 0.5, 0.5}),
 		"label":  mustNew(t, []int{3}, []int64{1, 0, 7}),
 	}
-	rows, err := inference.UnstackOutputs(outputs, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []map[string]inference.Tensor{
+	rows = []map[string]inference.Tensor{
 		{"scores": mustNew(t, []int{2}, []float32{0.1, 0.9}), "label": mustNew(t, nil, []int64{1})},
 		{"scores": mustNew(t, []int{2}, []float32{0.8, 0.2}), "label": mustNew(t, nil, []int64{0})},
 		{"scores": mustNew(t, []int{2}, []float32{0.5, 0.5}), "label": mustNew(t, nil, []int64{7})},
+	}
+	return outputs, rows
+}
+
+func TestUnstackOutputs(t *testing.T) {
+	outputs, want := batchOutputs(t)
+	rows, err := inference.UnstackOutputs(outputs, 3)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if !slices.EqualFunc(rows, want, equalTensors) {
 		t.Errorf("UnstackOutputs = %v, want %v", rows, want)

@@ -43,9 +43,9 @@ func (o Outputs) Lookup(name string) (Tensor, bool) {
 	return Tensor{}, false
 }
 
-// Get returns the output called name, or the zero Tensor (no elements, element type 0) when there is none,
-// as indexing a map would.
-// Data and the other accessors then fail with an error naming the type.
+// Get returns the output called name, or the zero Tensor (no elements,
+// element type 0) when there is none, as indexing a map would: Data and
+// the other accessors then fail with an error naming the type.
 func (o Outputs) Get(name string) Tensor {
 	t, _ := o.Lookup(name)
 	return t

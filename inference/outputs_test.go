@@ -60,18 +60,10 @@ func TestOutputsAccessors(t *testing.T) {
 }
 
 func TestUnstackRows(t *testing.T) {
-	outputs := map[string]inference.Tensor{
-		"scores": mustNew(t, []int{3, 2}, []float32{0.1, 0.9, 0.8, 0.2, 0.5, 0.5}),
-		"label":  mustNew(t, []int{3}, []int64{1, 0, 7}),
-	}
+	outputs, want := batchOutputs(t)
 	rows, err := inference.UnstackRows(outputs, 3)
 	if err != nil {
 		t.Fatal(err)
-	}
-	want := []map[string]inference.Tensor{
-		{"scores": mustNew(t, []int{2}, []float32{0.1, 0.9}), "label": mustNew(t, nil, []int64{1})},
-		{"scores": mustNew(t, []int{2}, []float32{0.8, 0.2}), "label": mustNew(t, nil, []int64{0})},
-		{"scores": mustNew(t, []int{2}, []float32{0.5, 0.5}), "label": mustNew(t, nil, []int64{7})},
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("UnstackRows gave %d rows, want 3", len(rows))

@@ -5,7 +5,6 @@ import (
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
-	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // RecognizeAttention replaces scaled dot-product attention written out as
@@ -135,12 +134,13 @@ func recognizeAttention(g *graph.Graph) bool {
 				last, scaled = n, n
 			}
 		}
-		mask, masked := matchMask(x, x.only(last.Outputs[0]), last.Outputs[0], rank)
-		if masked && mask.node == nil {
-			continue // a mask that Attention would not broadcast as the graph does
-		}
-		if masked {
-			last = mask.node
+		var mask attentionMask
+		if n := x.only(last.Outputs[0]); is(n, "Add") || is(n, "Where") {
+			var ok bool
+			if mask, ok = matchMask(x, n, last.Outputs[0], rank); !ok {
+				continue // not a mask, or one Attention would not broadcast as the graph does
+			}
+			last = n
 		}
 		softmax := x.only(last.Outputs[0])
 		if !is(softmax, "Softmax") || len(softmax.Outputs) != 1 {
@@ -174,7 +174,7 @@ func recognizeAttention(g *graph.Graph) bool {
 			first = scaledQ
 		}
 		m := ""
-		if masked {
+		if mask.node != nil {
 			m = x.buildMask(mask, first, k, rank)
 		}
 		x.become(pv, first, "Attention", []string{q, k, pv.Inputs[1], m}, attrs)
@@ -211,11 +211,11 @@ func hasRank(x *index, value string, rank int) bool {
 	return false
 }
 
-// attentionMask is how a pattern masks its scores: node adds value to
-// them, or is a Where that selects fill in their stead where cond holds
-// (Where(cond, fill, scores)), or where it does not (fillLast:
-// Where(cond, scores, fill)). rank is the rank of the mask this makes, and
-// perKey says it has a column per key for certain.
+// attentionMask is how a pattern masks its scores (node nil: it does
+// not): node adds value to them, or is a Where that selects fill in their
+// stead where cond holds (Where(cond, fill, scores)), or where it does not
+// (fillLast: Where(cond, scores, fill)). rank is the rank of the mask this
+// makes, and perKey says it has a column per key for certain.
 type attentionMask struct {
 	node             *graph.Node
 	value            string
@@ -230,56 +230,51 @@ type attentionMask struct {
 // and torch.finfo(float32).min as Hugging Face writes it, are below.)
 const minMaskFill = -1e30
 
-// matchMask matches n, the reader of the scores, against a mask of
-// scores of rank rank: an Add, or a Where selecting a scalar fill of
-// minMaskFill or less. masked says n is one of those; mask.node is nil
-// when its mask cannot be Attention's: of unknown rank, or of higher rank
-// than the scores (3-D scores take masks of rank 3 or less, as Add
+// matchMask matches n, an Add or a Where that reads the scores (of rank
+// rank), against a mask Attention can take: a value added, or a scalar
+// fill of minMaskFill or less selected, whose rank is known and no higher
+// than the scores' (3-D scores take masks of rank 3 or less, as Add
 // broadcasts them; buildMask makes a rank-3 mask Attention's rank 4).
-func matchMask(x *index, n *graph.Node, scores string, rank int) (mask attentionMask, masked bool) {
-	if n == nil || len(n.Outputs) != 1 {
-		return mask, false
-	}
+func matchMask(x *index, n *graph.Node, scores string, rank int) (attentionMask, bool) {
+	mask := attentionMask{node: n}
+	var bounds []string // the values whose ranks make the mask's
 	switch {
+	case len(n.Outputs) != 1:
+		return mask, false
 	case is(n, "Add"):
-		mask.value, masked = other(n, scores)
-		if !masked || mask.value == scores {
-			return attentionMask{}, false
+		v, ok := other(n, scores)
+		if !ok || v == scores {
+			return mask, false
 		}
-		mask.rank, masked = x.rankOf(mask.value)
-		if t, isConst := x.constant(mask.value); isConst {
+		if t, isConst := x.constant(v); isConst {
 			s := t.Shape()
 			mask.perKey = t.DType() == inference.Float32 && len(s) >= 1 && s[len(s)-1] > 1
 		} else {
-			_, mask.perKey = lastDimOfInput(x, mask.value, 0)
+			_, mask.perKey = lastDimOfInput(x, v, 0)
 		}
+		mask.value, bounds = v, []string{v}
 	case is(n, "Where") && len(n.Inputs) == 3 && n.Inputs[0] != scores:
-		mask.cond = n.Inputs[0]
-		switch scores {
-		case n.Inputs[2]:
-			mask.fill = n.Inputs[1]
-		case n.Inputs[1]:
+		mask.cond, mask.fill = n.Inputs[0], n.Inputs[1]
+		if n.Inputs[1] == scores {
 			mask.fill, mask.fillLast = n.Inputs[2], true
-		default:
-			return attentionMask{}, false
+		} else if n.Inputs[2] != scores {
+			return mask, false
 		}
-		if v, ok := x.scalar(mask.fill); !ok || v > minMaskFill || mask.fill == scores {
-			return attentionMask{}, false
+		if v, ok := x.scalar(mask.fill); !ok || v > minMaskFill {
+			return mask, false
 		}
-		fill, _ := x.rankOf(mask.fill)
-		mask.rank, masked = x.rankOf(mask.cond)
-		mask.rank = max(mask.rank, fill)
-		if !masked {
-			return mask, true // a Where of the scores, of a condition of unknown rank
-		}
+		bounds = []string{mask.cond, mask.fill}
 	default:
-		return attentionMask{}, false
+		return mask, false
 	}
-	if !masked || mask.rank > rank {
-		return attentionMask{}, true
+	for _, v := range bounds {
+		r, ok := x.rankOf(v)
+		if !ok {
+			return mask, false
+		}
+		mask.rank = max(mask.rank, r)
 	}
-	mask.node = n
-	return mask, true
+	return mask, mask.rank <= rank
 }
 
 // buildMask adds the nodes that make mask Attention's attn_mask for keys
@@ -293,12 +288,12 @@ func matchMask(x *index, n *graph.Node, scores string, rank int) (mask attention
 func (x *index) buildMask(mask attentionMask, first *graph.Node, k string, rank int) string {
 	base := first.Name + "/mask"
 	add := func(op string, inputs []string, attrs map[string]graph.Attr) string {
-		out := x.fresh(base)
-		x.g.Nodes = append(x.g.Nodes, &graph.Node{Name: x.fresh(base + "/" + op), OpType: op, Inputs: inputs, Outputs: []string{out}, Attrs: attrs})
+		n := &graph.Node{Name: x.fresh(base + "/" + op), OpType: op, Inputs: inputs, Outputs: []string{x.fresh(base)}, Attrs: attrs}
+		x.g.Nodes = append(x.g.Nodes, n)
 		for _, in := range inputs {
-			x.readers[in] = append(x.readers[in], x.g.Nodes[len(x.g.Nodes)-1])
+			x.readers[in] = append(x.readers[in], n)
 		}
-		return out
+		return n.Outputs[0]
 	}
 	m := mask.value
 	if mask.value == "" {
@@ -355,14 +350,9 @@ func lastDimOfInput(x *index, value string, depth int) (rank int, ok bool) {
 		}
 	case "Unsqueeze":
 		r, ok := lastDimOfInput(x, p.Inputs[0], depth+1)
-		axes := p.Ints("axes", nil)
-		if name := p.Input(1); name != "" {
-			t, isConst := x.constant(name)
-			v, err := opsem.Int64s(t)
-			if !isConst || err != nil {
-				return 0, false
-			}
-			axes = v
+		axes, given := x.axes(p, 13)
+		if !given {
+			return 0, false
 		}
 		out := r + len(axes)
 		for _, a := range axes {

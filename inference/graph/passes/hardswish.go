@@ -138,9 +138,3 @@ func sixth(x *index, n *graph.Node, value string) string {
 	}
 	return ""
 }
-
-// near reports whether v is want within isScalar's relative tolerance.
-func near(v, want float64) bool {
-	d := v - want
-	return d <= 1e-5*want && -d <= 1e-5*want
-}

@@ -179,8 +179,12 @@ func (x *index) scalar(name string) (float64, bool) {
 // float32, and some round them to fewer digits).
 func (x *index) isScalar(name string, want float64) bool {
 	v, ok := x.scalar(name)
-	return ok && math.Abs(v-want) <= 1e-5*math.Abs(want)
+	return ok && near(v, want)
 }
+
+// near reports whether v is want within a relative 1e-5, the tolerance of
+// the constants the rewrites match.
+func near(v, want float64) bool { return math.Abs(v-want) <= 1e-5*math.Abs(want) }
 
 // is reports whether n is the ai.onnx operator op.
 func is(n *graph.Node, op string) bool {

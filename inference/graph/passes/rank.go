@@ -60,8 +60,10 @@ func (x *index) rankAt(value string, depth int) (int, bool) {
 		a, okA := in(0)
 		b, okB := in(1)
 		return max(a, b), okA && okB && a >= 2 && b >= 2
-	case "Shape", "NonZero":
-		return map[string]int{"Shape": 1, "NonZero": 2}[p.OpType], true
+	case "Shape":
+		return 1, true
+	case "NonZero":
+		return 2, true
 	case "Size":
 		return 0, true
 	case "Transpose":
