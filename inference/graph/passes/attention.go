@@ -16,8 +16,8 @@ import (
 //	Q = Mul(Q, c) or Div(Q, c)                 (optional)
 //	s = MatMul(Q, Kᵀ)
 //	s = Mul(s, c) or Div(s, c)                 (optional; c a float32 scalar)
-//	s = Add(s, mask)                           (optional), or
-//	s = Where(c, fill, s) or Where(c, s, fill) (optional; fill −inf or at most −1e30)
+//	s = Add(s, mask)                           (optional, and one or more of), or
+//	s = Where(c, fill, s) or Where(c, s, fill) (fill −inf or at most −1e30)
 //	Y = MatMul(Softmax(s, last axis), V)
 //
 // by Attention(Q, K, V, mask) with scale the product of the scalings, the
@@ -31,9 +31,11 @@ import (
 // shape of that length, or graph inputs so declared. The Softmax works on
 // the last axis (axis −1, or rank − 1; before opset 13 given explicitly).
 //
-// The mask must have, for certain, a rank no higher than the scores'
-// (index.rankOf follows it back through the shape arithmetic exporters
-// write), so that Attention broadcasts it as Add or Where does. A Where's
+// Up to four masks in a row are taken (GPT-2 selects with its causal mask,
+// then adds its padding mask), and added up into Attention's one. Each must
+// have, for certain, a rank no higher than the scores' (index.rankOf
+// follows it back through the shape arithmetic exporters write), so that
+// Attention broadcasts it as Add or Where does. A Where's
 // fill becomes the mask Where(c, fill, 0) (or Where(c, 0, fill)): below
 // −1e30, a score plus the fill is the fill, so adding it is selecting it;
 // a fill such as −10000 or 0 leaves the pattern alone. Attention pads a
@@ -134,13 +136,12 @@ func recognizeAttention(g *graph.Graph) bool {
 				last, scaled = n, n
 			}
 		}
-		var mask attentionMask
-		if n := x.only(last.Outputs[0]); is(n, "Add") || is(n, "Where") {
-			var ok bool
-			if mask, ok = matchMask(x, n, last.Outputs[0], rank); !ok {
-				continue // not a mask, or one Attention would not broadcast as the graph does
-			}
-			last = n
+		masks, ok := matchMasks(x, last, rank)
+		if !ok {
+			continue // not masks, or ones Attention would not broadcast as the graph does
+		}
+		if len(masks) > 0 {
+			last = masks[len(masks)-1].node
 		}
 		softmax := x.only(last.Outputs[0])
 		if !is(softmax, "Softmax") || len(softmax.Outputs) != 1 {
@@ -174,17 +175,20 @@ func recognizeAttention(g *graph.Graph) bool {
 			first = scaledQ
 		}
 		m := ""
-		if mask.node != nil {
-			m = x.buildMask(mask, first, k, rank)
+		if len(masks) > 0 {
+			m = x.buildMask(masks, first, k, rank)
 		}
 		x.become(pv, first, "Attention", []string{q, k, pv.Inputs[1], m}, attrs)
 		if m == "" {
 			pv.Inputs = pv.Inputs[:3]
 		}
-		for _, n := range []*graph.Node{scaledQ, qk, scaled, mask.node, softmax} {
+		for _, n := range []*graph.Node{scaledQ, qk, scaled, softmax} {
 			if n != nil {
 				gone[n] = true
 			}
+		}
+		for _, mask := range masks {
+			gone[mask.node] = true
 		}
 	}
 	removeNodes(g, gone)
@@ -211,8 +215,8 @@ func hasRank(x *index, value string, rank int) bool {
 	return false
 }
 
-// attentionMask is how a pattern masks its scores (node nil: it does
-// not): node adds value to them, or is a Where that selects fill in their
+// attentionMask is one way a pattern masks its scores: node adds value to
+// them, or is a Where that selects fill in their
 // stead where cond holds (Where(cond, fill, scores)), or where it does not
 // (fillLast: Where(cond, scores, fill)). rank is the rank of the mask this
 // makes, and perKey says it has a column per key for certain.
@@ -229,6 +233,28 @@ type attentionMask struct {
 // gives the fill again, so that selecting it and adding it agree. (−inf,
 // and torch.finfo(float32).min as Hugging Face writes it, are below.)
 const minMaskFill = -1e30
+
+// maxMasks is the most masks in a row that a pattern may apply to its
+// scores: GPT-2 selects with its causal mask, then adds its padding mask.
+const maxMasks = 4
+
+// matchMasks matches the Adds and Wheres that follow the scores, the
+// output of last, against masks (matchMask), and reports whether all are
+// masks Attention can take; none is a match too.
+func matchMasks(x *index, last *graph.Node, rank int) ([]attentionMask, bool) {
+	var masks []attentionMask
+	for {
+		n := x.only(last.Outputs[0])
+		if !is(n, "Add") && !is(n, "Where") {
+			return masks, true
+		}
+		mask, ok := matchMask(x, n, last.Outputs[0], rank)
+		if !ok || len(masks) == maxMasks {
+			return nil, false
+		}
+		masks, last = append(masks, mask), n
+	}
+}
 
 // matchMask matches n, an Add or a Where that reads the scores (of rank
 // rank), against a mask Attention can take: a value added, or a scalar
@@ -277,15 +303,16 @@ func matchMask(x *index, n *graph.Node, scores string, rank int) (attentionMask,
 	return mask, mask.rank <= rank
 }
 
-// buildMask adds the nodes that make mask Attention's attn_mask for keys
-// k of rank rank (of the pattern whose first node is first), and returns
-// the mask's name. A Where's fill becomes the mask Where(cond, fill, 0)
-// (or Where(cond, 0, fill)); a mask not known to have a column per key is
+// buildMask adds the nodes that make masks, applied in turn to the
+// scores, Attention's attn_mask for keys k of rank rank (of the pattern
+// whose first node is first), and returns the mask's name. A Where's fill
+// becomes the mask Where(cond, fill, 0) (or Where(cond, 0, fill)); several
+// masks are added up; a mask not known to have a column per key is
 // expanded to the keys' count, as Add would broadcast it, where Attention
 // would pad it with −inf; a rank-3 mask of 3-D scores [batch·heads,
 // queries, keys] gets its heads axis (1), as Attention's scores are
 // [batch·heads, 1, queries, keys].
-func (x *index) buildMask(mask attentionMask, first *graph.Node, k string, rank int) string {
+func (x *index) buildMask(masks []attentionMask, first *graph.Node, k string, rank int) string {
 	base := first.Name + "/mask"
 	add := func(op string, inputs []string, attrs map[string]graph.Attr) string {
 		n := &graph.Node{Name: x.fresh(base + "/" + op), OpType: op, Inputs: inputs, Outputs: []string{x.fresh(base)}, Attrs: attrs}
@@ -295,21 +322,30 @@ func (x *index) buildMask(mask attentionMask, first *graph.Node, k string, rank 
 		}
 		return n.Outputs[0]
 	}
-	m := mask.value
-	if mask.value == "" {
-		zero := x.addInitializer(base+"/zero", mustTensor([]int{}, []float32{0}))
-		if mask.fillLast {
-			m = add("Where", []string{mask.cond, zero, mask.fill}, nil)
-		} else {
-			m = add("Where", []string{mask.cond, mask.fill, zero}, nil)
+	m, perKey, maskRank := "", false, 0
+	for _, mask := range masks {
+		v := mask.value
+		if v == "" {
+			zero := x.addInitializer(base+"/zero", mustTensor([]int{}, []float32{0}))
+			if mask.fillLast {
+				v = add("Where", []string{mask.cond, zero, mask.fill}, nil)
+			} else {
+				v = add("Where", []string{mask.cond, mask.fill, zero}, nil)
+			}
 		}
+		if m == "" {
+			m = v
+		} else {
+			m = add("Add", []string{m, v}, nil)
+		}
+		perKey, maskRank = perKey || mask.perKey, max(maskRank, mask.rank)
 	}
-	if !mask.perKey {
+	if !perKey {
 		keysAxis := x.addInitializer(base+"/keys_axis", mustTensor([]int{1}, []int64{int64(rank - 2)}))
 		keys := add("Gather", []string{add("Shape", []string{k}, nil), keysAxis}, nil)
 		m = add("Expand", []string{m, keys}, nil)
 	}
-	if rank == 3 && mask.rank == 3 {
+	if rank == 3 && maskRank == 3 {
 		if x.g.Opset() < 13 {
 			m = add("Unsqueeze", []string{m}, map[string]graph.Attr{"axes": {Type: graph.AttrInts, Ints: []int64{1}}})
 		} else {

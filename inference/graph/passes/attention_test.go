@@ -21,7 +21,9 @@ type attention struct {
 	// "unknown rank" (an input of undeclared shape); or Where-selected by a
 	// causal condition: "where -inf" (Where(c, −inf, scores)), "where min"
 	// (Where(c, scores, float32's lowest), Hugging Face's form), "where
-	// -1e4" and "where 0" (fills that adding does not reproduce).
+	// -1e4" and "where 0" (fills that adding does not reproduce); or both:
+	// "where then add" (Hugging Face's, then a [2 1 1 5] padding mask from
+	// an input added) and "where then rank 5".
 	mask      string
 	softmaxAx int64 // 0: the attribute left out
 	edit      func(m *model, v map[string]string)
@@ -81,7 +83,7 @@ func (a attention) build(edit func(m *model, v map[string]string)) func() *model
 		case "unknown rank":
 			mask = m.input("mask", 1, 5)
 			m.g.Inputs[len(m.g.Inputs)-1].Shape = nil
-		case "where -inf", "where min", "where -1e4", "where 0":
+		case "where -inf", "where min", "where -1e4", "where 0", "where then add", "where then rank 5":
 			// Keys after the query masked: above the diagonal of tri.
 			tri := make([]float32, 25)
 			for i := range 5 {
@@ -95,6 +97,12 @@ func (a attention) build(edit func(m *model, v map[string]string)) func() *model
 				s = m.op("Where", nil, above, m.scalar("fill", float32(math.Inf(-1))), s)
 			case "where min":
 				s = m.op("Where", nil, m.op("Not", nil, above), s, m.scalar("fill", -math.MaxFloat32))
+			case "where then add":
+				s = m.op("Where", nil, m.op("Not", nil, above), s, m.scalar("fill", -math.MaxFloat32))
+				mask = m.op("Unsqueeze", nil, m.input("pad", 2, 5), m.ints("axes", 1, 2))
+			case "where then rank 5":
+				s = m.op("Where", nil, above, m.scalar("fill", float32(math.Inf(-1))), s)
+				mask = m.constant("mask", []int{1, 1, 1, 5, 5})
 			case "where -1e4":
 				s = m.op("Where", nil, above, m.scalar("fill", -1e4), s)
 			case "where 0":
@@ -151,6 +159,10 @@ func TestRecognizeAttention(t *testing.T) {
 			"Reshape Transpose Reshape Transpose Reshape Transpose Greater Where Shape Gather Expand Attention"},
 		{"Where(c, scores, lowest) (Hugging Face)", attention{opset: 17, mask: "where min"},
 			"Greater Not Where Shape Gather Expand Attention"},
+		// Two masks: both added up into Attention's, whose width the
+		// padding mask (an input) proves.
+		{"Where(c, scores, lowest), then a padding mask added (GPT-2)", attention{opset: 17, mask: "where then add"},
+			"Greater Not Unsqueeze Where Add Attention"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := rewrite(t, tc.a.build(nil), passes.RecognizeAttention(), tc.ops, rtol, atol)
@@ -181,6 +193,7 @@ func TestRecognizeAttentionLeavesAlone(t *testing.T) {
 		{"a mask of unknown rank", attention{opset: 13, mask: "unknown rank"}.build(nil)},
 		{"Where(c, −10000, scores): adding −10000 is not selecting it", attention{opset: 14, mask: "where -1e4"}.build(nil)},
 		{"Where(c, 0, scores)", attention{opset: 14, mask: "where 0"}.build(nil)},
+		{"a causal Where, then a mask of rank 5", attention{opset: 14, mask: "where then rank 5"}.build(nil)},
 		{"Q of unknown rank", attention{opset: 13, divide: true}.build(func(m *model, v map[string]string) {
 			m.g.Inputs[0].Shape = nil
 		})},

@@ -42,6 +42,9 @@ func TestExportedModels(t *testing.T) {
 		{"gpt_torchgelu_opset17", "LayerNormalization:2 Attention:1 MatMul:4 MatMul+bias:4 MatMul+residual:2 MatMul+Gelu:1", "Tanh Gelu Softmax"},
 		// Hugging Face's GPT-2 attention: Where(causal, scores, lowest).
 		{"hf_causal_opset14", "Attention:1", "Softmax"},
+		// … and with GPT2Model's padding mask added after it: the two
+		// masks added up (the Add) into Attention's one.
+		{"hf_causal_padded_opset17", "Attention:1 Add:1", "Softmax"},
 		// torch.nn.TransformerEncoderLayer: the 3-D attention of
 		// MultiheadAttention, post-norm with a boolean key-padding mask
 		// (Where(…, −inf, 0) reshaped to [batch·heads, 1, keys]), and

@@ -130,13 +130,15 @@ class HFCausalBlock(nn.Module):
         self.qkv, self.proj = nn.Linear(e, 3 * e), nn.Linear(e, e)
         self.register_buffer("bias", torch.tril(torch.ones(seq, seq, dtype=torch.bool)).view(1, 1, seq, seq))
 
-    def forward(self, x):
+    def forward(self, x, mask=None):
         b, s, e = x.shape
         q, k, v = self.qkv(x).split(e, dim=2)
         q, k, v = (t.view(b, s, self.heads, self.d).permute(0, 2, 1, 3) for t in (q, k, v))
         w = torch.matmul(q, k.transpose(-1, -2)) / torch.full([], v.size(-1) ** 0.5, dtype=v.dtype)
         causal = self.bias[:, :, :s, :s]
         w = torch.where(causal, w, torch.tensor(torch.finfo(w.dtype).min, dtype=w.dtype))
+        if mask is not None:  # the padding mask, extended as GPT2Model extends it
+            w = w + (1.0 - mask[:, None, None, :]) * torch.finfo(w.dtype).min
         y = torch.matmul(w.softmax(dim=-1), v).permute(0, 2, 1, 3).reshape(b, s, e)
         return self.proj(y)
 
@@ -205,6 +207,8 @@ def main():
     export("gpt_torchgelu_opset17", GPTBlockTorchGelu(), (tokens,), ["x"], 17)
     torch.manual_seed(5)
     export("hf_causal_opset14", HFCausalBlock(), (tokens,), ["x"], 14)
+    torch.manual_seed(5)
+    export("hf_causal_padded_opset17", HFCausalBlock(), (tokens, mask), ["x", "mask"], 17)
     # Gradients on: under no_grad, TransformerEncoderLayer takes a fused
     # path (torch._transformer_encoder_layer_fwd) that the exporter cannot
     # write.
