@@ -12,13 +12,13 @@ import (
 //
 //	m = ReduceMean(x, axes)      d = Sub(x, m)
 //	v = ReduceMean(Pow(d, 2), axes)          (or Mul(d, d))
-//	y = Div(d, Sqrt(Add(v, epsilon)))
+//	y = Div(d, Sqrt(Add(v, epsilon)))         (or Mul(d, Reciprocal(Sqrt(…))), TensorFlow's rsqrt)
 //	y = Mul(y, scale)                         (optional)
 //	y = Add(y, bias)                          (optional)
 //
 // by LayerNormalization(x, scale, bias) with axis −k and epsilon, when
-// axes are the last k axes written as negative numbers (−k … −1: the
-// rank of x is not known before a run), both ReduceMeans keep their
+// axes are the last k axes (−k … −1, or r − k … r − 1 where x's rank r
+// is known before a run: index.rankOf), both ReduceMeans keep their
 // dimensions, epsilon, scale and bias are float32 constants (scale and
 // bias of rank k or less), and every value but x and the result has one
 // reader and is not a graph output. ReduceMean takes its axes as an
@@ -40,18 +40,22 @@ func recognizeLayerNorm(g *graph.Graph) bool {
 		if gone[mean] || !is(mean, "ReduceMean") || len(mean.Outputs) != 1 {
 			continue
 		}
-		axes, ok := reducedTail(x, opsem.Node{Node: mean, Opset: opset})
+		in := mean.Input(0)
+		rank, ranked := x.rankOf(in)
+		if !ranked {
+			rank = -1
+		}
+		axes, ok := reducedTail(x, opsem.Node{Node: mean, Opset: opset}, rank)
 		if !ok {
 			continue
 		}
-		in := mean.Inputs[0]
 		p := pattern{nodes: []*graph.Node{mean}}
 		sub := x.only(mean.Outputs[0])
 		if !is(sub, "Sub") || len(sub.Inputs) != 2 || sub.Inputs[0] != in || sub.Inputs[1] != mean.Outputs[0] {
 			continue
 		}
 		d := sub.Outputs[0]
-		square, div := centredReaders(x, d)
+		square, norm := centredReaders(x, d)
 		if square == nil {
 			continue
 		}
@@ -59,7 +63,7 @@ func recognizeLayerNorm(g *graph.Graph) bool {
 		if !is(varMean, "ReduceMean") || varMean.Inputs[0] != square.Outputs[0] {
 			continue
 		}
-		if a, ok := reducedTail(x, opsem.Node{Node: varMean, Opset: opset}); !ok || !slices.Equal(a, axes) {
+		if a, ok := reducedTail(x, opsem.Node{Node: varMean, Opset: opset}, rank); !ok || !slices.Equal(a, axes) {
 			continue
 		}
 		addEps := x.only(varMean.Outputs[0])
@@ -69,13 +73,26 @@ func recognizeLayerNorm(g *graph.Graph) bool {
 		epsName, _ := other(addEps, varMean.Outputs[0])
 		eps, ok := x.scalar(epsName)
 		sqrt := x.only(addEps.Outputs[0])
-		if !ok || !is(sqrt, "Sqrt") || x.only(sqrt.Outputs[0]) != div || div.Inputs[1] != sqrt.Outputs[0] {
+		if !ok || !is(sqrt, "Sqrt") {
 			continue
 		}
-		p.add(sub, square, varMean, addEps, sqrt, div)
-		last, scale, bias := div, "", ""
-		if mul := x.only(div.Outputs[0]); is(mul, "Mul") {
-			if s, _ := other(mul, div.Outputs[0]); blockOperand(x, s, len(axes)) {
+		p.add(sub, square, varMean, addEps, sqrt, norm)
+		// d / √(v + ε), or d · 1/√(v + ε).
+		divisor := sqrt.Outputs[0]
+		if is(norm, "Mul") {
+			recip := x.only(sqrt.Outputs[0])
+			if !is(recip, "Reciprocal") || len(recip.Outputs) != 1 {
+				continue
+			}
+			p.add(recip)
+			divisor = recip.Outputs[0]
+		}
+		if v, _ := other(norm, d); x.only(divisor) != norm || v != divisor {
+			continue
+		}
+		last, scale, bias := norm, "", ""
+		if mul := x.only(norm.Outputs[0]); is(mul, "Mul") {
+			if s, _ := other(mul, norm.Outputs[0]); blockOperand(x, s, len(axes)) {
 				last, scale = mul, s
 				p.add(mul)
 			}
@@ -108,8 +125,9 @@ func recognizeLayerNorm(g *graph.Graph) bool {
 }
 
 // reducedTail returns the axes of a ReduceMean that keeps its dimensions
-// when they are −k, …, −1 in order.
-func reducedTail(x *index, n opsem.Node) ([]int64, bool) {
+// when they are −k, …, −1 in order: written so, or, where the rank of its
+// input is known (rank ≥ 0), as rank − k, …, rank − 1.
+func reducedTail(x *index, n opsem.Node, rank int) ([]int64, bool) {
 	if n.Int("keepdims", 1) != 1 || len(n.Inputs) == 0 {
 		return nil, false
 	}
@@ -130,17 +148,23 @@ func reducedTail(x *index, n opsem.Node) ([]int64, bool) {
 	if len(axes) == 0 {
 		return nil, false
 	}
+	tail := make([]int64, len(axes))
 	for i, a := range axes {
+		if a >= 0 && rank >= 0 {
+			a -= int64(rank)
+		}
 		if a != int64(i-len(axes)) {
 			return nil, false
 		}
+		tail[i] = a
 	}
-	return axes, true
+	return tail, true
 }
 
 // centredReaders returns the readers of d, the centred input, when they
-// are a square of d (Pow(d, 2) or Mul(d, d)) and a Div(d, …).
-func centredReaders(x *index, d string) (square, div *graph.Node) {
+// are a square of d (Pow(d, 2) or Mul(d, d)) and a Div(d, …) or a Mul of d
+// by another value: the normaliser.
+func centredReaders(x *index, d string) (square, norm *graph.Node) {
 	if x.pinned[d] {
 		return nil, nil
 	}
@@ -152,19 +176,20 @@ func centredReaders(x *index, d string) (square, div *graph.Node) {
 				return nil, nil
 			}
 			square = r
-		case is(r, "Div") && len(r.Inputs) == 2 && r.Inputs[0] == d && r.Inputs[1] != d:
-			if div != nil {
+		case is(r, "Div") && len(r.Inputs) == 2 && r.Inputs[0] == d && r.Inputs[1] != d,
+			is(r, "Mul") && len(r.Inputs) == 2 && (r.Inputs[0] == d) != (r.Inputs[1] == d):
+			if norm != nil {
 				return nil, nil
 			}
-			div = r
+			norm = r
 		default:
 			return nil, nil
 		}
 	}
-	if div == nil || square == nil || len(square.Outputs) != 1 || len(div.Outputs) != 1 {
+	if norm == nil || square == nil || len(square.Outputs) != 1 || len(norm.Outputs) != 1 {
 		return nil, nil
 	}
-	return square, div
+	return square, norm
 }
 
 // blockOperand reports whether name is a float32 constant that can scale

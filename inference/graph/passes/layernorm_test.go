@@ -18,6 +18,10 @@ type layerNorm struct {
 	scale, bias bool
 	keepdims    int64
 	epsReversed bool // Add(eps, v)
+	// rsqrt writes d · Reciprocal(Sqrt(…)) (TensorFlow's rsqrt) instead of
+	// d / Sqrt(…), the product's operands swapped; "no reciprocal" writes
+	// d · Sqrt(…), a near miss.
+	rsqrt string
 }
 
 // build writes the decomposition over x [8, 8, 8] and returns the model.
@@ -53,7 +57,15 @@ func (ln layerNorm) build(edit func(m *model, names map[string]string)) func() *
 		} else {
 			sum = m.op("Add", nil, v, eps)
 		}
-		y := m.op("Div", nil, d, m.op("Sqrt", nil, sum))
+		var y string
+		switch ln.rsqrt {
+		case "":
+			y = m.op("Div", nil, d, m.op("Sqrt", nil, sum))
+		case "rsqrt":
+			y = m.op("Mul", nil, m.op("Reciprocal", nil, m.op("Sqrt", nil, sum)), d)
+		case "no reciprocal":
+			y = m.op("Mul", nil, d, m.op("Sqrt", nil, sum))
+		}
 		names := map[string]string{"mean": mu, "d": d, "sq": sq, "v": v, "eps": eps, "y": y}
 		blockShape := []int{8}
 		if len(ln.axes) == 2 {
@@ -91,6 +103,11 @@ func TestRecognizeLayerNorm(t *testing.T) {
 		{"opset 18, axes input, Mul square", layerNorm{opset: 18, axes: []int64{-1}, mulSquare: true, scale: true, bias: true, keepdims: 1}, -1},
 		{"no scale, no bias", layerNorm{opset: 14, axes: []int64{-1}, keepdims: 1, epsReversed: true}, -1},
 		{"scale only, two axes", layerNorm{opset: 14, axes: []int64{-2, -1}, scale: true, keepdims: 1}, -2},
+		// Axes counted from the front, as TensorFlow's exports write them:
+		// x is declared [8 8 8].
+		{"positive axes, rank declared", layerNorm{opset: 13, axes: []int64{2}, scale: true, bias: true, keepdims: 1}, -1},
+		{"positive axes, two", layerNorm{opset: 18, axes: []int64{1, 2}, keepdims: 1}, -2},
+		{"Reciprocal(Sqrt) times d", layerNorm{opset: 13, axes: []int64{-1}, scale: true, bias: true, keepdims: 1, rsqrt: "rsqrt"}, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := rewrite(t, tc.ln.build(nil), passes.RecognizeLayerNorm(), "LayerNormalization", rtol, atol)
@@ -110,14 +127,18 @@ func TestRecognizeLayerNorm(t *testing.T) {
 
 func TestRecognizeLayerNormLeavesAlone(t *testing.T) {
 	base := layerNorm{opset: 13, axes: []int64{-1}, scale: true, bias: true, keepdims: 1}
-	positive, keep0 := base, base
+	positive, keep0, notReciprocal, notTail := base, base, base, base
 	positive.axes = []int64{2}
 	keep0.keepdims = 0
+	notReciprocal.rsqrt = "no reciprocal"
+	notTail.axes = []int64{1} // of three: not the last
 	for _, tc := range []struct {
 		name  string
 		build func() *model
 	}{
-		{"positive axes (rank unknown)", positive.build(nil)},
+		{"positive axes (rank unknown)", positive.build(func(m *model, v map[string]string) { m.g.Inputs[0].Shape = nil })},
+		{"positive axes, not the last", notTail.build(nil)},
+		{"d · Sqrt(…)", notReciprocal.build(nil)},
 		{"keepdims 0", keep0.build(nil)},
 		{"centred value read again", base.build(func(m *model, v map[string]string) { m.output(v["out"], v["d"]) })},
 		{"variance is a graph output", base.build(func(m *model, v map[string]string) { m.output(v["out"], v["v"]) })},
