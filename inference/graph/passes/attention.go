@@ -16,7 +16,7 @@ import (
 //	Q = Mul(Q, c) or Div(Q, c)                 (optional)
 //	s = MatMul(Q, Kᵀ)
 //	s = Mul(s, c) or Div(s, c)                 (optional; c a float32 scalar)
-//	s = Add(s, mask)                           (optional, and one or more of), or
+//	s = Add(s, mask), or                       (optional: one or more in a row)
 //	s = Where(c, fill, s) or Where(c, s, fill) (fill −inf or at most −1e30)
 //	Y = MatMul(Softmax(s, last axis), V)
 //
