@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"unsafe"
@@ -111,6 +110,7 @@ func (b Backend) Compile(g *graph.Graph) (inference.Model, error) {
 	if m.prepared, err = prepare(g); err != nil {
 		return nil, err
 	}
+	m.sched.attachPrepared(g, m.prepared)
 	m.bytes += preparedSize(m.prepared)
 	return m, nil
 }
@@ -166,19 +166,9 @@ func checkOps(g *graph.Graph) error {
 // has run its own passes and checked g (Check) and runs some of it, or all
 // of it, on the host.
 func NewModel(g *graph.Graph) *Model {
-	m := &Model{g: g, pooled: true, calls: make([]nodeCall, len(g.Nodes))}
+	m := &Model{g: g, pooled: true, sched: newSchedule(g, nil)}
 	for _, t := range g.Initializers {
 		m.bytes += t.ByteSize()
-	}
-	made, overridable := map[string]bool{}, map[string]bool{}
-	for _, v := range g.Overridable {
-		overridable[v.Name] = true
-	}
-	for i, n := range g.Nodes {
-		m.calls[i] = newNodeCall(kernelOf(n), n).withPlace(g, i, made, overridable)
-		for _, o := range n.Outputs {
-			made[o] = true
-		}
 	}
 	for _, n := range g.Nodes {
 		if control[n.OpType] || seqKernels[n.OpType] != nil {
@@ -198,46 +188,29 @@ func NewModel(g *graph.Graph) *Model {
 	return m
 }
 
-// runState is what a model's run brings to runObserved beyond the graph:
-// the packed weights, the outputs of the nodes that the feeds' shapes
-// determine (graph.ShapeDetermined), either kept from an earlier run with
-// the same shapes or to be kept from this one, and the state that one
-// concurrent run of the model keeps from one run to the next (a frame's):
-// the nodes' memos, and the maps and slices of the executor. A nil
-// *runState has none of it.
+// runState is what a run of a graph brings to runObserved beyond the
+// graph: its schedule (with a model's packed weights), the outputs of the
+// nodes that the feeds' shapes determine (graph.ShapeDetermined), either
+// kept from an earlier run with the same shapes or to be kept from this
+// one, and what one concurrent run keeps from one run to the next (a
+// frame's, a loop body's): the nodes' memos, the values' slots and the
+// executor's slices.
 type runState struct {
-	prepared map[*graph.Node]any
-	calls    []nodeCall // the model's, one per node; nil for a subgraph
-	static   []bool
-	kept     map[string]inference.Tensor // the static nodes' outputs, by value name
-	keep     map[string]inference.Tensor // where this run records them, or nil
+	sched  *schedule
+	static []bool                      // nil: no node's outputs are kept
+	kept   map[string]inference.Tensor // the static nodes' outputs, by value name
+	keep   map[string]inference.Tensor // where this run records them, or nil
 
-	memos  []opsem.Memo // one per node of the graph, or nil
-	values map[string]inference.Tensor
-	seqs   map[string][]inference.Tensor
-	in     []inference.Tensor
-	outs   []inference.Tensor // keptOutputs's
-	res    []inference.Tensor // runObserved's, for the graph's outputs
-}
-
-func (st *runState) preparedFor(n *graph.Node) any {
-	if st == nil {
-		return nil
-	}
-	return st.prepared[n]
-}
-
-// callFor is node i's nodeCall, n: the model's, or read now.
-func (st *runState) callFor(i int, n *graph.Node) nodeCall {
-	if st != nil && st.calls != nil {
-		return st.calls[i]
-	}
-	return newNodeCall(kernelOf(n), n)
+	memos []opsem.Memo // one per node of the graph, or nil
+	vals  values
+	in    []inference.Tensor
+	outs  []inference.Tensor // keptOutputs's
+	res   []inference.Tensor // runObserved's, for the graph's outputs
 }
 
 // memo is node i's memo, or nil.
 func (st *runState) memo(i int) *opsem.Memo {
-	if st == nil || st.memos == nil {
+	if st.memos == nil {
 		return nil
 	}
 	return &st.memos[i]
@@ -246,7 +219,7 @@ func (st *runState) memo(i int) *opsem.Memo {
 // isStatic reports whether node i's outputs depend only on the feeds'
 // shapes.
 func (st *runState) isStatic(i int) bool {
-	return st != nil && st.static != nil && st.static[i]
+	return st.static != nil && st.static[i]
 }
 
 // keptOutputs returns node n's outputs as an earlier run computed them.
@@ -309,8 +282,8 @@ type Model struct {
 	bytes    int64
 	pooled   bool                // runs take their buffers from pools
 	prepared map[*graph.Node]any // packed weights, by node (prepare)
+	sched    *schedule           // the graph's, with those weights
 	static   []bool              // graph.ShapeDetermined, nil when no node is
-	calls    []nodeCall          // each node's, read once
 
 	mu     sync.Mutex
 	frames []*frame // idle frames, one per run in flight at the busiest
@@ -340,14 +313,7 @@ func (m *Model) frame() *frame {
 		m.frames = m.frames[:k-1]
 		return f
 	}
-	f := &frame{st: runState{
-		prepared: m.prepared,
-		calls:    m.calls,
-		memos:    make([]opsem.Memo, len(m.g.Nodes)),
-		values:   map[string]inference.Tensor{},
-		seqs:     map[string][]inference.Tensor{},
-	}}
-	return f
+	return &frame{st: runState{sched: m.sched, memos: make([]opsem.Memo, len(m.g.Nodes))}}
 }
 
 // putFrame ends f's run and keeps it for the next.
@@ -356,8 +322,7 @@ func (m *Model) putFrame(f *frame) {
 		p.End()
 	}
 	st := &f.st
-	clear(st.values)
-	clear(st.seqs)
+	st.vals.end()
 	clear(st.in)
 	clear(st.outs)
 	clear(st.res)
@@ -458,81 +423,67 @@ func (m *Model) Run(ctx context.Context, feeds map[string]inference.Tensor) (map
 // run executes g with its inputs from feeds and free values from outer,
 // under the limits r, and returns its outputs in order.
 func run(ctx context.Context, r *limit.Run, g *graph.Graph, feeds, outer map[string]inference.Tensor) ([]inference.Tensor, error) {
-	return runObserved(ctx, r, g, nil, feeds, outer, nil)
+	return runObserved(ctx, r, g, &runState{sched: newSchedule(g, outer)}, feeds, outer, nil)
 }
 
-// runObserved is run, calling observe (when not nil) with every tensor a
-// node of g computes, with what a model brings to its graph's run (st,
-// nil for a subgraph): packed weights, and the static nodes' outputs.
+// runObserved is run with st's schedule, slots and kept outputs, calling
+// observe (when not nil) with every tensor a node of g computes. A panic
+// in a kernel (or in the goroutines it started: parallelFor passes theirs
+// on) fails the run with an *inference.PanicError naming the node: one
+// recover for the whole run, rather than one per node.
 //
 // The bytes a node's outputs hold count against r from the node that
 // computes them to the last node that reads them; a kernel's scratch counts
 // while it runs. Feeds, initializers and outer values are not counted: they
 // are the caller's.
-func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, st *runState, feeds, outer map[string]inference.Tensor, observe func(string, inference.Tensor)) ([]inference.Tensor, error) {
-	var values map[string]inference.Tensor
-	var seqs map[string][]inference.Tensor // values of the sequence operators
-	var in []inference.Tensor
-	if st != nil && st.values != nil {
-		values, seqs, in = st.values, st.seqs, st.in[:0]
-		defer func() { st.in = in }()
-	} else {
-		values = make(map[string]inference.Tensor, len(g.Initializers)+len(feeds)+len(g.Nodes))
-		seqs = map[string][]inference.Tensor{}
-	}
-	// Initializers are read in place, not copied into values each run.
-	lookup := func(name string) (inference.Tensor, bool) {
-		if t, ok := values[name]; ok {
-			return t, true
+func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, st *runState, feeds, outer map[string]inference.Tensor, observe func(string, inference.Tensor)) (_ []inference.Tensor, err error) {
+	var n *graph.Node // the node running
+	defer func() {
+		switch v := recover(); {
+		case v != nil && n != nil:
+			err = nodeError(g, n, panicError(n, v))
+		case v != nil:
+			err = fmt.Errorf("cpu: graph %q: %w", g.Name, inference.Recovered("starting the run", v))
 		}
-		if t, ok := g.Initializers[name]; ok {
-			return t, true
-		}
-		t, ok := outer[name]
-		return t, ok
-	}
-	for _, ins := range [2][]graph.Value{g.Inputs, g.Overridable} {
-		for _, in := range ins {
-			if t, ok := feeds[in.Name]; ok {
-				values[in.Name] = t // shadows an overridable initializer
-			}
-		}
-	}
+	}()
+	s, v := st.sched, &st.vals
+	v.start(s, feeds, outer)
+	in := st.in[:0]
+	defer func() { st.in = in }()
 	opset := g.Opset()
-	for i, n := range g.Nodes {
+	for i := range g.Nodes {
+		n = g.Nodes[i]
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("cpu: graph %q: stopped before node %v: %w", g.Name, n, err)
 		}
-		node := opsem.Node{Node: n, Opset: opset, Run: r, Prepared: st.preparedFor(n), Memo: st.memo(i)}
+		step := &s.steps[i]
+		node := opsem.Node{Node: n, Opset: opset, Run: r, Prepared: step.prepared, Memo: st.memo(i)}
 		if n.Domain != "" {
 			node.Opset = g.OpsetOf(n)
 		}
-		call := st.callFor(i, n)
 		mark := r.InUse()
-		if k, ok := seqKernels[n.OpType]; ok {
-			err := guard(n, func() error { return runSeq(node, k, lookup, values, seqs) })
+		if step.seq != nil {
+			err := runSeq(node, step.seq, step, v)
 			r.Reset(mark)
 			if err != nil {
 				return nil, nodeError(g, n, err)
 			}
-			if name := n.Outputs[0]; wantsOutput(node, 0) {
-				r.Hold(seqBytes(values[name], seqs[name]))
+			if slot := step.out[0]; wantsOutput(node, 0) {
+				r.Hold(seqBytes(v.tensors[slot], v.seqs[slot]))
 			}
 			continue
 		}
 		in = in[:0]
-		for j, name := range n.Inputs {
+		for j, slot := range step.in {
 			var t inference.Tensor
-			if w, ok := call.weight(j); ok {
-				t = w
-			} else if name != "" {
-				if _, isSeq := seqs[name]; isSeq {
-					return nil, fmt.Errorf("cpu: node %v: input %q is a sequence, want a tensor: %w", n, name, inference.ErrType)
+			if slot != noSlot {
+				switch v.kinds[slot] {
+				case sequenceValue:
+					return nil, fmt.Errorf("cpu: node %v: input %q is a sequence, want a tensor: %w", n, n.Inputs[j], inference.ErrType)
+				case noValue:
+					return nil, fmt.Errorf("cpu: node %v: input %q has no value: %w", n, n.Inputs[j], inference.ErrBadModel)
 				}
-				var ok bool
-				if t, ok = lookup(name); !ok {
-					return nil, fmt.Errorf("cpu: node %v: input %q has no value: %w", n, name, inference.ErrBadModel)
-				}
+				t = v.tensors[slot]
 			}
 			in = append(in, t)
 		}
@@ -546,14 +497,12 @@ func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, st *runState
 		if static && st.kept != nil {
 			outs = st.keptOutputs(n)
 		} else {
-			err := guard(n, func() (err error) {
-				if control[n.OpType] {
-					outs, err = runControl(ctx, node, in, scope(outer, g.Initializers, values))
-				} else {
-					outs, err = call.call(node, in)
-				}
-				return err
-			})
+			var err error
+			if step.control {
+				outs, err = runControl(ctx, node, in, v.scope(s, g, outer))
+			} else {
+				outs, err = step.call.call(node, in)
+			}
 			r.Reset(mark) // the kernel's scratch is garbage now; its outputs are held below
 			if err != nil {
 				return nil, nodeError(g, n, err)
@@ -562,53 +511,47 @@ func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, st *runState
 				st.record(n, outs)
 			}
 		}
-		for j, name := range n.Outputs {
-			if name == "" {
+		for j, slot := range step.out {
+			if slot == noSlot {
 				continue
 			}
 			if j >= len(outs) {
+				name := n.Outputs[j]
 				return nil, fmt.Errorf("cpu: node %v: output %d (%q) not computed: %w", n, j, name, &inference.UnsupportedOpError{Node: n.Name, Op: n.OpType, Opset: opset, Detail: "optional output " + name})
 			}
-			values[name] = outs[j]
+			v.setTensor(slot, outs[j])
 			r.Hold(outs[j].ByteSize())
-			if pool != nil && call.readsLater(g, i, j, name) {
+			if pool != nil && step.readLater[j] {
 				pool.Ref(dataAddr(outs[j])) // an output nothing reads is left to Sweep
 			}
 			if observe != nil {
-				observe(name, outs[j])
+				observe(n.Outputs[j], outs[j])
 			}
 		}
-		for j, name := range n.Inputs {
-			if name == "" || !call.lastReads(g, i, j, name) {
+		for j, slot := range step.in {
+			if slot == noSlot || !step.lastRead[j] {
 				continue
 			}
-			if call.computed(feeds, j, name) { // counted by Hold
-				v := values[name]
-				r.Release(seqBytes(v, seqs[name]))
+			if step.computed[j] { // counted by Hold
+				t := v.tensors[slot]
+				r.Release(seqBytes(t, v.seqs[slot]))
 				if pool != nil {
-					pool.Unref(dataAddr(v))
+					pool.Unref(dataAddr(t))
 				}
 			}
-			delete(values, name)
-			delete(seqs, name)
+			v.drop(slot)
 		}
 		if pool != nil {
 			pool.Sweep(pmark) // the kernel's scratch, and outputs nothing reads
 		}
 	}
-	var res []inference.Tensor
-	if st != nil && st.values != nil {
-		res = slices.Grow(st.res[:0], len(g.Outputs))[:len(g.Outputs)]
-		st.res = res
-	} else {
-		res = make([]inference.Tensor, len(g.Outputs))
-	}
-	for i, o := range g.Outputs {
-		t, ok := lookup(o.Name)
-		if !ok {
-			return nil, fmt.Errorf("cpu: graph %q: output %q has no value: %w", g.Name, o.Name, inference.ErrBadModel)
+	res := slices.Grow(st.res[:0], len(g.Outputs))[:len(g.Outputs)]
+	st.res = res
+	for i, slot := range s.outputs {
+		if v.kinds[slot] != tensorValue {
+			return nil, fmt.Errorf("cpu: graph %q: output %q has no value: %w", g.Name, g.Outputs[i].Name, inference.ErrBadModel)
 		}
-		res[i] = t
+		res[i] = v.tensors[slot]
 	}
 	return res, nil
 }
@@ -618,15 +561,19 @@ func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, st *runState
 func guard(n *graph.Node, kernel func() error) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			if pe, ok := v.(*inference.PanicError); ok { // from a worker goroutine
-				pe.Where = fmt.Sprintf("node %v, %s", n, pe.Where)
-				err = pe
-				return
-			}
-			err = inference.Recovered(fmt.Sprintf("node %v", n), v)
+			err = panicError(n, v)
 		}
 	}()
 	return kernel()
+}
+
+// panicError is the error of v, recovered from a panic in n's kernel.
+func panicError(n *graph.Node, v any) error {
+	if pe, ok := v.(*inference.PanicError); ok { // from a worker goroutine
+		pe.Where = fmt.Sprintf("node %v, %s", n, pe.Where)
+		return pe
+	}
+	return inference.Recovered(fmt.Sprintf("node %v", n), v)
 }
 
 // nodeError says which node of which graph failed; a refused allocation
@@ -667,21 +614,21 @@ func seqBytes(t inference.Tensor, seq []inference.Tensor) int64 {
 	return b
 }
 
-// runSeq runs a sequence operator, reading and writing sequences in seqs
-// and tensors in values.
-func runSeq(n opsem.Node, k seqKernel, lookup func(string) (inference.Tensor, bool), values map[string]inference.Tensor, seqs map[string][]inference.Tensor) error {
+// runSeq runs a sequence operator, reading and writing the slots of v as
+// its step says.
+func runSeq(n opsem.Node, k seqKernel, step *step, v *values) error {
 	args := make([]item, len(n.Inputs))
-	for i, name := range n.Inputs {
-		switch s, isSeq := seqs[name]; {
-		case name == "":
-		case isSeq:
-			args[i] = item{seq: s, isSeq: true}
+	for i, slot := range step.in {
+		if slot == noSlot {
+			continue
+		}
+		switch v.kinds[slot] {
+		case sequenceValue:
+			args[i] = item{seq: v.seqs[slot], isSeq: true}
+		case tensorValue:
+			args[i] = item{t: v.tensors[slot]}
 		default:
-			t, ok := lookup(name)
-			if !ok {
-				return fmt.Errorf("input %q has no value: %w", name, inference.ErrBadModel)
-			}
-			args[i] = item{t: t}
+			return fmt.Errorf("input %q has no value: %w", n.Inputs[i], inference.ErrBadModel)
 		}
 	}
 	out, err := k(n, args)
@@ -690,26 +637,12 @@ func runSeq(n opsem.Node, k seqKernel, lookup func(string) (inference.Tensor, bo
 	}
 	if wantsOutput(n, 0) {
 		if out.isSeq {
-			seqs[n.Outputs[0]] = out.seq
+			v.setSeq(step.out[0], out.seq)
 		} else {
-			values[n.Outputs[0]] = out.t
+			v.setTensor(step.out[0], out.t)
 		}
 	}
 	return nil
-}
-
-// scope merges the values a subgraph sees: the enclosing scopes, then the
-// graph's initializers, then its live values, each shadowing the ones before.
-func scope(layers ...map[string]inference.Tensor) map[string]inference.Tensor {
-	n := 0
-	for _, l := range layers {
-		n += len(l)
-	}
-	s := make(map[string]inference.Tensor, n)
-	for _, l := range layers { // later layers shadow earlier ones
-		maps.Copy(s, l)
-	}
-	return s
 }
 
 func runControl(ctx context.Context, n opsem.Node, in []inference.Tensor, visible map[string]inference.Tensor) ([]inference.Tensor, error) {
@@ -758,7 +691,7 @@ func scalarBool(t inference.Tensor) (bool, error) {
 // computes: a graph.Runner, with which graph.InferShapes reads the shapes
 // of a model's values.
 func (m *Model) RunObserved(ctx context.Context, feeds map[string]inference.Tensor, observe func(name string, t inference.Tensor)) error {
-	_, err := runObserved(ctx, limit.New(ctx, 0), m.g, &runState{prepared: m.prepared, calls: m.calls}, feeds, nil, observe)
+	_, err := runObserved(ctx, limit.New(ctx, 0), m.g, &runState{sched: m.sched}, feeds, nil, observe)
 	return err
 }
 

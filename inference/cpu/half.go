@@ -39,8 +39,8 @@ func callKernel(k kernel, n opsem.Node, in []inference.Tensor) ([]inference.Tens
 }
 
 // nodeCall is what running a node takes beyond its inputs, read off the
-// node once (a Model reads its nodes' at NewModel) rather than looked up
-// by operator and attribute name at every run: its kernel, the inputs it
+// node once (its schedule's step holds it) rather than looked up by
+// operator and attribute name at every run: its kernel, the inputs it
 // moves (carried.go), and how it meets the 16-bit floats.
 type nodeCall struct {
 	k          kernel
@@ -48,77 +48,12 @@ type nodeCall struct {
 	moves      bool
 	halfNative bool // halfNative: the kernel takes the 16-bit floats as they are
 	halfAttrs  bool // opsem.HasFloat16Attrs
-	// Where the node is in a model's graph (withPlace; nil otherwise):
-	// whether it is the last reader of each input, whether a node of the
-	// graph computed each input, and whether a later node or the graph's
-	// outputs read each output.
-	lastRead, computedIn, readLater []bool
-	// weights holds the inputs that are initializers no feed overrides;
-	// the others are zero Tensors (no element type).
-	weights []inference.Tensor
 }
 
 func newNodeCall(k kernel, n *graph.Node) nodeCall {
 	c := nodeCall{k: k, halfNative: halfNative[n.OpType], halfAttrs: opsem.HasFloat16Attrs(n)}
 	c.positions, c.moves = moves(opsem.Node{Node: n})
 	return c
-}
-
-// withPlace is c with the facts of node i of g's place in it; made holds
-// the outputs of the nodes before it, overridable g's initializers that a
-// feed may override.
-func (c nodeCall) withPlace(g *graph.Graph, i int, made, overridable map[string]bool) nodeCall {
-	n := g.Nodes[i]
-	c.lastRead, c.computedIn, c.readLater = make([]bool, len(n.Inputs)), make([]bool, len(n.Inputs)), make([]bool, len(n.Outputs))
-	c.weights = make([]inference.Tensor, len(n.Inputs))
-	for j, name := range n.Inputs {
-		last, ok := g.LastUse[name]
-		c.lastRead[j], c.computedIn[j] = ok && last == i, made[name]
-		if t, ok := g.Initializers[name]; ok && !overridable[name] && !made[name] {
-			c.weights[j] = t
-		}
-	}
-	for j, name := range n.Outputs {
-		c.readLater[j] = g.LastUse[name] > i || graphOutput(g, name)
-	}
-	return c
-}
-
-// lastReads reports whether node i of g, whose call c is, is the last to
-// read its input j, name.
-func (c nodeCall) lastReads(g *graph.Graph, i, j int, name string) bool {
-	if c.lastRead != nil {
-		return c.lastRead[j]
-	}
-	last, ok := g.LastUse[name]
-	return ok && last == i
-}
-
-// weight returns input j when it is an initializer no feed overrides.
-func (c nodeCall) weight(j int) (inference.Tensor, bool) {
-	if c.weights == nil || c.weights[j].DType() == 0 {
-		return inference.Tensor{}, false
-	}
-	return c.weights[j], true
-}
-
-// computed reports whether node i's input j, name, is a value a node
-// computed, not one fed (feeds) or an initializer.
-func (c nodeCall) computed(feeds map[string]inference.Tensor, j int, name string) bool {
-	if c.computedIn != nil {
-		return c.computedIn[j]
-	}
-	_, fed := feeds[name]
-	return !fed
-}
-
-// readsLater reports whether a node after node i of g, whose call c is,
-// or g's outputs read its output j, name.
-func (c nodeCall) readsLater(g *graph.Graph, i, j int, name string) bool {
-	if c.readLater != nil {
-		return c.readLater[j]
-	}
-	return g.LastUse[name] > i || graphOutput(g, name)
 }
 
 // call runs the kernel on n, carrying or widening as callKernel says.

@@ -300,22 +300,22 @@ func loop(ctx context.Context, n opsem.Node, in []inference.Tensor, outer map[st
 	return res, nil
 }
 
-// bodyFrame runs a loop's body again and again in one frame: the maps of
-// values and sequences and the outputs' slice are cleared and reused, so
-// that an iteration leaves the collector only what the body computed. (A
-// body that runs millions of times would otherwise leave a few kilobytes
-// of maps each time, which a process near its memory limit cannot collect
-// as fast.)
+// bodyFrame runs a loop's body again and again in one frame: the body's
+// schedule is made once, and its slots and the outputs' slice are reused,
+// so that an iteration leaves the collector only what the body computed.
+// (A body that runs millions of times would otherwise leave a few
+// kilobytes each time, which a process near its memory limit cannot
+// collect as fast.)
 type bodyFrame struct{ st runState }
 
-func newBodyFrame() *bodyFrame {
-	return &bodyFrame{st: runState{values: map[string]inference.Tensor{}, seqs: map[string][]inference.Tensor{}}}
-}
+func newBodyFrame() *bodyFrame { return &bodyFrame{} }
 
-// run runs body once; its outputs stay valid until the next run.
+// run runs body once; its outputs stay valid until the next run. outer
+// is the same at every run of a frame.
 func (f *bodyFrame) run(ctx context.Context, r *limit.Run, body *graph.Graph, feeds, outer map[string]inference.Tensor) ([]inference.Tensor, error) {
-	clear(f.st.values)
-	clear(f.st.seqs)
+	if f.st.sched == nil {
+		f.st.sched = newSchedule(body, outer)
+	}
 	return runObserved(ctx, r, body, &f.st, feeds, outer, nil)
 }
 

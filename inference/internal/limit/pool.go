@@ -25,12 +25,11 @@ import (
 // Only element types without pointers are pooled (numbers and bools), and
 // only buffers of at least MinPooled bytes.
 type Pool struct {
-	mu    sync.Mutex
-	free  map[int64][]*buffer // by size in bytes
-	used  map[int64]int       // size → the last run that asked for it
-	live  []*buffer           // handed out in this run, by address
-	taken []*buffer           // handed out in this run, in order
-	runs  int
+	mu      sync.Mutex
+	classes map[int64]*class // by size in bytes
+	live    []*buffer        // handed out in this run, by address
+	taken   []*buffer        // handed out in this run, in order
+	runs    int
 	// ntaken is len(taken), read without the lock by Mark and by Sweep,
 	// which has nothing to do after a node that took no buffer (a view).
 	ntaken atomic.Int64
@@ -47,15 +46,24 @@ const MinPooled = 1
 const keepRuns = 4
 
 type buffer struct {
-	mem  []uint64 // 8-byte aligned, len·8 ≥ size
-	addr uintptr
-	size int64
-	refs int
+	mem   []uint64 // 8-byte aligned, len·8 ≥ size
+	addr  uintptr
+	size  int64
+	refs  int
+	class *class // its size's
+}
+
+// A class is the buffers of one size: those free, and the last run that
+// asked for the size. A buffer points to its class, so that a steady run
+// looks sizes up once per buffer it takes and writes no map.
+type class struct {
+	free []*buffer
+	used int
 }
 
 // NewPool returns an empty pool.
 func NewPool() *Pool {
-	return &Pool{free: map[int64][]*buffer{}, used: map[int64]int{}}
+	return &Pool{classes: map[int64]*class{}}
 }
 
 // SetPool makes r's Make take buffers from p; it is called before the run
@@ -74,26 +82,42 @@ func (r *Run) Pool() *Pool {
 // one always is).
 func (p *Pool) take(size int64, zeroed bool) *buffer {
 	p.mu.Lock()
-	p.used[size] = p.runs
-	var b *buffer
-	if list := p.free[size]; len(list) > 0 {
-		b = list[len(list)-1]
-		p.free[size] = list[:len(list)-1]
+	c := p.classes[size]
+	if c == nil {
+		c = new(class)
+		p.classes[size] = c
+	}
+	c.used = p.runs
+	if k := len(c.free); k > 0 {
+		b := c.free[k-1]
+		c.free[k-1] = nil
+		c.free = c.free[:k-1]
+		p.hold(b)
+		p.mu.Unlock()
+		if zeroed {
+			clear(b.mem) // outside the lock: b is this caller's alone
+		}
+		return b
 	}
 	p.mu.Unlock()
-	if b == nil {
-		mem := make([]uint64, (size+7)/8)
-		b = &buffer{mem: mem, addr: uintptr(unsafe.Pointer(unsafe.SliceData(mem))), size: size}
-	} else if zeroed {
-		clear(b.mem)
-	}
+	mem := make([]uint64, (size+7)/8) // outside the lock, as it may be large
+	b := &buffer{mem: mem, addr: uintptr(unsafe.Pointer(unsafe.SliceData(mem))), size: size, class: c}
 	p.mu.Lock()
-	i, _ := p.find(b.addr)
-	p.live = slices.Insert(p.live, i, b)
-	p.taken = append(p.taken, b)
-	p.ntaken.Store(int64(len(p.taken)))
+	p.hold(b)
 	p.mu.Unlock()
 	return b
+}
+
+// hold records b as handed out in this run. p.mu is held.
+func (p *Pool) hold(b *buffer) {
+	if k := len(p.live); k == 0 || p.live[k-1].addr < b.addr {
+		p.live = append(p.live, b) // the common case: no search
+	} else {
+		i, _ := p.find(b.addr)
+		p.live = slices.Insert(p.live, i, b)
+	}
+	p.taken = append(p.taken, b)
+	p.ntaken.Store(int64(len(p.taken)))
 }
 
 // find returns where a buffer starting at addr is, or would be, in the
@@ -145,7 +169,7 @@ func (p *Pool) Unref(addr uintptr) {
 func (p *Pool) release(b *buffer) {
 	i, _ := p.find(b.addr)
 	p.live = slices.Delete(p.live, i, i+1)
-	p.free[b.size] = append(p.free[b.size], b)
+	b.class.free = append(b.class.free, b)
 }
 
 // Mark returns the number of buffers handed out so far in this run, for
@@ -175,17 +199,16 @@ func (p *Pool) End() {
 	defer p.mu.Unlock()
 	for _, b := range p.live {
 		if b.refs == 0 { // a failed run's values
-			p.free[b.size] = append(p.free[b.size], b)
+			b.class.free = append(b.class.free, b)
 		}
 	}
 	p.live = p.live[:0]
 	clear(p.taken)
 	p.taken = p.taken[:0]
 	p.ntaken.Store(0)
-	for size, last := range p.used {
-		if p.runs-last >= keepRuns {
-			delete(p.free, size)
-			delete(p.used, size)
+	for size, c := range p.classes {
+		if p.runs-c.used >= keepRuns {
+			delete(p.classes, size) // its buffers, free and held, no longer come back
 		}
 	}
 	p.runs++
@@ -196,8 +219,8 @@ func (p *Pool) Bytes() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var n int64
-	for size, list := range p.free {
-		n += size * int64(len(list))
+	for size, c := range p.classes {
+		n += size * int64(len(c.free))
 	}
 	return n
 }
