@@ -492,8 +492,11 @@ type cvUnit struct {
 }
 
 // cvRowBias is the head that starts each row i of a block (an output
-// channel) as b[i].
+// channel) as b[i]: the micro-kernel adds b[i] as it stores the first
+// block of steps (nnStarter).
 type cvRowBias struct{ b []float32 }
+
+func (h *cvRowBias) starts(i, rows int) ([]float32, bool) { return h.b[i : i+rows], true }
 
 func (h *cvRowBias) finish(c []float32, ldc, i, _, rows, cols int) {
 	for r := range rows {

@@ -37,8 +37,11 @@ const nnMaxTile = 8 * 32
 // nnKernel is a micro-kernel and the tile it computes. kernel adds the mr×nr
 // product of a packed A panel ap (mr values per k step) and a packed B panel
 // bp (nr values per k step), both kc steps long, to the tile of C at c, whose
-// rows are ldc apart. It requires len(ap) ≥ mr·kc, len(bp) ≥ nr·kc and
-// len(c) ≥ (mr-1)·ldc+nr; assembly kernels do not check. nnNC must be a
+// rows are ldc apart; given start (not nil), it sets row i of the tile to
+// the product plus start[i] instead, without reading C (a bias, or zeros,
+// at the first block of steps: no pass over C to fill it before). It
+// requires len(ap) ≥ mr·kc, len(bp) ≥ nr·kc, len(c) ≥ (mr-1)·ldc+nr and
+// len(start) ≥ mr when start is not nil; assembly kernels do not check. nnNC must be a
 // multiple of nr, mr ≤ nnMC and mr·nr ≤ nnMaxTile.
 //
 // row, where the kernel has one, multiplies one row of A, unpacked, by a
@@ -48,7 +51,7 @@ const nnMaxTile = 8 * 32
 type nnKernel struct {
 	name   string
 	mr, nr int
-	kernel func(kc int, ap, bp, c []float32, ldc int)
+	kernel func(kc int, ap, bp, c []float32, ldc int, start []float32)
 	row    func(kc int, a, bp, c []float32)
 }
 
@@ -120,14 +123,34 @@ func (f nnTailFunc) finish(c []float32, ldc, i, j, rows, cols int) { f(c, ldc, i
 // epilogue: bias, residual, activation).
 type nnBlocks struct{ head, tail nnTail }
 
-// nnClearBlock is the head of a product with beta 0: each block is
-// cleared as the product reaches it, in cache, rather than all of C in a
-// pass before.
-var nnClearBlock nnTail = nnTailFunc(func(c []float32, ldc, _, _, rows, cols int) {
+// nnStarter is a head that sets every element of row i of C to one value,
+// starts(i, rows) holding those of rows i…i+rows−1 (ok false when it has
+// none for them): the micro-kernel then adds it as it stores its tile at
+// the first block of steps, in place of a pass of the head over C before.
+type nnStarter interface {
+	starts(i, rows int) (start []float32, ok bool)
+}
+
+// nnZeros are the starting values of nnClearBlock's rows.
+var nnZeros = make([]float32, nnMC)
+
+// nnClearBlock is the head of a product with beta 0: each block starts at
+// zero as the product reaches it, in cache, rather than all of C cleared
+// in a pass before.
+var nnClearBlock nnTail = nnZeroHead{}
+
+// nnZeroHead is nnClearBlock's type.
+type nnZeroHead struct{}
+
+func (nnZeroHead) starts(_, rows int) ([]float32, bool) {
+	return nnZeros[:min(rows, len(nnZeros))], rows <= len(nnZeros)
+}
+
+func (nnZeroHead) finish(c []float32, ldc, _, _, rows, cols int) {
 	for r := range rows {
 		clear(c[r*ldc : r*ldc+cols])
 	}
-})
+}
 
 // nnSgemmWith is nnSgemmThreads with the micro-kernel kern.
 func nnSgemmWith(kern nnKernel, threads int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
@@ -334,10 +357,16 @@ func nnSgemmAdd(kern nnKernel, pre nnPrepacked, blk nnBlocks, transA, transB boo
 				} else {
 					nnPackA(transA, kern.mr, mc, kc, alpha, a, lda, i0, p0, apack)
 				}
+				var start []float32
 				if first {
-					blk.head.finish(c[i0*ldc+j0:], ldc, pre.i0+i0, pre.j0+j0, mc, nc)
+					if s, ok := blk.head.(nnStarter); ok {
+						start, _ = s.starts(pre.i0+i0, mc)
+					}
+					if start == nil {
+						blk.head.finish(c[i0*ldc+j0:], ldc, pre.i0+i0, pre.j0+j0, mc, nc)
+					}
 				}
-				nnMacroKernel(kern, mc, nc, kc, ap, bp, c[i0*ldc+j0:], ldc, edge)
+				nnMacroKernel(kern, mc, nc, kc, ap, bp, c[i0*ldc+j0:], ldc, edge, start)
 				if last {
 					blk.tail.finish(c[i0*ldc+j0:], ldc, pre.i0+i0, pre.j0+j0, mc, nc)
 				}
@@ -550,10 +579,11 @@ func nnPackTranspose(rows, kc int, alpha float32, src []float32, lds int, dst []
 }
 
 // nnMacroKernel adds the product of a packed mc×kc A block and a packed
-// kc×nc B block to the mc×nc block of C at c, one kern tile at a time.
-// Tiles cut by the block's edge are computed into scratch (nnMaxTile
-// floats) and the part inside C added from there.
-func nnMacroKernel(kern nnKernel, mc, nc, kc int, apack, bpack, c []float32, ldc int, scratch []float32) {
+// kc×nc B block to the mc×nc block of C at c, one kern tile at a time, or,
+// given start (mc values), sets row i of the block to the product plus
+// start[i]. Tiles cut by the block's edge are computed into scratch
+// (nnMaxTile floats) and the part inside C added (or set) from there.
+func nnMacroKernel(kern nnKernel, mc, nc, kc int, apack, bpack, c []float32, ldc int, scratch, start []float32) {
 	mr, nr := kern.mr, kern.nr
 	edge := scratch[:mr*nr]
 	for s := 0; s < nc; s += nr {
@@ -566,13 +596,24 @@ func nnMacroKernel(kern nnKernel, mc, nc, kc int, apack, bpack, c []float32, ldc
 				// Sliced to exactly the elements the kernel touches, so
 				// the bounds check covers kernels that make none.
 				o := r*ldc + s
-				kern.kernel(kc, ap, bp, c[o:o+(mr-1)*ldc+nr], ldc)
+				var st []float32
+				if start != nil {
+					st = start[r : r+mr]
+				}
+				kern.kernel(kc, ap, bp, c[o:o+(mr-1)*ldc+nr], ldc, st)
 				continue
 			}
 			clear(edge)
-			kern.kernel(kc, ap, bp, edge, nr)
+			kern.kernel(kc, ap, bp, edge, nr, nil)
 			for ii := range rows {
 				row := c[(r+ii)*ldc+s : (r+ii)*ldc+s+cols]
+				if start != nil {
+					v := start[r+ii]
+					for jj := range row {
+						row[jj] = v + edge[ii*nr+jj]
+					}
+					continue
+				}
 				for jj := range row {
 					row[jj] += edge[ii*nr+jj]
 				}
@@ -607,8 +648,9 @@ func nnRows(kern nnKernel, m, nc, kc int, a []float32, lda int, bpack, c []float
 }
 
 // nnMicroKernel adds the nnMR×nnNR (2×4) product of a packed A panel and a
-// packed B panel, both kc steps long, to the tile of C at c.
-func nnMicroKernel(kc int, ap, bp, c []float32, ldc int) {
+// packed B panel, both kc steps long, to the tile of C at c, or sets the
+// tile to it plus start (nnKernel.kernel).
+func nnMicroKernel(kc int, ap, bp, c []float32, ldc int, start []float32) {
 	var c00, c01, c02, c03 float32
 	var c10, c11, c12, c13 float32
 	ap = ap[:2*kc]
@@ -662,12 +704,17 @@ func nnMicroKernel(kc int, ap, bp, c []float32, ldc int) {
 		c12 += a[1] * b[2]
 		c13 += a[1] * b[3]
 	}
-	r0 := c[0:4:4]
+	r0, r1 := c[0:4:4], c[ldc:ldc+4:ldc+4]
+	if start != nil {
+		s0, s1 := start[0], start[1]
+		r0[0], r0[1], r0[2], r0[3] = s0+c00, s0+c01, s0+c02, s0+c03
+		r1[0], r1[1], r1[2], r1[3] = s1+c10, s1+c11, s1+c12, s1+c13
+		return
+	}
 	r0[0] += c00
 	r0[1] += c01
 	r0[2] += c02
 	r0[3] += c03
-	r1 := c[ldc : ldc+4 : ldc+4]
 	r1[0] += c10
 	r1[1] += c11
 	r1[2] += c12

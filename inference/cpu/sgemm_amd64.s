@@ -5,16 +5,19 @@
 // SGEMM micro-kernels; see nnKernel in sgemm.go for the contract. Each sums
 // an mr×nr tile of C in vector registers over kc steps, reading per step mr
 // A values (broadcast to all lanes, one row at a time) and nr B values, then
-// adds the tile to C. The k loop is unrolled four times. Registers: SI the A
-// panel, DI the B panel, CX the steps left, DX the C row, R8 ldc in bytes.
+// adds the tile to C, or, given start, stores row i of the tile plus
+// start[i] in C without reading it. The k loop is unrolled four times.
+// Registers: SI the A panel, DI the B panel, CX the steps left, DX the C
+// row, R8 ldc in bytes, AX start (0 when nil).
 
 #define KERNEL_ARGS \
-	MOVQ kc+0(FP), CX;       \
-	MOVQ ap_base+8(FP), SI;  \
-	MOVQ bp_base+32(FP), DI; \
-	MOVQ c_base+56(FP), DX;  \
-	MOVQ ldc+80(FP), R8;     \
-	SHLQ $2, R8
+	MOVQ kc+0(FP), CX;         \
+	MOVQ ap_base+8(FP), SI;    \
+	MOVQ bp_base+32(FP), DI;   \
+	MOVQ c_base+56(FP), DX;    \
+	MOVQ ldc+80(FP), R8;       \
+	SHLQ $2, R8;               \
+	MOVQ start_base+88(FP), AX
 
 // AVX2+FMA, 6×16: row i of the tile sums in Y(4+2i):Y(5+2i), 12
 // accumulators; B takes Y0:Y1 and the broadcast A values Y2 and Y3, filling
@@ -46,8 +49,18 @@
 	VMOVUPS hi, 32(DX);     \
 	ADDQ    R8, DX
 
-// func nnKernel6x16AVX2(kc int, ap, bp, c []float32, ldc int)
-TEXT ·nnKernel6x16AVX2(SB), NOSPLIT, $0-88
+// SETROW16 stores lo:hi plus the start value at so(AX), broadcast, in the
+// 16 floats at DX and moves DX to the next row.
+#define SETROW16(so, lo, hi) \
+	VBROADCASTSS so(AX), Y0; \
+	VADDPS       Y0, lo, lo; \
+	VMOVUPS      lo, (DX);   \
+	VADDPS       Y0, hi, hi; \
+	VMOVUPS      hi, 32(DX); \
+	ADDQ         R8, DX
+
+// func nnKernel6x16AVX2(kc int, ap, bp, c []float32, ldc int, start []float32)
+TEXT ·nnKernel6x16AVX2(SB), NOSPLIT, $0-112
 	KERNEL_ARGS
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
@@ -87,12 +100,24 @@ step16:
 	JNZ  step16
 
 store16:
+	TESTQ AX, AX
+	JNE   set16
 	ADDROW16(Y4, Y5)
 	ADDROW16(Y6, Y7)
 	ADDROW16(Y8, Y9)
 	ADDROW16(Y10, Y11)
 	ADDROW16(Y12, Y13)
 	ADDROW16(Y14, Y15)
+	VZEROUPPER
+	RET
+
+set16:
+	SETROW16(0, Y4, Y5)
+	SETROW16(4, Y6, Y7)
+	SETROW16(8, Y8, Y9)
+	SETROW16(12, Y10, Y11)
+	SETROW16(16, Y12, Y13)
+	SETROW16(20, Y14, Y15)
 	VZEROUPPER
 	RET
 
@@ -131,8 +156,18 @@ store16:
 	VMOVUPS hi, 64(DX);     \
 	ADDQ    R8, DX
 
-// func nnKernel8x32AVX512(kc int, ap, bp, c []float32, ldc int)
-TEXT ·nnKernel8x32AVX512(SB), NOSPLIT, $0-88
+// SETROW32 stores lo:hi plus the start value at so(AX), broadcast, in the
+// 32 floats at DX and moves DX to the next row.
+#define SETROW32(so, lo, hi) \
+	VBROADCASTSS so(AX), Z0; \
+	VADDPS       Z0, lo, lo; \
+	VMOVUPS      lo, (DX);   \
+	VADDPS       Z0, hi, hi; \
+	VMOVUPS      hi, 64(DX); \
+	ADDQ         R8, DX
+
+// func nnKernel8x32AVX512(kc int, ap, bp, c []float32, ldc int, start []float32)
+TEXT ·nnKernel8x32AVX512(SB), NOSPLIT, $0-112
 	KERNEL_ARGS
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
@@ -176,6 +211,8 @@ step32:
 	JNZ  step32
 
 store32:
+	TESTQ AX, AX
+	JNE   set32
 	ADDROW32(Z16, Z17)
 	ADDROW32(Z18, Z19)
 	ADDROW32(Z20, Z21)
@@ -184,6 +221,18 @@ store32:
 	ADDROW32(Z26, Z27)
 	ADDROW32(Z28, Z29)
 	ADDROW32(Z30, Z31)
+	VZEROUPPER
+	RET
+
+set32:
+	SETROW32(0, Z16, Z17)
+	SETROW32(4, Z18, Z19)
+	SETROW32(8, Z20, Z21)
+	SETROW32(12, Z22, Z23)
+	SETROW32(16, Z24, Z25)
+	SETROW32(20, Z26, Z27)
+	SETROW32(24, Z28, Z29)
+	SETROW32(28, Z30, Z31)
 	VZEROUPPER
 	RET
 

@@ -184,6 +184,22 @@ func nnCheckHead(t *testing.T, name string, mode int, kern nnKernel, pre nnPrepa
 			t.Fatalf("%s, packed %d, head: element %d (row %d, col %d) = %g, want %g", name, mode, i, i/ldc, i%ldc, ch[i], wantH[i])
 		}
 	}
+	// A head of one value per row (a bias), which the micro-kernel adds as
+	// it stores the first block of steps (nnStarter), the same over NaN.
+	rows := make([]float32, m)
+	for i := range m {
+		rows[i] = 0.25*float32(i%5) - 1
+		for j := range n {
+			wantH[i*ldc+j] = prod[i*ldc+j] + rows[i]
+			ch[i*ldc+j] = float32(math.NaN())
+		}
+	}
+	nnSgemmPacked(kern, 3, pre, nnBlocks{head: &cvRowBias{b: rows}}, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ch, ldc)
+	for i := range ch {
+		if d := math.Abs(float64(ch[i] - wantH[i])); !(d <= atol+1e-4*math.Abs(float64(wantH[i]))) {
+			t.Fatalf("%s, packed %d, row head: element %d (row %d, col %d) = %g, want %g", name, mode, i, i/ldc, i%ldc, ch[i], wantH[i])
+		}
+	}
 }
 
 // nnTestTail returns a tail for a product into c (m×n, rows ldc apart)
@@ -238,7 +254,9 @@ func TestSgemmBetaZero(t *testing.T) {
 // p in order, but assembly kernels fuse multiply and add, so results agree
 // to about kc roundings: |got - want| ≤ 1e-6·(1 + kc). C lies inside a
 // larger buffer with rows ldc > nr apart; elements outside the tile must
-// not change.
+// not change. Each kernel adds to the tile, and, given start values, sets
+// the tile to the product plus its row's start without reading it (C then
+// holds NaNs before, which a read would carry).
 func TestSgemmMicroKernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, kern := range nnKernels() {
@@ -246,26 +264,41 @@ func TestSgemmMicroKernels(t *testing.T) {
 		if mr%nnMR != 0 || nr%nnNR != 0 || nnNC%nr != 0 || mr > nnMC || mr*nr > nnMaxTile {
 			t.Fatalf("%s: tile %d×%d breaks the nnKernel rules", kern.name, mr, nr)
 		}
-		for _, kc := range []int{0, 1, 2, 3, 4, 5, 7, 8, 9, 17, 64, 255, 256} {
-			ap, bp := nnRandom(r, mr*kc), nnRandom(r, nr*kc)
-			ldc := nr + 5
-			buf := nnRandom(r, 3+mr*ldc+3)
-			want := append([]float32(nil), buf...)
-			kern.kernel(kc, ap, bp, buf[3:3+(mr-1)*ldc+nr], ldc)
-
-			ap2, bp4 := make([]float32, nnMR*kc), make([]float32, nnNR*kc)
-			for i := 0; i < mr; i += nnMR {
-				for j := 0; j < nr; j += nnNR {
-					for p := range kc {
-						copy(ap2[p*nnMR:(p+1)*nnMR], ap[p*mr+i:])
-						copy(bp4[p*nnNR:(p+1)*nnNR], bp[p*nr+j:])
+		for _, set := range []bool{false, true} {
+			for _, kc := range []int{0, 1, 2, 3, 4, 5, 7, 8, 9, 17, 64, 255, 256} {
+				ap, bp := nnRandom(r, mr*kc), nnRandom(r, nr*kc)
+				ldc := nr + 5
+				buf := nnRandom(r, 3+mr*ldc+3)
+				var start []float32
+				if set {
+					start = nnRandom(r, mr)
+					for i := range mr {
+						for j := range nr {
+							buf[3+i*ldc+j] = float32(math.NaN())
+						}
 					}
-					nnMicroKernel(kc, ap2, bp4, want[3+i*ldc+j:], ldc)
 				}
-			}
-			for e := range buf {
-				if d := math.Abs(float64(buf[e] - want[e])); d > 1e-6*float64(1+kc) {
-					t.Fatalf("%s kc=%d: buffer element %d (tile row %d, col %d) = %g, want %g", kern.name, kc, e, (e-3)/ldc, (e-3)%ldc, buf[e], want[e])
+				want := append([]float32(nil), buf...)
+				kern.kernel(kc, ap, bp, buf[3:3+(mr-1)*ldc+nr], ldc, start)
+
+				ap2, bp4 := make([]float32, nnMR*kc), make([]float32, nnNR*kc)
+				for i := 0; i < mr; i += nnMR {
+					for j := 0; j < nr; j += nnNR {
+						for p := range kc {
+							copy(ap2[p*nnMR:(p+1)*nnMR], ap[p*mr+i:])
+							copy(bp4[p*nnNR:(p+1)*nnNR], bp[p*nr+j:])
+						}
+						var st []float32
+						if set {
+							st = start[i : i+nnMR]
+						}
+						nnMicroKernel(kc, ap2, bp4, want[3+i*ldc+j:], ldc, st)
+					}
+				}
+				for e := range buf {
+					if d := math.Abs(float64(buf[e] - want[e])); !(d <= 1e-6*float64(1+kc)) {
+						t.Fatalf("%s kc=%d, start %v: buffer element %d (tile row %d, col %d) = %g, want %g", kern.name, kc, set, e, (e-3)/ldc, (e-3)%ldc, buf[e], want[e])
+					}
 				}
 			}
 		}
