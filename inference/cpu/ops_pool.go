@@ -194,9 +194,9 @@ func newPlPoolPlan(n opsem.Node, x inference.Tensor, kind plPoolKind) (*plPoolPl
 	workers := min(p.planes, runtime.GOMAXPROCS(0))
 	if p.fast {
 		p.body = p.maxPool2D
-		if g.Stride[1] == 2 { // the plane split into its columns, in floats
-			p.scratchSize = []int{workers, p.isp}
-		}
+		// A row's maximum over the window's rows, and at stride 2 that
+		// row split into its columns, in floats.
+		p.scratchSize = []int{workers, 2 * g.In[1]}
 		return p, nil
 	}
 	p.window = 1
@@ -463,45 +463,52 @@ func plColTaps(r *limit.Run, g opsem.Window) ([]plColTap, error) {
 }
 
 // maxPool2D is MaxPool over the 2-D planes lo…hi−1, without indices or
-// dilation and with a column stride of 1 or 2, an output row at a time:
-// for each input row its windows read (the row taps) and each column tap
-// (plColTaps), one contiguous pass of maxInto over the outputs whose tap
-// lies inside the row. At stride 2 the plane is split into even and odd
-// columns first (cvSplitColumns), where a tap's columns are contiguous
-// again. Taps in the padding are skipped, as the general path skips them.
+// dilation and with a column stride of 1 or 2, an output row at a time.
+// The maximum is separable: first over the input rows the row's windows
+// read (the row taps), a contiguous maxInto of whole rows, then along that
+// row for each column tap (plColTaps), one contiguous pass of maxInto over
+// the outputs whose tap lies inside it. At stride 2 the row is split into
+// its even and odd columns first (cvSplitColumns), where a tap's columns
+// are contiguous again. Taps in the padding are skipped, as the general
+// path skips them.
 func (p *plPoolPlan) maxPool2D(lo, hi int) {
 	g, rows, taps, xd, out := p.g, p.taps[0], p.colTaps, p.xd, p.out
 	ih, iw, oh, ow := g.In[0], g.In[1], g.Out[0], g.Out[1]
 	sw := g.Stride[1]
 	isp, osp := ih*iw, oh*ow
-	we, wo := (iw+1)/2, iw/2
-	var columns []float32
-	if sw == 2 {
-		sc := p.scratch.get()
-		defer p.scratch.put(sc)
-		if cap(sc.columns) < isp {
-			sc.columns = make([]float32, isp)
-		}
-		columns = sc.columns[:isp]
+	we := (iw + 1) / 2
+	sc := p.scratch.get()
+	defer p.scratch.put(sc)
+	if cap(sc.columns) < 2*iw {
+		sc.columns = make([]float32, 2*iw)
 	}
+	row, split := sc.columns[:iw], sc.columns[iw:2*iw]
 	for pl := lo; pl < hi; pl++ {
 		plane := xd[pl*isp : (pl+1)*isp]
-		if sw == 2 {
-			cvSplitColumns(columns, plane, ih, iw)
-		}
 		for oy := range oh {
 			acc := out[pl*osp+oy*ow : pl*osp+(oy+1)*ow]
 			fill(acc, float32(math.Inf(-1)))
-			for _, iy := range rows.idx[rows.start[oy]:rows.start[oy+1]] {
-				for _, t := range taps {
-					switch {
-					case sw == 1:
-						maxInto(acc[t.oLo:t.oHi], plane[iy*iw+t.c:])
-					case t.c%2 == 0:
-						maxInto(acc[t.oLo:t.oHi], columns[iy*we+t.c/2:])
-					default:
-						maxInto(acc[t.oLo:t.oHi], columns[ih*we+iy*wo+t.c/2:])
-					}
+			iys := rows.idx[rows.start[oy]:rows.start[oy+1]]
+			if len(iys) == 0 {
+				continue // every row tap in the padding
+			}
+			// From −Inf, as acc: maxInto skips NaN, as the taps of a
+			// window do (a copy of the first row would keep its NaN).
+			fill(row, float32(math.Inf(-1)))
+			for _, iy := range iys {
+				maxInto(row, plane[iy*iw:])
+			}
+			if sw == 2 {
+				cvSplitColumns(split, row, 1, iw)
+			}
+			for _, t := range taps {
+				switch {
+				case sw == 1:
+					maxInto(acc[t.oLo:t.oHi], row[t.c:])
+				case t.c%2 == 0:
+					maxInto(acc[t.oLo:t.oHi], split[t.c/2:])
+				default:
+					maxInto(acc[t.oLo:t.oHi], split[we+t.c/2:])
 				}
 			}
 		}

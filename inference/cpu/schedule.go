@@ -76,11 +76,11 @@ func newSchedule(g *graph.Graph, outer map[string]inference.Tensor) *schedule {
 		}
 		return i
 	}
-	overridable := make(map[string]bool, len(g.Overridable))
+	fed := make(map[string]bool, len(g.Inputs)+len(g.Overridable)) // the names a feed may set
 	for _, ins := range [2][]graph.Value{g.Inputs, g.Overridable} {
 		for _, v := range ins {
 			s.feeds = append(s.feeds, slotOf(v.Name))
-			overridable[v.Name] = true
+			fed[v.Name] = true
 		}
 	}
 	made := make(map[string]bool, len(g.Nodes))
@@ -102,7 +102,7 @@ func newSchedule(g *graph.Graph, outer map[string]inference.Tensor) *schedule {
 		filled[name] = true
 		if t, ok := g.Initializers[name]; ok {
 			s.presets = append(s.presets, preset{slot: i, t: t})
-		} else if _, ok := outer[name]; ok && !overridable[name] {
+		} else if _, ok := outer[name]; ok && !fed[name] {
 			s.presets = append(s.presets, preset{slot: i, outer: name})
 		}
 		return i
