@@ -2,6 +2,7 @@ package passes
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
@@ -42,9 +43,11 @@ import (
 // rounds its outputs once (the meaning ComputeFloat16InFloat32 gives a
 // float16 model, node by node), so the rewritten graph runs on any
 // backend: the CPU's run of it is the reference for a backend's FP16
-// mode. Values beyond float16's range (±65504) become ±Inf and those below
-// 2^-14 in magnitude lose precision: the mode is for models whose values
-// stay inside it.
+// mode. Computed values beyond float16's range (±65504) become ±Inf, and
+// those below 2^-14 in magnitude lose precision: the mode is for models
+// whose values stay inside it. Constants beyond it are held at ±65504
+// (saturateHalf), as ONNX's float16 converters hold them: exporters write
+// float32's lowest value for "minus infinity" in attention masks.
 func StoreInFloat16(native func(*graph.Node) bool) Pass {
 	return Pass{Name: "StoreInFloat16", Run: func(g *graph.Graph) (bool, error) {
 		r := &halfRewrite{opset: g.Opset(), types: map[*graph.Graph]map[string]inference.DType{}}
@@ -216,6 +219,7 @@ func (s *store16) float16(value string) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		n = saturateHalf(t, n)
 		if s.readInFloat32(value) {
 			h = s.x.fresh(value + "_float16")
 		}
@@ -226,6 +230,29 @@ func (s *store16) float16(value string) (string, error) {
 	}
 	s.half[value] = h
 	return h, nil
+}
+
+// maxHalf is float16's largest finite value, 65504, as its bits.
+const maxHalf inference.Half = 0x7bff
+
+// saturateHalf returns h, the float16 rounding of the float32 constant t,
+// with the finite values of t beyond float16's range held at ±65504
+// rather than ±Inf, as ONNX's float16 converters (onnxconverter-common)
+// clip initializers. Exporters write "minus infinity" as float32's lowest
+// value: Hugging Face's attention masks are (1 − mask)·finfo.min, which at
+// −Inf makes 0·(−Inf) = NaN of every unmasked score. Inf and NaN stay.
+func saturateHalf(t, h inference.Tensor) inference.Tensor {
+	src, _ := inference.Data[float32](t)
+	dst, _ := inference.Data[inference.Half](h)
+	for i, v := range src {
+		switch {
+		case v > 65504 && !math.IsInf(float64(v), 1):
+			dst[i] = maxHalf
+		case v < -65504 && !math.IsInf(float64(v), -1):
+			dst[i] = maxHalf | 0x8000
+		}
+	}
+	return h
 }
 
 // cast adds a Cast from value in to value out of the ONNX type to.

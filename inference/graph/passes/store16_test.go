@@ -1,11 +1,14 @@
 package passes_test
 
 import (
+	"context"
 	"maps"
+	"math"
 	"slices"
 	"testing"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/cpu"
 	"github.com/beamml/beamml/inference/graph"
 	"github.com/beamml/beamml/inference/graph/passes"
 )
@@ -107,5 +110,37 @@ func TestStoreInFloat16ShapesAndIntegerCasts(t *testing.T) {
 	}
 	if n := producer(g, "v4"); n == nil || !slices.Equal(n.Inputs, []string{"v1"}) {
 		t.Errorf("Shape is %v, want it reading Relu's float16 v1", n)
+	}
+}
+
+// Hugging Face's attention mask, (1 − mask)·finfo(float32).min added to
+// the scores: its constant held at −65504 in float16, not −Inf, whose
+// product with the 0 of an unmasked key is NaN. Every output stays finite
+// and within float16's rounding of the float32 graph's (rtol and atol
+// 1e-2; a masked key's weight is 0 either way).
+func TestStoreInFloat16HoldsConstantsInRange(t *testing.T) {
+	build := func() *model {
+		m := newModel(17)
+		scores := m.input("scores", 2, 4)
+		mask := m.input("mask", 2, 4)
+		m.feeds[mask] = tensor([]int{2, 4}, []float32{1, 1, 0, 1, 1, 0, 0, 1})
+		one := m.constant("one", []int{}, 1)
+		lowest := m.constant("lowest", []int{}, -math.MaxFloat32)
+		m.output(m.op("Softmax", nil, m.op("Add", nil, scores, m.op("Mul", nil, m.op("Sub", nil, one, mask), lowest))))
+		return m
+	}
+	g := rewrite(t, build, passes.StoreInFloat16(func(*graph.Node) bool { return true }), "Cast Sub Mul Cast Add Softmax Cast", 1e-2, 1e-2)
+	if low, _ := inference.Data[inference.Half](g.Initializers["lowest"]); len(low) != 1 || low[0].Float32() != -65504 {
+		t.Errorf("float32's lowest value in float16: %v, want -65504", low)
+	}
+	out, err := cpu.NewModel(g).Run(context.Background(), build().feeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, _ := inference.Data[float32](out[g.Outputs[0].Name])
+	for _, v := range y {
+		if math.IsNaN(float64(v)) {
+			t.Fatalf("output %v holds NaN", out[g.Outputs[0].Name])
+		}
 	}
 }
