@@ -92,17 +92,18 @@ func (e epilogue) apply(l *lowering, y operand) error {
 // finish is apply for a product accumulated in prod: y itself for a
 // float32 product, float32 scratch for a float16 one (y), into which one
 // epilogue_f16 launch rounds the finished values once (even when there is
-// no epilogue). A float16 product the GEMM rounded into y itself
-// (accumulator) takes a pointwise epilogue in place, in
-// epilogue_rounded_f16.
+// no epilogue). A float16 product rounded into y itself (the GEMM's, by
+// accumulator's choice, with a pointwise epilogue; FP16 mode's depthwise
+// Conv, with any) takes its epilogue in place, in epilogue_rounded_f16:
+// one rounding more, which FP16 mode allows.
 func (e epilogue) finish(l *lowering, prod, y operand) error {
 	half := y.DType == inference.Float16
-	if prod.DType == inference.Float16 { // the GEMM rounded it: accumulator's choice
+	if prod.DType == inference.Float16 {
 		if e.none() {
 			return nil
 		}
-		if !e.pointwise() {
-			return l.Errorf(inference.ErrType, "float16 product with an epilogue accumulated in float16")
+		if e.residual.Present() && !slices.Equal(e.residual.Shape, y.Shape) {
+			return l.Errorf(inference.ErrType, "float16 product rounded before an epilogue whose residual %v broadcasts to %v", e.residual.Shape, y.Shape)
 		}
 		return l.Launch(kernels.EpilogueRoundedF16, y.Len(), append([]kernelArg{ptrArg(y)}, e.args(y.Len(), 1, 1)...)...)
 	}

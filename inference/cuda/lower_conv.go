@@ -153,9 +153,14 @@ func lowerConv(l *lowering) error {
 		rest.size = osp
 		kernel := kernels.ConvDirectF32
 		if y.DType == inference.Float16 {
-			// The graph passes fuse no epilogue into a float16 product
-			// (its output is rounded first): the bias is all there is.
-			if !rest.none() {
+			// The graph passes fuse no epilogue into a float16 model's
+			// product (its output is rounded first). In FP16 mode the
+			// epilogue was fused before StoreInFloat16 made the product
+			// float16 (MobileNetV3's depthwise Conv and hard-swish,
+			// EfficientNet's and SiLU): its launch reads y rounded, one
+			// rounding more than the CPU's float32 output, which the
+			// mode's tolerance allows (as roundsFirst).
+			if !rest.none() && l.p.m.precision != inference.FP16 {
 				return l.NoKernel("float16 depthwise Conv with a fused epilogue")
 			}
 			kernel = kernels.ConvDirectF16

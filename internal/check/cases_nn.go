@@ -59,6 +59,12 @@ func init() {
 			attrs{"group": AInt(3), "pads": AInts(1, 1, 1, 1), "beamml.fused_min": AFloat(-0.3), "beamml.fused_max": AFloat(0.4)}),
 		conv("fused-relu-pointwise", 55, []int{2, 4, 3, 3}, []int{5, 4, 1, 1}, false,
 			attrs{"beamml.fused_min": AFloat(0), "beamml.fused_max": AFloat(inf)}),
+		// The activations it folds into a depthwise Conv: MobileNetV3's
+		// hard-swish, EfficientNet's SiLU (a gated Sigmoid).
+		conv("fused-hardswish-depthwise", 58, []int{2, 4, 7, 6}, []int{4, 1, 3, 3}, true,
+			attrs{"group": AInt(4), "pads": AInts(1, 1, 1, 1), "beamml.activation": AStr("HardSwish")}),
+		conv("fused-silu-depthwise", 87, []int{1, 3, 6, 6}, []int{6, 1, 5, 5}, true,
+			attrs{"group": AInt(3), "pads": AInts(2, 2, 2, 2), "strides": AInts(2, 2), "beamml.activation": AStr("Sigmoid"), "beamml.activation_gate": AInt(1)}),
 	)
 
 	convT := func(name string, seed uint64, x, w []int, bias bool, a attrs) Case {
