@@ -100,7 +100,8 @@ bench-cpu:
 	bash scripts/bench-cpu.sh $(BENCH_ARGS)
 
 # Every model of bench-cpu through the GPU path on the simulated device:
-# no node on the host, the CPU backend's outputs (scripts/sim-models.sh).
+# no node on the host, the CPU backend's outputs in FP32, and what TF32 and
+# FP16 mean (cuda.Reference) in those modes (scripts/sim-models.sh).
 .PHONY: sim-models
 sim-models:
 	bash scripts/sim-models.sh

@@ -20,11 +20,15 @@
 // its outputs. -compare cpu runs the first batch size's inputs on the CPU
 // backend too and fails (exit 1) when an output differs by more than
 // -rtol and -atol (by default 1e-3 and 1e-4, the self-check's
-// tolerances); -compare reference compares with cuda.Reference of the
-// -precision mode instead, the CPU backend's run of the graph the CUDA
-// backend's passes rewrite for it (in FP16, with the values it stores in
-// float16 rounded to float16), which is what an FP16 model should
-// compute; -no-host-nodes fails when a node ran on the host.
+// tolerances), plus -atol-scale times that output's largest |value| (the
+// scale of a reduced-precision mode's rounding), or when the reference
+// output holds NaN (which would equal NaN and compare nothing); the report
+// says how far apart the outputs lie on that scale. -compare reference
+// compares with cuda.Reference of the -precision mode instead, the CPU
+// backend's run of the graph the CUDA backend's passes rewrite for it (in
+// FP16, with the values it stores in float16 rounded to float16), which
+// is what an FP16 model should compute; -no-host-nodes fails when a node
+// ran on the host.
 //
 // -load-kernels, in a binary built with the cuda tag, times opening the
 // GPU and loading each kernel module's fatbin (machine code where it has the
@@ -46,6 +50,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -86,7 +91,8 @@ type config struct {
 	compare   string  // "cpu" or "reference": run the first batch on it too and compare
 	rtol      float64 // -compare's tolerances
 	atol      float64
-	noHost    bool // fail when a node ran on the host
+	atolScale float64 // of each output's largest |value| in the reference
+	noHost    bool    // fail when a node ran on the host
 }
 
 // simBackend returns the CUDA executor on the simulated device, and the
@@ -108,6 +114,7 @@ type report struct {
 	OpenMS     float64  `json:"open_ms"`     // resolving the device: for CUDA, opening it and loading the kernel modules
 	LoadMS     float64  `json:"load_ms"`     // reading, decoding and compiling the model (weights uploaded)
 	HostNodes  []string `json:"host_nodes,omitempty"`
+	HostWhy    []string `json:"host_why,omitempty"` // each host node and why it has no device kernel (the CUDA executor's Stats)
 	Compared   string   `json:"compared,omitempty"` // what -compare found
 	Work       *work    `json:"device_work,omitempty"`
 	Batches    []batch  `json:"batches"`
@@ -173,6 +180,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	noHost := fs.Bool("no-host-nodes", false, "fail when a node of the model ran on the host")
 	rtol := fs.Float64("rtol", 1e-3, "-compare's relative tolerance")
 	atol := fs.Float64("atol", 1e-4, "-compare's absolute tolerance")
+	atolScale := fs.Float64("atol-scale", 0, "-compare's absolute tolerance, added to -atol, as a fraction of each output's largest |value| in the reference (a reduced-precision mode's rounding is relative to the terms' size, not to each result's)")
 	precision := fs.String("precision", string(inference.FP32), "the model's precision mode: fp32, tf32 or fp16 (GPU backends; the CPU computes float32)")
 	loadKernels := fs.Bool("load-kernels", false, "time opening the GPU and loading each kernel module, then exit (cuda build)")
 	if err := fs.Parse(args); err != nil {
@@ -198,6 +206,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return usage("-n and -warmup must be at least 0, -dynamic at least 1, -dump-batch at least 0")
 	case *compare != "" && *compare != string(inference.CPU) && *compare != "reference":
 		return usage("-compare: %q, want cpu or reference", *compare)
+	case *rtol < 0 || *atol < 0 || *atolScale < 0:
+		return usage("-rtol, -atol and -atol-scale must be at least 0")
 	}
 	prec, err := inference.ParsePrecision(*precision)
 	if err != nil {
@@ -205,7 +215,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cfg := config{model: *model, device: inference.Device(*device), batches: batches, runs: *runs, warmup: *warmup,
 		dynamic: *dynamic, precision: prec, seed: *seed, dumpDir: *dumpDir, dumpBatch: cmp.Or(*dumpBatch, batches[0]),
-		compare: *compare, rtol: *rtol, atol: *atol, noHost: *noHost}
+		compare: *compare, rtol: *rtol, atol: *atol, atolScale: *atolScale, noHost: *noHost}
 
 	rep, err := bench(ctx, cfg)
 	if errors.Is(err, errNoDevice) {
@@ -276,8 +286,8 @@ func bench(ctx context.Context, cfg config) (report, error) {
 		rep.Work = &w
 	}
 	if cfg.compare != "" {
-		err := compareOutputs(ctx, m, cfg)
-		rep.Compared = "outputs match the " + compareName(cfg) + " at batch " + strconv.Itoa(cfg.batches[0])
+		worst, err := compareOutputs(ctx, m, cfg)
+		rep.Compared = "outputs match the " + compareName(cfg) + " at batch " + strconv.Itoa(cfg.batches[0]) + worst
 		if err != nil {
 			rep.Compared = err.Error()
 			firstErr = cmp.Or(firstErr, err)
@@ -287,6 +297,9 @@ func bench(ctx context.Context, cfg config) (report, error) {
 	// run).
 	if h, ok := m.(interface{ HostNodes() []string }); ok {
 		rep.HostNodes = h.HostNodes()
+	}
+	if s, ok := m.(interface{ Stats() cuda.Stats }); ok {
+		rep.HostWhy = s.Stats().HostNodes
 	}
 	if cfg.noHost && len(rep.HostNodes) > 0 {
 		firstErr = cmp.Or(firstErr, fmt.Errorf("%d node(s) ran on the host: %s", len(rep.HostNodes), strings.Join(rep.HostNodes, ", ")))
@@ -357,8 +370,12 @@ func compareName(cfg config) string {
 
 // compareOutputs runs the first batch size's inputs on m and on the model
 // compiled by the CPU backend (-compare cpu) or by cuda.Reference in m's
-// precision (-compare reference), and compares every output.
-func compareOutputs(ctx context.Context, m inference.Model, cfg config) error {
+// precision (-compare reference), and compares every output: element by
+// element within rtol·|want| + atol + atolScale·max|want|, the largest
+// |value| of that output in the reference. It returns where the outputs
+// differ most, relative to that scale (", max |Δ| … of …"), as the
+// report's comparison says it.
+func compareOutputs(ctx context.Context, m inference.Model, cfg config) (string, error) {
 	var ref inference.Model
 	var err error
 	if cfg.compare == "reference" {
@@ -366,32 +383,72 @@ func compareOutputs(ctx context.Context, m inference.Model, cfg config) error {
 	} else {
 		var cpuBackend inference.Backend
 		if cpuBackend, err = inference.ResolveDevice(inference.CPU); err != nil {
-			return err
+			return "", err
 		}
 		ref, err = load(cfg.model, cpuBackend, inference.FP32)
 	}
 	if err != nil {
-		return fmt.Errorf("-compare: %s: %w", cfg.compare, err)
+		return "", fmt.Errorf("-compare: %s: %w", cfg.compare, err)
 	}
 	defer ref.Close()
 	feeds, err := randomFeeds(m.Inputs(), cfg.batches[0], cfg.dynamic, cfg.seed)
 	if err != nil {
-		return fmt.Errorf("-compare: %w", err)
+		return "", fmt.Errorf("-compare: %w", err)
 	}
 	got, err := m.Run(ctx, feeds)
 	if err != nil {
-		return fmt.Errorf("-compare: %w", err)
+		return "", fmt.Errorf("-compare: %w", err)
 	}
 	want, err := ref.Run(ctx, feeds)
 	if err != nil {
-		return fmt.Errorf("-compare: %s: %w", cfg.compare, err)
+		return "", fmt.Errorf("-compare: %s: %w", cfg.compare, err)
 	}
+	var worst string
+	var worstRatio float64
 	for _, o := range ref.Outputs() {
-		if err := check.Compare(got[o.Name], want[o.Name], cfg.rtol, cfg.atol); err != nil {
-			return fmt.Errorf("-compare: output %q differs from the %s: %w", o.Name, compareName(cfg), err)
+		if nan := countNaN(want[o.Name]); nan > 0 {
+			return "", fmt.Errorf("-compare: the %s output %q has %d NaN element(s) of %d: NaN equals NaN, so they compare nothing (the random inputs do not suit the model)", compareName(cfg), o.Name, nan, want[o.Name].Len())
+		}
+		scale, diff := spread(got[o.Name], want[o.Name])
+		if r := diff / max(scale, math.SmallestNonzeroFloat64); diff > 0 && r >= worstRatio {
+			worstRatio = r
+			worst = fmt.Sprintf("; max |Δ| %.3g, %.2g of %q's largest |value| %.3g", diff, r, o.Name, scale)
+		}
+		if err := check.Compare(got[o.Name], want[o.Name], cfg.rtol, cfg.atol+cfg.atolScale*scale); err != nil {
+			return worst, fmt.Errorf("-compare: output %q differs from the %s (atol %g + %g of its largest |value| %.3g): %w", o.Name, compareName(cfg), cfg.atol, cfg.atolScale, scale, err)
 		}
 	}
-	return nil
+	return worst, nil
+}
+
+// countNaN is the number of NaN elements of t (0 when t is not floats).
+func countNaN(t inference.Tensor) int {
+	n := 0
+	for _, v := range check.Float32s(t) {
+		if v != v {
+			n++
+		}
+	}
+	return n
+}
+
+// spread returns the largest finite |value| of want and the largest
+// |got − want| over the elements where both are finite: 0 and 0 for
+// tensors that are not floats or differ in shape (check.Compare reports
+// those).
+func spread(got, want inference.Tensor) (scale, diff float64) {
+	g, w := check.Float32s(got), check.Float32s(want)
+	if len(g) != len(w) {
+		return 0, 0
+	}
+	for i := range w {
+		a, b := float64(g[i]), float64(w[i])
+		if math.IsNaN(a) || math.IsNaN(b) || math.IsInf(a, 0) || math.IsInf(b, 0) {
+			continue
+		}
+		scale, diff = max(scale, math.Abs(b)), max(diff, math.Abs(a-b))
+	}
+	return scale, diff
 }
 
 // loadWith reads and decodes the model file and compiles it with c.
@@ -504,8 +561,8 @@ func percentile(sorted []float64, p int) float64 {
 
 // randomFeeds makes an input for each of the model's inputs: axis 0 of
 // size batch, other dynamic dimensions of size dynamic; floats uniform in
-// [-1, 1), integers in [0, 4) (valid indices into any table of four or
-// more rows, such as token ids), bools and bytes uniform. The generator is
+// [-1, 1), integers 0 or 1 (token ids, attention masks: check.RandomInput),
+// bools and bytes uniform. The generator is
 // seeded by seed and batch, so a batch size always gets the same inputs.
 func randomFeeds(inputs []inference.TensorInfo, batch, dynamic int, seed uint64) (map[string]inference.Tensor, error) {
 	r := rand.New(rand.NewPCG(seed, uint64(batch)))
@@ -540,6 +597,9 @@ func printReport(w io.Writer, rep report) {
 	}
 	if len(rep.HostNodes) > 0 {
 		fmt.Fprintf(w, "host    %d node(s) run on the host: %s\n", len(rep.HostNodes), strings.Join(rep.HostNodes, ", "))
+		for _, why := range rep.HostWhy {
+			fmt.Fprintf(w, "        %s\n", why)
+		}
 	} else if rep.Device == string(inference.CUDA) {
 		fmt.Fprintf(w, "host    no node runs on the host\n")
 	}

@@ -195,8 +195,8 @@ func runModel(ctx context.Context, device inference.Device, b graph.Compiler, ho
 }
 
 // randomFeeds makes an input for each graph input: every dynamic dimension
-// of size batch; floats uniform in [-1, 1), integers in [0, 4) (small
-// enough to index most shapes), bools and bytes uniform.
+// of size batch; floats uniform in [-1, 1), integers 0 or 1 (valid token
+// ids and attention masks: check.RandomInput), bools and bytes uniform.
 func randomFeeds(inputs []graph.Value, batch int, seed uint64) (map[string]inference.Tensor, error) {
 	r := rand.New(rand.NewPCG(seed, 0x5e1fc4ec))
 	feeds := map[string]inference.Tensor{}

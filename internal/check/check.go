@@ -233,8 +233,10 @@ func Rand(seed uint64, lo, hi float32, shape ...int) inference.Tensor {
 
 // RandomInput returns a tensor of a model input's element type and the
 // given shape, from r: floats (float32, float64, float16) uniform in [-1, 1),
-// integers in [0, 4) (valid indices into any table of four or more rows,
-// such as token ids), bools and bytes uniform. The self-check and beamml-bench feed models with it.
+// integers 0 or 1 (valid token ids, indices into any table, and the values
+// of an attention mask or token types: a mask of 2 or 3 turns Hugging
+// Face's additive mask (1 − m)·min into +inf, and every output into NaN),
+// bools and bytes uniform. The self-check and beamml-bench feed models with it.
 // Other element types fail, naming the input.
 func RandomInput(r *rand.Rand, name string, dtype inference.DType, shape []int) (inference.Tensor, error) {
 	n, err := inference.NumElements(shape)
@@ -248,9 +250,9 @@ func RandomInput(r *rand.Rand, name string, dtype inference.DType, shape []int) 
 	case inference.Float64:
 		t, err = inference.New(shape, fill(n, func() float64 { return 2*r.Float64() - 1 }))
 	case inference.Int64:
-		t, err = inference.New(shape, fill(n, func() int64 { return r.Int64N(4) }))
+		t, err = inference.New(shape, fill(n, func() int64 { return r.Int64N(2) }))
 	case inference.Int32:
-		t, err = inference.New(shape, fill(n, func() int32 { return r.Int32N(4) }))
+		t, err = inference.New(shape, fill(n, func() int32 { return r.Int32N(2) }))
 	case inference.Bool:
 		t, err = inference.New(shape, fill(n, func() bool { return r.IntN(2) == 1 }))
 	case inference.Uint8:
