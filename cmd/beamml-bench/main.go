@@ -406,7 +406,7 @@ func compareOutputs(ctx context.Context, m inference.Model, cfg config) (string,
 	var worst string
 	var worstRatio float64
 	for _, o := range ref.Outputs() {
-		if nan := countNaN(want[o.Name]); nan > 0 {
+		if nan := check.NaNs(want[o.Name]); nan > 0 {
 			return "", fmt.Errorf("-compare: the %s output %q has %d NaN element(s) of %d: NaN equals NaN, so they compare nothing (the random inputs do not suit the model)", compareName(cfg), o.Name, nan, want[o.Name].Len())
 		}
 		scale, diff := spread(got[o.Name], want[o.Name])
@@ -419,17 +419,6 @@ func compareOutputs(ctx context.Context, m inference.Model, cfg config) (string,
 		}
 	}
 	return worst, nil
-}
-
-// countNaN is the number of NaN elements of t (0 when t is not floats).
-func countNaN(t inference.Tensor) int {
-	n := 0
-	for _, v := range check.Float32s(t) {
-		if v != v {
-			n++
-		}
-	}
-	return n
 }
 
 // spread returns the largest finite |value| of want and the largest

@@ -82,6 +82,21 @@ func TestRunModelMismatch(t *testing.T) {
 	}
 }
 
+// A model whose CPU output holds NaN for the random inputs (Log of
+// floats in [-1, 1)) fails rather than passing because NaN equals NaN.
+func TestRunModelNaN(t *testing.T) {
+	useSim(t)
+	model := filepath.Join(suites, "node", "test_log", "model.onnx")
+	if _, err := os.Stat(model); err != nil {
+		t.Fatalf("conformance data not found: %v", err)
+	}
+	var out bytes.Buffer
+	code := run(&out, []string{"--run", "^$", "--model", model})
+	if code != exitMismatch || !strings.Contains(out.String(), "FAIL  model "+model) || !strings.Contains(out.String(), "NaN element(s)") {
+		t.Errorf("exit status %d, output:\n%s", code, out.String())
+	}
+}
+
 // wrong is a backend whose models add one to every float output.
 type wrong struct{ graph.Compiler }
 

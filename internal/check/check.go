@@ -167,6 +167,20 @@ func Compare(got, want inference.Tensor, rtol, atol float64) error {
 	return nil
 }
 
+// NaNs is the number of NaN elements of t (0 when t does not hold
+// floats). Compare counts NaN equal to NaN, so an output of nothing but
+// NaN matches whatever computes NaN: a comparison of model outputs should
+// refuse a reference that holds any.
+func NaNs(t inference.Tensor) int {
+	n := 0
+	for _, v := range Float32s(t) {
+		if v != v {
+			n++
+		}
+	}
+	return n
+}
+
 // firstDifference says where two tensors of one type and shape first
 // differ (", element i: got g, want w"), or "" where they do not.
 func firstDifference(got, want inference.Tensor) string {
