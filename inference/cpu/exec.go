@@ -463,7 +463,7 @@ func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, st *runState
 		}
 		mark := r.InUse()
 		if step.seq != nil {
-			err := runSeq(node, step.seq, step, v)
+			err := runSeq(node, step, v)
 			r.Reset(mark)
 			if err != nil {
 				return nil, nodeError(g, n, err)
@@ -614,9 +614,9 @@ func seqBytes(t inference.Tensor, seq []inference.Tensor) int64 {
 	return b
 }
 
-// runSeq runs a sequence operator, reading and writing the slots of v as
-// its step says.
-func runSeq(n opsem.Node, k seqKernel, step *step, v *values) error {
+// runSeq runs a sequence operator, its step's kernel, reading and writing
+// the slots of v as the step says.
+func runSeq(n opsem.Node, step *step, v *values) error {
 	args := make([]item, len(n.Inputs))
 	for i, slot := range step.in {
 		if slot == noSlot {
@@ -631,7 +631,7 @@ func runSeq(n opsem.Node, k seqKernel, step *step, v *values) error {
 			return fmt.Errorf("input %q has no value: %w", n.Inputs[i], inference.ErrBadModel)
 		}
 	}
-	out, err := k(n, args)
+	out, err := step.seq(n, args)
 	if err != nil {
 		return err
 	}

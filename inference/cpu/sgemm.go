@@ -143,7 +143,10 @@ var nnClearBlock nnTail = nnZeroHead{}
 type nnZeroHead struct{}
 
 func (nnZeroHead) starts(_, rows int) ([]float32, bool) {
-	return nnZeros[:min(rows, len(nnZeros))], rows <= len(nnZeros)
+	if rows > len(nnZeros) {
+		return nil, false
+	}
+	return nnZeros[:rows], true
 }
 
 func (nnZeroHead) finish(c []float32, ldc, _, _, rows, cols int) {
@@ -359,10 +362,12 @@ func nnSgemmAdd(kern nnKernel, pre nnPrepacked, blk nnBlocks, transA, transB boo
 				}
 				var start []float32
 				if first {
-					if s, ok := blk.head.(nnStarter); ok {
-						start, _ = s.starts(pre.i0+i0, mc)
+					ok := false
+					if s, is := blk.head.(nnStarter); is {
+						start, ok = s.starts(pre.i0+i0, mc)
 					}
-					if start == nil {
+					if !ok {
+						start = nil
 						blk.head.finish(c[i0*ldc+j0:], ldc, pre.i0+i0, pre.j0+j0, mc, nc)
 					}
 				}

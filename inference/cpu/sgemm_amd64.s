@@ -49,14 +49,15 @@
 	VMOVUPS hi, 32(DX);     \
 	ADDQ    R8, DX
 
-// SETROW16 stores lo:hi plus the start value at so(AX), broadcast, in the
-// 16 floats at DX and moves DX to the next row.
-#define SETROW16(so, lo, hi) \
-	VBROADCASTSS so(AX), Y0; \
-	VADDPS       Y0, lo, lo; \
-	VMOVUPS      lo, (DX);   \
-	VADDPS       Y0, hi, hi; \
-	VMOVUPS      hi, 32(DX); \
+// SETROW stores lo:hi, two vectors of half bytes each, plus the start
+// value at so(AX), broadcast into bc, in the row at DX, and moves DX to the
+// next row: the store of a tile given start, for both kernels.
+#define SETROW(so, bc, lo, hi, half) \
+	VBROADCASTSS so(AX), bc;   \
+	VADDPS       bc, lo, lo;   \
+	VMOVUPS      lo, (DX);     \
+	VADDPS       bc, hi, hi;   \
+	VMOVUPS      hi, half(DX); \
 	ADDQ         R8, DX
 
 // func nnKernel6x16AVX2(kc int, ap, bp, c []float32, ldc int, start []float32)
@@ -112,12 +113,12 @@ store16:
 	RET
 
 set16:
-	SETROW16(0, Y4, Y5)
-	SETROW16(4, Y6, Y7)
-	SETROW16(8, Y8, Y9)
-	SETROW16(12, Y10, Y11)
-	SETROW16(16, Y12, Y13)
-	SETROW16(20, Y14, Y15)
+	SETROW(0, Y0, Y4, Y5, 32)
+	SETROW(4, Y0, Y6, Y7, 32)
+	SETROW(8, Y0, Y8, Y9, 32)
+	SETROW(12, Y0, Y10, Y11, 32)
+	SETROW(16, Y0, Y12, Y13, 32)
+	SETROW(20, Y0, Y14, Y15, 32)
 	VZEROUPPER
 	RET
 
@@ -155,16 +156,6 @@ set16:
 	VADDPS  64(DX), hi, hi; \
 	VMOVUPS hi, 64(DX);     \
 	ADDQ    R8, DX
-
-// SETROW32 stores lo:hi plus the start value at so(AX), broadcast, in the
-// 32 floats at DX and moves DX to the next row.
-#define SETROW32(so, lo, hi) \
-	VBROADCASTSS so(AX), Z0; \
-	VADDPS       Z0, lo, lo; \
-	VMOVUPS      lo, (DX);   \
-	VADDPS       Z0, hi, hi; \
-	VMOVUPS      hi, 64(DX); \
-	ADDQ         R8, DX
 
 // func nnKernel8x32AVX512(kc int, ap, bp, c []float32, ldc int, start []float32)
 TEXT ·nnKernel8x32AVX512(SB), NOSPLIT, $0-112
@@ -225,14 +216,14 @@ store32:
 	RET
 
 set32:
-	SETROW32(0, Z16, Z17)
-	SETROW32(4, Z18, Z19)
-	SETROW32(8, Z20, Z21)
-	SETROW32(12, Z22, Z23)
-	SETROW32(16, Z24, Z25)
-	SETROW32(20, Z26, Z27)
-	SETROW32(24, Z28, Z29)
-	SETROW32(28, Z30, Z31)
+	SETROW(0, Z0, Z16, Z17, 64)
+	SETROW(4, Z0, Z18, Z19, 64)
+	SETROW(8, Z0, Z20, Z21, 64)
+	SETROW(12, Z0, Z22, Z23, 64)
+	SETROW(16, Z0, Z24, Z25, 64)
+	SETROW(20, Z0, Z26, Z27, 64)
+	SETROW(24, Z0, Z28, Z29, 64)
+	SETROW(28, Z0, Z30, Z31, 64)
 	VZEROUPPER
 	RET
 

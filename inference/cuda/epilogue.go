@@ -103,7 +103,7 @@ func (e epilogue) finish(l *lowering, prod, y operand) error {
 			return nil
 		}
 		if e.residual.Present() && !slices.Equal(e.residual.Shape, y.Shape) {
-			return l.Errorf(inference.ErrType, "float16 product rounded before an epilogue whose residual %v broadcasts to %v", e.residual.Shape, y.Shape)
+			return l.NoKernel("float16 product rounded before an epilogue whose residual %v broadcasts to %v", e.residual.Shape, y.Shape)
 		}
 		return l.Launch(kernels.EpilogueRoundedF16, y.Len(), append([]kernelArg{ptrArg(y)}, e.args(y.Len(), 1, 1)...)...)
 	}

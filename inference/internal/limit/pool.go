@@ -110,12 +110,8 @@ func (p *Pool) take(size int64, zeroed bool) *buffer {
 
 // hold records b as handed out in this run. p.mu is held.
 func (p *Pool) hold(b *buffer) {
-	if k := len(p.live); k == 0 || p.live[k-1].addr < b.addr {
-		p.live = append(p.live, b) // the common case: no search
-	} else {
-		i, _ := p.find(b.addr)
-		p.live = slices.Insert(p.live, i, b)
-	}
+	i, _ := p.find(b.addr)
+	p.live = slices.Insert(p.live, i, b)
 	p.taken = append(p.taken, b)
 	p.ntaken.Store(int64(len(p.taken)))
 }
