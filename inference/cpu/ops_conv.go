@@ -287,8 +287,10 @@ func cvScratchBuf(n int) *[]float32 {
 
 // Conv lowers each image and group to one SGEMM: W's rows for the group
 // (M/group × C/group·∏kernel) times the im2col matrix of the input
-// (C/group·∏kernel × ∏out). A 1×1 kernel with unit strides and no padding
-// reads the input directly. A 2-D depthwise convolution (one input
+// (C/group·∏kernel × ∏out). A 2-D product reads that matrix's rows where
+// they lie in the image (cvInPlace) where its wide output costs few
+// columns more, and packs its blocks from the image otherwise; a 1×1
+// kernel with unit strides and no padding reads the input directly. A 2-D depthwise convolution (one input
 // channel per group, see cvDepthwise) runs cvConvDepthwise instead: its
 // groups are products too small for SGEMM to pay.
 func cvConv(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
@@ -361,7 +363,13 @@ func newCvPlan(n opsem.Node, in []inference.Tensor, prep *cvPrepared, x, w infer
 		if p.gemm, err = newCvGemm(n.Run, batch, chans, outChans, geo.group, geo.g, p.ep); err != nil {
 			return nil, err
 		}
-		p.gemm.dropDeadTaps(dataOf[float32](w), prep.packed())
+		if prep.packed() != nil { // W is a constant
+			p.gemm.byTap = newCvByTap(geo.g, chans/geo.group, outChans, geo.group, dataOf[float32](w))
+		}
+		if p.gemm.byTap == nil {
+			p.gemm.dropDeadTaps(dataOf[float32](w), prep.packed())
+			p.gemm.readInPlace()
+		}
 	}
 	return p, nil
 }
@@ -477,6 +485,11 @@ type cvGemm struct {
 	dpacks nnPackedSet
 	units  []cvUnit // one per image·group
 	body   func(lo, hi, threads int)
+	// inPlace, when not nil, reads the product's B in place (cvInPlace)
+	// rather than packing it from the image; byTap, when not nil, makes
+	// one product per tap instead (cvByTap).
+	inPlace *cvInPlace
+	byTap   *cvByTap
 
 	xd, wd, bias, out []float32 // the run's
 	packs             nnPackedSet
@@ -571,10 +584,30 @@ func (c *cvGemm) dropDeadTaps(wd []float32, packs nnPackedSet) {
 	c.taps2, c.rows = live, rows
 }
 
+// readInPlace makes c's products read B in place (cvInPlace), where that
+// pays: 2-D convolutions, implicit or pointwise.
+func (c *cvGemm) readInPlace() {
+	taps := c.taps2
+	if c.pointwise && len(c.g.Kernel) == 2 {
+		taps = []cvTap{{0, 0}}
+	}
+	if taps != nil {
+		c.inPlace = newCvInPlace(c.g, c.cg, taps, nnBestKernel.nr)
+	}
+}
+
 // run computes the convolution of xd by wd (packed in packs where
 // prepare packed it) plus bias into out.
 func (c *cvGemm) run(r *limit.Run, xd, wd []float32, packs nnPackedSet, bias, out []float32) error {
-	if !c.pointwise && !c.implicit {
+	if b := c.byTap; b != nil {
+		if err := cvClaimScratch(r, c.batch*c.group, 1, b.scratch()); err != nil {
+			return err
+		}
+	} else if d := c.inPlace; d != nil {
+		if err := cvClaimScratch(r, c.batch*c.group, 1, d.copyFloats+c.mg*d.wide); err != nil {
+			return err
+		}
+	} else if !c.pointwise && !c.implicit {
 		if err := cvClaimScratch(r, c.batch*c.group, c.rows, c.osp); err != nil {
 			return err
 		}
@@ -603,6 +636,17 @@ func (c *cvGemm) products(lo, hi, threads int) {
 		src := c.xd[(img*c.chans+grp*cg)*isp : (img*c.chans+(grp+1)*cg)*isp]
 		var packB nnPackerB
 		switch {
+		case c.byTap != nil:
+			off := (img*c.outChans + grp*mg) * osp
+			var bias []float32
+			if c.bias != nil {
+				bias = c.bias[grp*mg : (grp+1)*mg]
+			}
+			c.byTap.run(grp, src, bias, c.out[off:off+mg*osp], u.tail.tail(), threads)
+			continue
+		case c.inPlace != nil:
+			c.inPlaceProduct(u, src, threads)
+			continue
 		case c.pointwise:
 		case c.implicit:
 			u.src, packB = src, u
@@ -627,6 +671,45 @@ func (c *cvGemm) products(lo, hi, threads int) {
 		w := wd[grp*mg*rows:]
 		pre := nnPrepacked{a: packs.of(grp, w), packB: packB}
 		nnSgemmPre(threads, pre, nnBlocks{head: head, tail: u.tail.tail()}, false, false, mg, osp, rows, 1, w, rows, src, osp, 0, y, osp)
+	}
+}
+
+// inPlaceProduct computes unit u's product from src, its image's channels
+// of its group, reading B in place (cvInPlace), on threads.
+func (c *cvGemm) inPlaceProduct(u *cvUnit, src []float32, threads int) {
+	d, mg, osp, rows := c.inPlace, c.mg, c.osp, c.rows
+	b := src
+	if !d.readsImage {
+		buf := cvScratchBuf(d.copyFloats)
+		defer cvScratchPool.put(buf)
+		b = (*buf)[:d.copyFloats]
+		d.layout(src, b)
+	}
+	off := (u.img*c.outChans + u.grp*mg) * osp
+	y := c.out[off : off+mg*osp]
+	dst, ldc, tail := y, osp, u.tail.tail()
+	if !d.writesOut {
+		buf := cvScratchBuf(mg * d.wide)
+		defer cvScratchPool.put(buf)
+		dst, ldc, tail = (*buf)[:mg*d.wide], d.wide, nil
+	}
+	var head nnTail
+	if c.bias != nil {
+		u.head.b = c.bias[u.grp*mg : (u.grp+1)*mg]
+		head = &u.head
+	}
+	wd, packs := c.wd, c.packs
+	if c.dw != nil {
+		wd, packs = c.dw, c.dpacks
+	}
+	w := wd[u.grp*mg*rows:]
+	pre := nnPrepacked{a: packs.of(u.grp, w), rowsB: d.off}
+	nnSgemmPre(threads, pre, nnBlocks{head: head, tail: tail}, false, false, mg, d.wide, rows, 1, w, rows, b, 0, 0, dst, ldc)
+	if !d.writesOut {
+		d.compact(y, dst, mg)
+		if t := u.tail.tail(); t != nil {
+			t.finish(y, osp, 0, 0, mg, osp)
+		}
 	}
 }
 

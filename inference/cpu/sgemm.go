@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"runtime"
 )
 
@@ -9,7 +10,10 @@ import (
 // mc×kc block of op(A), scaled by alpha, into row panels mr tall (kept in
 // L1/L2), and a micro-kernel accumulates each mr×nr tile of C in registers
 // over kc steps. The tile shape mr×nr is the micro-kernel's (nnKernel): the
-// packing follows the kernel in use.
+// packing follows the kernel in use. The micro-kernels read B's rows
+// through a table of offsets, so that a product whose B rows lie in memory
+// already, a convolution's image shifted by each tap, reads them there
+// without packing (nnPrepacked.rowsB).
 //
 // Block sizes, in float32 elements: a packed A block is at most nnMC·nnKC·4
 // bytes = 128 KiB, a packed B block nnKC·nnNC·4 bytes = 1 MiB, and one B
@@ -35,14 +39,17 @@ const (
 const nnMaxTile = 8 * 32
 
 // nnKernel is a micro-kernel and the tile it computes. kernel adds the mr×nr
-// product of a packed A panel ap (mr values per k step) and a packed B panel
-// bp (nr values per k step), both kc steps long, to the tile of C at c, whose
-// rows are ldc apart; given start (not nil), it sets row i of the tile to
-// the product plus start[i] instead, without reading C (a bias, or zeros,
-// at the first block of steps: no pass over C to fill it before). It
-// requires len(ap) ≥ mr·kc, len(bp) ≥ nr·kc, len(c) ≥ (mr-1)·ldc+nr and
-// len(start) ≥ mr when start is not nil; assembly kernels do not check. nnNC must be a
-// multiple of nr, mr ≤ nnMC and mr·nr ≤ nnMaxTile.
+// product of a packed A panel ap (mr values per k step) and kc rows of B to
+// the tile of C at c, whose rows are ldc apart; given start (not nil), it
+// sets row i of the tile to the product plus start[i] instead, without
+// reading C (a bias, or zeros, at the first block of steps: no pass over C
+// to fill it before). Step p reads B's nr values at b[off[p]:]: a packed
+// panel's rows follow one another (off[p] = p·nr, nnPanelOffsets), and a
+// convolution reads its rows where they lie in the image (cvInPlace). It
+// requires len(ap) ≥ mr·kc, len(off) ≥ kc, off[p]+nr ≤ len(b),
+// len(c) ≥ (mr-1)·ldc+nr and len(start) ≥ mr when start is not nil;
+// assembly kernels do not check. nnNC must be a multiple of nr, mr ≤ nnMC
+// and mr·nr ≤ nnMaxTile.
 //
 // row, where the kernel has one, multiplies one row of A, unpacked, by a
 // packed B panel: c[j] += Σ_p a[p]·bp[p·nr+j] for j < nr, p < kc. Products
@@ -51,8 +58,35 @@ const nnMaxTile = 8 * 32
 type nnKernel struct {
 	name   string
 	mr, nr int
-	kernel func(kc int, ap, bp, c []float32, ldc int, start []float32)
-	row    func(kc int, a, bp, c []float32)
+	kernel func(kc int, ap, b []float32, off []int32, c []float32, ldc int, start []float32)
+	row    func(kc int, a, bp []float32, c []float32)
+}
+
+// nnPanelOffsets returns the offsets of a packed panel's kc rows, nr
+// floats each: off[p] = p·nr.
+func nnPanelOffsets(nr, kc int) []int32 {
+	var t []int32
+	switch nr {
+	case 32:
+		t = nnPanelRows32[:]
+	case 16:
+		t = nnPanelRows16[:]
+	case nnNR:
+		t = nnPanelRowsGo[:]
+	default:
+		panic("nnPanelOffsets: no table for this panel width")
+	}
+	return t[:kc]
+}
+
+// The panel row offsets for the kernels' widths, made once.
+var nnPanelRows32, nnPanelRows16, nnPanelRowsGo = panelRows(32), panelRows(16), panelRows(nnNR)
+
+func panelRows(nr int) (t [nnKC]int32) {
+	for p := range t {
+		t[p] = int32(p * nr)
+	}
+	return t
 }
 
 // nnRowMax is the number of rows from which products use mr-row tiles
@@ -310,7 +344,10 @@ func (b nnBlocks) whole(c []float32, ldc int, pre nnPrepacked, m, n int) {
 // it after; pre holds what is packed already, and places the sub-product
 // in the whole one: its rows from pre.i0, its columns from pre.j0.
 func nnSgemmAdd(kern nnKernel, pre nnPrepacked, blk nnBlocks, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
-	if m*n*k <= 16*16*16 && pre.packB == nil {
+	if pre.rowsB != nil {
+		nnCheckRows(pre.rowsB[:k], n, b)
+	}
+	if m*n*k <= 16*16*16 && pre.packB == nil && pre.rowsB == nil {
 		if blk.head != nil {
 			blk.head.finish(c, ldc, pre.i0, pre.j0, m, n)
 		}
@@ -339,6 +376,15 @@ func nnSgemmAdd(kern nnKernel, pre nnPrepacked, blk nnBlocks, transA, transB boo
 				bp = pre.b.blocks[p0/nnKC][(pre.j0+j0)*kc:]
 			case pre.packB != nil:
 				pre.packB.packB(kern.nr, kc, nc, p0, pre.j0+j0, bpack)
+			case pre.rowsB != nil && rowWise:
+				nnPackRows(kern.nr, kc, nc, b[j0:], pre.rowsB[p0:p0+kc], bpack)
+			case pre.rowsB != nil:
+				// Read in place, but for the panel cut by the block's
+				// edge, packed once here for every block of A.
+				bp = nil
+				if cols := nc % kern.nr; cols > 0 {
+					nnPackRows(kern.nr, kc, cols, b[j0+nc-cols:], pre.rowsB[p0:p0+kc], bpack)
+				}
 			default:
 				nnPackB(transB, kern.nr, kc, nc, b, ldb, p0, j0, bpack)
 			}
@@ -371,7 +417,11 @@ func nnSgemmAdd(kern nnKernel, pre nnPrepacked, blk nnBlocks, transA, transB boo
 						blk.head.finish(c[i0*ldc+j0:], ldc, pre.i0+i0, pre.j0+j0, mc, nc)
 					}
 				}
-				nnMacroKernel(kern, mc, nc, kc, ap, bp, c[i0*ldc+j0:], ldc, edge, start)
+				if bp == nil {
+					nnMacroKernelRows(kern, mc, nc, kc, ap, b[j0:], pre.rowsB[p0:p0+kc], c[i0*ldc+j0:], ldc, edge, start, bpack[:kern.nr*kc])
+				} else {
+					nnMacroKernel(kern, mc, nc, kc, ap, bp, c[i0*ldc+j0:], ldc, edge, start)
+				}
 				if last {
 					blk.tail.finish(c[i0*ldc+j0:], ldc, pre.i0+i0, pre.j0+j0, mc, nc)
 				}
@@ -439,11 +489,16 @@ func nnPackWholeB(kern nnKernel, transB bool, k, n int, b []float32, ldb int) *n
 // rows from i0 and B's columns from j0 on. packB, when not nil, packs
 // op(B)'s blocks in place of nnPackB, for a B that is not stored as a
 // matrix (a convolution's im2col matrix, read from the image); b is then
-// not read.
+// not read. rowsB, when not nil, says where op(B)'s rows lie in b: row p's
+// n columns start at b[rowsB[p]], and the micro-kernels read them there,
+// packing only panels cut by a block's edge (a convolution's image, its
+// rows the taps' shifts of it: cvInPlace); then transB is false, ldb is not
+// used, and rowsB[p]+n ≤ len(b) for every p.
 type nnPrepacked struct {
 	a, b   *nnPacked
 	i0, j0 int
 	packB  nnPackerB
+	rowsB  []int32
 }
 
 // nnPackerB packs rows p0…p0+kc−1, columns j0…j0+nc−1 of a product's
@@ -589,39 +644,87 @@ func nnPackTranspose(rows, kc int, alpha float32, src []float32, lds int, dst []
 // start[i]. Tiles cut by the block's edge are computed into scratch
 // (nnMaxTile floats) and the part inside C added (or set) from there.
 func nnMacroKernel(kern nnKernel, mc, nc, kc int, apack, bpack, c []float32, ldc int, scratch, start []float32) {
-	mr, nr := kern.mr, kern.nr
-	edge := scratch[:mr*nr]
+	nr := kern.nr
+	off := nnPanelOffsets(nr, kc)
+	for s := 0; s < nc; s += nr {
+		nnPanelTiles(kern, mc, min(nr, nc-s), kc, apack, bpack[s*kc:s*kc+nr*kc], off, c[s:], ldc, scratch, start)
+	}
+}
+
+// nnMacroKernelRows is nnMacroKernel reading B's kc rows in place, row p's
+// nc columns at b[off[p]:], rather than from a packed block; but for a
+// panel cut by the block's edge, whose last columns may lie past b's end:
+// edge holds it packed (nnPackRows).
+func nnMacroKernelRows(kern nnKernel, mc, nc, kc int, apack, b []float32, off []int32, c []float32, ldc int, scratch, start, edge []float32) {
+	nr := kern.nr
+	for s := 0; s < nc; s += nr {
+		if cols := nc - s; cols < nr {
+			nnPanelTiles(kern, mc, cols, kc, apack, edge, nnPanelOffsets(nr, kc), c[s:], ldc, scratch, start)
+			continue
+		}
+		nnPanelTiles(kern, mc, nr, kc, apack, b[s:], off, c[s:], ldc, scratch, start)
+	}
+}
+
+// nnPackRows packs the kc rows of a block of B that lie at b[off[p]:], nc
+// columns each, into dst as nnPackB packs a block: panels of nr columns,
+// columns past nc zero.
+func nnPackRows(nr, kc, nc int, b []float32, off []int32, dst []float32) {
 	for s := 0; s < nc; s += nr {
 		cols := min(nr, nc-s)
-		bp := bpack[s*kc : s*kc+nr*kc]
-		for r := 0; r < mc; r += mr {
-			rows := min(mr, mc-r)
-			ap := apack[r*kc : r*kc+mr*kc]
-			if rows == mr && cols == nr {
-				// Sliced to exactly the elements the kernel touches, so
-				// the bounds check covers kernels that make none.
-				o := r*ldc + s
-				var st []float32
-				if start != nil {
-					st = start[r : r+mr]
+		panel := dst[s*kc : s*kc+nr*kc]
+		for p, o := range off[:kc] {
+			row := panel[p*nr : p*nr+nr]
+			copy(row, b[s+int(o):s+int(o)+cols])
+			clear(row[cols:])
+		}
+	}
+}
+
+// nnCheckRows panics unless every row of n columns that rows places in b
+// lies inside it: the micro-kernels read them without bounds checks.
+func nnCheckRows(rows []int32, n int, b []float32) {
+	for p, o := range rows {
+		if o < 0 || int(o)+n > len(b) {
+			panic(fmt.Sprintf("sgemm: row %d of B at %d, %d columns, past the end of its %d floats", p, o, n, len(b)))
+		}
+	}
+}
+
+// nnPanelTiles adds the product of a packed mc×kc A block and one panel
+// of B, kc rows of nr values at b[off[p]:] (cols of them wanted), to the
+// mc×cols block of C at c, or sets it to the product plus start, as
+// nnMacroKernel does.
+func nnPanelTiles(kern nnKernel, mc, cols, kc int, apack, b []float32, off []int32, c []float32, ldc int, scratch, start []float32) {
+	mr, nr := kern.mr, kern.nr
+	edge := scratch[:mr*nr]
+	for r := 0; r < mc; r += mr {
+		rows := min(mr, mc-r)
+		ap := apack[r*kc : r*kc+mr*kc]
+		if rows == mr && cols == nr {
+			// Sliced to exactly the elements the kernel touches, so
+			// the bounds check covers kernels that make none.
+			o := r * ldc
+			var st []float32
+			if start != nil {
+				st = start[r : r+mr]
+			}
+			kern.kernel(kc, ap, b, off, c[o:o+(mr-1)*ldc+nr], ldc, st)
+			continue
+		}
+		clear(edge)
+		kern.kernel(kc, ap, b, off, edge, nr, nil)
+		for ii := range rows {
+			row := c[(r+ii)*ldc : (r+ii)*ldc+cols]
+			if start != nil {
+				v := start[r+ii]
+				for jj := range row {
+					row[jj] = v + edge[ii*nr+jj]
 				}
-				kern.kernel(kc, ap, bp, c[o:o+(mr-1)*ldc+nr], ldc, st)
 				continue
 			}
-			clear(edge)
-			kern.kernel(kc, ap, bp, edge, nr, nil)
-			for ii := range rows {
-				row := c[(r+ii)*ldc+s : (r+ii)*ldc+s+cols]
-				if start != nil {
-					v := start[r+ii]
-					for jj := range row {
-						row[jj] = v + edge[ii*nr+jj]
-					}
-					continue
-				}
-				for jj := range row {
-					row[jj] += edge[ii*nr+jj]
-				}
+			for jj := range row {
+				row[jj] += edge[ii*nr+jj]
 			}
 		}
 	}
@@ -652,62 +755,65 @@ func nnRows(kern nnKernel, m, nc, kc int, a []float32, lda int, bpack, c []float
 	}
 }
 
-// nnMicroKernel adds the nnMR×nnNR (2×4) product of a packed A panel and a
-// packed B panel, both kc steps long, to the tile of C at c, or sets the
-// tile to it plus start (nnKernel.kernel).
-func nnMicroKernel(kc int, ap, bp, c []float32, ldc int, start []float32) {
+// nnMicroKernel adds the nnMR×nnNR (2×4) product of a packed A panel and
+// kc rows of B at b[off[p]:] to the tile of C at c, or sets the tile to it
+// plus start (nnKernel.kernel).
+func nnMicroKernel(kc int, ap, b []float32, off []int32, c []float32, ldc int, start []float32) {
 	var c00, c01, c02, c03 float32
 	var c10, c11, c12, c13 float32
-	ap = ap[:2*kc]
-	bp = bp[:4*kc]
+	ap, off = ap[:2*kc], off[:kc]
 	p := 0
 	for ; p+3 < kc; p += 4 {
 		a := ap[2*p : 2*p+8 : 2*p+8]
-		b := bp[4*p : 4*p+16 : 4*p+16]
-		c00 += a[0] * b[0]
-		c01 += a[0] * b[1]
-		c02 += a[0] * b[2]
-		c03 += a[0] * b[3]
-		c10 += a[1] * b[0]
-		c11 += a[1] * b[1]
-		c12 += a[1] * b[2]
-		c13 += a[1] * b[3]
-		c00 += a[2] * b[4]
-		c01 += a[2] * b[5]
-		c02 += a[2] * b[6]
-		c03 += a[2] * b[7]
-		c10 += a[3] * b[4]
-		c11 += a[3] * b[5]
-		c12 += a[3] * b[6]
-		c13 += a[3] * b[7]
-		c00 += a[4] * b[8]
-		c01 += a[4] * b[9]
-		c02 += a[4] * b[10]
-		c03 += a[4] * b[11]
-		c10 += a[5] * b[8]
-		c11 += a[5] * b[9]
-		c12 += a[5] * b[10]
-		c13 += a[5] * b[11]
-		c00 += a[6] * b[12]
-		c01 += a[6] * b[13]
-		c02 += a[6] * b[14]
-		c03 += a[6] * b[15]
-		c10 += a[7] * b[12]
-		c11 += a[7] * b[13]
-		c12 += a[7] * b[14]
-		c13 += a[7] * b[15]
+		o := off[p : p+4 : p+4]
+		b0 := b[o[0] : o[0]+4 : o[0]+4]
+		b1 := b[o[1] : o[1]+4 : o[1]+4]
+		b2 := b[o[2] : o[2]+4 : o[2]+4]
+		b3 := b[o[3] : o[3]+4 : o[3]+4]
+		c00 += a[0] * b0[0]
+		c01 += a[0] * b0[1]
+		c02 += a[0] * b0[2]
+		c03 += a[0] * b0[3]
+		c10 += a[1] * b0[0]
+		c11 += a[1] * b0[1]
+		c12 += a[1] * b0[2]
+		c13 += a[1] * b0[3]
+		c00 += a[2] * b1[0]
+		c01 += a[2] * b1[1]
+		c02 += a[2] * b1[2]
+		c03 += a[2] * b1[3]
+		c10 += a[3] * b1[0]
+		c11 += a[3] * b1[1]
+		c12 += a[3] * b1[2]
+		c13 += a[3] * b1[3]
+		c00 += a[4] * b2[0]
+		c01 += a[4] * b2[1]
+		c02 += a[4] * b2[2]
+		c03 += a[4] * b2[3]
+		c10 += a[5] * b2[0]
+		c11 += a[5] * b2[1]
+		c12 += a[5] * b2[2]
+		c13 += a[5] * b2[3]
+		c00 += a[6] * b3[0]
+		c01 += a[6] * b3[1]
+		c02 += a[6] * b3[2]
+		c03 += a[6] * b3[3]
+		c10 += a[7] * b3[0]
+		c11 += a[7] * b3[1]
+		c12 += a[7] * b3[2]
+		c13 += a[7] * b3[3]
 	}
 	for ; p < kc; p++ {
 		a := ap[2*p : 2*p+2 : 2*p+2]
-		b := bp[4*p : 4*p+4 : 4*p+4]
-		c00 += a[0] * b[0]
-		c01 += a[0] * b[1]
-		c02 += a[0] * b[2]
-		c03 += a[0] * b[3]
-		c10 += a[1] * b[0]
-		c11 += a[1] * b[1]
-		c12 += a[1] * b[2]
-		c13 += a[1] * b[3]
+		bv := b[off[p] : off[p]+4 : off[p]+4]
+		c00 += a[0] * bv[0]
+		c01 += a[0] * bv[1]
+		c02 += a[0] * bv[2]
+		c03 += a[0] * bv[3]
+		c10 += a[1] * bv[0]
+		c11 += a[1] * bv[1]
+		c12 += a[1] * bv[2]
+		c13 += a[1] * bv[3]
 	}
 	r0, r1 := c[0:4:4], c[ldc:ldc+4:ldc+4]
 	if start != nil {

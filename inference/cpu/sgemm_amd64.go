@@ -10,12 +10,12 @@ import "golang.org/x/sys/cpu"
 // nnKernel8x32AVX512 needs AVX-512F: an 8×32 tile in 16 ZMM accumulators.
 //
 //go:noescape
-func nnKernel8x32AVX512(kc int, ap, bp, c []float32, ldc int, start []float32)
+func nnKernel8x32AVX512(kc int, ap, b []float32, off []int32, c []float32, ldc int, start []float32)
 
 // nnKernel6x16AVX2 needs AVX2 and FMA: a 6×16 tile in 12 YMM accumulators.
 //
 //go:noescape
-func nnKernel6x16AVX2(kc int, ap, bp, c []float32, ldc int, start []float32)
+func nnKernel6x16AVX2(kc int, ap, b []float32, off []int32, c []float32, ldc int, start []float32)
 
 // nnRow32AVX512 and nnRow16AVX2 are the row kernels of the two (see
 // nnKernel.row).

@@ -4,20 +4,22 @@
 
 // SGEMM micro-kernels; see nnKernel in sgemm.go for the contract. Each sums
 // an mr×nr tile of C in vector registers over kc steps, reading per step mr
-// A values (broadcast to all lanes, one row at a time) and nr B values, then
-// adds the tile to C, or, given start, stores row i of the tile plus
-// start[i] in C without reading it. The k loop is unrolled four times.
-// Registers: SI the A panel, DI the B panel, CX the steps left, DX the C
-// row, R8 ldc in bytes, AX start (0 when nil).
+// A values (broadcast to all lanes, one row at a time) and nr B values (the
+// step's row of B, at b[off[p]]), then adds the tile to C, or, given start,
+// stores row i of the tile plus start[i] in C without reading it. The k
+// loop is unrolled four times. Registers: SI the A panel, DI B, R11 the
+// offsets, R9 the step's offset, CX the steps left, DX the C row, R8 ldc
+// in bytes, AX start (0 when nil).
 
 #define KERNEL_ARGS \
 	MOVQ kc+0(FP), CX;         \
 	MOVQ ap_base+8(FP), SI;    \
-	MOVQ bp_base+32(FP), DI;   \
-	MOVQ c_base+56(FP), DX;    \
-	MOVQ ldc+80(FP), R8;       \
+	MOVQ b_base+32(FP), DI;    \
+	MOVQ off_base+56(FP), R11; \
+	MOVQ c_base+80(FP), DX;    \
+	MOVQ ldc+104(FP), R8;      \
 	SHLQ $2, R8;               \
-	MOVQ start_base+88(FP), AX
+	MOVQ start_base+112(FP), AX
 
 // AVX2+FMA, 6×16: row i of the tile sums in Y(4+2i):Y(5+2i), 12
 // accumulators; B takes Y0:Y1 and the broadcast A values Y2 and Y3, filling
@@ -30,10 +32,12 @@
 	VFMADD231PS  Y0, bc, lo; \
 	VFMADD231PS  Y1, bc, hi
 
-// STEP6x16 is one k step with A at ao(SI) and B at bo(DI).
-#define STEP6x16(ao, bo) \
-	VMOVUPS bo(DI), Y0;          \
-	VMOVUPS (bo+32)(DI), Y1;     \
+// STEP6x16 is one k step with A at ao(SI) and B at DI plus the offset at
+// oo(R11), in floats.
+#define STEP6x16(ao, oo) \
+	MOVL    oo(R11), R9;         \
+	VMOVUPS (DI)(R9*4), Y0;      \
+	VMOVUPS 32(DI)(R9*4), Y1;    \
 	ROW16(ao, Y2, Y4, Y5);       \
 	ROW16((ao+4), Y3, Y6, Y7);   \
 	ROW16((ao+8), Y2, Y8, Y9);   \
@@ -60,8 +64,8 @@
 	VMOVUPS      hi, half(DX); \
 	ADDQ         R8, DX
 
-// func nnKernel6x16AVX2(kc int, ap, bp, c []float32, ldc int, start []float32)
-TEXT ·nnKernel6x16AVX2(SB), NOSPLIT, $0-112
+// func nnKernel6x16AVX2(kc int, ap, b []float32, off []int32, c []float32, ldc int, start []float32)
+TEXT ·nnKernel6x16AVX2(SB), NOSPLIT, $0-136
 	KERNEL_ARGS
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
@@ -80,11 +84,11 @@ TEXT ·nnKernel6x16AVX2(SB), NOSPLIT, $0-112
 
 loop16:
 	STEP6x16(0, 0)
-	STEP6x16(24, 64)
-	STEP6x16(48, 128)
-	STEP6x16(72, 192)
+	STEP6x16(24, 4)
+	STEP6x16(48, 8)
+	STEP6x16(72, 12)
 	ADDQ $96, SI
-	ADDQ $256, DI
+	ADDQ $16, R11
 	SUBQ $4, CX
 	CMPQ CX, $4
 	JGE  loop16
@@ -96,7 +100,7 @@ tail16:
 step16:
 	STEP6x16(0, 0)
 	ADDQ $24, SI
-	ADDQ $64, DI
+	ADDQ $4, R11
 	DECQ CX
 	JNZ  step16
 
@@ -136,10 +140,12 @@ set16:
 	VFMADD231PS  Z0, bc, lo; \
 	VFMADD231PS  Z1, bc, hi
 
-// STEP8x32 is one k step with A at ao(SI) and B at bo(DI).
-#define STEP8x32(ao, bo) \
-	VMOVUPS bo(DI), Z0;           \
-	VMOVUPS (bo+64)(DI), Z1;      \
+// STEP8x32 is one k step with A at ao(SI) and B at DI plus the offset at
+// oo(R11), in floats.
+#define STEP8x32(ao, oo) \
+	MOVL    oo(R11), R9;          \
+	VMOVUPS (DI)(R9*4), Z0;       \
+	VMOVUPS 64(DI)(R9*4), Z1;     \
 	ROW32(ao, Z2, Z16, Z17);      \
 	ROW32((ao+4), Z3, Z18, Z19);  \
 	ROW32((ao+8), Z2, Z20, Z21);  \
@@ -157,8 +163,8 @@ set16:
 	VMOVUPS hi, 64(DX);     \
 	ADDQ    R8, DX
 
-// func nnKernel8x32AVX512(kc int, ap, bp, c []float32, ldc int, start []float32)
-TEXT ·nnKernel8x32AVX512(SB), NOSPLIT, $0-112
+// func nnKernel8x32AVX512(kc int, ap, b []float32, off []int32, c []float32, ldc int, start []float32)
+TEXT ·nnKernel8x32AVX512(SB), NOSPLIT, $0-136
 	KERNEL_ARGS
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
@@ -181,11 +187,11 @@ TEXT ·nnKernel8x32AVX512(SB), NOSPLIT, $0-112
 
 loop32:
 	STEP8x32(0, 0)
-	STEP8x32(32, 128)
-	STEP8x32(64, 256)
-	STEP8x32(96, 384)
+	STEP8x32(32, 4)
+	STEP8x32(64, 8)
+	STEP8x32(96, 12)
 	ADDQ $128, SI
-	ADDQ $512, DI
+	ADDQ $16, R11
 	SUBQ $4, CX
 	CMPQ CX, $4
 	JGE  loop32
@@ -197,7 +203,7 @@ tail32:
 step32:
 	STEP8x32(0, 0)
 	ADDQ $32, SI
-	ADDQ $128, DI
+	ADDQ $4, R11
 	DECQ CX
 	JNZ  step32
 

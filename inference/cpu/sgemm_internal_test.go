@@ -256,7 +256,10 @@ func TestSgemmBetaZero(t *testing.T) {
 // larger buffer with rows ldc > nr apart; elements outside the tile must
 // not change. Each kernel adds to the tile, and, given start values, sets
 // the tile to the product plus its row's start without reading it (C then
-// holds NaNs before, which a read would carry).
+// holds NaNs before, which a read would carry). B's rows are read through
+// the offsets the kernel is given: a packed panel's, and rows scattered
+// over a larger buffer, unaligned and out of order, as a convolution
+// reads them from its image (cvDirect).
 func TestSgemmMicroKernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, kern := range nnKernels() {
@@ -264,9 +267,26 @@ func TestSgemmMicroKernels(t *testing.T) {
 		if mr%nnMR != 0 || nr%nnNR != 0 || nnNC%nr != 0 || mr > nnMC || mr*nr > nnMaxTile {
 			t.Fatalf("%s: tile %d×%d breaks the nnKernel rules", kern.name, mr, nr)
 		}
-		for _, set := range []bool{false, true} {
+		for _, mode := range []string{"add", "set", "scattered"} {
+			set := mode == "set"
 			for _, kc := range []int{0, 1, 2, 3, 4, 5, 7, 8, 9, 17, 64, 255, 256} {
 				ap, bp := nnRandom(r, mr*kc), nnRandom(r, nr*kc)
+				b, off := bp, nnPanelOffsets(nr, kc)
+				if mode == "scattered" {
+					// Row p at a random place in a buffer three times
+					// as large, rows in any order and overlapping.
+					b = nnRandom(r, 3*nr*kc+nr)
+					off = make([]int32, kc)
+					for p := range off {
+						off[p] = int32(r.IntN(3*nr*kc + 1))
+						copy(b[off[p]:off[p]+int32(nr)], bp[p*nr:])
+					}
+					// Overlapping rows: write them again in order, last wins,
+					// and read back what each row holds now.
+					for p := range off {
+						copy(bp[p*nr:(p+1)*nr], b[off[p]:])
+					}
+				}
 				ldc := nr + 5
 				buf := nnRandom(r, 3+mr*ldc+3)
 				var start []float32
@@ -279,7 +299,7 @@ func TestSgemmMicroKernels(t *testing.T) {
 					}
 				}
 				want := append([]float32(nil), buf...)
-				kern.kernel(kc, ap, bp, buf[3:3+(mr-1)*ldc+nr], ldc, start)
+				kern.kernel(kc, ap, b, off, buf[3:3+(mr-1)*ldc+nr], ldc, start)
 
 				ap2, bp4 := make([]float32, nnMR*kc), make([]float32, nnNR*kc)
 				for i := 0; i < mr; i += nnMR {
@@ -292,12 +312,12 @@ func TestSgemmMicroKernels(t *testing.T) {
 						if set {
 							st = start[i : i+nnMR]
 						}
-						nnMicroKernel(kc, ap2, bp4, want[3+i*ldc+j:], ldc, st)
+						nnMicroKernel(kc, ap2, bp4, nnPanelOffsets(nnNR, kc), want[3+i*ldc+j:], ldc, st)
 					}
 				}
 				for e := range buf {
 					if d := math.Abs(float64(buf[e] - want[e])); !(d <= 1e-6*float64(1+kc)) {
-						t.Fatalf("%s kc=%d, start %v: buffer element %d (tile row %d, col %d) = %g, want %g", kern.name, kc, set, e, (e-3)/ldc, (e-3)%ldc, buf[e], want[e])
+						t.Fatalf("%s kc=%d, %s: buffer element %d (tile row %d, col %d) = %g, want %g", kern.name, kc, mode, e, (e-3)/ldc, (e-3)%ldc, buf[e], want[e])
 					}
 				}
 			}

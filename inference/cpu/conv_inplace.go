@@ -1,0 +1,156 @@
+package cpu
+
+import (
+	"github.com/beamml/beamml/inference/internal/opsem"
+)
+
+// A 2-D convolution as a product that reads its B operand, the im2col
+// matrix, in place rather than packing it from the image: row (c, tap) of
+// that matrix is the image of channel c shifted by the tap, so the
+// micro-kernels read each row where it lies (nnPrepacked.rowsB), one
+// offset per row.
+//
+// That holds along the output's rows only, so the product runs over a
+// wide output: its rows are those of a padded image (padding begin + in +
+// end wide), of which the first out columns are the output's, and the
+// rest are computed and dropped (cvInPlace.compact). At stride s the
+// padded image is first split into s×s phases (rows and columns of one
+// remainder mod s each), in which every tap reads at stride 1. The image
+// is copied once into that layout when it has padding or a stride, rather
+// than packed once per tap; a 1×1 convolution at stride 1 without padding
+// reads the input itself, and writes the output in place.
+//
+// The wide columns cost products: cvInPlace is used where they add at most
+// cvWideShare to the product's panels of columns (at 7×7 and 14×14 none:
+// 49 and 196 columns fill 2 and 7 panels of 32, as 7·9−2 = 61 and
+// 14·16−2 = 222 do), and a dilation as wide as DeepLab's (rate 12 on a
+// 14×14 map) packs as before.
+
+// cvWideShare is the largest share of panels that the wide columns may add
+// to a product for cvInPlace to be used.
+const cvWideShare = 0.15
+
+// cvInPlace is a convolution's product read in place: its geometry, made
+// once per plan.
+type cvInPlace struct {
+	s          int     // the stride, along both dimensions
+	ph, pw     int     // the padded image's size
+	qh, qw     int     // a phase's size: ⌈ph/s⌉×⌈pw/s⌉
+	slots      []int   // slots[a·s+b]: the place of phase (a, b) in the copy, −1 when no tap reads it
+	used       int     // phases copied
+	off        []int32 // row (c, tap) of the im2col matrix: its offset in the copy
+	wide       int     // the wide output's columns: (oh−1)·qw + ow
+	oh, ow     int
+	padBegin   [2]int
+	in         [2]int
+	chans      int
+	readsImage bool // no copy: the product reads the image (1 phase, no padding)
+	writesOut  bool // the wide output is the output (qw = ow): no compaction
+	copyFloats int  // the copy's size in floats, 0 when readsImage
+}
+
+// newCvInPlace returns the in-place product of a 2-D convolution of chans
+// channels (a group's) with the given taps, in the order of W's packing
+// (row c·len(taps)+t), or nil where it would not pay, or its offsets would
+// not fit an int32.
+func newCvInPlace(g opsem.Window, chans int, taps []cvTap, nr int) *cvInPlace {
+	if len(g.Kernel) != 2 || g.Stride[0] != g.Stride[1] || len(taps) == 0 {
+		return nil
+	}
+	d := &cvInPlace{s: g.Stride[0], oh: g.Out[0], ow: g.Out[1], chans: chans}
+	d.in = [2]int{g.In[0], g.In[1]}
+	d.padBegin = [2]int{g.PadBegin[0], g.PadBegin[1]}
+	s := d.s
+	// The padded image as far as the output reads it.
+	d.ph = max(g.In[0]+g.PadBegin[0]+g.PadEnd[0], (d.oh-1)*s+(g.Kernel[0]-1)*g.Dilation[0]+1)
+	d.pw = max(g.In[1]+g.PadBegin[1]+g.PadEnd[1], (d.ow-1)*s+(g.Kernel[1]-1)*g.Dilation[1]+1)
+	d.qh, d.qw = (d.ph+s-1)/s, (d.pw+s-1)/s
+	d.wide = (d.oh-1)*d.qw + d.ow
+	panels := func(n int) int { return (n + nr - 1) / nr }
+	// Nor where no panel of columns is whole (a squeeze-and-excitation's
+	// 1×1 map), which packs all the same.
+	if d.wide < nr || float64(panels(d.wide)) > (1+cvWideShare)*float64(panels(d.oh*d.ow)) {
+		return nil
+	}
+	d.slots = make([]int, s*s)
+	for i := range d.slots {
+		d.slots[i] = -1
+	}
+	for _, t := range taps {
+		y, x := t.y*g.Dilation[0], t.x*g.Dilation[1]
+		if ph := (y%s)*s + x%s; d.slots[ph] < 0 {
+			d.slots[ph] = d.used
+			d.used++
+		}
+	}
+	d.readsImage = s == 1 && allZero(g.PadBegin) && d.ph == g.In[0] && d.pw == g.In[1]
+	d.writesOut = d.qw == d.ow
+	plane := d.qh * d.qw
+	if !d.readsImage {
+		d.copyFloats = d.used * chans * plane
+	}
+	// Offsets, and the copy's (or the image's) extent, within int32.
+	if int64(d.used)*int64(chans)*int64(plane) > 1<<31-1 {
+		return nil
+	}
+	d.off = make([]int32, 0, chans*len(taps))
+	for c := range chans {
+		for _, t := range taps {
+			y, x := t.y*g.Dilation[0], t.x*g.Dilation[1]
+			slot := d.slots[(y%s)*s+x%s]
+			d.off = append(d.off, int32(((slot*chans+c)*d.qh+y/s)*d.qw+x/s))
+		}
+	}
+	return d
+}
+
+func allZero(xs []int) bool {
+	for _, x := range xs {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// layout copies src, the group's channels of one image, into dst
+// (copyFloats floats) as the product reads it: for each phase a tap
+// reads, each channel's plane of qh×qw, zero where it is padding.
+func (d *cvInPlace) layout(src, dst []float32) {
+	ih, iw, s := d.in[0], d.in[1], d.s
+	plane := d.qh * d.qw
+	for ph, slot := range d.slots {
+		if slot < 0 {
+			continue
+		}
+		a, b := ph/s, ph%s
+		// Phase column j reads image column j·s + b − padBegin: the
+		// columns j in [lo, hi) lie inside the image.
+		lo, hi := cvSpan(b-d.padBegin[1], s, iw, d.qw)
+		for c := range d.chans {
+			img := src[c*ih*iw : (c+1)*ih*iw]
+			out := dst[(slot*d.chans+c)*plane : (slot*d.chans+c+1)*plane]
+			for i := range d.qh {
+				row := out[i*d.qw : (i+1)*d.qw]
+				iy := i*s + a - d.padBegin[0]
+				if iy < 0 || iy >= ih || lo >= hi {
+					clear(row)
+					continue
+				}
+				cvIm2colRun(row, img[iy*iw:(iy+1)*iw], lo, hi, lo*s+b-d.padBegin[1], s)
+			}
+		}
+	}
+}
+
+// compact copies the output's columns of each of rows rows of the wide
+// output (wide columns, rows d.wide apart) into y (rows oh·ow apart).
+func (d *cvInPlace) compact(y, wide []float32, rows int) {
+	osp := d.oh * d.ow
+	for m := range rows {
+		src, dst := wide[m*d.wide:(m+1)*d.wide], y[m*osp:(m+1)*osp]
+		for oy := range d.oh {
+			copy(dst[oy*d.ow:(oy+1)*d.ow], src[oy*d.qw:])
+		}
+	}
+}
