@@ -98,8 +98,15 @@ func nmBatchNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 	p, err := opsem.Plan(n, in, func() (*nmBatchNormPlan, error) {
 		p := &nmBatchNormPlan{shape: in[0].Shape()}
 		var err error
-		p.params, p.repeat, p.training, err = opsem.BatchNorm(n, p.shape)
-		return p, err
+		if p.params, p.repeat, p.training, err = opsem.BatchNorm(n, p.shape); err != nil {
+			return nil, err
+		}
+		if p.ep, err = fusedEpilogue(n, in, p.shape); err != nil {
+			return nil, err
+		}
+		p.ab = make([]float32, 2*p.params)
+		p.body = p.planes
+		return p, nil
 	})
 	if err != nil {
 		return nil, err
@@ -163,40 +170,59 @@ func nmBatchNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 		return nil, err
 	}
 	// y = a·x + b per channel, a and b worked out in float64 and applied
-	// in float32, as a BatchNormalization folded into a Conv's weights is:
-	// with vector loops over a channel's plane, scalar for short ones.
+	// in float32, as a BatchNormalization folded into a Conv's weights is,
+	// then the activation fused after it (FuseEpilogues), while the plane
+	// is in cache: planes in parallel, each with vector loops, scalar for
+	// short ones.
 	for c := range params {
 		a := float64(scale[c]) / math.Sqrt(float64(variance[c])+eps)
-		a32, b32 := float32(a), float32(float64(bias[c])-float64(mean[c])*a)
-		for s := range batch {
-			base := (s*params + c) * repeat
-			xs, ys := x[base:base+repeat], y[base:base+repeat]
-			if repeat >= 16 {
-				ewArithVS(ewMul, ys, xs, a32)
-				ewArithVS(ewAdd, ys, ys, b32)
-				continue
-			}
-			for i, v := range xs {
-				ys[i] = v*a32 + b32
-			}
-		}
+		p.ab[2*c], p.ab[2*c+1] = float32(a), float32(float64(bias[c])-float64(mean[c])*a)
 	}
+	p.x, p.y = x, y
+	parallelFor(batch*params, 2*repeat, p.body)
+	p.x, p.y = nil, nil
 	if !training {
-		return opsem.Single(n, p.shape, y)
+		outs, err := opsem.Single(n, p.shape, y)
+		return unfusedEpilogue(n, in, p.ep, outs, err)
 	}
 	out, err := inference.New(p.shape, y)
 	if err != nil {
 		return nil, err
 	}
-	return append([]inference.Tensor{out}, outs...), nil
+	return unfusedEpilogue(n, in, p.ep, append([]inference.Tensor{out}, outs...), nil)
+}
+
+// planes computes the output planes lo…hi−1 (sample·params + channel).
+func (p *nmBatchNormPlan) planes(lo, hi int) {
+	repeat, params := p.repeat, p.params
+	for i := lo; i < hi; i++ {
+		c := i % params
+		a, b := p.ab[2*c], p.ab[2*c+1]
+		xs, ys := p.x[i*repeat:(i+1)*repeat], p.y[i*repeat:(i+1)*repeat]
+		if repeat >= 16 {
+			ewArithVS(ewMul, ys, xs, a)
+			ewArithVS(ewAdd, ys, ys, b)
+		} else {
+			for j, v := range xs {
+				ys[j] = v*a + b
+			}
+		}
+		p.ep.apply(ys, i*repeat)
+	}
 }
 
 // nmBatchNormPlan is what a BatchNormalization keeps from run to run
-// (opsem.Plan): X's shape, and opsem.BatchNorm's reading of it.
+// (opsem.Plan): X's shape, opsem.BatchNorm's reading of it, the
+// activation fused after it (nil for none), and its loop over planes,
+// bound once, with the run's operands.
 type nmBatchNormPlan struct {
 	shape          []int
 	params, repeat int
 	training       bool
+	ep             *epilogue
+	ab             []float32 // a and b of each channel, this run
+	x, y           []float32 // this run's
+	body           func(lo, hi int)
 }
 
 // nmInstanceNorm is InstanceNormalization: each (sample, channel) block is

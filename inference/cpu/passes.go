@@ -25,6 +25,6 @@ func (b Backend) graphPasses() []passes.Pass {
 		passes.RecognizeGelu(),
 		passes.RecognizeHardSwish(),
 		passes.RecognizeAttention(),
-		passes.FuseEpilogues(passes.AllEpilogues),
+		passes.FuseEpilogues(passes.AllEpilogues.WithBatchNorm()),
 	}
 }

@@ -51,7 +51,9 @@ const (
 // backend's kernels honour.
 type Epilogues struct {
 	// Ops lists the operators that take epilogues: "Conv", "Gemm",
-	// "MatMul".
+	// "MatMul", and "BatchNormalization", which takes an activation
+	// alone (a pre-activation network's BatchNormalization and Relu
+	// before each convolution: DenseNet's, ResNet-v2's).
 	Ops []string
 	// Bias folds an Add of a constant bias: one value per output channel
 	// of a Conv (into its input B, computed in float64: plain ONNX), or per
@@ -70,7 +72,8 @@ type Epilogues struct {
 	Activations []string
 }
 
-// AllEpilogues is every epilogue FuseEpilogues knows.
+// AllEpilogues is every epilogue FuseEpilogues knows on the products;
+// WithBatchNorm adds BatchNormalization.
 var AllEpilogues = Epilogues{
 	Ops:         []string{"Conv", "Gemm", "MatMul"},
 	Bias:        true,
@@ -78,14 +81,22 @@ var AllEpilogues = Epilogues{
 	Activations: []string{"Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "LeakyRelu", "Tanh", "Gelu", "SiLU"},
 }
 
+// WithBatchNorm returns e with BatchNormalization among its Ops.
+func (e Epilogues) WithBatchNorm() Epilogues {
+	e.Ops = append(slices.Clip(e.Ops), "BatchNormalization")
+	return e
+}
+
 // FuseEpilogues folds into each Conv, Gemm and MatMul (those e.Ops names)
 // the chain of nodes that follows it: a bias Add, then a residual Add, then
 // an activation, each optional and each as e allows. A node joins the
 // chain only when it is the only reader of the chain's output so far and
 // that output is not a graph output; the product then outputs the chain's
-// last value, and the nodes go. A product that outputs float16 keeps its
-// chain: the model rounds its output before the chain reads it. Every backend that runs the result must
-// honour the attributes above on the operators it was given.
+// last value, and the nodes go; a BatchNormalization (where e.Ops names
+// it) takes only the activation. A product that outputs float16 keeps its
+// chain: the model rounds its output before the chain reads it. Every
+// backend that runs the result must honour the attributes above on the
+// operators it was given.
 func FuseEpilogues(e Epilogues) Pass {
 	return Pass{Name: "FuseEpilogues", Run: func(g *graph.Graph) (bool, error) {
 		return fuseEpilogues(g, e), nil
@@ -103,13 +114,15 @@ func fuseEpilogues(g *graph.Graph, e Epilogues) bool {
 		}
 		var absorbed []*graph.Node
 		// Before opset 7 an Add broadcasts only with its attributes, which
-		// a fused Add would lose.
-		if e.Bias && opset >= 7 {
+		// a fused Add would lose. A BatchNormalization takes its
+		// activation alone.
+		product := p.OpType != "BatchNormalization"
+		if product && e.Bias && opset >= 7 {
 			if add := fuseBias(x, p); add != nil {
 				absorbed = append(absorbed, add)
 			}
 		}
-		if e.Residual && opset >= 7 {
+		if product && e.Residual && opset >= 7 {
 			if add := fuseResidual(x, p); add != nil {
 				absorbed = append(absorbed, add)
 			}

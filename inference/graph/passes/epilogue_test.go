@@ -1,6 +1,7 @@
 package passes_test
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -263,5 +264,59 @@ func TestFuseEpiloguesTwoProductsInOneAdd(t *testing.T) {
 	g := rewrite(t, build, passes.FuseEpilogues(passes.AllEpilogues), "MatMul MatMul", 0, 0)
 	if first, second := g.Nodes[1], g.Nodes[0]; !first.Has(passes.FusedResidual) || !first.Has(passes.FusedMin) || second.Str(passes.FusedActivation, "") != "Tanh" {
 		t.Errorf("attributes %v and %v: want the Add and the Relu on one product, the Tanh on the other", first.Attrs, second.Attrs)
+	}
+}
+
+// A BatchNormalization takes the activation after it where the Epilogues
+// name it (WithBatchNorm: the CPU's), one pass over the data: DenseNet's
+// and ResNet-v2's BatchNormalization and Relu before each convolution.
+// The fused kernel applies the activation's own function to the
+// normalised values, so the outputs are equal. An Add after it is not a
+// bias it takes, and without WithBatchNorm (the GPU's) it keeps its
+// activation.
+func TestFuseEpiloguesBatchNorm(t *testing.T) {
+	for _, act := range allActivations {
+		for _, training := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, training %v", act, training), func(t *testing.T) {
+				build := func() *model {
+					m := newModel(15)
+					var a map[string]graph.Attr
+					if training {
+						a = attrs("training_mode", aInt(1))
+					}
+					y, _ := batchNorm(m, m.input("x", 2, 4, 5, 5), 4, a)
+					m.output(activation(m, act, y))
+					return m
+				}
+				g := rewrite(t, build, passes.FuseEpilogues(passes.AllEpilogues.WithBatchNorm()), "BatchNormalization", 0, 0)
+				if n := g.Nodes[0]; !n.Has(passes.FusedMin) && !n.Has(passes.FusedActivation) {
+					t.Errorf("attributes %v: no fused activation", n.Attrs)
+				}
+			})
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		e      passes.Epilogues
+		second string // the node after the BatchNormalization
+	}{
+		{"GPU's epilogues", passes.AllEpilogues, "Relu"},
+		{"bias Add", passes.AllEpilogues.WithBatchNorm(), "Add"},
+		{"residual Add", passes.AllEpilogues.WithBatchNorm(), "residual"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			unchanged(t, func() *model {
+				m := newModel(15)
+				y, _ := batchNorm(m, m.input("x", 2, 4, 5, 5), 4, nil)
+				switch tc.second {
+				case "Add":
+					y = m.op("Add", nil, y, m.constant("bias", []int{4, 1, 1}))
+				case "residual":
+					y = m.op("Add", nil, y, m.input("res", 2, 4, 5, 5))
+				}
+				m.output(m.op("Relu", nil, y))
+				return m
+			}, passes.FuseEpilogues(tc.e))
+		})
 	}
 }
