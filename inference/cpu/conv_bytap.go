@@ -36,6 +36,7 @@ type cvByTap struct {
 type cvTapRegion struct {
 	y0, y1, x0, x1 int
 	iy, ix         int
+	tap            int // ky·kw + kx
 	w              []float32
 	packs          nnPackedSet
 }
@@ -61,17 +62,9 @@ func newCvByTap(g opsem.Window, cg, outChans, group int, wd []float32) *cvByTap 
 			if y0 >= y1 || x0 >= x1 {
 				continue // reads only padding
 			}
-			r := cvTapRegion{y0: y0, y1: y1, x0: x0, x1: x1, iy: y0 + offY, ix: x0 + offX}
+			r := cvTapRegion{y0: y0, y1: y1, x0: x0, x1: x1, iy: y0 + offY, ix: x0 + offX, tap: ky*kw + kx}
 			covered += r.area()
 			b.maxArea = max(b.maxArea, r.area())
-			// W's column for tap (ky, kx), gathered as [outChans][cg].
-			t, taps := ky*kw+kx, kh*kw
-			r.w = make([]float32, outChans*cg)
-			for m := range outChans {
-				for c := range cg {
-					r.w[m*cg+c] = wd[(m*cg+c)*taps+t]
-				}
-			}
 			b.regions = append(b.regions, r)
 		}
 	}
@@ -81,7 +74,14 @@ func newCvByTap(g opsem.Window, cg, outChans, group int, wd []float32) *cvByTap 
 		return nil
 	}
 	for i := range b.regions {
-		r := &b.regions[i]
+		// W's column for the tap, gathered as [outChans][cg], and packed.
+		r, taps := &b.regions[i], kh*kw
+		r.w = make([]float32, outChans*cg)
+		for m := range outChans {
+			for c := range cg {
+				r.w[m*cg+c] = wd[(m*cg+c)*taps+r.tap]
+			}
+		}
 		r.packs = make(nnPackedSet, group)
 		for grp := range group {
 			r.packs[grp] = nnPackWholeA(nnBestKernel, false, b.mg, cg, r.w[grp*b.mg*cg:], cg)
