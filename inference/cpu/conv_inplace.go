@@ -113,10 +113,11 @@ func allZero(xs []int) bool {
 	return true
 }
 
-// layout copies src, the group's channels of one image, into dst
-// (copyFloats floats) as the product reads it: for each phase a tap
-// reads, each channel's plane of qh×qw, zero where it is padding.
-func (d *cvInPlace) layout(src, dst []float32) {
+// layout copies channels lo…hi−1 of src, the group's channels of one
+// image, into dst (copyFloats floats) as the product reads them: for each
+// phase a tap reads, each channel's plane of qh×qw, zero where it is
+// padding.
+func (d *cvInPlace) layout(src, dst []float32, lo, hi int) {
 	ih, iw, s := d.in[0], d.in[1], d.s
 	plane := d.qh * d.qw
 	for ph, slot := range d.slots {
@@ -125,32 +126,69 @@ func (d *cvInPlace) layout(src, dst []float32) {
 		}
 		a, b := ph/s, ph%s
 		// Phase column j reads image column j·s + b − padBegin: the
-		// columns j in [lo, hi) lie inside the image.
-		lo, hi := cvSpan(b-d.padBegin[1], s, iw, d.qw)
-		for c := range d.chans {
+		// columns j in [jlo, jhi) lie inside the image.
+		jlo, jhi := cvSpan(b-d.padBegin[1], s, iw, d.qw)
+		for c := lo; c < hi; c++ {
 			img := src[c*ih*iw : (c+1)*ih*iw]
 			out := dst[(slot*d.chans+c)*plane : (slot*d.chans+c+1)*plane]
 			for i := range d.qh {
 				row := out[i*d.qw : (i+1)*d.qw]
 				iy := i*s + a - d.padBegin[0]
-				if iy < 0 || iy >= ih || lo >= hi {
+				if iy < 0 || iy >= ih || jlo >= jhi {
 					clear(row)
 					continue
 				}
-				cvIm2colRun(row, img[iy*iw:(iy+1)*iw], lo, hi, lo*s+b-d.padBegin[1], s)
+				cvIm2colRun(row, img[iy*iw:(iy+1)*iw], jlo, jhi, jlo*s+b-d.padBegin[1], s)
 			}
 		}
 	}
 }
 
-// compact copies the output's columns of each of rows rows of the wide
-// output (wide columns, rows d.wide apart) into y (rows oh·ow apart).
-func (d *cvInPlace) compact(y, wide []float32, rows int) {
+// compact copies the output's columns of rows lo…hi−1 of the wide output
+// (wide columns, rows d.wide apart) into y (rows oh·ow apart).
+func (d *cvInPlace) compact(y, wide []float32, lo, hi int) {
 	osp := d.oh * d.ow
-	for m := range rows {
+	for m := lo; m < hi; m++ {
 		src, dst := wide[m*d.wide:(m+1)*d.wide], y[m*osp:(m+1)*osp]
 		for oy := range d.oh {
 			copy(dst[oy*d.ow:(oy+1)*d.ow], src[oy*d.qw:])
 		}
 	}
+}
+
+// cvInPlaceJob is one unit's copy of its image and compaction of its
+// output, split among threads when the unit has them; kept in its cvGemm
+// with its two loops bound once, so that a run allocates nothing.
+type cvInPlaceJob struct {
+	d                    *cvInPlace
+	src, copied, wide, y []float32
+	tail                 nnTail
+	osp                  int
+	layoutFn, compactFn  func(lo, hi int)
+}
+
+func newCvInPlaceJob(d *cvInPlace, osp int) *cvInPlaceJob {
+	j := &cvInPlaceJob{d: d, osp: osp}
+	j.layoutFn, j.compactFn = j.layout, j.compact
+	return j
+}
+
+func (j *cvInPlaceJob) layout(lo, hi int) { j.d.layout(j.src, j.copied, lo, hi) }
+
+// compact compacts rows lo…hi−1 and applies the tail to them.
+func (j *cvInPlaceJob) compact(lo, hi int) {
+	j.d.compact(j.y, j.wide, lo, hi)
+	if j.tail != nil {
+		j.tail.finish(j.y[lo*j.osp:], j.osp, lo, 0, hi-lo, j.osp)
+	}
+}
+
+// run runs fn over [0, n) on threads: in parallel when there are more
+// than one, on the calling goroutine otherwise.
+func (j *cvInPlaceJob) run(threads, n, cost int, fn func(lo, hi int)) {
+	if threads > 1 {
+		parallelFor(n, cost, fn)
+		return
+	}
+	fn(0, n)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/beamml/beamml/inference"
@@ -264,5 +265,51 @@ func TestConvByTap(t *testing.T) {
 				cvCheckNearTol(t, "y", got, want, 1e-4, 1e-4)
 			})
 		})
+	}
+}
+
+// TestConvInPlaceThreads checks one image's in-place product split among
+// threads, its image copied and its output compacted in parallel (both
+// large enough to split), with a residual and a Relu as its epilogue:
+// equal to the packed product on one thread.
+func TestConvInPlaceThreads(t *testing.T) {
+	r := rand.New(rand.NewPCG(47, 48))
+	xs, ws := []int{1, 96, 56, 56}, []int{64, 96, 3, 3}
+	attrs := map[string]graph.Attr{"pads": attrInts(1, 1, 1, 1)}
+	n := testNode("Conv", 11, attrs, 1)
+	x, w, bias := nnRandom(r, opsem.Count(xs)), nnRandom(r, opsem.Count(ws)), nnRandom(r, ws[0])
+	g, err := opsem.SlidingWindow(n, xs[2:], ws[2:], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	osp := opsem.Count(g.Out)
+	res := nnRandom(r, ws[0]*osp)
+	ep := &epilogue{residual: res, clamp: clamp{on: true, lo: 0, hi: float32(math.Inf(1))}, biasIn: -1, residualIn: -1}
+	c, err := newCvGemm(nil, 1, xs[1], ws[0], 1, g, ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.taps2 = cvAllTaps(g)
+	c.readInPlace()
+	if c.inPlace == nil || c.inPlace.readsImage {
+		t.Fatal("the product does not copy its image to read it in place")
+	}
+	run := func(procs int) []float32 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		out := make([]float32, ws[0]*osp)
+		if err := c.run(nil, x, w, nil, bias, out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	got := run(2)
+	d := c.inPlace
+	c.inPlace = nil
+	want := run(1)
+	c.inPlace = d
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("element %d: %g in place on 2 threads, %g packed on 1", i, got[i], want[i])
+		}
 	}
 }

@@ -497,11 +497,12 @@ type cvGemm struct {
 
 // cvUnit is one product of a cvGemm: image img, group grp.
 type cvUnit struct {
-	c        *cvGemm
-	img, grp int
-	src      []float32 // the image's channels of the group, this run
-	head     cvRowBias // the group's bias, this run
-	tail     epTail
+	c          *cvGemm
+	img, grp   int
+	src        []float32 // the image's channels of the group, this run
+	head       cvRowBias // the group's bias, this run
+	tail       epTail
+	inPlaceJob *cvInPlaceJob // with c.inPlace
 }
 
 // cvRowBias is the head that starts each row i of a block (an output
@@ -591,8 +592,13 @@ func (c *cvGemm) readInPlace() {
 	if c.pointwise && len(c.g.Kernel) == 2 {
 		taps = []cvTap{{0, 0}}
 	}
-	if taps != nil {
-		c.inPlace = newCvInPlace(c.g, c.cg, taps, nnBestKernel.nr)
+	if taps == nil {
+		return
+	}
+	if c.inPlace = newCvInPlace(c.g, c.cg, taps, nnBestKernel.nr); c.inPlace != nil {
+		for u := range c.units {
+			c.units[u].inPlaceJob = newCvInPlaceJob(c.inPlace, c.osp)
+		}
 	}
 }
 
@@ -678,12 +684,15 @@ func (c *cvGemm) products(lo, hi, threads int) {
 // of its group, reading B in place (cvInPlace), on threads.
 func (c *cvGemm) inPlaceProduct(u *cvUnit, src []float32, threads int) {
 	d, mg, osp, rows := c.inPlace, c.mg, c.osp, c.rows
+	// A unit with threads runs alone (eachUnit): the job is its own.
+	j := u.inPlaceJob
 	b := src
 	if !d.readsImage {
 		buf := cvScratchBuf(d.copyFloats)
 		defer cvScratchPool.put(buf)
 		b = (*buf)[:d.copyFloats]
-		d.layout(src, b)
+		j.src, j.copied = src, b
+		j.run(threads, d.chans, d.used*d.qh*d.qw, j.layoutFn)
 	}
 	off := (u.img*c.outChans + u.grp*mg) * osp
 	y := c.out[off : off+mg*osp]
@@ -706,11 +715,10 @@ func (c *cvGemm) inPlaceProduct(u *cvUnit, src []float32, threads int) {
 	pre := nnPrepacked{a: packs.of(u.grp, w), rowsB: d.off}
 	nnSgemmPre(threads, pre, nnBlocks{head: head, tail: tail}, false, false, mg, d.wide, rows, 1, w, rows, b, 0, 0, dst, ldc)
 	if !d.writesOut {
-		d.compact(y, dst, mg)
-		if t := u.tail.tail(); t != nil {
-			t.finish(y, osp, 0, 0, mg, osp)
-		}
+		j.y, j.wide, j.tail = y, dst, u.tail.tail()
+		j.run(threads, mg, 2*osp, j.compactFn)
 	}
+	j.src, j.copied, j.y, j.wide, j.tail = nil, nil, nil, nil, nil
 }
 
 // cvConvDepthwise computes a 2-D Conv with group = chans into out:
