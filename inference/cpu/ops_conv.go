@@ -208,6 +208,47 @@ func cvScatterColumns(col []float32, channels int, m cvTaps, y []float32) {
 	})
 }
 
+// cvScatterColumns2D is cvScatterColumns for two spatial dimensions,
+// without its general walk: for each row (channel, tap) and each of its
+// runs of columns (an input row), the input positions whose output lies
+// inside y.
+func cvScatterColumns2D(col []float32, channels int, m cvTaps, y []float32) {
+	ih, iw := m.cols[0], m.cols[1] // the product's columns: the input positions
+	oh, ow := m.img[0], m.img[1]   // what they scatter into: the output
+	kh, kw := m.kernel[0], m.kernel[1]
+	sy, sx := m.stride[0], m.stride[1]
+	ncol := ih * iw
+	for c := range channels {
+		plane := y[c*oh*ow : (c+1)*oh*ow]
+		for ky := range kh {
+			offY := ky*m.dilation[0] - m.pad[0]
+			ylo, yhi := cvSpan(offY, sy, oh, ih)
+			for kx := range kw {
+				offX := kx*m.dilation[1] - m.pad[1]
+				xlo, xhi := cvSpan(offX, sx, ow, iw)
+				if xlo >= xhi {
+					continue
+				}
+				r := (c*kh+ky)*kw + kx
+				rows := col[r*ncol : (r+1)*ncol]
+				for iy := ylo; iy < yhi; iy++ {
+					out := plane[(iy*sy+offY)*ow:]
+					run := rows[iy*iw+xlo : iy*iw+xhi]
+					if sx == 1 {
+						addInto(out[xlo+offX:xhi+offX], run)
+						continue
+					}
+					at := xlo*sx + offX
+					for _, v := range run {
+						out[at] += v
+						at += sx
+					}
+				}
+			}
+		}
+	}
+}
+
 // cvBias returns the optional per-output-channel bias input 2.
 func cvBias(n opsem.Node, in []inference.Tensor, channels int) ([]float32, error) {
 	b, bd, err := floatArg(n, in, 2, "B")
@@ -1145,9 +1186,10 @@ func cvConvTranspose(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, e
 	if err := cvClaimScratch(n.Run, p.batch*p.group, p.rows, p.isp); err != nil {
 		return nil, err
 	}
-	p.xd, p.wd, p.bias, p.out = xd, wd, bias, out
+	packs, _ := n.Prepared.(nnPackedSet)
+	p.xd, p.wd, p.bias, p.out, p.packs = xd, wd, bias, out, packs
 	eachUnit(p.batch*p.group, 2*p.rows*p.cg*p.isp, p.body)
-	p.xd, p.wd, p.bias, p.out = nil, nil, nil, nil
+	p.xd, p.wd, p.bias, p.out, p.packs = nil, nil, nil, nil, nil
 	return opsem.Single(n, p.shape, out)
 }
 
@@ -1163,7 +1205,8 @@ type cvTransposePlan struct {
 	taps                          cvTaps
 	body                          func(lo, hi, threads int)
 
-	xd, wd, bias, out []float32 // the run's
+	xd, wd, bias, out []float32   // the run's
+	packs             nnPackedSet // W packed per group at compile time, or nil
 }
 
 func newCvTransposePlan(n opsem.Node, x, w inference.Tensor) (*cvTransposePlan, error) {
@@ -1196,9 +1239,14 @@ func (p *cvTransposePlan) products(lo, hi, threads int) {
 	for u := lo; u < hi; u++ {
 		img, grp := u/p.group, u%p.group
 		src := p.xd[(img*p.chans+grp*p.cg)*p.isp:]
-		nnSgemmThreads(threads, true, false, p.rows, p.isp, p.cg, 1, p.wd[grp*p.cg*p.rows:], p.rows, src, p.isp, 0, col, p.isp)
+		w := p.wd[grp*p.cg*p.rows:]
+		nnSgemmPre(threads, nnPrepacked{a: p.packs.of(grp, w)}, nnBlocks{}, true, false, p.rows, p.isp, p.cg, 1, w, p.rows, src, p.isp, 0, col, p.isp)
 		y := p.out[(img*p.outChans+grp*p.mg)*p.osp : (img*p.outChans+(grp+1)*p.mg)*p.osp]
-		cvScatterColumns(col, p.mg, p.taps, y)
+		if len(p.taps.cols) == 2 {
+			cvScatterColumns2D(col, p.mg, p.taps, y)
+		} else {
+			cvScatterColumns(col, p.mg, p.taps, y)
+		}
 		if p.bias != nil {
 			cvAddBias(y, p.bias[grp*p.mg:(grp+1)*p.mg], p.osp)
 		}

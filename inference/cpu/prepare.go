@@ -10,8 +10,8 @@ import (
 )
 
 // Weights prepared at compile time: the constant operand of each Conv,
-// MatMul and Gemm, and the weights W and R of RNN and LSTM, packed once in
-// the layout the SGEMM micro-kernel reads
+// ConvTranspose, MatMul and Gemm, and the weights W and R of RNN and LSTM,
+// packed once in the layout the SGEMM micro-kernel reads
 // (nnPacked), so that a run packs only the activations. The packed copy
 // sits beside the initializer, which constant folding and other readers
 // keep using; Model.ByteSize counts both. Operators of other domains
@@ -74,12 +74,12 @@ func readAttrs[P any](n opsem.Node, in []inference.Tensor, read func(opsem.Node)
 }
 
 // prepare packs the weights of g's Conv (but the depthwise ones, which do
-// not run through SGEMM), MatMul, Gemm, RNN and LSTM nodes whose weight is
-// a constant initializer (not one a run may override), gives every Conv a
-// cvPrepared, and runs the preparers of the nodes that have one, failing
-// with the first error, which names the node; those of the graphs nested
-// in g's nodes are checked (checkPrepared), their kernels preparing at
-// run time.
+// not run through SGEMM), ConvTranspose, MatMul, Gemm, RNN and LSTM nodes
+// whose weight is a constant initializer (not one a run may override),
+// gives every Conv a cvPrepared, and runs the preparers of the nodes that
+// have one, failing with the first error, which names the node; those of
+// the graphs nested in g's nodes are checked (checkPrepared), their
+// kernels preparing at run time.
 func prepare(g *graph.Graph) (map[*graph.Node]any, error) {
 	prepared := map[*graph.Node]any{}
 	kern := nnBestKernel
@@ -135,6 +135,10 @@ func prepare(g *graph.Graph) (map[*graph.Node]any, error) {
 			continue
 		}
 		switch n.OpType {
+		case "ConvTranspose":
+			if packs := convTransposePacks(n, w, ws, kern); packs != nil {
+				prepared[n] = packs
+			}
 		case "MatMul":
 			if len(ws) == 2 {
 				prepared[n] = nnPackWholeB(kern, false, ws[0], ws[1], w, ws[1])
@@ -152,6 +156,25 @@ func prepare(g *graph.Graph) (map[*graph.Node]any, error) {
 		}
 	}
 	return prepared, nil
+}
+
+// convTransposePacks packs ConvTranspose node n's W ([chans][mg][kernel…])
+// per group: the A operand of each group's product is its block of W
+// transposed, (mg·∏kernel) × (chans/group).
+func convTransposePacks(n *graph.Node, w []float32, ws []int, kern nnKernel) nnPackedSet {
+	group := int(n.Int("group", 1))
+	if len(ws) < 3 || group < 1 || ws[0]%group != 0 {
+		return nil
+	}
+	cg, rows := ws[0]/group, 1
+	for _, d := range ws[1:] {
+		rows *= d
+	}
+	packs := make(nnPackedSet, group)
+	for grp := range packs {
+		packs[grp] = nnPackWholeA(kern, true, rows, cg, w[grp*cg*rows:], rows)
+	}
+	return packs
 }
 
 // checkPrepared runs the preparers of the nodes of g and of the graphs
@@ -216,6 +239,10 @@ func preparedSize(prepared map[*graph.Node]any) int64 {
 			add(v)
 		case *cvPrepared:
 			for _, p := range v.packs {
+				add(p)
+			}
+		case nnPackedSet: // a ConvTranspose's W
+			for _, p := range v {
 				add(p)
 			}
 		case rnPacked:
