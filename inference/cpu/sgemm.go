@@ -712,20 +712,24 @@ func nnPanelTiles(kern nnKernel, mc, cols, kc int, apack, b []float32, off []int
 			kern.kernel(kc, ap, b, off, c[o:o+(mr-1)*ldc+nr], ldc, st)
 			continue
 		}
+		// The tile in edge, then its part inside C: set (the kernel adds
+		// start as it stores, the same sum as start + tile) or added.
+		if start != nil && rows == mr {
+			kern.kernel(kc, ap, b, off, edge, nr, start[r:r+mr])
+			for ii := range rows {
+				copy(c[(r+ii)*ldc:(r+ii)*ldc+cols], edge[ii*nr:])
+			}
+			continue
+		}
 		clear(edge)
 		kern.kernel(kc, ap, b, off, edge, nr, nil)
 		for ii := range rows {
 			row := c[(r+ii)*ldc : (r+ii)*ldc+cols]
 			if start != nil {
-				v := start[r+ii]
-				for jj := range row {
-					row[jj] = v + edge[ii*nr+jj]
-				}
+				ewArithVS(ewAdd, row, edge[ii*nr:ii*nr+cols], start[r+ii])
 				continue
 			}
-			for jj := range row {
-				row[jj] += edge[ii*nr+jj]
-			}
+			addInto(row, edge[ii*nr:])
 		}
 	}
 }
@@ -746,10 +750,7 @@ func nnRows(kern nnKernel, m, nc, kc int, a []float32, lda int, bpack, c []float
 			} else {
 				clear(edge)
 				kern.row(kc, ar, bp, edge)
-				row := c[i*ldc+s : i*ldc+s+cols]
-				for j := range row {
-					row[j] += edge[j]
-				}
+				addInto(c[i*ldc+s:i*ldc+s+cols], edge)
 			}
 		}
 	}
