@@ -83,7 +83,9 @@ func newCvInPlace(g opsem.Window, chans int, taps []cvTap, nr int) *cvInPlace {
 			d.used++
 		}
 	}
-	d.readsImage = s == 1 && allZero(g.PadBegin) && d.ph == g.In[0] && d.pw == g.In[1]
+	// Pads are not negative (opsem.SlidingWindow): a padded image the
+	// input's size has none.
+	d.readsImage = s == 1 && d.ph == g.In[0] && d.pw == g.In[1]
 	d.writesOut = d.qw == d.ow
 	plane := d.qh * d.qw
 	if !d.readsImage {
@@ -102,15 +104,6 @@ func newCvInPlace(g opsem.Window, chans int, taps []cvTap, nr int) *cvInPlace {
 		}
 	}
 	return d
-}
-
-func allZero(xs []int) bool {
-	for _, x := range xs {
-		if x != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // layout copies channels lo…hi−1 of src, the group's channels of one

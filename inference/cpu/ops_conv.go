@@ -331,9 +331,11 @@ func cvScratchBuf(n int) *[]float32 {
 // (C/group·∏kernel × ∏out). A 2-D product reads that matrix's rows where
 // they lie in the image (cvInPlace) where its wide output costs few
 // columns more, and packs its blocks from the image otherwise; a 1×1
-// kernel with unit strides and no padding reads the input directly. A 2-D depthwise convolution (one input
-// channel per group, see cvDepthwise) runs cvConvDepthwise instead: its
-// groups are products too small for SGEMM to pay.
+// kernel with unit strides and no padding reads the input directly. A
+// stride-1 product whose taps read mostly padding runs one product per
+// tap (cvByTap). A 2-D depthwise convolution (one input channel per
+// group, see cvDepthwise) runs cvConvDepthwise instead: its groups are
+// products too small for SGEMM to pay.
 func cvConv(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	x, xd, err := requiredFloatArg(n, in, 0, "X")
 	if err != nil {
@@ -681,34 +683,22 @@ func (c *cvGemm) products(lo, hi, threads int) {
 		u := &c.units[i]
 		img, grp := u.img, u.grp
 		src := c.xd[(img*c.chans+grp*cg)*isp : (img*c.chans+(grp+1)*cg)*isp]
-		var packB nnPackerB
-		switch {
-		case c.byTap != nil:
-			off := (img*c.outChans + grp*mg) * osp
-			var bias []float32
-			if c.bias != nil {
-				bias = c.bias[grp*mg : (grp+1)*mg]
-			}
-			c.byTap.run(grp, src, bias, c.out[off:off+mg*osp], u.tail.tail(), threads)
-			continue
-		case c.inPlace != nil:
-			c.inPlaceProduct(u, src, threads)
-			continue
-		case c.pointwise:
-		case c.implicit:
-			u.src, packB = src, u
-		default:
-			cvIm2col(src, cg, c.taps, col)
-			src = col
-		}
 		off := (img*c.outChans + grp*mg) * osp
 		y := c.out[off : off+mg*osp]
+		var bias []float32
+		if c.bias != nil {
+			bias = c.bias[grp*mg : (grp+1)*mg]
+		}
+		if c.byTap != nil {
+			c.byTap.run(grp, src, bias, y, u.tail.tail(), threads)
+			continue
+		}
 		// Each block of y starts as the bias (or zeros, beta 0) and
 		// ends through the epilogue, both while the product has the
 		// block in cache.
 		var head nnTail
-		if c.bias != nil {
-			u.head.b = c.bias[grp*mg : (grp+1)*mg]
+		if bias != nil {
+			u.head.b = bias
 			head = &u.head
 		}
 		wd, packs := c.wd, c.packs
@@ -716,14 +706,28 @@ func (c *cvGemm) products(lo, hi, threads int) {
 			wd, packs = c.dw, c.dpacks
 		}
 		w := wd[grp*mg*rows:]
-		pre := nnPrepacked{a: packs.of(grp, w), packB: packB}
+		pre := nnPrepacked{a: packs.of(grp, w)}
+		if c.inPlace != nil {
+			c.inPlaceProduct(u, src, y, w, pre, head, threads)
+			continue
+		}
+		switch {
+		case c.pointwise:
+		case c.implicit:
+			u.src, pre.packB = src, u
+		default:
+			cvIm2col(src, cg, c.taps, col)
+			src = col
+		}
 		nnSgemmPre(threads, pre, nnBlocks{head: head, tail: u.tail.tail()}, false, false, mg, osp, rows, 1, w, rows, src, osp, 0, y, osp)
 	}
 }
 
-// inPlaceProduct computes unit u's product from src, its image's channels
-// of its group, reading B in place (cvInPlace), on threads.
-func (c *cvGemm) inPlaceProduct(u *cvUnit, src []float32, threads int) {
+// inPlaceProduct computes unit u's product into y (its output channels)
+// from src (its image's channels of its group), reading B in place
+// (cvInPlace), with W's block w (packed in pre where prepare packed it) and
+// head, on threads.
+func (c *cvGemm) inPlaceProduct(u *cvUnit, src, y, w []float32, pre nnPrepacked, head nnTail, threads int) {
 	d, mg, osp, rows := c.inPlace, c.mg, c.osp, c.rows
 	// A unit with threads runs alone (eachUnit): the job is its own.
 	j := u.inPlaceJob
@@ -735,25 +739,13 @@ func (c *cvGemm) inPlaceProduct(u *cvUnit, src []float32, threads int) {
 		j.src, j.copied = src, b
 		j.run(threads, d.chans, d.used*d.qh*d.qw, j.layoutFn)
 	}
-	off := (u.img*c.outChans + u.grp*mg) * osp
-	y := c.out[off : off+mg*osp]
 	dst, ldc, tail := y, osp, u.tail.tail()
 	if !d.writesOut {
 		buf := cvScratchBuf(mg * d.wide)
 		defer cvScratchPool.put(buf)
 		dst, ldc, tail = (*buf)[:mg*d.wide], d.wide, nil
 	}
-	var head nnTail
-	if c.bias != nil {
-		u.head.b = c.bias[u.grp*mg : (u.grp+1)*mg]
-		head = &u.head
-	}
-	wd, packs := c.wd, c.packs
-	if c.dw != nil {
-		wd, packs = c.dw, c.dpacks
-	}
-	w := wd[u.grp*mg*rows:]
-	pre := nnPrepacked{a: packs.of(u.grp, w), rowsB: d.off}
+	pre.rowsB = d.off
 	nnSgemmPre(threads, pre, nnBlocks{head: head, tail: tail}, false, false, mg, d.wide, rows, 1, w, rows, b, 0, 0, dst, ldc)
 	if !d.writesOut {
 		j.y, j.wide, j.tail = y, dst, u.tail.tail()

@@ -166,15 +166,7 @@ func convTransposePacks(n *graph.Node, w []float32, ws []int, kern nnKernel) nnP
 	if len(ws) < 3 || group < 1 || ws[0]%group != 0 {
 		return nil
 	}
-	cg, rows := ws[0]/group, 1
-	for _, d := range ws[1:] {
-		rows *= d
-	}
-	packs := make(nnPackedSet, group)
-	for grp := range packs {
-		packs[grp] = nnPackWholeA(kern, true, rows, cg, w[grp*cg*rows:], rows)
-	}
-	return packs
+	return packGroups(kern, true, group, opsem.Count(ws[1:]), ws[0]/group, w)
 }
 
 // checkPrepared runs the preparers of the nodes of g and of the graphs
@@ -203,13 +195,19 @@ func convPacks(g *graph.Graph, n *graph.Node, kern nnKernel) nnPackedSet {
 	if !ok || len(ws) < 3 || group < 1 || ws[0]%group != 0 || cvDepthwise(group, ws[1]*group, ws[0], ws[2:]) {
 		return nil
 	}
-	mg, rows := ws[0]/group, 1
-	for _, d := range ws[1:] {
-		rows *= d
+	return packGroups(kern, false, group, ws[0]/group, opsem.Count(ws[1:]), w)
+}
+
+// packGroups packs, for each of group groups, op(A) of m×k from W's
+// consecutive blocks of m·k floats: stored m×k, or with transA k×m.
+func packGroups(kern nnKernel, transA bool, group, m, k int, w []float32) nnPackedSet {
+	lda := k
+	if transA {
+		lda = m
 	}
 	packs := make(nnPackedSet, group)
 	for grp := range packs {
-		packs[grp] = nnPackWholeA(kern, false, mg, rows, w[grp*mg*rows:], rows)
+		packs[grp] = nnPackWholeA(kern, transA, m, k, w[grp*m*k:], lda)
 	}
 	return packs
 }
