@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"runtime"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/internal/limit"
@@ -67,14 +68,57 @@ func imResize(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 	}
 	// The geometry depends on roi, scales and sizes (inputs 1 to 3): kept
 	// while their values key the plan.
-	g, err := opsem.Plan(valuesKeyed(n, in, 1, 2, 3), in, func() (*opsem.ResizeGeometry, error) {
+	p, err := opsem.Plan(valuesKeyed(n, in, 1, 2, 3), in, func() (*imResizePlan, error) {
 		g, err := opsem.Resize(n, x.Shape(), roi, scales, sizes)
-		return &g, err
+		if err != nil {
+			return nil, err
+		}
+		return newImResizePlan(n.Run, x, g)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return imResample(n.Run, x, *g)
+	return p.resize(n, x)
+}
+
+// imResizePlan is what Resize and Upsample keep from one run to the next:
+// the geometry, and the float32 path where it runs (imPlanes).
+type imResizePlan struct {
+	g      opsem.ResizeGeometry
+	planes *imPlanes // nil: the general path
+}
+
+func newImResizePlan(r *limit.Run, x inference.Tensor, g opsem.ResizeGeometry) (*imResizePlan, error) {
+	planes, err := newImPlanes(r, x, g)
+	if err != nil {
+		return nil, err
+	}
+	return &imResizePlan{g: g, planes: planes}, nil
+}
+
+// resize resizes x, of the shape the plan was made for.
+func (p *imResizePlan) resize(n opsem.Node, x inference.Tensor) ([]inference.Tensor, error) {
+	if p.planes == nil {
+		return imResample(n.Run, x, p.g)
+	}
+	xd, err := floats(x)
+	if err != nil {
+		return nil, err
+	}
+	y, err := limit.MakeOverwritten[float32](n.Run, p.g.Out...) // every output row is written
+	if err != nil {
+		return nil, err
+	}
+	if err := p.planes.resize(n.Run, xd, y); err != nil {
+		return nil, err
+	}
+	t, err := opsem.Output(n, 0, p.g.Out, y)
+	if err != nil {
+		return nil, err
+	}
+	res := n.Results(1)
+	res[0] = t
+	return res, nil
 }
 
 // imFloatOperand returns the values of Resize's optional float32 input i,
@@ -102,11 +146,17 @@ func imUpsample(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error)
 			return nil, err
 		}
 	}
-	g, err := opsem.Upsample(n, x.Shape(), scales)
+	p, err := opsem.Plan(valuesKeyed(n, in, 1), in, func() (*imResizePlan, error) {
+		g, err := opsem.Upsample(n, x.Shape(), scales)
+		if err != nil {
+			return nil, err
+		}
+		return newImResizePlan(n.Run, x, g)
+	})
 	if err != nil {
 		return nil, err
 	}
-	return imResample(n.Run, x, g)
+	return p.resize(n, x)
 }
 
 // imResample resizes x as g says, one axis at a time.
@@ -681,4 +731,238 @@ func imAffineGrid(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, erro
 		}
 	}
 	return opsem.Single(n, outShape, yd)
+}
+
+// ---- Resize's float32 path ---------------------------------------------------
+
+// imPlanes is Resize over the last two axes of a float32 tensor, the
+// others unchanged, as a segmentation head or a feature pyramid upsamples:
+// plane by plane in float32, with the taps computed once per plan. Along
+// the rows (H) each output row is a weighted sum of whole input rows, a
+// vector loop (axpy); along the columns (W) each output element gathers
+// its taps. It runs W first, on the input's rows, when that gathers fewer
+// elements than running it on the output's rows (upsampling), and H first
+// otherwise. Units of work are a plane's block of output rows, so that a
+// few large planes still spread over the cores.
+//
+// The sums are float32 where the general path's are float64: each output
+// is within a few float32 roundings of Σ|w|·|x| of the general path's.
+type imPlanes struct {
+	planes, ih, iw, oh, ow int
+	h, w                   imTaps32 // an axis left unchanged has no taps
+	wFirst                 bool
+	blocks                 int // units of output rows per plane
+	scratch                int // floats of scratch per unit in progress
+	body                   func(lo, hi int)
+	scratches              plScratches[[]float32]
+
+	x, y []float32 // the operands of the run in progress
+}
+
+// imTaps32 lists each output position's taps along one axis, those of
+// weight zero left out (the general path skips them, so that a zero weight
+// on an infinite input adds nothing): position o reads index[k] with
+// weight[k] for k in [start[o], start[o+1]).
+type imTaps32 struct {
+	start  []int32
+	index  []int32
+	weight []float32
+}
+
+func (t imTaps32) resized() bool { return t.start != nil }
+
+// newImTaps32 packs taps (without extrapolated positions) as imTaps32.
+func newImTaps32(t imTaps) imTaps32 {
+	n := len(t.index) / t.width
+	p := imTaps32{start: make([]int32, 1, n+1)}
+	for o := range n {
+		for k := o * t.width; k < (o+1)*t.width; k++ {
+			if t.weight[k] != 0 {
+				p.index = append(p.index, int32(t.index[k]))
+				p.weight = append(p.weight, float32(t.weight[k]))
+			}
+		}
+		p.start = append(p.start, int32(len(p.index)))
+	}
+	return p
+}
+
+// gather sets dst[o] to position o's weighted sum of src.
+func (t imTaps32) gather(dst, src []float32) {
+	start, index, weight := t.start[:len(dst)+1], t.index, t.weight
+	for o := range dst {
+		var s float32
+		for k := start[o]; k < start[o+1]; k++ {
+			s += weight[k] * src[index[k]]
+		}
+		dst[o] = s
+	}
+}
+
+// rows sets row o of dst (width floats) to position o's weighted sum of
+// src's rows, for o in [lo, hi); src's row i begins at (i−first)·width.
+func (t imTaps32) rows(dst, src []float32, width, lo, hi, first int) {
+	for o := lo; o < hi; o++ {
+		row := dst[(o-lo)*width : (o-lo+1)*width]
+		k0, k1 := t.start[o], t.start[o+1]
+		if k0 == k1 {
+			clear(row)
+			continue
+		}
+		for k := k0; k < k1; k++ {
+			i := (int(t.index[k]) - first) * width
+			if k == k0 {
+				scaleFloats(row, src[i:i+width], t.weight[k])
+			} else {
+				axpy(row, src[i:i+width], t.weight[k])
+			}
+		}
+	}
+}
+
+// span is the range of indexes positions [lo, hi) read.
+func (t imTaps32) span(lo, hi int) (first, last int) {
+	first, last = math.MaxInt, -1
+	for _, i := range t.index[t.start[lo]:t.start[hi]] {
+		first, last = min(first, int(i)), max(last, int(i))
+	}
+	return first, last
+}
+
+// newImPlanes returns Resize's float32 path for g over x, or nil where the
+// general path runs: an axis before the last two resized, an empty
+// tensor, a position extrapolated (tf_crop_and_resize outside its region).
+func newImPlanes(r *limit.Run, x inference.Tensor, g opsem.ResizeGeometry) (*imPlanes, error) {
+	xs := x.Shape()
+	rank := len(xs)
+	if x.DType() != inference.Float32 || rank < 2 || limit.Count(g.Out...) == 0 || x.Len() == 0 {
+		return nil, nil
+	}
+	for ax := range rank - 2 {
+		if !g.Unchanged(ax, xs[ax]) {
+			return nil, nil
+		}
+	}
+	p := &imPlanes{planes: x.Len() / (xs[rank-2] * xs[rank-1]), ih: xs[rank-2], iw: xs[rank-1], oh: g.Out[rank-2], ow: g.Out[rank-1]}
+	for i, t := range []*imTaps32{&p.h, &p.w} {
+		ax := rank - 2 + i
+		if g.Unchanged(ax, xs[ax]) {
+			continue
+		}
+		taps, err := imResizeTaps(r, g.Resampling, xs[ax], g.Out[ax], g.Scale[ax], g.AxisROI(ax))
+		if err != nil {
+			return nil, err
+		}
+		if taps.extrap != nil {
+			return nil, nil
+		}
+		*t = newImTaps32(taps)
+	}
+	// Gathers cost about four times a vector loop's element.
+	tapsH, tapsW := 1, 1
+	if p.h.resized() {
+		tapsH = max(1, len(p.h.index)/p.oh)
+	}
+	if p.w.resized() {
+		tapsW = max(1, len(p.w.index)/p.ow)
+	}
+	p.wFirst = p.ih*p.ow*tapsW*4+p.oh*p.ow*tapsH <= p.oh*p.iw*tapsH+p.oh*p.ow*tapsW*4
+	procs := runtime.GOMAXPROCS(0)
+	p.blocks = 1
+	if p.planes < 4*procs {
+		p.blocks = min(p.oh, (4*procs+p.planes-1)/p.planes)
+	}
+	switch {
+	case p.h.resized() && p.w.resized() && p.wFirst:
+		p.scratch = p.ih * p.ow // the W-resized rows a block reads, at most all
+	case p.h.resized() && p.w.resized():
+		p.scratch = p.iw // one H-resized row
+	}
+	p.body = p.run
+	return p, nil
+}
+
+// run resizes units lo…hi−1: unit u is plane u/blocks, its block u%blocks
+// of output rows.
+func (p *imPlanes) run(lo, hi int) {
+	var sc *[]float32
+	if p.scratch > 0 {
+		sc = p.scratches.get()
+		defer p.scratches.put(sc)
+		if cap(*sc) < p.scratch {
+			*sc = make([]float32, p.scratch)
+		}
+	}
+	isp, osp := p.ih*p.iw, p.oh*p.ow
+	for u := lo; u < hi; u++ {
+		pl, b := u/p.blocks, u%p.blocks
+		y0, y1 := p.oh*b/p.blocks, p.oh*(b+1)/p.blocks
+		src := p.x[pl*isp : (pl+1)*isp]
+		dst := p.y[pl*osp+y0*p.ow : pl*osp+y1*p.ow]
+		switch {
+		case !p.w.resized() && !p.h.resized():
+			copy(dst, src[y0*p.iw:y1*p.iw])
+		case !p.w.resized():
+			p.h.rows(dst, src, p.iw, y0, y1, 0)
+		case !p.h.resized():
+			for y := y0; y < y1; y++ {
+				p.w.gather(dst[(y-y0)*p.ow:(y-y0+1)*p.ow], src[y*p.iw:(y+1)*p.iw])
+			}
+		case p.wFirst:
+			// The input rows the block reads, resized along W, then
+			// combined along H.
+			first, last := p.h.span(y0, y1)
+			if last < first {
+				p.h.rows(dst, nil, p.ow, y0, y1, 0) // no taps: zeros
+				continue
+			}
+			t := (*sc)[:(last-first+1)*p.ow]
+			for i := first; i <= last; i++ {
+				p.w.gather(t[(i-first)*p.ow:(i-first+1)*p.ow], src[i*p.iw:(i+1)*p.iw])
+			}
+			p.h.rows(dst, t, p.ow, y0, y1, first)
+		default:
+			row := (*sc)[:p.iw]
+			for y := y0; y < y1; y++ {
+				p.h.rows(row, src, p.iw, y, y+1, 0)
+				p.w.gather(dst[(y-y0)*p.ow:(y-y0+1)*p.ow], row)
+			}
+		}
+	}
+}
+
+// resize runs Resize's float32 path from xd into y.
+func (p *imPlanes) resize(r *limit.Run, xd, y []float32) error {
+	if p.scratch > 0 {
+		if _, err := limit.Claim[float32](r, min(p.planes*p.blocks, runtime.GOMAXPROCS(0)), p.scratch); err != nil {
+			return err
+		}
+	}
+	p.x, p.y = xd, y
+	taps := 1 + len(p.h.index)/max(1, p.oh) + 4*len(p.w.index)/max(1, p.ow)
+	parallelFor(p.planes*p.blocks, (p.oh*p.ow/p.blocks)*taps, p.body)
+	p.x, p.y = nil, nil // the plan outlives them
+	return nil
+}
+
+// scaleFloats sets y[i] = a·x[i]; x is at least as long as y.
+func scaleFloats(y, x []float32, a float32) {
+	x = x[:len(y)]
+	if a == 1 {
+		copy(y, x)
+		return
+	}
+	if !arithVS(ewMul, y, x, a, false) {
+		for i, v := range x {
+			y[i] = v * a
+		}
+	}
+}
+
+// axpyGo is axpy's loop.
+func axpyGo(y, x []float32, a float32) {
+	x = x[:len(y)]
+	for i, v := range x {
+		y[i] += a * v
+	}
 }

@@ -3,10 +3,14 @@ package cpu
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/internal/limit"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // Values are hand-computed; float32 results are held to rtol 1e-4,
@@ -156,5 +160,120 @@ func TestAffineGrid(t *testing.T) {
 
 	if _, err := imAffineGrid(testNode("AffineGrid", 20, nil, 1), []inference.Tensor{theta, tensorOf[int64](t, []int{5}, 1, 1, 2, 2, 2)}); !errors.Is(err, inference.ErrShape) {
 		t.Errorf("2-D theta with 3-D size: got %v, want ErrShape", err)
+	}
+}
+
+// TestResizePlanes checks Resize's float32 path (imPlanes) against the
+// general float64 path (imResample) on random geometries: ranks 2 to 5,
+// every mode, coordinate transformation and nearest mode, cubic
+// coefficients, antialiasing and exclude_outside, by scales and by sizes,
+// up and down; W first and H first; a block of rows per unit when planes
+// are few. Each output is within (taps along H + taps along W + 2)
+// float32 roundings of 1.5²·max|x| (|weights| sum to at most 1.5 along an
+// axis) of the general path's. Geometries that resize an axis before the
+// last two, or extrapolate, must take the general path.
+func TestResizePlanes(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	modes := []string{"nearest", "linear", "cubic"}
+	coords := []string{"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric"}
+	nearests := []string{"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}
+	fast := 0
+	for trial := range 400 {
+		rank := 2 + r.IntN(4)
+		shape := make([]int, rank)
+		for i := range shape {
+			shape[i] = 1 + r.IntN(4)
+		}
+		shape[rank-2], shape[rank-1] = 1+r.IntN(20), 1+r.IntN(20)
+		scales := make([]float32, rank)
+		for i := range scales {
+			scales[i] = 1
+		}
+		for _, ax := range []int{rank - 2, rank - 1} {
+			switch r.IntN(4) {
+			case 0: // unchanged
+			case 1:
+				scales[ax] = float32(1 + r.IntN(4)) // integral upsampling
+			default:
+				scales[ax] = 0.25 + 3.75*r.Float32()
+			}
+		}
+		leading := rank > 2 && trial%10 == 9 // an axis before the last two resized: the general path
+		if leading {
+			scales[r.IntN(rank-2)] = 2
+		}
+		mode := modes[r.IntN(len(modes))]
+		attrs := map[string]graph.Attr{
+			"mode":                           attrString(mode),
+			"coordinate_transformation_mode": attrString(coords[r.IntN(len(coords))]),
+			"nearest_mode":                   attrString(nearests[r.IntN(len(nearests))]),
+			"cubic_coeff_a":                  attrFloat([]float32{-0.75, -0.5}[r.IntN(2)]),
+			"exclude_outside":                attrInt(int64(r.IntN(2))),
+			"antialias":                      attrInt(int64(r.IntN(2))),
+		}
+		n := testNode("Resize", 19, attrs, 1)
+		x := randTensor(t, r, shape...)
+		in := []inference.Tensor{x, {}, tensorOf(t, []int{rank}, scales...)}
+		if r.IntN(3) == 0 && !leading {
+			// By sizes instead.
+			sizes := make([]int64, rank)
+			for i, d := range shape {
+				sizes[i] = int64(math.Floor(float64(scales[i]) * float64(d)))
+				sizes[i] = max(sizes[i], 1)
+			}
+			in = []inference.Tensor{x, {}, {}, tensorOf(t, []int{rank}, sizes...)}
+		}
+		got := floatsOf(t, runKernel(t, n, in...)[0])
+
+		var sizes []int64
+		var sc []float32
+		if len(in) == 4 {
+			sizes = must(opsem.Int64s(in[3]))
+		} else {
+			sc = scales
+		}
+		g, err := opsem.Resize(n, shape, nil, sc, sizes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := newImPlanes(nil, x, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := !leading && limit.Count(g.Out...) > 0; want != (p != nil) {
+			t.Fatalf("trial %d: %v → %v: float32 path %v, want %v", trial, shape, g.Out, p != nil, want)
+		}
+		general := floatsOf(t, must(imResample(nil, x, g))[0])
+		if len(got) != len(general) {
+			t.Fatalf("trial %d: %d outputs, general path %d", trial, len(got), len(general))
+		}
+		if p == nil {
+			if !slices.Equal(got, general) {
+				t.Fatalf("trial %d: general path differs", trial)
+			}
+			continue
+		}
+		fast++
+		most := func(t imTaps32) int {
+			m := 1
+			for o := 0; o+1 < len(t.start); o++ {
+				m = max(m, int(t.start[o+1]-t.start[o]))
+			}
+			return m
+		}
+		var maxX float64
+		for _, v := range floatsOf(t, x) {
+			maxX = max(maxX, math.Abs(float64(v)))
+		}
+		bound := float64(most(p.h)+most(p.w)+2) * 0x1p-24 * 1.5 * 1.5 * maxX
+		for i := range got {
+			if d := math.Abs(float64(got[i]) - float64(general[i])); !(d <= bound) {
+				t.Fatalf("trial %d: %v → %v, %v: element %d = %v, general path %v (|Δ| %.3g > %.3g); wFirst %v",
+					trial, shape, g.Out, attrs, i, got[i], general[i], d, bound, p.wFirst)
+			}
+		}
+	}
+	if fast < 300 {
+		t.Fatalf("%d of 400 trials took the float32 path, want at least 300", fast)
 	}
 }

@@ -93,3 +93,22 @@ func copyRows(dst, src []float32, ld, rows, width int) {
 	}
 	copyRowsGo(dst, src, ld, rows, width)
 }
+
+// axpyAVX2 is axpy's vector loop over the first len(y)/8·8 elements,
+// without bounds checks.
+//
+//go:noescape
+func axpyAVX2(y, x []float32, a float32)
+
+// axpy sets y[i] += a·x[i]; x is at least as long as y. The vector loop
+// rounds each a·x[i] + y[i] once (a fused multiply-add), the Go loop
+// twice.
+func axpy(y, x []float32, a float32) {
+	x = x[:len(y)]
+	head := 0
+	if hasVectorMath {
+		head = len(y) &^ 7
+		axpyAVX2(y, x, a)
+	}
+	axpyGo(y[head:], x[head:], a)
+}

@@ -269,3 +269,49 @@ rows32:
 rowsdone:
 	VZEROUPPER
 	RET
+
+// func axpyAVX2(y, x []float32, a float32)
+// y[i] += a·x[i] for i < len(y)/8·8, each through one fused multiply-add:
+// 32 at a time, then 8.
+TEXT ·axpyAVX2(SB), NOSPLIT, $0-52
+	MOVQ         y_base+0(FP), DI
+	MOVQ         y_len+8(FP), CX
+	MOVQ         x_base+24(FP), SI
+	VBROADCASTSS a+48(FP), Y4
+	SHRQ         $3, CX
+	JEQ          axpydone
+
+axpy32:
+	CMPQ        CX, $4
+	JLT         axpy8
+	VMOVUPS     (DI), Y0
+	VMOVUPS     32(DI), Y1
+	VMOVUPS     64(DI), Y2
+	VMOVUPS     96(DI), Y3
+	VFMADD231PS (SI), Y4, Y0
+	VFMADD231PS 32(SI), Y4, Y1
+	VFMADD231PS 64(SI), Y4, Y2
+	VFMADD231PS 96(SI), Y4, Y3
+	VMOVUPS     Y0, (DI)
+	VMOVUPS     Y1, 32(DI)
+	VMOVUPS     Y2, 64(DI)
+	VMOVUPS     Y3, 96(DI)
+	ADDQ        $128, SI
+	ADDQ        $128, DI
+	SUBQ        $4, CX
+	JMP         axpy32
+
+axpy8:
+	TESTQ       CX, CX
+	JEQ         axpydone
+	VMOVUPS     (DI), Y0
+	VFMADD231PS (SI), Y4, Y0
+	VMOVUPS     Y0, (DI)
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	DECQ        CX
+	JMP         axpy8
+
+axpydone:
+	VZEROUPPER
+	RET

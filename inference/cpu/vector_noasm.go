@@ -22,3 +22,6 @@ func copyRows(dst, src []float32, ld, rows, width int) {
 	}
 	copyRowsGo(dst[:rows*width], src[:(rows-1)*ld+width], ld, rows, width)
 }
+
+// axpy sets y[i] += a·x[i]; x is at least as long as y.
+func axpy(y, x []float32, a float32) { axpyGo(y, x[:len(y)], a) }
