@@ -502,6 +502,17 @@ func TestHardSwishes(t *testing.T) {
 		for _, ab := range [][2]float32{{0.2, 0.5}, {1.0 / 6, 0.5}, {-3, 1}} {
 			y := make([]float32, n)
 			hardSigmoids(y, x, ab[0], ab[1])
+			// The vector loop rounds as the Go loop does.
+			for _, swish := range []bool{false, true} {
+				v, g := make([]float32, n), make([]float32, n)
+				hardSigmoidsOf(v, x, ab[0], ab[1], swish)
+				hardSigmoidsGo(g, x, ab[0], ab[1], swish)
+				for i := range v {
+					if !same(v[i], g[i]) {
+						t.Fatalf("n %d, swish %v: hardSigmoid(%v; %v, %v) = %v, Go loop %v", n, swish, x[i], ab[0], ab[1], v[i], g[i])
+					}
+				}
+			}
 			for i, v := range x {
 				if want := max(0, min(1, float64(ab[0])*float64(v)+float64(ab[1]))); !near32(y[i], v, want) {
 					t.Fatalf("n %d: hardSigmoid(%v; %v, %v) = %v, want %v", n, v, ab[0], ab[1], y[i], want)

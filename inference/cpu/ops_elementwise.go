@@ -1222,24 +1222,29 @@ func parseStrings[T float64 | int64](n opsem.Node, shape []int, x []string, pars
 	return v, nil
 }
 
-// hardSigmoids sets y[i] = max(0, min(1, alpha·x[i] + beta)), in three
-// vector passes; y may be x. NaN stays NaN.
-func hardSigmoids(y, x []float32, alpha, beta float32) {
-	y = y[:len(x)]
-	ewArithVS(ewMul, y, x, alpha)
-	ewArithVS(ewAdd, y, y, beta)
-	clamps(y, 0, 1)
-}
+// hardSigmoids sets y[i] = max(0, min(1, alpha·x[i] + beta)), the product
+// and the sum each rounded to float32 (as ONNX Runtime's); y may be x.
+// NaN stays NaN.
+func hardSigmoids(y, x []float32, alpha, beta float32) { hardSigmoidsOf(y, x, alpha, beta, false) }
 
-// hardSwishes sets y[i] = x[i]·max(0, min(1, x[i]/6 + 1/2)) (HardSwish), a
-// chunk at a time through a buffer on the stack that stays in L1; y may be
-// x.
-func hardSwishes(y, x []float32) {
-	var buf [512]float32
-	for i := 0; i < len(x); i += len(buf) {
-		xs := x[i:min(i+len(buf), len(x))]
-		t := buf[:len(xs)]
-		hardSigmoids(t, xs, 1.0/6, 0.5)
-		ewArithVV(ewMul, y[i:i+len(xs)], xs, t)
+// hardSwishes sets y[i] = x[i]·max(0, min(1, x[i]/6 + 1/2)) (HardSwish),
+// x[i]/6 rounded as x[i]·float32(1/6); y may be x.
+func hardSwishes(y, x []float32) { hardSigmoidsOf(y, x, 1.0/6, 0.5, true) }
+
+// hardSigmoidsGo is hardSigmoidsOf's loop.
+func hardSigmoidsGo(y, x []float32, alpha, beta float32, swish bool) {
+	x = x[:len(y)]
+	for i, v := range x {
+		t := float32(v*alpha) + beta // rounded twice, never fused
+		// NaN fails both comparisons and stays.
+		if t < 0 {
+			t = 0
+		} else if t > 1 {
+			t = 1
+		}
+		if swish {
+			t *= v
+		}
+		y[i] = t
 	}
 }

@@ -112,3 +112,21 @@ func axpy(y, x []float32, a float32) {
 	}
 	axpyGo(y[head:], x[head:], a)
 }
+
+// hardSigmoidAVX2 is hardSigmoids' and hardSwishes' vector loop over the
+// first len(y)/8·8 elements, without bounds checks.
+//
+//go:noescape
+func hardSigmoidAVX2(y, x []float32, alpha, beta float32, swish bool)
+
+// hardSigmoidsOf sets y[i] = max(0, min(1, alpha·x[i] + beta)), times
+// x[i] when swish; x is at least as long as y, and y may be x.
+func hardSigmoidsOf(y, x []float32, alpha, beta float32, swish bool) {
+	x = x[:len(y)]
+	head := 0
+	if hasVectorMath {
+		head = len(y) &^ 7
+		hardSigmoidAVX2(y, x, alpha, beta, swish)
+	}
+	hardSigmoidsGo(y[head:], x[head:], alpha, beta, swish)
+}

@@ -315,3 +315,77 @@ axpy8:
 axpydone:
 	VZEROUPPER
 	RET
+
+// HARDSIG(r, t) sets t = min(max(r·Y4 + Y5, 0), 1), the product and the
+// sum each rounded, as hardSigmoidsGo's: VMAXPS and VMINPS return their
+// first Go operand, t, where it is NaN. Y6 holds 0 and Y7 1.
+#define HARDSIG(r, t) \
+	VMULPS r, Y4, t;  \
+	VADDPS t, Y5, t;  \
+	VMAXPS t, Y6, t;  \
+	VMINPS t, Y7, t
+
+// func hardSigmoidAVX2(y, x []float32, alpha, beta float32, swish bool)
+// y[i] = max(0, min(1, alpha·x[i] + beta)), times x[i] when swish
+// (HardSwish), for i < len(y)/8·8: 32 at a time, then 8.
+TEXT ·hardSigmoidAVX2(SB), NOSPLIT, $0-57
+	MOVQ         y_base+0(FP), DI
+	MOVQ         y_len+8(FP), CX
+	MOVQ         x_base+24(FP), SI
+	VBROADCASTSS alpha+48(FP), Y4
+	VBROADCASTSS beta+52(FP), Y5
+	MOVBQZX      swish+56(FP), DX
+	VXORPS       Y6, Y6, Y6
+	MOVL         $0x3f800000, AX
+	MOVL         AX, X7
+	VBROADCASTSS X7, Y7
+	SHRQ         $3, CX
+	JEQ          hsdone
+
+hs32:
+	CMPQ    CX, $4
+	JLT     hs8
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	HARDSIG(Y0, Y8)
+	HARDSIG(Y1, Y9)
+	HARDSIG(Y2, Y10)
+	HARDSIG(Y3, Y11)
+	TESTQ   DX, DX
+	JEQ     hs32store
+	VMULPS  Y0, Y8, Y8
+	VMULPS  Y1, Y9, Y9
+	VMULPS  Y2, Y10, Y10
+	VMULPS  Y3, Y11, Y11
+
+hs32store:
+	VMOVUPS Y8, (DI)
+	VMOVUPS Y9, 32(DI)
+	VMOVUPS Y10, 64(DI)
+	VMOVUPS Y11, 96(DI)
+	ADDQ    $128, SI
+	ADDQ    $128, DI
+	SUBQ    $4, CX
+	JMP     hs32
+
+hs8:
+	TESTQ   CX, CX
+	JEQ     hsdone
+	VMOVUPS (SI), Y0
+	HARDSIG(Y0, Y8)
+	TESTQ   DX, DX
+	JEQ     hs8store
+	VMULPS  Y0, Y8, Y8
+
+hs8store:
+	VMOVUPS Y8, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JMP     hs8
+
+hsdone:
+	VZEROUPPER
+	RET

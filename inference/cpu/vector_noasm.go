@@ -25,3 +25,9 @@ func copyRows(dst, src []float32, ld, rows, width int) {
 
 // axpy sets y[i] += a·x[i]; x is at least as long as y.
 func axpy(y, x []float32, a float32) { axpyGo(y, x[:len(y)], a) }
+
+// hardSigmoidsOf sets y[i] = max(0, min(1, alpha·x[i] + beta)), times
+// x[i] when swish; x is at least as long as y, and y may be x.
+func hardSigmoidsOf(y, x []float32, alpha, beta float32, swish bool) {
+	hardSigmoidsGo(y, x[:len(y)], alpha, beta, swish)
+}
