@@ -906,3 +906,120 @@ copynext:
 copydone:
 	VZEROUPPER
 	RET
+
+// MAXMASK sets K1 to the lanes of a block of 16 outputs of which CX are
+// left: all 16, or the first CX. AX is clobbered.
+#define MAXMASK \
+	MOVQ  $0xffff, AX; \
+	CMPQ  CX, $16;     \
+	JGE   4(PC);       \
+	MOVQ  $1, AX;      \
+	SHLQ  CX, AX;      \
+	DECQ  AX;          \
+	KMOVW AX, K1
+
+// func maxRowsAVX512(dst, src []float32, rows []int, stride int)
+// dst[i] = the largest of src[r·stride + i] over r in rows, NaN skipped
+// (from −Inf: VMAXPS with the maximum as its first Go operand returns it
+// where the element is NaN), for i < len(dst); rows is not empty. A block
+// of 16 a step, the last through K-masked loads and store.
+TEXT ·maxRowsAVX512(SB), NOSPLIT, $0-80
+	MOVQ         dst_base+0(FP), DI
+	MOVQ         dst_len+8(FP), CX
+	MOVQ         src_base+24(FP), SI
+	MOVQ         rows_base+48(FP), R8
+	MOVQ         rows_len+56(FP), R9
+	MOVQ         stride+72(FP), DX
+	SHLQ         $2, DX
+	MOVL         $0xff800000, AX
+	VPBROADCASTD AX, Z7
+	XORQ         BX, BX
+
+mrblock:
+	TESTQ   CX, CX
+	JLE     mrdone
+	MAXMASK
+	VMOVAPS Z7, Z0
+	XORQ    R10, R10
+
+mrtap:
+	MOVQ         (R8)(R10*8), R11
+	IMULQ        DX, R11
+	ADDQ         SI, R11
+	VMOVUPS.Z    (R11)(BX*1), K1, Z1
+	VMAXPS       Z0, Z1, Z0
+	INCQ         R10
+	CMPQ         R10, R9
+	JLT          mrtap
+	VMOVUPS      Z0, K1, (DI)(BX*1)
+	ADDQ         $64, BX
+	SUBQ         $16, CX
+	JMP          mrblock
+
+mrdone:
+	VZEROUPPER
+	RET
+
+// func maxColsAVX512(out, v []float32, kw, sw int)
+// out[o] = the largest of v[o·sw + k] over k < kw (kw ≥ 1), from −Inf,
+// NaN skipped, for o < len(out), at sw 1 or 2. v is padded past what the
+// outputs read (maxColsLen): a block of 16 outputs loads whole registers,
+// 32 floats a tap at stride 2, whose even elements VPERMT2PS picks; the
+// block's store is masked.
+TEXT ·maxColsAVX512(SB), NOSPLIT, $0-64
+	MOVQ         out_base+0(FP), DI
+	MOVQ         out_len+8(FP), CX
+	MOVQ         v_base+24(FP), SI
+	MOVQ         kw+48(FP), R9
+	MOVQ         sw+56(FP), DX
+	MOVL         $0xff800000, AX
+	VPBROADCASTD AX, Z7
+	VMOVUPS      splitidx<>+0(SB), Z6
+	CMPQ         DX, $2
+	JEQ          mcs2
+
+mcs1:
+	TESTQ   CX, CX
+	JLE     mcdone
+	MAXMASK
+	VMOVAPS Z7, Z0
+	MOVQ    SI, R11
+	MOVQ    R9, R10
+
+mcs1tap:
+	VMOVUPS (R11), Z1
+	VMAXPS  Z0, Z1, Z0
+	ADDQ    $4, R11
+	DECQ    R10
+	JNE     mcs1tap
+	VMOVUPS Z0, K1, (DI)
+	ADDQ    $64, DI
+	ADDQ    $64, SI
+	SUBQ    $16, CX
+	JMP     mcs1
+
+mcs2:
+	TESTQ   CX, CX
+	JLE     mcdone
+	MAXMASK
+	VMOVAPS Z7, Z0
+	MOVQ    SI, R11
+	MOVQ    R9, R10
+
+mcs2tap:
+	VMOVUPS   (R11), Z1
+	VMOVUPS   64(R11), Z2
+	VPERMT2PS Z2, Z6, Z1
+	VMAXPS    Z0, Z1, Z0
+	ADDQ      $4, R11
+	DECQ      R10
+	JNE       mcs2tap
+	VMOVUPS   Z0, K1, (DI)
+	ADDQ      $64, DI
+	ADDQ      $128, SI
+	SUBQ      $16, CX
+	JMP       mcs2
+
+mcdone:
+	VZEROUPPER
+	RET

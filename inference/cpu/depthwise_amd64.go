@@ -3,6 +3,7 @@
 package cpu
 
 import (
+	"math"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
@@ -75,4 +76,58 @@ func dwLoopsOn(l vecLevel) dwLoop {
 		return dwLoop{dwRowsAVX2, nil, dwSplitRowsAVX2, dwCopyRowsAVX2}
 	}
 	return dwGoLoop
+}
+
+// The row loops of MaxPool (maxPool2D): AVX-512F (depthwise512_amd64.s)
+// and AVX2 (depthwise_amd64.s), with maxRows' and maxCols' contracts,
+// without bounds checks.
+
+//go:noescape
+func maxRowsAVX512(dst, src []float32, rows []int, stride int)
+
+//go:noescape
+func maxColsAVX512(out, v []float32, kw, sw int)
+
+//go:noescape
+func maxRowsAVX2(dst, src []float32, rows []int, stride int)
+
+//go:noescape
+func maxColsAVX2(out, v []float32, kw, sw int)
+
+// maxRows sets dst[i] to the largest of src[r·stride + i] over r in rows,
+// NaN skipped, −Inf when rows is empty; src holds every row rows names.
+func maxRows(dst, src []float32, rows []int, stride int) {
+	if len(rows) == 0 || len(dst) == 0 {
+		fill(dst, float32(math.Inf(-1)))
+		return
+	}
+	for _, r := range rows {
+		_ = src[r*stride : r*stride+len(dst)] // the loops do not check
+	}
+	switch vecBest {
+	case vecAVX512:
+		maxRowsAVX512(dst, src, rows, stride)
+	case vecAVX2:
+		maxRowsAVX2(dst, src, rows, stride)
+	default:
+		maxRowsGo(dst, src, rows, stride)
+	}
+}
+
+// maxCols sets out[o] to the largest of v[o·sw + k] over k < kw, NaN
+// skipped, at sw 1 or 2; v is at least maxColsLen(len(out), kw, sw) long,
+// what the vector loops read.
+func maxCols(out, v []float32, kw, sw int) {
+	if len(out) == 0 {
+		return
+	}
+	v = v[:maxColsLen(len(out), kw, sw)]
+	switch vecBest {
+	case vecAVX512:
+		maxColsAVX512(out, v, kw, sw)
+	case vecAVX2:
+		maxColsAVX2(out, v, kw, sw)
+	default:
+		maxColsGo(out, v, kw, sw)
+	}
 }

@@ -492,3 +492,121 @@ copynext:
 copydone:
 	VZEROUPPER
 	RET
+
+// MAXMASK2 sets Y6 to the lanes of a block of 8 outputs of which CX are
+// left: all 8 (CX ≥ 8), or the first CX (tailmask<>). AX is clobbered.
+#define MAXMASK2 \
+	MOVQ    CX, AX;               \
+	CMPQ    AX, $8;               \
+	JLT     2(PC);                \
+	MOVQ    $8, AX;               \
+	SHLQ    $2, AX;               \
+	NEGQ    AX;                   \
+	LEAQ    tailmask<>+32(SB), R12; \
+	ADDQ    AX, R12;              \
+	VMOVUPS (R12), Y6
+
+// func maxRowsAVX2(dst, src []float32, rows []int, stride int)
+// As maxRowsAVX512, a block of 8 a step, through VMASKMOVPS.
+TEXT ·maxRowsAVX2(SB), NOSPLIT, $0-80
+	MOVQ         dst_base+0(FP), DI
+	MOVQ         dst_len+8(FP), CX
+	MOVQ         src_base+24(FP), SI
+	MOVQ         rows_base+48(FP), R8
+	MOVQ         rows_len+56(FP), R9
+	MOVQ         stride+72(FP), DX
+	SHLQ         $2, DX
+	MOVL         $0xff800000, AX
+	MOVL         AX, X7
+	VBROADCASTSS X7, Y7
+	XORQ         BX, BX
+
+mr2block:
+	TESTQ   CX, CX
+	JLE     mr2done
+	MAXMASK2
+	VMOVAPS Y7, Y0
+	XORQ    R10, R10
+
+mr2tap:
+	MOVQ       (R8)(R10*8), R11
+	IMULQ      DX, R11
+	ADDQ       SI, R11
+	ADDQ       BX, R11
+	VMASKMOVPS (R11), Y6, Y1
+	VMAXPS     Y0, Y1, Y0
+	INCQ       R10
+	CMPQ       R10, R9
+	JLT        mr2tap
+	ADDQ       BX, DI
+	VMASKMOVPS Y0, Y6, (DI)
+	SUBQ       BX, DI
+	ADDQ       $32, BX
+	SUBQ       $8, CX
+	JMP        mr2block
+
+mr2done:
+	VZEROUPPER
+	RET
+
+// func maxColsAVX2(out, v []float32, kw, sw int)
+// As maxColsAVX512, a block of 8 outputs a step; at stride 2 a tap loads
+// 16 floats, whose even elements VSHUFPS and VPERMPD gather.
+TEXT ·maxColsAVX2(SB), NOSPLIT, $0-64
+	MOVQ         out_base+0(FP), DI
+	MOVQ         out_len+8(FP), CX
+	MOVQ         v_base+24(FP), SI
+	MOVQ         kw+48(FP), R9
+	MOVQ         sw+56(FP), DX
+	MOVL         $0xff800000, AX
+	MOVL         AX, X7
+	VBROADCASTSS X7, Y7
+	CMPQ         DX, $2
+	JEQ          mc2s2
+
+mc2s1:
+	TESTQ   CX, CX
+	JLE     mc2done
+	MAXMASK2
+	VMOVAPS Y7, Y0
+	MOVQ    SI, R11
+	MOVQ    R9, R10
+
+mc2s1tap:
+	VMOVUPS    (R11), Y1
+	VMAXPS     Y0, Y1, Y0
+	ADDQ       $4, R11
+	DECQ       R10
+	JNE        mc2s1tap
+	VMASKMOVPS Y0, Y6, (DI)
+	ADDQ       $32, DI
+	ADDQ       $32, SI
+	SUBQ       $8, CX
+	JMP        mc2s1
+
+mc2s2:
+	TESTQ   CX, CX
+	JLE     mc2done
+	MAXMASK2
+	VMOVAPS Y7, Y0
+	MOVQ    SI, R11
+	MOVQ    R9, R10
+
+mc2s2tap:
+	VMOVUPS    (R11), Y1
+	VMOVUPS    32(R11), Y2
+	VSHUFPS    $0x88, Y2, Y1, Y1
+	VPERMPD    $0xd8, Y1, Y1
+	VMAXPS     Y0, Y1, Y0
+	ADDQ       $4, R11
+	DECQ       R10
+	JNE        mc2s2tap
+	VMASKMOVPS Y0, Y6, (DI)
+	ADDQ       $32, DI
+	ADDQ       $64, SI
+	SUBQ       $8, CX
+	JMP        mc2s2
+
+mc2done:
+	VZEROUPPER
+	RET

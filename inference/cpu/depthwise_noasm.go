@@ -2,6 +2,8 @@
 
 package cpu
 
+import "math"
+
 // The vector loops of depthwise convolution and MaxPool are amd64
 // assembly (depthwise_amd64.s, depthwise512_amd64.s); other
 // architectures, and builds tagged noasm, run their Go twins.
@@ -15,3 +17,22 @@ const dwBest = vecGo
 
 // dwLoopsOn returns the depthwise loops of every level: the Go twins.
 func dwLoopsOn(vecLevel) dwLoop { return dwGoLoop }
+
+// maxRows sets dst[i] to the largest of src[r·stride + i] over r in rows,
+// NaN skipped, −Inf when rows is empty; src holds every row rows names.
+func maxRows(dst, src []float32, rows []int, stride int) {
+	if len(rows) == 0 || len(dst) == 0 {
+		fill(dst, float32(math.Inf(-1)))
+		return
+	}
+	maxRowsGo(dst, src, rows, stride)
+}
+
+// maxCols sets out[o] to the largest of v[o·sw + k] over k < kw, NaN
+// skipped, at sw 1 or 2; v is at least maxColsLen(len(out), kw, sw) long.
+func maxCols(out, v []float32, kw, sw int) {
+	if len(out) == 0 {
+		return
+	}
+	maxColsGo(out, v[:maxColsLen(len(out), kw, sw)], kw, sw)
+}

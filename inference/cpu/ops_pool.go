@@ -192,11 +192,16 @@ func newPlPoolPlan(n opsem.Node, x inference.Tensor, kind plPoolKind) (*plPoolPl
 	p.fast = kind == plMaxKind && !p.wantIndices && r == 2 && g.Dilation[0] == 1 && g.Dilation[1] == 1 && g.Stride[1] <= 2 && p.osp > 0
 	// Each worker of the loop over the planes holds its scratch.
 	workers := min(p.planes, runtime.GOMAXPROCS(0))
+	if p.fast && g.Stride[0] == 1 && g.Stride[1] == 1 && g.Out[1] == g.In[1] {
+		p.body = p.maxPoolFlat
+		// The plane's maximum over each output row's input rows.
+		p.scratchSize = []int{workers, g.Out[0] * g.In[1]}
+		return p, nil
+	}
 	if p.fast {
 		p.body = p.maxPool2D
-		// A row's maximum over the window's rows, and at stride 2 that
-		// row split into its columns, in floats.
-		p.scratchSize = []int{workers, 2 * g.In[1]}
+		// A row's maximum over the window's rows, padded with −Inf.
+		p.scratchSize = []int{workers, g.PadBegin[1] + max(g.In[1], maxColsLen(g.Out[1], g.Kernel[1], g.Stride[1]))}
 		return p, nil
 	}
 	p.window = 1
@@ -465,53 +470,133 @@ func plColTaps(r *limit.Run, g opsem.Window) ([]plColTap, error) {
 // maxPool2D is MaxPool over the 2-D planes lo…hi−1, without indices or
 // dilation and with a column stride of 1 or 2, an output row at a time.
 // The maximum is separable: first over the input rows the row's windows
-// read (the row taps), a contiguous maxInto of whole rows, then along that
-// row for each column tap (plColTaps), one contiguous pass of maxInto over
-// the outputs whose tap lies inside it. At stride 2 the row is split into
-// its even and odd columns first (cvSplitColumns), where a tap's columns
-// are contiguous again. Taps in the padding are skipped, as the general
-// path skips them.
+// read (the row taps), one vector pass over them (maxRows), into the
+// middle of a row that holds −Inf for the padding on both sides; then
+// along that row, each output the maximum of its window's kw columns
+// (maxCols), a vector pass that reads every tap (in the padding −Inf,
+// which is what skipping it gives). NaN is skipped throughout, as the
+// general path skips it.
 func (p *plPoolPlan) maxPool2D(lo, hi int) {
-	g, rows, taps, xd, out := p.g, p.taps[0], p.colTaps, p.xd, p.out
+	g, rows, xd, out := p.g, p.taps[0], p.xd, p.out
 	ih, iw, oh, ow := g.In[0], g.In[1], g.Out[0], g.Out[1]
-	sw := g.Stride[1]
+	kw, sw, pw := g.Kernel[1], g.Stride[1], g.PadBegin[1]
 	isp, osp := ih*iw, oh*ow
-	we := (iw + 1) / 2
 	sc := p.scratch.get()
 	defer p.scratch.put(sc)
-	if cap(sc.columns) < 2*iw {
-		sc.columns = make([]float32, 2*iw)
+	n := pw + max(iw, maxColsLen(ow, kw, sw))
+	if cap(sc.columns) < n {
+		sc.columns = make([]float32, n)
+		fill(sc.columns, float32(math.Inf(-1))) // the padding, never written
 	}
-	row, split := sc.columns[:iw], sc.columns[iw:2*iw]
+	row := sc.columns[:n]
 	for pl := lo; pl < hi; pl++ {
 		plane := xd[pl*isp : (pl+1)*isp]
 		for oy := range oh {
-			acc := out[pl*osp+oy*ow : pl*osp+(oy+1)*ow]
-			fill(acc, float32(math.Inf(-1)))
-			iys := rows.idx[rows.start[oy]:rows.start[oy+1]]
-			if len(iys) == 0 {
-				continue // every row tap in the padding
-			}
-			// From −Inf, as acc: maxInto skips NaN, as the taps of a
-			// window do (a copy of the first row would keep its NaN).
-			fill(row, float32(math.Inf(-1)))
-			for _, iy := range iys {
-				maxInto(row, plane[iy*iw:])
-			}
-			if sw == 2 {
-				cvSplitColumns(split, row, 1, iw)
-			}
-			for _, t := range taps {
-				switch {
-				case sw == 1:
-					maxInto(acc[t.oLo:t.oHi], row[t.c:])
-				case t.c%2 == 0:
-					maxInto(acc[t.oLo:t.oHi], split[t.c/2:])
-				default:
-					maxInto(acc[t.oLo:t.oHi], split[we+t.c/2:])
-				}
+			maxRows(row[pw:pw+iw], plane, rows.idx[rows.start[oy]:rows.start[oy+1]], iw)
+			maxCols(out[pl*osp+oy*ow:pl*osp+(oy+1)*ow], row, kw, sw)
+		}
+	}
+}
+
+// maxPoolFlat is maxPool2D where the strides are 1 and the output rows
+// are as long as the input's (a "same" pool: GoogLeNet's 3×3 branches,
+// the 5×5 to 13×13 pools of YOLO's spatial pyramids), over whole planes
+// rather than rows: row oy of V, the maximum over the rows of oy's
+// windows, is input rows oy − ph + ky for each row tap ky, which over all
+// oy is one contiguous pass per ky (maxInto) over the plane; then the
+// output is V shifted by each column tap kx − pw, again one pass per tap
+// over the plane, except where a window reaches past its row's ends,
+// where the pass read the next or the previous row: those kw − 1 columns
+// of each row are computed again from their row alone. V holds no NaN
+// (maxInto skips it), so the first column tap copies.
+func (p *plPoolPlan) maxPoolFlat(lo, hi int) {
+	g, xd, out := p.g, p.xd, p.out
+	ih, w, oh := g.In[0], g.In[1], g.Out[0]
+	kh, kw, ph, pw := g.Kernel[0], g.Kernel[1], g.PadBegin[0], g.PadBegin[1]
+	isp, osp := ih*w, oh*w
+	sc := p.scratch.get()
+	defer p.scratch.put(sc)
+	if cap(sc.columns) < osp {
+		sc.columns = make([]float32, osp)
+	}
+	v := sc.columns[:osp]
+	inf := float32(math.Inf(-1))
+	for pl := lo; pl < hi; pl++ {
+		plane, o := xd[pl*isp:(pl+1)*isp], out[pl*osp:(pl+1)*osp]
+		fill(v, inf)
+		for ky := range kh {
+			// Output rows oy read input row oy − ph + ky where it lies
+			// in the input.
+			yLo, yHi := max(0, ph-ky), min(oh, ih+ph-ky)
+			if yLo < yHi {
+				maxInto(v[yLo*w:yHi*w], plane[(yLo-ph+ky)*w:])
 			}
 		}
+		first := true
+		for kx := range kw {
+			d := kx - pw // output i reads v[i+d]
+			iLo, iHi := max(0, -d), min(osp, osp-d)
+			if iLo >= iHi {
+				continue
+			}
+			if first {
+				fill(o[:iLo], inf)
+				copy(o[iLo:iHi], v[iLo+d:])
+				fill(o[iHi:], inf)
+				first = false
+				continue
+			}
+			maxInto(o[iLo:iHi], v[iLo+d:])
+		}
+		if first {
+			fill(o, inf) // every column tap in the padding
+		}
+		// The columns whose windows reach past their row's ends.
+		left := min(w, pw)                      // columns x < pw
+		right := max(left, min(w, w-(kw-1-pw))) // and x + kw − 1 − pw ≥ w
+		for y := range oh {
+			row, vr := o[y*w:(y+1)*w], v[y*w:(y+1)*w]
+			for x := 0; x < w; x++ {
+				if x == left {
+					if x = right; x == w {
+						break
+					}
+				}
+				m := inf
+				for c := max(0, x-pw); c < min(w, x-pw+kw); c++ {
+					m = max(m, vr[c]) // V holds no NaN
+				}
+				row[x] = m
+			}
+		}
+	}
+}
+
+// maxColsLen is the floats maxCols reads for outputs outputs of kw
+// columns at stride sw: whole blocks of 16 outputs, and at stride 2 the
+// 32 floats each tap loads for a block.
+func maxColsLen(outputs, kw, sw int) int {
+	return sw*16*((outputs+15)/16) + kw + 16
+}
+
+// maxRowsGo is maxRows' loop, over a non-empty rows.
+func maxRowsGo(dst, src []float32, rows []int, stride int) {
+	fill(dst, float32(math.Inf(-1)))
+	for _, r := range rows {
+		maxIntoGo(dst, src[r*stride:r*stride+len(dst)])
+	}
+}
+
+// maxColsGo is maxCols' loop.
+func maxColsGo(out, v []float32, kw, sw int) {
+	for o := range out {
+		m := float32(math.Inf(-1))
+		for _, x := range v[o*sw : o*sw+kw] {
+			if x > m {
+				m = x
+			}
+		}
+		out[o] = m
 	}
 }
 

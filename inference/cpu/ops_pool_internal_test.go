@@ -92,10 +92,11 @@ func BenchmarkMaxPool(b *testing.B) {
 	}
 }
 
-// TestMaxPool2DRows checks MaxPool's row path (plMaxPool2D, taken without
-// Indices) against the general path (taken with them) on random planes,
-// kernels, strides 1 and 2, pads and ceil_mode: the maxima are the same
-// elements, so they agree exactly.
+// TestMaxPool2DRows checks MaxPool's row path (maxPool2D, taken without
+// Indices) and its whole-plane path ("same" pools at stride 1,
+// maxPoolFlat) against the general path (taken with Indices) on random
+// planes, kernels, strides 1 and 2, pads and ceil_mode, some with
+// infinities: the maxima are the same elements, so they agree exactly.
 func TestMaxPool2DRows(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 18))
 	for trial := range 300 {
@@ -107,7 +108,25 @@ func TestMaxPool2DRows(t *testing.T) {
 			"pads":         attrInts(int64(r.IntN(kh)), int64(r.IntN(kw)), int64(r.IntN(kh)), int64(r.IntN(kw))),
 			"ceil_mode":    attrInt(int64(r.IntN(2))),
 		}
+		if trial%3 == 0 {
+			// A "same" pool at stride 1 (maxPoolFlat): pads summing to
+			// kw − 1 along the row, any along the column, kernels to 13.
+			kh, kw = 1+r.IntN(min(h, 13)), 1+r.IntN(min(w, 13))
+			pw := r.IntN(kw)
+			attrs["kernel_shape"] = attrInts(int64(kh), int64(kw))
+			attrs["strides"] = attrInts(1, 1)
+			attrs["pads"] = attrInts(int64(r.IntN(kh)), int64(pw), int64(r.IntN(kh)), int64(kw-1-pw))
+		}
 		x := tensorOf(t, []int{2, 3, h, w}, nnRandom(r, 6*h*w)...)
+		if trial%5 == 0 {
+			// Infinities. (Not NaN: with Indices the general path keeps
+			// a window's first element even when it is NaN; the vector
+			// loops' NaN is TestMaxPoolRowLoops'.)
+			xd := floatsOf(t, x)
+			for range 1 + r.IntN(6) {
+				xd[r.IntN(len(xd))] = float32(math.Inf(1 - 2*r.IntN(2)))
+			}
+		}
 		rows := runKernel(t, testNode("MaxPool", 12, attrs, 1), x)[0]
 		general := runKernel(t, testNode("MaxPool", 12, attrs, 2), x)[0]
 		if !inference.Equal(rows, general) {

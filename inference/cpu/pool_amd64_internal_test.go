@@ -1,0 +1,102 @@
+//go:build amd64 && !noasm
+
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"golang.org/x/sys/cpu"
+)
+
+// TestMaxPoolRowLoops checks MaxPool's row loops (as maxRows and maxCols
+// choose them, and each vector level this CPU runs) against the maximum
+// taken element by element, bit for bit: maxRows over 1 to 4
+// rows and maxCols over kernels 1 to 7 at strides 1 and 2, every length to
+// 40 (the masked tails of both widths), on values with NaN, ±Inf and
+// signed zeros. A NaN is skipped, so the results hold none.
+func TestMaxPoolRowLoops(t *testing.T) {
+	type loops struct {
+		name string
+		rows func(dst, src []float32, rows []int, stride int)
+		cols func(out, v []float32, kw, sw int)
+	}
+	levels := []loops{{"chosen", maxRows, maxCols}}
+	if hasVectorMath {
+		levels = append(levels, loops{"avx2", maxRowsAVX2, maxColsAVX2})
+	}
+	if hasVectorMath && cpu.X86.HasAVX512F {
+		levels = append(levels, loops{"avx512", maxRowsAVX512, maxColsAVX512})
+	}
+	// The maximum over xs from −Inf, NaN skipped.
+	largest := func(xs ...float32) float32 {
+		m := float32(math.Inf(-1))
+		for _, x := range xs {
+			if x > m {
+				m = x
+			}
+		}
+		return m
+	}
+	r := rand.New(rand.NewPCG(31, 32))
+	specials := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1))}
+	value := func() float32 {
+		if r.IntN(8) == 0 {
+			return specials[r.IntN(len(specials))]
+		}
+		return r.Float32()*2 - 1
+	}
+	for _, l := range levels {
+		for n := 0; n <= 40; n++ {
+			// maxRows: rows of stride n+3 in a source of 6 rows.
+			stride := n + 3
+			src := make([]float32, 6*stride)
+			for i := range src {
+				src[i] = value()
+			}
+			for k := 1; k <= 4; k++ {
+				rows := r.Perm(6)[:k]
+				got, want := make([]float32, n+1), make([]float32, n+1)
+				got[n], want[n] = 7, 7 // past the end: untouched
+				if n > 0 {
+					l.rows(got[:n], src, rows, stride)
+				}
+				for i := range n {
+					var xs []float32
+					for _, row := range rows {
+						xs = append(xs, src[row*stride+i])
+					}
+					want[i] = largest(xs...)
+				}
+				for i := range got {
+					if !same(got[i], want[i]) {
+						t.Fatalf("%s maxRows n %d rows %v: element %d = %v, want %v", l.name, n, rows, i, got[i], want[i])
+					}
+				}
+			}
+			// maxCols.
+			for sw := 1; sw <= 2; sw++ {
+				for kw := 1; kw <= 7; kw++ {
+					v := make([]float32, maxColsLen(n, kw, sw))
+					for i := range v {
+						v[i] = value()
+					}
+					got, want := make([]float32, n+1), make([]float32, n+1)
+					got[n], want[n] = 7, 7
+					if n > 0 {
+						l.cols(got[:n], v, kw, sw)
+					}
+					for o := range n {
+						want[o] = largest(v[o*sw : o*sw+kw]...)
+					}
+					for i := range got {
+						if !same(got[i], want[i]) {
+							t.Fatalf("%s maxCols n %d kw %d sw %d: element %d = %v, want %v", l.name, n, kw, sw, i, got[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}
