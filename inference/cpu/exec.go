@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/beamml/beamml/inference"
@@ -206,6 +208,8 @@ type runState struct {
 	in    []inference.Tensor
 	outs  []inference.Tensor // keptOutputs's
 	res   []inference.Tensor // runObserved's, for the graph's outputs
+
+	times []time.Duration // each node's time, added to by runObserved; nil: not timed (Model.Profile)
 }
 
 // memo is node i's memo, or nil.
@@ -364,6 +368,44 @@ func (m *Model) Close() error { return nil }
 // between nodes and in data-driven loops once ctx is done, and returns a
 // panic in a kernel as an *inference.PanicError naming the node.
 func (m *Model) Run(ctx context.Context, feeds map[string]inference.Tensor) (map[string]inference.Tensor, error) {
+	return m.run(ctx, feeds, nil)
+}
+
+// NodeTime is the time one node of a model took, summed over the runs of
+// a Model.Profile.
+type NodeTime struct {
+	Node string // the node's name, or its index as "#i" when it has none
+	Op   string // its operator, domain-qualified outside the default domain
+	Time time.Duration
+}
+
+// Profile runs m on feeds runs times as Run runs it (the same plans,
+// buffers and threads, once it is warm) and returns the time each node of
+// the graph took over those runs, in the graph's order: the kernel's
+// time, which for If, Loop and Scan includes their subgraphs. The clock is
+// read twice per node; the outputs are discarded.
+func (m *Model) Profile(ctx context.Context, feeds map[string]inference.Tensor, runs int) ([]NodeTime, error) {
+	times := make([]time.Duration, len(m.g.Nodes))
+	for range runs {
+		if _, err := m.run(ctx, feeds, times); err != nil {
+			return nil, err
+		}
+	}
+	res := make([]NodeTime, len(m.g.Nodes))
+	for i, n := range m.g.Nodes {
+		res[i] = NodeTime{Node: n.Name, Op: n.OpType, Time: times[i]}
+		if n.Name == "" {
+			res[i].Node = "#" + strconv.Itoa(i)
+		}
+		if n.Domain != "" && n.Domain != "ai.onnx" {
+			res[i].Op = n.Domain + "." + n.OpType
+		}
+	}
+	return res, nil
+}
+
+// run is Run, adding each node's time to times when it is not nil.
+func (m *Model) run(ctx context.Context, feeds map[string]inference.Tensor, times []time.Duration) (map[string]inference.Tensor, error) {
 	for k, ins := range [2][]graph.Value{m.g.Inputs, m.g.Overridable} {
 		for _, in := range ins {
 			t, ok := feeds[in.Name]
@@ -401,7 +443,9 @@ func (m *Model) Run(ctx context.Context, feeds map[string]inference.Tensor) (map
 			st.keep = map[string]inference.Tensor{}
 		}
 	}
+	st.times = times
 	outs, err := runObserved(ctx, r, m.g, st, feeds, nil, nil)
+	st.times = nil
 	if err != nil {
 		return nil, err
 	}
@@ -498,10 +542,17 @@ func runObserved(ctx context.Context, r *limit.Run, g *graph.Graph, st *runState
 			outs = st.keptOutputs(n)
 		} else {
 			var err error
+			var start time.Time
+			if st.times != nil {
+				start = time.Now()
+			}
 			if step.control {
 				outs, err = runControl(ctx, node, in, v.scope(s, g, outer))
 			} else {
 				outs, err = step.call.call(node, in)
+			}
+			if st.times != nil {
+				st.times[i] += time.Since(start)
 			}
 			r.Reset(mark) // the kernel's scratch is garbage now; its outputs are held below
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/cpu"
@@ -96,5 +97,81 @@ func TestCompileSortsAHandBuiltGraph(t *testing.T) {
 			}
 		}
 		m.Close()
+	}
+}
+
+// TestProfile checks Model.Profile on a MatMul of 128×128 matrices
+// followed by a Softmax and a chain of Neg: one entry per node of the
+// compiled graph, in its order, with its name (or "#i") and operator; the
+// times add up to no more than the calls took; the MatMul, 2·128³ flops,
+// takes longer than any Neg of 128² elements; and the outputs of a Run
+// after it are still right.
+func TestProfile(t *testing.T) {
+	g := chain("Neg", 4)
+	g.Nodes[0].Inputs[0] = "s"
+	g.Nodes = append([]*graph.Node{
+		{Name: "mm", OpType: "MatMul", Inputs: []string{"x", "x"}, Outputs: []string{"p"}},
+		{OpType: "Softmax", Inputs: []string{"p"}, Outputs: []string{"s"}},
+	}, g.Nodes...)
+	g.Inputs[0].Shape = []int{128, 128}
+	if err := g.Sort(nil); err != nil {
+		t.Fatal(err)
+	}
+	m, err := cpu.Backend{}.Compile(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]float32, 128*128)
+	for i := range data {
+		data[i] = float32(i%7) / 7
+	}
+	x, err := inference.New([]int{128, 128}, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feeds := map[string]inference.Tensor{"x": x}
+	ctx := context.Background()
+	want, err := m.Run(ctx, feeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	nodes, err := m.(*cpu.Model).Profile(ctx, feeds, 5)
+	wall := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compiled := m.(*cpu.Model).Graph().Nodes
+	if len(nodes) != len(compiled) {
+		t.Fatalf("%d entries, want one per node of the compiled graph (%d)", len(nodes), len(compiled))
+	}
+	var sum, matmul, slowestNeg time.Duration
+	for i, n := range compiled {
+		name := n.Name
+		if name == "" {
+			name = fmt.Sprintf("#%d", i)
+		}
+		if nodes[i].Node != name || nodes[i].Op != n.OpType {
+			t.Errorf("entry %d: %s %s, want %s %s", i, nodes[i].Node, nodes[i].Op, name, n.OpType)
+		}
+		sum += nodes[i].Time
+		switch n.OpType {
+		case "MatMul":
+			matmul = nodes[i].Time
+		case "Neg":
+			slowestNeg = max(slowestNeg, nodes[i].Time)
+		}
+	}
+	if sum > wall || matmul <= slowestNeg {
+		t.Errorf("times add up to %v in %v; MatMul %v, slowest Neg %v", sum, wall, matmul, slowestNeg)
+	}
+	got, err := m.Run(ctx, feeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range want {
+		if !inference.Equal(got[k], v) {
+			t.Errorf("output %s after Profile differs", k)
+		}
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -57,6 +58,7 @@ func main() {
 	script := flag.String("ort-script", "scripts/ort_bench.js", "the onnxruntime-node timing script")
 	rounds := flag.Int("rounds", 1, "times each cell is timed, ORT and beamml in turn; ms is the median over the rounds (odd values avoid averaging two)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process (beamml's loads and runs; ORT runs in another) to this file")
+	flag.IntVar(&nodesTop, "nodes", 0, "after timing each cell, print (to stderr) beamml's time per operator and its slowest `n` nodes over 20 profiled runs (cpu.Model.Profile)")
 	flag.Parse()
 
 	if *rounds < 1 {
@@ -242,7 +244,53 @@ func benchCell(ctx context.Context, spec modelSpec, model inference.Model, batch
 	if err != nil {
 		return measurement{}, "", fmt.Errorf("run: %v", err)
 	}
+	if nodesTop > 0 {
+		if err := printProfile(ctx, spec.Name, batch, model, feeds, nodesTop); err != nil {
+			return measurement{}, "", fmt.Errorf("profile: %v", err)
+		}
+	}
 	return m, diff, nil
+}
+
+// nodesTop is --nodes: how many of the slowest nodes printProfile lists.
+var nodesTop int
+
+// profiledRuns is the runs printProfile times each node over.
+const profiledRuns = 20
+
+// printProfile logs beamml's time per run by operator, most first, and
+// its top slowest nodes (cpu.Model.Profile over profiledRuns runs).
+func printProfile(ctx context.Context, name string, batch int, model inference.Model, feeds map[string]inference.Tensor, top int) error {
+	m, ok := model.(*cpu.Model)
+	if !ok {
+		return fmt.Errorf("the model is a %T, not a *cpu.Model", model)
+	}
+	nodes, err := m.Profile(ctx, feeds, profiledRuns)
+	if err != nil {
+		return err
+	}
+	perRun := func(d time.Duration) float64 { return d.Seconds() * 1e3 / profiledRuns }
+	var total time.Duration
+	byOp := map[string]time.Duration{}
+	count := map[string]int{}
+	for _, n := range nodes {
+		total += n.Time
+		byOp[n.Op] += n.Time
+		count[n.Op]++
+	}
+	ops := slices.Collect(maps.Keys(byOp))
+	slices.SortFunc(ops, func(a, b string) int { return cmp.Compare(byOp[b], byOp[a]) })
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s batch %d, %d threads: %.3f ms per run in nodes\n", name, batch, runtime.GOMAXPROCS(0), perRun(total))
+	for _, op := range ops {
+		fmt.Fprintf(&b, "  %-24s %4d nodes %8.3f ms %5.1f%%\n", op, count[op], perRun(byOp[op]), 100*byOp[op].Seconds()/total.Seconds())
+	}
+	slices.SortStableFunc(nodes, func(a, b cpu.NodeTime) int { return cmp.Compare(b.Time, a.Time) })
+	for _, n := range nodes[:min(top, len(nodes))] {
+		fmt.Fprintf(&b, "  node %-40s %-20s %8.3f ms\n", n.Node, n.Op, perRun(n.Time))
+	}
+	log.Print(b.String())
+	return nil
 }
 
 // warmups is the runs before the timed ones: the first plans every node
