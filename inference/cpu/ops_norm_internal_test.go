@@ -111,3 +111,81 @@ func TestBatchNormPlanes(t *testing.T) {
 		}
 	}
 }
+
+// TestLayerNormRows checks LayerNormalization's and RMSNormalization's
+// vector path (scale and B as long as a row) against float64 on rows of 1
+// to 3,072 elements, about 0 and about offsets of 1,000 and −30,000 (the
+// noise ±1), with and without B: each output within 2⁻¹⁸ (3.8e-6) of
+// max(1, |want|)·max(1, |scale|), and the statistics within 2⁻¹⁸ of
+// max(1, |want|). (Taking the mean off in one float32 step would miss by
+// up to half an ulp of 30,000, 1e-3, on the offset rows.)
+func TestLayerNormRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	for _, size := range []int{1, 3, 7, 8, 9, 31, 33, 64, 100, 768, 1000, 3072} {
+		for _, offset := range []float64{0, 1000, -30000} {
+			for _, rms := range []bool{false, true} {
+				for _, withBias := range []bool{false, true} {
+					if rms && (withBias || offset != 0) {
+						continue // RMSNormalization has no B; and about 0 only
+					}
+					rows := 3
+					xd := make([]float32, rows*size)
+					for i := range xd {
+						xd[i] = float32(offset + 2*r.Float64() - 1)
+					}
+					sd, bd := make([]float32, size), make([]float32, size)
+					for i := range sd {
+						sd[i], bd[i] = float32(4*r.Float64()-2), float32(2*r.Float64()-1)
+					}
+					in := []inference.Tensor{tensorOf(t, []int{rows, size}, xd...), tensorOf(t, []int{size}, sd...)}
+					op, opset := "LayerNormalization", int64(17)
+					if rms {
+						op, opset = "RMSNormalization", 23
+					}
+					if withBias {
+						in = append(in, tensorOf(t, []int{size}, bd...))
+					}
+					outs := 1
+					if !rms {
+						outs = 3
+					}
+					got := runKernel(t, testNode(op, opset, map[string]graph.Attr{"epsilon": attrFloat(1e-5)}, outs), in...)
+					y := floatsOf(t, got[0])
+					for row := range rows {
+						x := xd[row*size : (row+1)*size]
+						var mean, sq float64
+						if !rms {
+							for _, v := range x {
+								mean += float64(v)
+							}
+							mean /= float64(size)
+						}
+						for _, v := range x {
+							sq += (float64(v) - mean) * (float64(v) - mean)
+						}
+						inv := 1 / math.Sqrt(sq/float64(size)+1e-5)
+						if !rms {
+							m, i := floatsOf(t, got[1])[row], floatsOf(t, got[2])[row]
+							if d := math.Abs(float64(m) - mean); d > 0x1p-18*max(1, math.Abs(mean)) {
+								t.Fatalf("size %d offset %v: row %d mean %v, want %v", size, offset, row, m, mean)
+							}
+							if d := math.Abs(float64(i) - inv); d > 0x1p-18*max(1, inv) {
+								t.Fatalf("size %d offset %v: row %d inverse deviation %v, want %v", size, offset, row, i, inv)
+							}
+						}
+						for i, v := range x {
+							want := (float64(v) - mean) * inv * float64(sd[i])
+							if withBias {
+								want += float64(bd[i])
+							}
+							tol := 0x1p-18 * max(1, math.Abs(want)) * max(1, math.Abs(float64(sd[i])))
+							if g := float64(y[row*size+i]); !(math.Abs(g-want) <= tol) {
+								t.Fatalf("%s size %d offset %v bias %v: y[%d][%d] = %v, want %v ± %.2g", op, size, offset, withBias, row, i, g, want, tol)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}

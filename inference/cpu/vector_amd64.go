@@ -130,3 +130,43 @@ func hardSigmoidsOf(y, x []float32, alpha, beta float32, swish bool) {
 	}
 	hardSigmoidsGo(y[head:], x[head:], alpha, beta, swish)
 }
+
+// sumDevAVX2 and normAffineAVX2 are sumDev's and normAffine's vector
+// loops over the first len/8·8 elements, without bounds checks.
+//
+//go:noescape
+func sumDevAVX2(x []float32, m float32) (s, sq float32)
+
+//go:noescape
+func normAffineAVX2(y, x, scale, bias []float32, m, d, inv float32)
+
+// sumDev returns Σ (x[i] − m) and Σ (x[i] − m)², in float32 partial
+// sums.
+func sumDev(x []float32, m float32) (s, sq float32) {
+	if !hasVectorMath {
+		return sumDevGo(x, m)
+	}
+	head := len(x) &^ 7
+	s, sq = sumDevAVX2(x, m)
+	ts, tsq := sumDevGo(x[head:], m)
+	return s + ts, sq + tsq
+}
+
+// normAffine sets y[i] = ((x[i] − m) − d)·inv·scale[i] + bias[i] (bias
+// nil: without it), the mean m + d taken off in two steps; x, scale and
+// bias are at least as long as y.
+func normAffine(y, x, scale, bias []float32, m, d, inv float32) {
+	x, scale = x[:len(y)], scale[:len(y)]
+	if bias != nil {
+		bias = bias[:len(y)]
+	}
+	head := 0
+	if hasVectorMath {
+		head = len(y) &^ 7
+		normAffineAVX2(y, x, scale, bias, m, d, inv)
+	}
+	if bias != nil {
+		bias = bias[head:]
+	}
+	normAffineGo(y[head:], x[head:], scale[head:], bias, m, d, inv)
+}

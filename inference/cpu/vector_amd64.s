@@ -389,3 +389,129 @@ hs8store:
 hsdone:
 	VZEROUPPER
 	RET
+
+// func sumDevAVX2(x []float32, m float32) (s, sq float32)
+// Σ (x[i] − m) and Σ (x[i] − m)² over i < len(x)/8·8, each in four sets
+// of eight partial sums, 32 elements a step, then eight.
+TEXT ·sumDevAVX2(SB), NOSPLIT, $0-40
+	MOVQ         x_base+0(FP), SI
+	MOVQ         x_len+8(FP), CX
+	VBROADCASTSS m+24(FP), Y15
+	VXORPS       Y0, Y0, Y0
+	VXORPS       Y1, Y1, Y1
+	VXORPS       Y2, Y2, Y2
+	VXORPS       Y3, Y3, Y3
+	VXORPS       Y8, Y8, Y8
+	VXORPS       Y9, Y9, Y9
+	VXORPS       Y10, Y10, Y10
+	VXORPS       Y11, Y11, Y11
+	MOVQ         CX, BX
+	SHRQ         $5, BX
+	JEQ          sdeights
+
+sdloop:
+	VMOVUPS     (SI), Y4
+	VMOVUPS     32(SI), Y5
+	VMOVUPS     64(SI), Y6
+	VMOVUPS     96(SI), Y7
+	VSUBPS      Y15, Y4, Y4
+	VSUBPS      Y15, Y5, Y5
+	VSUBPS      Y15, Y6, Y6
+	VSUBPS      Y15, Y7, Y7
+	VADDPS      Y4, Y8, Y8
+	VADDPS      Y5, Y9, Y9
+	VADDPS      Y6, Y10, Y10
+	VADDPS      Y7, Y11, Y11
+	VFMADD231PS Y4, Y4, Y0
+	VFMADD231PS Y5, Y5, Y1
+	VFMADD231PS Y6, Y6, Y2
+	VFMADD231PS Y7, Y7, Y3
+	ADDQ        $128, SI
+	DECQ        BX
+	JNZ         sdloop
+
+sdeights:
+	ANDQ $31, CX
+	SHRQ $3, CX
+	JEQ  sddone
+
+sdeight:
+	VMOVUPS     (SI), Y4
+	VSUBPS      Y15, Y4, Y4
+	VADDPS      Y4, Y8, Y8
+	VFMADD231PS Y4, Y4, Y0
+	ADDQ        $32, SI
+	DECQ        CX
+	JNZ         sdeight
+
+sddone:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	MOVSS        X0, sq+36(FP)
+	VADDPS       Y9, Y8, Y8
+	VADDPS       Y11, Y10, Y10
+	VADDPS       Y10, Y8, Y8
+	VEXTRACTF128 $1, Y8, X9
+	VADDPS       X9, X8, X8
+	VHADDPS      X8, X8, X8
+	VHADDPS      X8, X8, X8
+	MOVSS        X8, s+32(FP)
+	VZEROUPPER
+	RET
+
+// func normAffineAVX2(y, x, scale, bias []float32, m, d, inv float32)
+// y[i] = ((x[i] − m) − d)·inv·scale[i] + bias[i] for i < len(y)/8·8: each
+// difference and the product by inv rounded, bias added in the product by
+// scale's FMA; bias nil (length 0) adds nothing.
+TEXT ·normAffineAVX2(SB), NOSPLIT, $0-108
+	MOVQ         y_base+0(FP), DI
+	MOVQ         y_len+8(FP), CX
+	MOVQ         x_base+24(FP), SI
+	MOVQ         scale_base+48(FP), DX
+	MOVQ         bias_base+72(FP), R8
+	MOVQ         bias_len+80(FP), R9
+	VBROADCASTSS m+96(FP), Y6
+	VBROADCASTSS d+100(FP), Y5
+	VBROADCASTSS inv+104(FP), Y7
+	SHRQ         $3, CX
+	JEQ          nadone
+	TESTQ        R9, R9
+	JEQ          nanobias
+
+naloop:
+	VMOVUPS     (SI), Y0
+	VSUBPS      Y6, Y0, Y0
+	VSUBPS      Y5, Y0, Y0
+	VMULPS      Y7, Y0, Y0
+	VMOVUPS     (R8), Y1
+	VFMADD231PS (DX), Y0, Y1
+	VMOVUPS     Y1, (DI)
+	ADDQ        $32, SI
+	ADDQ        $32, DX
+	ADDQ        $32, R8
+	ADDQ        $32, DI
+	DECQ        CX
+	JNZ         naloop
+	JMP         nadone
+
+nanobias:
+	VMOVUPS (SI), Y0
+	VSUBPS  Y6, Y0, Y0
+	VSUBPS  Y5, Y0, Y0
+	VMULPS  Y7, Y0, Y0
+	VMULPS  (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     nanobias
+
+nadone:
+	VZEROUPPER
+	RET

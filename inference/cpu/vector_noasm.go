@@ -31,3 +31,17 @@ func axpy(y, x []float32, a float32) { axpyGo(y, x[:len(y)], a) }
 func hardSigmoidsOf(y, x []float32, alpha, beta float32, swish bool) {
 	hardSigmoidsGo(y, x[:len(y)], alpha, beta, swish)
 }
+
+// sumDev returns Σ (x[i] − m) and Σ (x[i] − m)², in float32 partial
+// sums.
+func sumDev(x []float32, m float32) (s, sq float32) { return sumDevGo(x, m) }
+
+// normAffine sets y[i] = ((x[i] − m) − d)·inv·scale[i] + bias[i] (bias
+// nil: without it), the mean m + d taken off in two steps; x, scale and
+// bias are at least as long as y.
+func normAffine(y, x, scale, bias []float32, m, d, inv float32) {
+	if bias != nil {
+		bias = bias[:len(y)]
+	}
+	normAffineGo(y, x[:len(y)], scale[:len(y)], bias, m, d, inv)
+}
