@@ -612,6 +612,9 @@ func copyRowsGo(dst, src []float32, ld, rows, width int) {
 // and p < kc: rows of src become columns of panel dst. Four rows at a time,
 // stores to dst run in order; a row at a time it ran 2.4 times slower.
 func nnPackTranspose(rows, kc int, alpha float32, src []float32, lds int, dst []float32, width int) {
+	if rows == 8 && width == 8 && alpha == 1 && nnPack8(dst, src, lds, kc) {
+		return
+	}
 	ii := 0
 	for ; ii+4 <= rows; ii += 4 {
 		o := ii * lds

@@ -170,3 +170,27 @@ func normAffine(y, x, scale, bias []float32, m, d, inv float32) {
 	}
 	normAffineGo(y[head:], x[head:], scale[head:], bias, m, d, inv)
 }
+
+// nnPack8AVX2 is nnPack8's vector loop, over the first kc/8·8 steps,
+// without bounds checks.
+//
+//go:noescape
+func nnPack8AVX2(dst, src []float32, lds, kc int)
+
+// nnPack8 sets dst[p·8+r] = src[r·lds+p] for r < 8, p < kc (nnPackTranspose
+// for eight rows, alpha 1) and reports true, when the CPU has the vector
+// loop; it does nothing and reports false otherwise.
+func nnPack8(dst, src []float32, lds, kc int) bool {
+	if !hasVectorMath || kc < 8 {
+		return false
+	}
+	src, dst = src[:7*lds+kc], dst[:8*kc]
+	head := kc &^ 7
+	nnPack8AVX2(dst, src, lds, head)
+	for r := range 8 {
+		for p := head; p < kc; p++ {
+			dst[p*8+r] = src[r*lds+p]
+		}
+	}
+	return true
+}

@@ -515,3 +515,70 @@ nanobias:
 nadone:
 	VZEROUPPER
 	RET
+
+// func nnPack8AVX2(dst, src []float32, lds, kc int)
+// dst[p·8+r] = src[r·lds+p] for r < 8 and p < kc/8·8: eight rows of A
+// become the columns of a panel of an 8-row micro-kernel, 8×8 blocks at a
+// time, each transposed in registers (unpack, shuffle, lane permute) and
+// stored as 64 contiguous floats.
+TEXT ·nnPack8AVX2(SB), NOSPLIT, $0-64
+	MOVQ dst_base+0(FP), DI
+	MOVQ src_base+24(FP), SI
+	MOVQ lds+48(FP), DX
+	SHLQ $2, DX
+	MOVQ kc+56(FP), CX
+	SHRQ $3, CX
+	JEQ  p8done
+	LEAQ (DX)(DX*2), BX // 3 rows
+	LEAQ (SI)(DX*4), R8 // row 4
+
+p8loop:
+	VMOVUPS    (SI), Y0
+	VMOVUPS    (SI)(DX*1), Y1
+	VMOVUPS    (SI)(DX*2), Y2
+	VMOVUPS    (SI)(BX*1), Y3
+	VMOVUPS    (R8), Y4
+	VMOVUPS    (R8)(DX*1), Y5
+	VMOVUPS    (R8)(DX*2), Y6
+	VMOVUPS    (R8)(BX*1), Y7
+	VUNPCKLPS  Y1, Y0, Y8
+	VUNPCKHPS  Y1, Y0, Y9
+	VUNPCKLPS  Y3, Y2, Y10
+	VUNPCKHPS  Y3, Y2, Y11
+	VUNPCKLPS  Y5, Y4, Y12
+	VUNPCKHPS  Y5, Y4, Y13
+	VUNPCKLPS  Y7, Y6, Y14
+	VUNPCKHPS  Y7, Y6, Y15
+	VSHUFPS    $0x44, Y10, Y8, Y0
+	VSHUFPS    $0xee, Y10, Y8, Y1
+	VSHUFPS    $0x44, Y11, Y9, Y2
+	VSHUFPS    $0xee, Y11, Y9, Y3
+	VSHUFPS    $0x44, Y14, Y12, Y4
+	VSHUFPS    $0xee, Y14, Y12, Y5
+	VSHUFPS    $0x44, Y15, Y13, Y6
+	VSHUFPS    $0xee, Y15, Y13, Y7
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x20, Y5, Y1, Y9
+	VPERM2F128 $0x20, Y6, Y2, Y10
+	VPERM2F128 $0x20, Y7, Y3, Y11
+	VPERM2F128 $0x31, Y4, Y0, Y12
+	VPERM2F128 $0x31, Y5, Y1, Y13
+	VPERM2F128 $0x31, Y6, Y2, Y14
+	VPERM2F128 $0x31, Y7, Y3, Y15
+	VMOVUPS    Y8, (DI)
+	VMOVUPS    Y9, 32(DI)
+	VMOVUPS    Y10, 64(DI)
+	VMOVUPS    Y11, 96(DI)
+	VMOVUPS    Y12, 128(DI)
+	VMOVUPS    Y13, 160(DI)
+	VMOVUPS    Y14, 192(DI)
+	VMOVUPS    Y15, 224(DI)
+	ADDQ       $32, SI
+	ADDQ       $32, R8
+	ADDQ       $256, DI
+	DECQ       CX
+	JNZ        p8loop
+
+p8done:
+	VZEROUPPER
+	RET

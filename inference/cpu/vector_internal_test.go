@@ -147,3 +147,35 @@ func TestCopyRows(t *testing.T) {
 		}
 	}
 }
+
+// TestPackTranspose8 checks nnPackTranspose's eight-row vector path
+// (nnPack8: 8×8 blocks transposed in registers, the last steps in Go)
+// against the element-by-element definition, dst[p·8+r] = src[r·lds+p],
+// for every kc to 40 and row strides kc to kc+9, bit for bit; and that
+// eight rows scaled by alpha ≠ 1, or four, still pack as defined.
+func TestPackTranspose8(t *testing.T) {
+	r := rand.New(rand.NewPCG(51, 52))
+	for kc := 0; kc <= 40; kc++ {
+		for lds := max(kc, 1); lds <= kc+9; lds++ {
+			for _, c := range []struct {
+				rows  int
+				alpha float32
+			}{{8, 1}, {8, 0.5}, {4, 1}} {
+				src := nnRandom(r, c.rows*lds)
+				dst := make([]float32, 8*kc+1)
+				dst[8*kc] = 7 // past the panel: untouched
+				nnPackTranspose(c.rows, kc, c.alpha, src, lds, dst, 8)
+				for p := range kc {
+					for row := range c.rows {
+						if want := c.alpha * src[row*lds+p]; dst[p*8+row] != want {
+							t.Fatalf("rows %d alpha %v kc %d lds %d: dst[%d·8+%d] = %v, want %v", c.rows, c.alpha, kc, lds, p, row, dst[p*8+row], want)
+						}
+					}
+				}
+				if dst[8*kc] != 7 {
+					t.Fatalf("kc %d: wrote past the panel", kc)
+				}
+			}
+		}
+	}
+}
