@@ -102,10 +102,11 @@ func TestCompileSortsAHandBuiltGraph(t *testing.T) {
 
 // TestProfile checks Model.Profile on a MatMul of 128×128 matrices
 // followed by a Softmax and a chain of Neg: one entry per node of the
-// compiled graph, in its order, with its name (or "#i") and operator; the
-// times add up to no more than the calls took; the MatMul, 2·128³ flops,
-// takes longer than any Neg of 128² elements; and the outputs of a Run
-// after it are still right.
+// compiled graph, in its order, with its name (or "#i") and operator; no
+// time negative, some positive, and all of them adding up to no more than
+// the calls took (which of them is larger is the machine's business: no
+// test asserts a speed); and the outputs of a Run after it are still
+// right.
 func TestProfile(t *testing.T) {
 	g := chain("Neg", 4)
 	g.Nodes[0].Inputs[0] = "s"
@@ -145,7 +146,7 @@ func TestProfile(t *testing.T) {
 	if len(nodes) != len(compiled) {
 		t.Fatalf("%d entries, want one per node of the compiled graph (%d)", len(nodes), len(compiled))
 	}
-	var sum, matmul, slowestNeg time.Duration
+	var sum time.Duration
 	for i, n := range compiled {
 		name := n.Name
 		if name == "" {
@@ -154,16 +155,13 @@ func TestProfile(t *testing.T) {
 		if nodes[i].Node != name || nodes[i].Op != n.OpType {
 			t.Errorf("entry %d: %s %s, want %s %s", i, nodes[i].Node, nodes[i].Op, name, n.OpType)
 		}
-		sum += nodes[i].Time
-		switch n.OpType {
-		case "MatMul":
-			matmul = nodes[i].Time
-		case "Neg":
-			slowestNeg = max(slowestNeg, nodes[i].Time)
+		if nodes[i].Time < 0 {
+			t.Errorf("entry %d: time %v", i, nodes[i].Time)
 		}
+		sum += nodes[i].Time
 	}
-	if sum > wall || matmul <= slowestNeg {
-		t.Errorf("times add up to %v in %v; MatMul %v, slowest Neg %v", sum, wall, matmul, slowestNeg)
+	if sum <= 0 || sum > wall {
+		t.Errorf("times add up to %v in %v", sum, wall)
 	}
 	got, err := m.Run(ctx, feeds)
 	if err != nil {
