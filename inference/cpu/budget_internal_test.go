@@ -175,9 +175,13 @@ func TestBudgetCountsPoolTables(t *testing.T) {
 		checkBudget(t, pool("MaxPool", 50_000), feeds(zeros(t, 1, 1, 1, 50_000)), pool("MaxPool", 3), small)
 	})
 	// The window's offsets, gathered and built (1 MB of scratch), beside
-	// its taps (200 kB).
+	// its taps (200 kB), on the general path: a 1-D pool (2-D average
+	// pools sum rows and columns, avgPool2D).
+	pool1D := func(k int) *graph.Graph {
+		return oneNode(t, "AveragePool", 12, map[string]graph.Attr{"kernel_shape": attrInts(int64(k))}, "a")
+	}
 	t.Run("AveragePool window scratch", func(t *testing.T) {
-		checkBudget(t, pool("AveragePool", 25_000), feeds(zeros(t, 1, 1, 1, 25_000)), pool("AveragePool", 3), small)
+		checkBudget(t, pool1D(25_000), feeds(zeros(t, 1, 1, 25_000)), pool1D(3), feeds(zeros(t, 1, 1, 8)))
 	})
 }
 

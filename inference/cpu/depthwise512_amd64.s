@@ -960,19 +960,24 @@ mrdone:
 	VZEROUPPER
 	RET
 
-// func maxColsAVX512(out, v []float32, kw, sw int)
+// func colsAVX512(out, v []float32, kw, sw int, sum bool)
 // out[o] = the largest of v[o·sw + k] over k < kw (kw ≥ 1), from −Inf,
-// NaN skipped, for o < len(out), at sw 1 or 2. v is padded past what the
-// outputs read (maxColsLen): a block of 16 outputs loads whole registers,
-// 32 floats a tap at stride 2, whose even elements VPERMT2PS picks; the
-// block's store is masked.
-TEXT ·maxColsAVX512(SB), NOSPLIT, $0-64
+// NaN skipped (VMAXPS with the maximum as its first Go operand), or with
+// sum their sum from 0, for o < len(out), at sw 1 or 2. v is padded past
+// what the outputs read (maxColsLen): a block of 16 outputs loads whole
+// registers, 32 floats a tap at stride 2, whose even elements VPERMT2PS
+// picks; the block's store is masked.
+TEXT ·colsAVX512(SB), NOSPLIT, $0-65
 	MOVQ         out_base+0(FP), DI
 	MOVQ         out_len+8(FP), CX
 	MOVQ         v_base+24(FP), SI
 	MOVQ         kw+48(FP), R9
 	MOVQ         sw+56(FP), DX
+	MOVBQZX      sum+64(FP), R12
 	MOVL         $0xff800000, AX
+	TESTQ        R12, R12
+	JEQ          2(PC)
+	XORL         AX, AX
 	VPBROADCASTD AX, Z7
 	VMOVUPS      splitidx<>+0(SB), Z6
 	CMPQ         DX, $2
@@ -988,7 +993,15 @@ mcs1:
 
 mcs1tap:
 	VMOVUPS (R11), Z1
+	TESTQ   R12, R12
+	JNE     mcs1add
 	VMAXPS  Z0, Z1, Z0
+	JMP     mcs1next
+
+mcs1add:
+	VADDPS Z1, Z0, Z0
+
+mcs1next:
 	ADDQ    $4, R11
 	DECQ    R10
 	JNE     mcs1tap
@@ -1010,7 +1023,15 @@ mcs2tap:
 	VMOVUPS   (R11), Z1
 	VMOVUPS   64(R11), Z2
 	VPERMT2PS Z2, Z6, Z1
+	TESTQ     R12, R12
+	JNE       mcs2add
 	VMAXPS    Z0, Z1, Z0
+	JMP       mcs2next
+
+mcs2add:
+	VADDPS Z1, Z0, Z0
+
+mcs2next:
 	ADDQ      $4, R11
 	DECQ      R10
 	JNE       mcs2tap

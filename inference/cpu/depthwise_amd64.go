@@ -86,13 +86,13 @@ func dwLoopsOn(l vecLevel) dwLoop {
 func maxRowsAVX512(dst, src []float32, rows []int, stride int)
 
 //go:noescape
-func maxColsAVX512(out, v []float32, kw, sw int)
+func colsAVX512(out, v []float32, kw, sw int, sum bool)
 
 //go:noescape
 func maxRowsAVX2(dst, src []float32, rows []int, stride int)
 
 //go:noescape
-func maxColsAVX2(out, v []float32, kw, sw int)
+func colsAVX2(out, v []float32, kw, sw int, sum bool)
 
 // maxRows sets dst[i] to the largest of src[r·stride + i] over r in rows,
 // NaN skipped, −Inf when rows is empty; src holds every row rows names.
@@ -117,17 +117,23 @@ func maxRows(dst, src []float32, rows []int, stride int) {
 // maxCols sets out[o] to the largest of v[o·sw + k] over k < kw, NaN
 // skipped, at sw 1 or 2; v is at least maxColsLen(len(out), kw, sw) long,
 // what the vector loops read.
-func maxCols(out, v []float32, kw, sw int) {
+func maxCols(out, v []float32, kw, sw int) { cols(out, v, kw, sw, false) }
+
+// sumCols sets out[o] to the sum of v[o·sw + k] over k < kw, in order of
+// k, as maxCols reads them.
+func sumCols(out, v []float32, kw, sw int) { cols(out, v, kw, sw, true) }
+
+func cols(out, v []float32, kw, sw int, sum bool) {
 	if len(out) == 0 {
 		return
 	}
 	v = v[:maxColsLen(len(out), kw, sw)]
 	switch vecBest {
 	case vecAVX512:
-		maxColsAVX512(out, v, kw, sw)
+		colsAVX512(out, v, kw, sw, sum)
 	case vecAVX2:
-		maxColsAVX2(out, v, kw, sw)
+		colsAVX2(out, v, kw, sw, sum)
 	default:
-		maxColsGo(out, v, kw, sw)
+		colsGo(out, v, kw, sw, sum)
 	}
 }

@@ -549,16 +549,20 @@ mr2done:
 	VZEROUPPER
 	RET
 
-// func maxColsAVX2(out, v []float32, kw, sw int)
-// As maxColsAVX512, a block of 8 outputs a step; at stride 2 a tap loads
-// 16 floats, whose even elements VSHUFPS and VPERMPD gather.
-TEXT ·maxColsAVX2(SB), NOSPLIT, $0-64
+// func colsAVX2(out, v []float32, kw, sw int, sum bool)
+// As colsAVX512, a block of 8 outputs a step; at stride 2 a tap loads 16
+// floats, whose even elements VSHUFPS and VPERMPD gather.
+TEXT ·colsAVX2(SB), NOSPLIT, $0-65
 	MOVQ         out_base+0(FP), DI
 	MOVQ         out_len+8(FP), CX
 	MOVQ         v_base+24(FP), SI
 	MOVQ         kw+48(FP), R9
 	MOVQ         sw+56(FP), DX
+	MOVBQZX      sum+64(FP), R13
 	MOVL         $0xff800000, AX
+	TESTQ        R13, R13
+	JEQ          2(PC)
+	XORL         AX, AX
 	MOVL         AX, X7
 	VBROADCASTSS X7, Y7
 	CMPQ         DX, $2
@@ -573,8 +577,16 @@ mc2s1:
 	MOVQ    R9, R10
 
 mc2s1tap:
-	VMOVUPS    (R11), Y1
-	VMAXPS     Y0, Y1, Y0
+	VMOVUPS (R11), Y1
+	TESTQ   R13, R13
+	JNE     mc2s1add
+	VMAXPS  Y0, Y1, Y0
+	JMP     mc2s1next
+
+mc2s1add:
+	VADDPS Y1, Y0, Y0
+
+mc2s1next:
 	ADDQ       $4, R11
 	DECQ       R10
 	JNE        mc2s1tap
@@ -593,11 +605,19 @@ mc2s2:
 	MOVQ    R9, R10
 
 mc2s2tap:
-	VMOVUPS    (R11), Y1
-	VMOVUPS    32(R11), Y2
-	VSHUFPS    $0x88, Y2, Y1, Y1
-	VPERMPD    $0xd8, Y1, Y1
-	VMAXPS     Y0, Y1, Y0
+	VMOVUPS (R11), Y1
+	VMOVUPS 32(R11), Y2
+	VSHUFPS $0x88, Y2, Y1, Y1
+	VPERMPD $0xd8, Y1, Y1
+	TESTQ   R13, R13
+	JNE     mc2s2add
+	VMAXPS  Y0, Y1, Y0
+	JMP     mc2s2next
+
+mc2s2add:
+	VADDPS Y1, Y0, Y0
+
+mc2s2next:
 	ADDQ       $4, R11
 	DECQ       R10
 	JNE        mc2s2tap

@@ -31,8 +31,15 @@ func maxRows(dst, src []float32, rows []int, stride int) {
 // maxCols sets out[o] to the largest of v[o·sw + k] over k < kw, NaN
 // skipped, at sw 1 or 2; v is at least maxColsLen(len(out), kw, sw) long.
 func maxCols(out, v []float32, kw, sw int) {
-	if len(out) == 0 {
-		return
+	if len(out) > 0 {
+		colsGo(out, v[:maxColsLen(len(out), kw, sw)], kw, sw, false)
 	}
-	maxColsGo(out, v[:maxColsLen(len(out), kw, sw)], kw, sw)
+}
+
+// sumCols sets out[o] to the sum of v[o·sw + k] over k < kw, in order of
+// k.
+func sumCols(out, v []float32, kw, sw int) {
+	if len(out) > 0 {
+		colsGo(out, v[:maxColsLen(len(out), kw, sw)], kw, sw, true)
+	}
 }

@@ -192,6 +192,14 @@ func newPlPoolPlan(n opsem.Node, x inference.Tensor, kind plPoolKind) (*plPoolPl
 	p.fast = kind == plMaxKind && !p.wantIndices && r == 2 && g.Dilation[0] == 1 && g.Dilation[1] == 1 && g.Stride[1] <= 2 && p.osp > 0
 	// Each worker of the loop over the planes holds its scratch.
 	workers := min(p.planes, runtime.GOMAXPROCS(0))
+	if kind == plAvgKind && r == 2 && g.Dilation[0] == 1 && g.Dilation[1] == 1 && g.Stride[1] <= 2 && p.osp > 0 {
+		p.fast = true
+		p.body = p.avgPool2D
+		// A row's sum over the window's rows, padded with zeros, then
+		// the divisors of an output row.
+		p.scratchSize = []int{workers, g.PadBegin[1] + max(g.In[1], maxColsLen(g.Out[1], g.Kernel[1], g.Stride[1])) + g.Out[1]}
+		return p, nil
+	}
 	if p.fast && g.Stride[0] == 1 && g.Stride[1] == 1 && g.Out[1] == g.In[1] {
 		p.body = p.maxPoolFlat
 		// The plane's maximum over each output row's input rows.
@@ -572,6 +580,56 @@ func (p *plPoolPlan) maxPoolFlat(lo, hi int) {
 	}
 }
 
+// avgPool2D is AveragePool over the 2-D planes lo…hi−1, without
+// dilation and with a column stride of 1 or 2, an output row at a time, as
+// maxPool2D: the sum over the window's input rows (a copy and vector
+// adds) into a row padded with zeros, the sum over each window's columns
+// (sumCols), then a vector division by the window's count: the taps
+// inside the input, the product of the row's and the column's (or with
+// count_include_pad inside the padded input). The sums run over rows,
+// then columns: each within kh·kw roundings of the window's Σ|x| of the
+// general path's.
+func (p *plPoolPlan) avgPool2D(lo, hi int) {
+	g, rows, cols, xd, out := p.g, p.taps[0], p.taps[1], p.xd, p.out
+	ih, iw, oh, ow := g.In[0], g.In[1], g.Out[0], g.Out[1]
+	kw, sw, pw := g.Kernel[1], g.Stride[1], g.PadBegin[1]
+	isp, osp := ih*iw, oh*ow
+	sc := p.scratch.get()
+	defer p.scratch.put(sc)
+	n := pw + max(iw, maxColsLen(ow, kw, sw))
+	if cap(sc.columns) < n+ow {
+		sc.columns = make([]float32, n+ow) // zeros: the padding, never written
+	}
+	row, div := sc.columns[:n], sc.columns[n:n+ow]
+	for oy := range oh {
+		// The divisors of output row oy.
+		taps := rows.idx[rows.start[oy]:rows.start[oy+1]]
+		for ox := range div {
+			if p.includePad {
+				div[ox] = float32(rows.inPad[oy] * cols.inPad[ox])
+			} else {
+				div[ox] = float32(len(taps) * (cols.start[ox+1] - cols.start[ox]))
+			}
+		}
+		for pl := lo; pl < hi; pl++ {
+			plane, y := xd[pl*isp:(pl+1)*isp], out[pl*osp+oy*ow:pl*osp+(oy+1)*ow]
+			sum := row[pw : pw+iw]
+			if len(taps) == 0 {
+				clear(sum)
+			}
+			for i, iy := range taps {
+				if i == 0 {
+					copy(sum, plane[iy*iw:(iy+1)*iw])
+				} else {
+					addInto(sum, plane[iy*iw:(iy+1)*iw])
+				}
+			}
+			sumCols(y, row, kw, sw)
+			ewArithVV(ewDiv, y, y, div)
+		}
+	}
+}
+
 // maxColsLen is the floats maxCols reads for outputs outputs of kw
 // columns at stride sw: whole blocks of 16 outputs, and at stride 2 the
 // 32 floats each tap loads for a block.
@@ -587,9 +645,17 @@ func maxRowsGo(dst, src []float32, rows []int, stride int) {
 	}
 }
 
-// maxColsGo is maxCols' loop.
-func maxColsGo(out, v []float32, kw, sw int) {
+// colsGo is maxCols' and sumCols' loop.
+func colsGo(out, v []float32, kw, sw int, sum bool) {
 	for o := range out {
+		if sum {
+			var s float32
+			for _, x := range v[o*sw : o*sw+kw] {
+				s += x
+			}
+			out[o] = s
+			continue
+		}
 		m := float32(math.Inf(-1))
 		for _, x := range v[o*sw : o*sw+kw] {
 			if x > m {

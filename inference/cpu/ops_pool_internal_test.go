@@ -192,3 +192,70 @@ func BenchmarkGlobalAveragePool(b *testing.B) {
 		})
 	}
 }
+
+// TestAvgPool2DRows checks AveragePool's 2-D path (avgPool2D: rows, then
+// columns, then the count) against the float64 mean over each window on
+// random planes, kernels to 5×5 (and up to the plane), strides 1 and 2
+// along the row (any along the column), pads, ceil_mode and
+// count_include_pad: each output within (kh·kw + 2)·2⁻²⁴ of the window's
+// Σ|x| over its count, the count being the taps inside the input, or with
+// count_include_pad inside the padded input (not past it, where ceil_mode
+// puts a window's end).
+func TestAvgPool2DRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(61, 62))
+	for trial := range 300 {
+		h, w := 1+r.IntN(13), 1+r.IntN(40)
+		kh, kw := 1+r.IntN(min(h, 5)), 1+r.IntN(min(w, 5))
+		sh, sw := 1+r.IntN(3), 1+r.IntN(2)
+		pads := []int{r.IntN(kh), r.IntN(kw), r.IntN(kh), r.IntN(kw)}
+		ceil, include := r.IntN(2), r.IntN(2)
+		attrs := map[string]graph.Attr{
+			"kernel_shape":      attrInts(int64(kh), int64(kw)),
+			"strides":           attrInts(int64(sh), int64(sw)),
+			"pads":              attrInts(int64(pads[0]), int64(pads[1]), int64(pads[2]), int64(pads[3])),
+			"ceil_mode":         attrInt(int64(ceil)),
+			"count_include_pad": attrInt(int64(include)),
+		}
+		x := tensorOf(t, []int{2, 3, h, w}, nnRandom(r, 6*h*w)...)
+		y := runKernel(t, testNode("AveragePool", 19, attrs, 1), x)[0]
+		ys, yd, xd := y.Shape(), floatsOf(t, y), floatsOf(t, x)
+		oh, ow := ys[2], ys[3]
+		// count returns the taps of the window from o·s − p along a
+		// dimension of n inside [lo, hi).
+		count := func(o, s, p, k, lo, hi int) int {
+			c := 0
+			for j := range k {
+				if at := o*s - p + j; at >= lo && at < hi {
+					c++
+				}
+			}
+			return c
+		}
+		for pl := range 6 {
+			plane := xd[pl*h*w : (pl+1)*h*w]
+			for oy := range oh {
+				for ox := range ow {
+					var sum, mag float64
+					for ky := range kh {
+						for kx := range kw {
+							iy, ix := oy*sh-pads[0]+ky, ox*sw-pads[1]+kx
+							if iy >= 0 && iy < h && ix >= 0 && ix < w {
+								sum += float64(plane[iy*w+ix])
+								mag += math.Abs(float64(plane[iy*w+ix]))
+							}
+						}
+					}
+					n := count(oy, sh, pads[0], kh, 0, h) * count(ox, sw, pads[1], kw, 0, w)
+					if include == 1 {
+						n = count(oy, sh, pads[0], kh, -pads[0], h+pads[2]) * count(ox, sw, pads[1], kw, -pads[1], w+pads[3])
+					}
+					want := sum / float64(n)
+					got := float64(yd[(pl*oh+oy)*ow+ox])
+					if bound := float64(kh*kw+2) * 0x1p-24 * mag / float64(n); !(math.Abs(got-want) <= bound) {
+						t.Fatalf("trial %d: %dx%d, %v: plane %d (%d, %d) = %v, want %v ± %.2g", trial, h, w, attrs, pl, oy, ox, got, want, bound)
+					}
+				}
+			}
+		}
+	}
+}

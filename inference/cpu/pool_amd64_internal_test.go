@@ -10,24 +10,24 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// TestMaxPoolRowLoops checks MaxPool's row loops (as maxRows and maxCols
-// choose them, and each vector level this CPU runs) against the maximum
-// taken element by element, bit for bit: maxRows over 1 to 4
-// rows and maxCols over kernels 1 to 7 at strides 1 and 2, every length to
+// TestMaxPoolRowLoops checks the pools' row loops (as maxRows and cols
+// choose them, and each vector level this CPU runs) against the maximum,
+// or the sum in order, taken element by element, bit for bit: maxRows over 1 to 4
+// rows and cols over kernels 1 to 7 at strides 1 and 2, every length to
 // 40 (the masked tails of both widths), on values with NaN, ±Inf and
-// signed zeros. A NaN is skipped, so the results hold none.
+// signed zeros. The maximum skips a NaN; the sum keeps it.
 func TestMaxPoolRowLoops(t *testing.T) {
 	type loops struct {
 		name string
 		rows func(dst, src []float32, rows []int, stride int)
-		cols func(out, v []float32, kw, sw int)
+		cols func(out, v []float32, kw, sw int, sum bool)
 	}
-	levels := []loops{{"chosen", maxRows, maxCols}}
+	levels := []loops{{"chosen", maxRows, cols}}
 	if hasVectorMath {
-		levels = append(levels, loops{"avx2", maxRowsAVX2, maxColsAVX2})
+		levels = append(levels, loops{"avx2", maxRowsAVX2, colsAVX2})
 	}
 	if hasVectorMath && cpu.X86.HasAVX512F {
-		levels = append(levels, loops{"avx512", maxRowsAVX512, maxColsAVX512})
+		levels = append(levels, loops{"avx512", maxRowsAVX512, colsAVX512})
 	}
 	// The maximum over xs from −Inf, NaN skipped.
 	largest := func(xs ...float32) float32 {
@@ -82,17 +82,25 @@ func TestMaxPoolRowLoops(t *testing.T) {
 					for i := range v {
 						v[i] = value()
 					}
-					got, want := make([]float32, n+1), make([]float32, n+1)
-					got[n], want[n] = 7, 7
-					if n > 0 {
-						l.cols(got[:n], v, kw, sw)
-					}
-					for o := range n {
-						want[o] = largest(v[o*sw : o*sw+kw]...)
-					}
-					for i := range got {
-						if !same(got[i], want[i]) {
-							t.Fatalf("%s maxCols n %d kw %d sw %d: element %d = %v, want %v", l.name, n, kw, sw, i, got[i], want[i])
+					for _, sum := range []bool{false, true} {
+						got, want := make([]float32, n+1), make([]float32, n+1)
+						got[n], want[n] = 7, 7
+						if n > 0 {
+							l.cols(got[:n], v, kw, sw, sum)
+						}
+						for o := range n {
+							if !sum {
+								want[o] = largest(v[o*sw : o*sw+kw]...)
+								continue
+							}
+							for _, x := range v[o*sw : o*sw+kw] {
+								want[o] += x // in order, from 0
+							}
+						}
+						for i := range got {
+							if !same(got[i], want[i]) {
+								t.Fatalf("%s cols sum %v n %d kw %d sw %d: element %d = %v, want %v", l.name, sum, n, kw, sw, i, got[i], want[i])
+							}
 						}
 					}
 				}
