@@ -8,9 +8,10 @@ import (
 
 // EliminateDeadNodes removes the nodes a run does not need, in g and in
 // the graphs nested in its nodes:
-//   - an Identity, and a Dropout that does not train (opsem.DropoutMode,
+//   - an Identity, a Dropout that does not train (opsem.DropoutMode,
 //     with its ratio and training_mode constants or left out) whose mask
-//     nothing reads: its readers read its input instead. When its output
+//     nothing reads, and a Pad whose pads are all 0: its readers read its
+//     input instead. When its output
 //     is a graph output, or is read inside a subgraph, the node stays,
 //     unless its input is the output of a node that only it reads: that
 //     node then outputs the value under the pinned name;
@@ -128,8 +129,36 @@ func passThrough(x *index, n *graph.Node, opset int64) (in, out string, ok bool)
 			return "", "", false // the error surfaces when the node runs
 		}
 		return n.Inputs[0], n.Outputs[0], true
+	case "Pad":
+		return n.Inputs[0], n.Outputs[0], len(n.Outputs) == 1 && zeroPads(x, n, opset)
 	}
 	return "", "", false
+}
+
+// zeroPads reports whether Pad node n pads nothing: its pads (the
+// constant input 1 from opset 11, the attribute pads before, paddings in
+// Pad-1) are all 0, whatever its mode and axes. PyTorch writes one before
+// an AveragePool with count_include_pad.
+func zeroPads(x *index, n *graph.Node, opset int64) bool {
+	var pads []int64
+	switch {
+	case opset >= 11:
+		t, ok := x.constant(n.Input(1))
+		if !ok || t.DType() != inference.Int64 {
+			return false
+		}
+		pads, _ = inference.Data[int64](t)
+	case n.Attrs["pads"].Type == graph.AttrInts:
+		pads = n.Attrs["pads"].Ints
+	default:
+		pads = n.Attrs["paddings"].Ints
+	}
+	for _, p := range pads {
+		if p != 0 {
+			return false
+		}
+	}
+	return len(pads) > 0
 }
 
 // bypass makes the readers of out read in, so that n, which passes in on

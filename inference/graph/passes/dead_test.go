@@ -181,3 +181,42 @@ func TestEliminateDeadNodesNestedIsLinear(t *testing.T) {
 		g = next
 	}
 }
+
+// A Pad that pads nothing passes its input on, as PyTorch writes one
+// before an AveragePool: its pads an all-zero constant input (opsets 11
+// on, with or without axes) or attribute (before 11). One that pads, or
+// whose pads a feed may override, stays.
+func TestEliminateDeadNodesZeroPad(t *testing.T) {
+	pool := map[string]graph.Attr{"kernel_shape": {Type: graph.AttrInts, Ints: []int64{2, 2}}, "strides": {Type: graph.AttrInts, Ints: []int64{2, 2}}}
+	input := func(opset int64, pads ...int64) func() *model {
+		return func() *model {
+			m := newModel(opset)
+			x := m.input("x", 1, 2, 4, 4)
+			m.output(m.op("AveragePool", pool, m.op("Pad", nil, x, m.ints("pads", pads...))))
+			return m
+		}
+	}
+	rewrite(t, input(13, 0, 0, 0, 0, 0, 0, 0, 0), passes.EliminateDeadNodes(), "AveragePool", 0, 0)
+	rewrite(t, func() *model {
+		m := newModel(18)
+		x := m.input("x", 1, 2, 4, 4)
+		m.output(m.op("AveragePool", pool, m.op("Pad", nil, x, m.ints("pads", 0, 0, 0, 0), "", m.ints("axes", 2, 3))))
+		return m
+	}, passes.EliminateDeadNodes(), "AveragePool", 0, 0)
+	attr := func(pads ...int64) func() *model {
+		return func() *model {
+			m := newModel(10)
+			x := m.input("x", 1, 2, 4, 4)
+			m.output(m.op("AveragePool", pool, m.op("Pad", map[string]graph.Attr{"pads": {Type: graph.AttrInts, Ints: pads}}, x)))
+			return m
+		}
+	}
+	rewrite(t, attr(0, 0, 0, 0, 0, 0, 0, 0), passes.EliminateDeadNodes(), "AveragePool", 0, 0)
+	unchanged(t, input(13, 0, 0, 0, 1, 0, 0, 0, 1), passes.EliminateDeadNodes())
+	unchanged(t, attr(0, 0, 1, 0, 0, 0, 1, 0), passes.EliminateDeadNodes())
+	unchanged(t, func() *model {
+		m := input(13, 0, 0, 0, 0, 0, 0, 0, 0)()
+		m.overridable("pads")
+		return m
+	}, passes.EliminateDeadNodes())
+}
