@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/internal/limit"
@@ -304,14 +305,8 @@ func (p *atPlan) heads(lo, hi, threads int) {
 			}
 			masked := false
 			if bias != nil {
-				brow := bias.row(b, h, i)
-				masked = true
-				for j, x := range brow {
-					row[j] += x
-					if !math.IsInf(float64(x), -1) {
-						masked = false
-					}
-				}
+				addInto(row, bias.row(b, h, i))
+				masked = bias.masked[bias.rowIndex(b, h, i)]
 			}
 			if mode == 2 {
 				copy(out, row)
@@ -338,6 +333,7 @@ type atBias struct {
 	heads, qSeq, total int
 	perBatch, perHead  bool
 	data               []float32
+	masked             []bool // per row of data: every value −Inf (fill's)
 
 	causal   bool
 	maskLen  int    // the mask's last dimension; 0 without a mask
@@ -346,6 +342,12 @@ type atBias struct {
 }
 
 func (s *atBias) row(b, h, i int) []float32 {
+	off := s.rowIndex(b, h, i) * s.total
+	return s.data[off : off+s.total]
+}
+
+// rowIndex is the index of the row (b, h, i) uses among data's rows.
+func (s *atBias) rowIndex(b, h, i int) int {
 	if !s.perBatch {
 		b = 0
 	}
@@ -356,8 +358,7 @@ func (s *atBias) row(b, h, i int) []float32 {
 	if s.perHead {
 		heads = s.heads
 	}
-	off := ((b*heads+h)*s.qSeq + i) * s.total
-	return s.data[off : off+s.total]
+	return (b*heads+h)*s.qSeq + i
 }
 
 // atAttentionBias plans Attention's additive bias from attn_mask (input 3),
@@ -477,6 +478,14 @@ func (s *atBias) fill(n opsem.Node, in []inference.Tensor, batch, qSeq, total, p
 				}
 			}
 		}
+	}
+	// The rows that mask every key: their queries attend to nothing, and
+	// heads gives them zeros rather than softmax's NaN.
+	if s.masked, err = limit.Make[bool](n.Run, batches*hs*qSeq); err != nil {
+		return nil, err
+	}
+	for r := range s.masked {
+		s.masked[r] = !slices.ContainsFunc(s.data[r*total:(r+1)*total], func(x float32) bool { return !math.IsInf(float64(x), -1) })
 	}
 	return s, nil
 }
