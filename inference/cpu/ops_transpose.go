@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/internal/limit"
@@ -133,7 +134,17 @@ type tpWalk[T inference.Element] struct {
 	inner, step int
 	src, y      []T
 	body        func(o int, at []int)
+
+	// A float32 permutation whose last two merged axes swap (NCHW to
+	// NHWC and back, [B, S, D] to [B, D, S]) is a batch of 2-D transposes
+	// of rows × cols, the input's row stride lds: outer lists each one's
+	// input offset, and transpose2D moves 8×8 blocks. nil otherwise.
+	outer           []int
+	rows, cols, lds int
 }
+
+// tpTransposeOuter bounds the 2-D transposes a tpWalk lists.
+const tpTransposeOuter = 1 << 16
 
 func newTpWalk[T inference.Element](shape, perm []int) *tpWalk[T] {
 	out := make([]int, len(perm))
@@ -148,7 +159,39 @@ func newTpWalk[T inference.Element](shape, perm []int) *tpWalk[T] {
 	w := &tpWalk[T]{out: out, walker: newStridedWalker(out, [][]int{steps})}
 	w.inner, w.step = innerRun(w.walker.dims, w.walker.strides, 0)
 	w.body = w.run
+	w.planTranspose()
 	return w
+}
+
+// planTranspose sets w.outer, rows, cols and lds where w's merged axes end
+// in a swap of two axes of at least 8 each (for float32).
+func (w *tpWalk[T]) planTranspose() {
+	var zero T
+	if _, ok := any(zero).(float32); !ok {
+		return
+	}
+	dims, st := w.walker.dims, w.walker.strides[0]
+	k := len(dims) - 1
+	if k < 1 || st[k] == 1 || st[k-1] != 1 || dims[k] < 8 || dims[k-1] < 8 {
+		return
+	}
+	n := 1
+	for _, d := range dims[:k-1] {
+		n *= d
+		if n > tpTransposeOuter {
+			return
+		}
+	}
+	w.rows, w.cols, w.lds = dims[k-1], dims[k], st[k]
+	w.outer = make([]int, n)
+	for o := range w.outer {
+		at, rest := 0, o
+		for d := k - 2; d >= 0; d-- {
+			at += rest % dims[d] * st[d]
+			rest /= dims[d]
+		}
+		w.outer[o] = at
+	}
 }
 
 func (w *tpWalk[T]) shape() []int { return w.out }
@@ -159,7 +202,18 @@ func (w *tpWalk[T]) permute(n opsem.Node, x inference.Tensor, out []int) ([]infe
 		return nil, err
 	}
 	w.src, w.y = dataOf[T](x), y
-	w.walker.walk(len(y), w.body)
+	if w.outer != nil {
+		// T is float32 (planTranspose): the same memory, without an
+		// interface conversion, which would allocate.
+		src := unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(w.src))), len(w.src))
+		dst := unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(y))), len(y))
+		size := w.rows * w.cols
+		for o, at := range w.outer {
+			transpose2D(dst[o*size:(o+1)*size], src[at:], w.rows, w.cols, w.lds)
+		}
+	} else {
+		w.walker.walk(len(y), w.body)
+	}
 	w.src, w.y = nil, nil // not to hold the buffers until the next run
 	return opsem.Single(n, out, y)
 }
@@ -218,4 +272,15 @@ func tpReverseSequence(n opsem.Node, in []inference.Tensor) ([]inference.Tensor,
 	}
 	y, err := take(n.Run, x, shape, offs, inference.Tensor{})
 	return []inference.Tensor{y}, err
+}
+
+// transposeGo sets dst[i·cols + j] = src[j·lds + i] for i in [i0, i1),
+// j in [j0, j1).
+func transposeGo(dst, src []float32, i0, i1, j0, j1, cols, lds int) {
+	for i := i0; i < i1; i++ {
+		row := dst[i*cols : (i+1)*cols]
+		for j := j0; j < j1; j++ {
+			row[j] = src[j*lds+i]
+		}
+	}
 }

@@ -65,3 +65,65 @@ func TestPermuteRandom(t *testing.T) {
 		}
 	}
 }
+
+// TestPermuteTransposeBlocks checks float32 permutations whose last two
+// merged axes swap (tpWalk's batches of 2-D transposes by 8×8 blocks,
+// with edges of every width) against the index arithmetic, on random
+// shapes of rank 2 to 4 with dimensions to 20, and that at least a quarter
+// of them took that path.
+func TestPermuteTransposeBlocks(t *testing.T) {
+	r := rand.New(rand.NewPCG(71, 72))
+	blocked := 0
+	const trials = 300
+	for range trials {
+		rank := 2 + r.IntN(3)
+		shape := make([]int, rank)
+		for i := range shape {
+			shape[i] = 1 + r.IntN(20)
+		}
+		// Swap two axes, moving the last or not.
+		perm := r.Perm(rank)
+		if r.IntN(2) == 0 {
+			perm = make([]int, rank)
+			for i := range perm {
+				perm[i] = i
+			}
+			a := r.IntN(rank - 1)
+			perm = append(append(perm[:a:a], perm[a+1:]...), a) // axis a last: NCHW to NHWC for a = 1
+		}
+		n := opsem.Count(shape)
+		xs := make([]float32, n)
+		for i := range xs {
+			xs[i] = float32(i)
+		}
+		x := tensorOf(t, shape, xs...)
+		w, err := newTpPermuter(x, shape, perm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.(*tpWalk[float32]).outer != nil {
+			blocked++
+		}
+		y, err := tpPermute(nil, x, shape, perm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := dataOf[float32](y)
+		out := y.Shape()
+		st, ost := opsem.Strides(shape), opsem.Strides(out)
+		for o := range got {
+			at, rem := 0, o
+			for j := range out {
+				i := rem / ost[j]
+				rem %= ost[j]
+				at += i * st[perm[j]]
+			}
+			if got[o] != float32(at) {
+				t.Fatalf("shape %v perm %v: output %d holds input %v, want %d", shape, perm, o, got[o], at)
+			}
+		}
+	}
+	if blocked < trials/4 {
+		t.Fatalf("%d of %d permutations took the block path, want at least a quarter", blocked, trials)
+	}
+}

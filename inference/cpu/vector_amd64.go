@@ -171,11 +171,11 @@ func normAffine(y, x, scale, bias []float32, m, d, inv float32) {
 	normAffineGo(y[head:], x[head:], scale[head:], bias, m, d, inv)
 }
 
-// nnPack8AVX2 is nnPack8's vector loop, over the first kc/8·8 steps,
-// without bounds checks.
+// transpose8AVX2 transposes 8×8 blocks (see vector_amd64.s), without
+// bounds checks.
 //
 //go:noescape
-func nnPack8AVX2(dst, src []float32, lds, kc int)
+func transpose8AVX2(dst []float32, ldd int, src []float32, lds, blocks int)
 
 // nnPack8 sets dst[p·8+r] = src[r·lds+p] for r < 8, p < kc (nnPackTranspose
 // for eight rows, alpha 1) and reports true, when the CPU has the vector
@@ -186,11 +186,30 @@ func nnPack8(dst, src []float32, lds, kc int) bool {
 	}
 	src, dst = src[:7*lds+kc], dst[:8*kc]
 	head := kc &^ 7
-	nnPack8AVX2(dst, src, lds, head)
+	transpose8AVX2(dst, 8, src, lds, head/8)
 	for r := range 8 {
 		for p := head; p < kc; p++ {
 			dst[p*8+r] = src[r*lds+p]
 		}
 	}
 	return true
+}
+
+// transpose2D sets dst[i·cols + j] = src[j·lds + i] for i < rows,
+// j < cols: 8×8 blocks in registers where the CPU has the vector loop,
+// the edges in Go.
+func transpose2D(dst, src []float32, rows, cols, lds int) {
+	if rows == 0 || cols == 0 {
+		return
+	}
+	_, _ = dst[rows*cols-1], src[(cols-1)*lds+rows-1] // the loops do not check
+	j0 := 0
+	if hasVectorMath && rows >= 8 {
+		blocks := rows / 8
+		for ; j0+8 <= cols; j0 += 8 {
+			transpose8AVX2(dst[j0:], cols, src[j0*lds:], lds, blocks)
+		}
+		transposeGo(dst, src, blocks*8, rows, 0, j0, cols, lds)
+	}
+	transposeGo(dst, src, 0, rows, j0, cols, cols, lds)
 }

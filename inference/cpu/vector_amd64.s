@@ -516,23 +516,27 @@ nadone:
 	VZEROUPPER
 	RET
 
-// func nnPack8AVX2(dst, src []float32, lds, kc int)
-// dst[p·8+r] = src[r·lds+p] for r < 8 and p < kc/8·8: eight rows of A
-// become the columns of a panel of an 8-row micro-kernel, 8×8 blocks at a
-// time, each transposed in registers (unpack, shuffle, lane permute) and
-// stored as 64 contiguous floats.
-TEXT ·nnPack8AVX2(SB), NOSPLIT, $0-64
+// func transpose8AVX2(dst []float32, ldd int, src []float32, lds, blocks int)
+// Transposes blocks 8×8 blocks: block b's rows are src's eight rows lds
+// apart from column 8b, and it goes to dst's eight rows ldd apart from row
+// 8b, column 0: dst[(8b+i)·ldd + r] = src[r·lds + 8b + i]. Each block is
+// transposed in registers (unpack, shuffle, lane permute). An SGEMM's
+// 8-row A panel is the case ldd = 8.
+TEXT ·transpose8AVX2(SB), NOSPLIT, $0-72
 	MOVQ dst_base+0(FP), DI
-	MOVQ src_base+24(FP), SI
-	MOVQ lds+48(FP), DX
+	MOVQ ldd+24(FP), AX
+	SHLQ $2, AX
+	MOVQ src_base+32(FP), SI
+	MOVQ lds+56(FP), DX
 	SHLQ $2, DX
-	MOVQ kc+56(FP), CX
-	SHRQ $3, CX
-	JEQ  p8done
-	LEAQ (DX)(DX*2), BX // 3 rows
-	LEAQ (SI)(DX*4), R8 // row 4
+	MOVQ blocks+64(FP), CX
+	TESTQ CX, CX
+	JEQ  t8done
+	LEAQ (DX)(DX*2), BX // 3 rows of src
+	LEAQ (SI)(DX*4), R8 // src row 4
+	LEAQ (AX)(AX*2), R9 // 3 rows of dst
 
-p8loop:
+t8loop:
 	VMOVUPS    (SI), Y0
 	VMOVUPS    (SI)(DX*1), Y1
 	VMOVUPS    (SI)(DX*2), Y2
@@ -565,20 +569,21 @@ p8loop:
 	VPERM2F128 $0x31, Y5, Y1, Y13
 	VPERM2F128 $0x31, Y6, Y2, Y14
 	VPERM2F128 $0x31, Y7, Y3, Y15
+	LEAQ       (DI)(AX*4), R10 // dst row 4
 	VMOVUPS    Y8, (DI)
-	VMOVUPS    Y9, 32(DI)
-	VMOVUPS    Y10, 64(DI)
-	VMOVUPS    Y11, 96(DI)
-	VMOVUPS    Y12, 128(DI)
-	VMOVUPS    Y13, 160(DI)
-	VMOVUPS    Y14, 192(DI)
-	VMOVUPS    Y15, 224(DI)
+	VMOVUPS    Y9, (DI)(AX*1)
+	VMOVUPS    Y10, (DI)(AX*2)
+	VMOVUPS    Y11, (DI)(R9*1)
+	VMOVUPS    Y12, (R10)
+	VMOVUPS    Y13, (R10)(AX*1)
+	VMOVUPS    Y14, (R10)(AX*2)
+	VMOVUPS    Y15, (R10)(R9*1)
 	ADDQ       $32, SI
 	ADDQ       $32, R8
-	ADDQ       $256, DI
+	LEAQ       (R10)(AX*4), DI // dst row 8
 	DECQ       CX
-	JNZ        p8loop
+	JNZ        t8loop
 
-p8done:
+t8done:
 	VZEROUPPER
 	RET

@@ -49,3 +49,9 @@ func normAffine(y, x, scale, bias []float32, m, d, inv float32) {
 // nnPack8 is a vector loop on amd64; here it reports false, and
 // nnPackTranspose's Go loop runs.
 func nnPack8(dst, src []float32, lds, kc int) bool { return false }
+
+// transpose2D sets dst[i·cols + j] = src[j·lds + i] for i < rows,
+// j < cols.
+func transpose2D(dst, src []float32, rows, cols, lds int) {
+	transposeGo(dst, src, 0, rows, 0, cols, cols, lds)
+}
