@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"slices"
+	"sort"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/internal/limit"
@@ -95,7 +96,35 @@ type slConcatPlan struct {
 	shape        []int
 	outer, inner int
 	blocks       []int // input i's block: its size along the axis × inner
-	srcs         any   // [][]T, this run's data of the inputs
+	prefix       []int // the blocks' starts in a row of the output: Σ blocks[:i]
+	state        any   // *slCat[T], made by the first run
+}
+
+// slCat is a Concat plan's state for its element type: the inputs' data
+// and the output of the run under way, and the copy of a range of the
+// output bound once (a closure per run would allocate), which parallelFor
+// splits among the cores.
+type slCat[T inference.Element] struct {
+	p    *slConcatPlan
+	srcs [][]T
+	out  []T
+	body func(lo, hi int)
+}
+
+// copyRange copies output elements lo…hi−1 from the inputs: element x is
+// row x / rowLen of the outer dimensions, where input i's block starts at
+// prefix[i].
+func (c *slCat[T]) copyRange(lo, hi int) {
+	p := c.p
+	rowLen := p.prefix[len(p.prefix)-1]
+	for x := lo; x < hi; {
+		o, r := x/rowLen, x%rowLen
+		i := sort.Search(len(p.blocks), func(i int) bool { return p.prefix[i+1] > r })
+		n := min(hi-x, p.prefix[i+1]-r)
+		at := o*p.blocks[i] + r - p.prefix[i]
+		copy(c.out[x:x+n], c.srcs[i][at:at+n])
+		x += n
+	}
 }
 
 func slConcat(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
@@ -122,11 +151,12 @@ func slConcat(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 		if err != nil {
 			return nil, err
 		}
-		p := &slConcatPlan{shape: shape, blocks: make([]int, len(in))}
+		p := &slConcatPlan{shape: shape, blocks: make([]int, len(in)), prefix: make([]int, len(in)+1)}
 		if opsem.Count(shape) > 0 { // else the other dimensions may not count within int
 			p.outer, _, p.inner = opsem.SplitAxis(shape, axis)
 			for i, s := range shapes {
 				p.blocks[i] = s[axis] * p.inner
+				p.prefix[i+1] = p.prefix[i] + p.blocks[i]
 			}
 		}
 		return p, nil
@@ -153,33 +183,30 @@ func slConcat(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 // each index over the axes before the axis, it copies each input's block
 // in turn.
 func slConcatOf[T inference.Element](n opsem.Node, p *slConcatPlan, in []inference.Tensor) ([]inference.Tensor, error) {
-	buf, err := limit.Make[T](n.Run, p.shape...)
+	out, err := limit.MakeOverwritten[T](n.Run, p.shape...) // every element is copied
 	if err != nil {
 		return nil, err
 	}
-	if len(buf) == 0 { // no elements: the other dimensions may not count within int
-		return opsem.Single(n, p.shape, buf)
+	if len(out) == 0 { // no elements: the other dimensions may not count within int
+		return opsem.Single(n, p.shape, out)
 	}
-	out := buf[:0]
-	srcs, _ := p.srcs.([][]T)
-	if len(srcs) != len(in) {
-		srcs = make([][]T, len(in))
-		p.srcs = srcs
+	c, _ := p.state.(*slCat[T])
+	if c == nil || len(c.srcs) != len(in) {
+		c = &slCat[T]{p: p, srcs: make([][]T, len(in))}
+		c.body = c.copyRange
+		p.state = c
 	}
 	for i, t := range in {
 		d, err := inference.Data[T](t)
 		if err != nil {
 			return nil, err
 		}
-		srcs[i] = d
+		c.srcs[i] = d
 	}
-	for o := range p.outer {
-		for i := range in {
-			block := p.blocks[i]
-			out = append(out, srcs[i][o*block:(o+1)*block]...)
-		}
-	}
-	clear(srcs)
+	c.out = out
+	parallelFor(len(out), 1, c.body)
+	clear(c.srcs) // not to hold the buffers until the next run
+	c.out = nil
 	return opsem.Single(n, p.shape, out)
 }
 
