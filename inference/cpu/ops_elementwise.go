@@ -816,7 +816,7 @@ func ewWhere(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
 }
 
 func ewSelect[T inference.Element](n opsem.Node, p *broadcastPlan, c []bool, x, y []T) ([]inference.Tensor, error) {
-	out, err := limit.Make[T](p.run, p.shape...)
+	out, err := limit.MakeOverwritten[T](p.run, p.shape...) // each element selected
 	if err != nil {
 		return nil, err
 	}
@@ -979,7 +979,7 @@ func ewFolder[T number](op string) func(acc, x T) T {
 
 // ewFold broadcasts input 0 to the output, then folds each further input in.
 func ewFold[T number](n opsem.Node, p *broadcastPlan, in []inference.Tensor, f func(acc, x T) T) ([]inference.Tensor, error) {
-	out, err := limit.Make[T](p.run, p.shape...)
+	out, err := limit.MakeOverwritten[T](p.run, p.shape...) // input 0 broadcast to every element first
 	if err != nil {
 		return nil, err
 	}

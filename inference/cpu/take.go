@@ -268,7 +268,7 @@ func tableTakeOf[T inference.Element](n opsem.Node, j int, t *tableTake, src inf
 	if len(offs) > 0 && len(t.tabs) > 0 {
 		fillTableOffsets(offs, t.tabs, t.idx)
 	}
-	out, err := limit.Make[T](n.Run, t.shape...) // len(offs) elements
+	out, err := limit.MakeOverwritten[T](n.Run, t.shape...) // len(offs) elements, each written
 	if err != nil {
 		return inference.Tensor{}, err
 	}
@@ -348,7 +348,7 @@ func takeOf[T inference.Element](r *limit.Run, src inference.Tensor, shape, offs
 			f = fd[0]
 		}
 	}
-	out, err := limit.Make[T](r, len(offs))
+	out, err := limit.MakeOverwritten[T](r, len(offs)) // each written
 	if err != nil {
 		return inference.Tensor{}, err
 	}
@@ -390,7 +390,7 @@ func takeOutputOf[T inference.Element](n opsem.Node, src inference.Tensor, shape
 	if err != nil {
 		return nil, err
 	}
-	out, err := limit.Make[T](n.Run, shape...) // len(offs) elements
+	out, err := limit.MakeOverwritten[T](n.Run, shape...) // len(offs) elements, each written
 	if err != nil {
 		return nil, err
 	}
