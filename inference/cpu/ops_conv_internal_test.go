@@ -612,3 +612,36 @@ func TestConvDropsDeadTaps(t *testing.T) {
 		cvCheckNear(t, name, dataOf[float32](out["y"]), want)
 	}
 }
+
+// BenchmarkStem times the first convolution of CNNs on a 224×224 RGB image
+// (three input channels, so K is 27 or 147: the product is small beside
+// the copy of the image into phases and the compaction of the output),
+// with its Relu, through a compiled model: MobileNetV2's and
+// EfficientNet's 3×3 stride-2 to 32 channels, ResNet's 7×7 stride-2 to
+// 64, SqueezeNet's 3×3 stride-2 without padding to 64.
+func BenchmarkStem(b *testing.B) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, c := range []struct{ co, k, s, p int }{{32, 3, 2, 1}, {64, 7, 2, 3}, {64, 3, 2, 0}} {
+		b.Run(fmt.Sprintf("m%d_k%d_s%d_p%d", c.co, c.k, c.s, c.p), func(b *testing.B) {
+			w, _ := inference.New([]int{c.co, 3, c.k, c.k}, nnRandom(r, c.co*3*c.k*c.k))
+			bias, _ := inference.New([]int{c.co}, nnRandom(r, c.co))
+			p := int64(c.p)
+			g := &graph.Graph{Name: "t", Opsets: map[string]int64{"": 13}, Initializers: map[string]inference.Tensor{"w": w, "b": bias},
+				Inputs:  []graph.Value{{Name: "x", DType: inference.Float32, Shape: []int{1, 3, 224, 224}}},
+				Outputs: []graph.Value{{Name: "y"}},
+				Nodes: []*graph.Node{{Name: "conv", OpType: "Conv", Inputs: []string{"x", "w", "b"}, Outputs: []string{"c"}, Attrs: map[string]graph.Attr{"pads": attrInts(p, p, p, p), "strides": attrInts(int64(c.s), int64(c.s))}},
+					{Name: "relu", OpType: "Relu", Inputs: []string{"c"}, Outputs: []string{"y"}}}}
+			m, err := Backend{}.Compile(g)
+			if err != nil {
+				b.Fatal(err)
+			}
+			x, _ := inference.New([]int{1, 3, 224, 224}, nnRandom(r, 3*224*224))
+			feeds := map[string]inference.Tensor{"x": x}
+			for b.Loop() {
+				if _, err := m.Run(context.Background(), feeds); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
