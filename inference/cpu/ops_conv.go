@@ -249,6 +249,64 @@ func cvScatterColumns2D(col []float32, channels int, m cvTaps, y []float32) {
 	}
 }
 
+// cvScatterPhases2 is cvScatterColumns2D at a column stride of 2, into y
+// cleared or not, with the bias added (bias nil: none). There a tap's
+// input row lands on every other output column, which a vector cannot
+// add; but it lands on one phase of the output row, its even or its odd
+// columns, contiguously: each channel's plane is built in scratch as rows
+// of their two phases (oh × 2 × ⌈ow/2⌉ floats), with vector adds, then
+// interleaved into y with the bias (interleave2).
+func cvScatterPhases2(col []float32, channels int, m cvTaps, y, bias, scratch []float32) {
+	ih, iw := m.cols[0], m.cols[1]
+	oh, ow := m.img[0], m.img[1]
+	kh, kw := m.kernel[0], m.kernel[1]
+	sy := m.stride[0]
+	qw := (ow + 1) / 2
+	ncol := ih * iw
+	ph := scratch[:oh*2*qw]
+	for c := range channels {
+		clear(ph)
+		for ky := range kh {
+			offY := ky*m.dilation[0] - m.pad[0]
+			ylo, yhi := cvSpan(offY, sy, oh, ih)
+			for kx := range kw {
+				offX := kx*m.dilation[1] - m.pad[1]
+				xlo, xhi := cvSpan(offX, 2, ow, iw)
+				if xlo >= xhi {
+					continue
+				}
+				// Output column 2·ix + offX is phase b's column ix + dx.
+				b, dx := offX&1, offX>>1
+				rows := col[((c*kh+ky)*kw+kx)*ncol:]
+				for iy := ylo; iy < yhi; iy++ {
+					at := (iy*sy+offY)*2*qw + b*qw + dx
+					axpy(ph[at+xlo:at+xhi], rows[iy*iw+xlo:iy*iw+xhi], 1) // an add: 1·x is exact
+				}
+			}
+		}
+		var bc float32
+		if bias != nil {
+			bc = bias[c]
+		}
+		plane := y[c*oh*ow : (c+1)*oh*ow]
+		for oy := range oh {
+			row := ph[oy*2*qw : (oy+1)*2*qw]
+			interleave2(plane[oy*ow:(oy+1)*ow], row[:qw], row[qw:], bc)
+		}
+	}
+}
+
+// interleave2Go is interleave2's loop.
+func interleave2Go(out, even, odd []float32, b float32) {
+	for i := range out {
+		if i&1 == 0 {
+			out[i] = even[i>>1] + b
+		} else {
+			out[i] = odd[i>>1] + b
+		}
+	}
+}
+
 // cvBias returns the optional per-output-channel bias input 2.
 func cvBias(n opsem.Node, in []inference.Tensor, channels int) ([]float32, error) {
 	b, bd, err := floatArg(n, in, 2, "B")
@@ -1184,7 +1242,7 @@ func cvConvTranspose(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, e
 	if cvBiasOnly(xd, wd, bias, out, p.batch, nil) {
 		return opsem.Single(n, p.shape, out)
 	}
-	if err := cvClaimScratch(n.Run, p.batch*p.group, p.rows, p.isp); err != nil {
+	if err := cvClaimScratch(n.Run, p.batch*p.group, 1, p.rows*p.isp+p.phases); err != nil {
 		return nil, err
 	}
 	packs, _ := n.Prepared.(nnPackedSet)
@@ -1204,6 +1262,7 @@ type cvTransposePlan struct {
 	mg, cg, isp, osp, rows        int
 	shape                         []int
 	taps                          cvTaps
+	phases                        int // cvScatterPhases2's scratch, in floats: 2-D at column stride 2; else 0
 	body                          func(lo, hi, threads int)
 
 	xd, wd, bias, out []float32   // the run's
@@ -1226,6 +1285,9 @@ func newCvTransposePlan(n opsem.Node, x, w inference.Tensor) (*cvTransposePlan, 
 	p.cg = p.chans / group
 	p.isp, p.osp, p.rows = opsem.Count(g.In), opsem.Count(g.Out), p.mg*opsem.Count(kernel)
 	p.taps = cvTaps{cols: g.In, img: g.Out, kernel: kernel, stride: g.Stride, dilation: g.Dilation, pad: g.PadBegin}
+	if len(g.Out) == 2 && g.Stride[1] == 2 {
+		p.phases = g.Out[0] * 2 * ((g.Out[1] + 1) / 2)
+	}
 	p.body = p.products
 	return p, nil
 }
@@ -1243,13 +1305,23 @@ func (p *cvTransposePlan) products(lo, hi, threads int) {
 		w := p.wd[grp*p.cg*p.rows:]
 		nnSgemmPre(threads, nnPrepacked{a: p.packs.of(grp, w)}, nnBlocks{}, true, false, p.rows, p.isp, p.cg, 1, w, p.rows, src, p.isp, 0, col, p.isp)
 		y := p.out[(img*p.outChans+grp*p.mg)*p.osp : (img*p.outChans+(grp+1)*p.mg)*p.osp]
-		if len(p.taps.cols) == 2 {
+		var bias []float32
+		if p.bias != nil {
+			bias = p.bias[grp*p.mg : (grp+1)*p.mg]
+		}
+		switch {
+		case p.phases > 0:
+			pb := cvScratchBuf(p.phases)
+			cvScatterPhases2(col, p.mg, p.taps, y, bias, (*pb)[:p.phases])
+			cvScratchPool.put(pb)
+			continue
+		case len(p.taps.cols) == 2:
 			cvScatterColumns2D(col, p.mg, p.taps, y)
-		} else {
+		default:
 			cvScatterColumns(col, p.mg, p.taps, y)
 		}
-		if p.bias != nil {
-			cvAddBias(y, p.bias[grp*p.mg:(grp+1)*p.mg], p.osp)
+		if bias != nil {
+			cvAddBias(y, bias, p.osp)
 		}
 	}
 }

@@ -213,3 +213,21 @@ func transpose2D(dst, src []float32, rows, cols, lds int) {
 	}
 	transposeGo(dst, src, 0, rows, j0, cols, cols, lds)
 }
+
+// interleave2AVX2 is interleave2's vector loop over the first
+// len(out)/16·16 elements of out, without bounds checks.
+//
+//go:noescape
+func interleave2AVX2(out, even, odd []float32, b float32)
+
+// interleave2 sets out[2i] = even[i] + b and out[2i+1] = odd[i] + b:
+// even holds ⌈len(out)/2⌉ values, odd ⌊len(out)/2⌋.
+func interleave2(out, even, odd []float32, b float32) {
+	even, odd = even[:(len(out)+1)/2], odd[:len(out)/2]
+	head := 0
+	if hasVectorMath {
+		head = len(out) &^ 15
+		interleave2AVX2(out, even, odd, b)
+	}
+	interleave2Go(out[head:], even[head/2:], odd[head/2:], b)
+}

@@ -587,3 +587,35 @@ t8loop:
 t8done:
 	VZEROUPPER
 	RET
+
+// func interleave2AVX2(out, even, odd []float32, b float32)
+// out[2i] = even[i] + b, out[2i+1] = odd[i] + b for i < len(out)/16·8:
+// eight of each a step, paired by VUNPCKLPS/VUNPCKHPS and put in order
+// by VPERM2F128.
+TEXT ·interleave2AVX2(SB), NOSPLIT, $0-76
+	MOVQ         out_base+0(FP), DI
+	MOVQ         out_len+8(FP), CX
+	MOVQ         even_base+24(FP), SI
+	MOVQ         odd_base+48(FP), DX
+	VBROADCASTSS b+72(FP), Y7
+	SHRQ         $4, CX
+	JEQ          ildone
+
+illoop:
+	VADDPS     (SI), Y7, Y0
+	VADDPS     (DX), Y7, Y1
+	VUNPCKLPS  Y1, Y0, Y2
+	VUNPCKHPS  Y1, Y0, Y3
+	VPERM2F128 $0x20, Y3, Y2, Y4
+	VPERM2F128 $0x31, Y3, Y2, Y5
+	VMOVUPS    Y4, (DI)
+	VMOVUPS    Y5, 32(DI)
+	ADDQ       $32, SI
+	ADDQ       $32, DX
+	ADDQ       $64, DI
+	DECQ       CX
+	JNZ        illoop
+
+ildone:
+	VZEROUPPER
+	RET

@@ -55,3 +55,9 @@ func nnPack8(dst, src []float32, lds, kc int) bool { return false }
 func transpose2D(dst, src []float32, rows, cols, lds int) {
 	transposeGo(dst, src, 0, rows, 0, cols, cols, lds)
 }
+
+// interleave2 sets out[2i] = even[i] + b and out[2i+1] = odd[i] + b:
+// even holds ⌈len(out)/2⌉ values, odd ⌊len(out)/2⌋.
+func interleave2(out, even, odd []float32, b float32) {
+	interleave2Go(out, even[:(len(out)+1)/2], odd[:len(out)/2], b)
+}
