@@ -116,7 +116,12 @@ func (e *epilogue) applyRows(out []float32, cols int) {
 }
 
 // addInto sets y[i] += x[i] for i < len(y); x is at least as long.
-func addInto(y, x []float32) { ewArithVV(ewAdd, y, y, x[:len(y)]) }
+//
+// Through axpy with a = 1 (1·x is exact, so its fused multiply-add rounds
+// y + x once, as an add does), whose loop is called directly: the
+// epilogues add short rows, where the elementwise dispatch cost more
+// than the adds.
+func addInto(y, x []float32) { axpy(y, x, 1) }
 
 // fusedEpilogue returns the epilogue n carries for its float32 output of
 // shape out: nil when n carries none, or when its residual has another
