@@ -430,3 +430,27 @@ func TestConvTransposePrepacked(t *testing.T) {
 		t.Fatal("the compiled ConvTranspose differs from the kernel packing W at each run")
 	}
 }
+
+// TestConvTransposeThreads runs a ConvTranspose at stride 2 on a batch of
+// one, whose one unit has every thread (its 32 output channels, 64×64,
+// scattered in parallel chunks by scatterPhases), with 1, 2 and 3
+// threads: the same output.
+func TestConvTransposeThreads(t *testing.T) {
+	r := rand.New(rand.NewPCG(55, 56))
+	xs, ws := []int{1, 8, 32, 32}, []int{8, 32, 3, 3}
+	attrs := map[string]graph.Attr{"strides": attrInts(2, 2), "pads": attrInts(1, 1, 1, 1), "output_padding": attrInts(1, 1)}
+	x, w, bias := tensorOf(t, xs, nnRandom(r, opsem.Count(xs))...), tensorOf(t, ws, nnRandom(r, opsem.Count(ws))...), tensorOf(t, []int{32}, nnRandom(r, 32)...)
+	var want []float32
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, threads := range []int{1, 2, 3} {
+		runtime.GOMAXPROCS(threads)
+		got, _ := floats(runKernel(t, testNode("ConvTranspose", 13, attrs, 1), x, w, bias)[0])
+		if want == nil {
+			want = got
+			continue
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%d threads: the output differs from 1 thread's", threads)
+		}
+	}
+}

@@ -1242,7 +1242,11 @@ func cvConvTranspose(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, e
 	if cvBiasOnly(xd, wd, bias, out, p.batch, nil) {
 		return opsem.Single(n, p.shape, out)
 	}
-	if err := cvClaimScratch(n.Run, p.batch*p.group, 1, p.rows*p.isp+p.phases); err != nil {
+	// The columns per unit, and the phases' scratch per thread.
+	if err := cvClaimScratch(n.Run, p.batch*p.group, 1, p.rows*p.isp); err != nil {
+		return nil, err
+	}
+	if err := cvClaimScratch(n.Run, runtime.GOMAXPROCS(0), 1, p.phases); err != nil {
 		return nil, err
 	}
 	packs, _ := n.Prepared.(nnPackedSet)
@@ -1264,6 +1268,8 @@ type cvTransposePlan struct {
 	taps                          cvTaps
 	phases                        int // cvScatterPhases2's scratch, in floats: 2-D at column stride 2; else 0
 	body                          func(lo, hi, threads int)
+	scatterFn                     func(lo, hi int) // scatterPhases, bound once
+	scCol, scY, scBias            []float32        // the unit's, for scatterPhases
 
 	xd, wd, bias, out []float32   // the run's
 	packs             nnPackedSet // W packed per group at compile time, or nil
@@ -1289,7 +1295,22 @@ func newCvTransposePlan(n opsem.Node, x, w inference.Tensor) (*cvTransposePlan, 
 		p.phases = g.Out[0] * 2 * ((g.Out[1] + 1) / 2)
 	}
 	p.body = p.products
+	p.scatterFn = p.scatterPhases
 	return p, nil
+}
+
+// scatterPhases scatters output channels lo…hi−1 of the unit that runs
+// alone with threads (scCol, scY, scBias) through their column phases
+// (cvScatterPhases2), with scratch of its own.
+func (p *cvTransposePlan) scatterPhases(lo, hi int) {
+	pb := cvScratchBuf(p.phases)
+	defer cvScratchPool.put(pb)
+	rows := p.rows / p.mg // a channel's rows of col: its taps
+	var bias []float32
+	if p.scBias != nil {
+		bias = p.scBias[lo:hi]
+	}
+	cvScatterPhases2(p.scCol[lo*rows*p.isp:hi*rows*p.isp], hi-lo, p.taps, p.scY[lo*p.osp:hi*p.osp], bias, (*pb)[:p.phases])
 }
 
 // products runs the products of units lo…hi−1 (image, group), each on
@@ -1310,6 +1331,13 @@ func (p *cvTransposePlan) products(lo, hi, threads int) {
 			bias = p.bias[grp*p.mg : (grp+1)*p.mg]
 		}
 		switch {
+		case p.phases > 0 && threads > 1:
+			// The unit runs alone (eachUnit), with threads: its output
+			// channels in parallel, each scattered on its own.
+			p.scCol, p.scY, p.scBias = col, y, bias
+			parallelFor(p.mg, 2*p.rows/p.mg*p.isp, p.scatterFn)
+			p.scCol, p.scY, p.scBias = nil, nil, nil
+			continue
 		case p.phases > 0:
 			pb := cvScratchBuf(p.phases)
 			cvScatterPhases2(col, p.mg, p.taps, y, bias, (*pb)[:p.phases])
