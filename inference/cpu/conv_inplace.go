@@ -13,7 +13,8 @@ import (
 // That holds along the output's rows only, so the product runs over a
 // wide output: its rows are those of a padded image (padding begin + in +
 // end wide), of which the first out columns are the output's, and the
-// rest are computed and dropped (cvInPlace.compact). At stride s the
+// rest are computed and dropped (cvInPlace.compact), a chunk of output
+// rows at a time, each compacted while it is in cache. At stride s the
 // padded image is first split into s×s phases (rows and columns of one
 // remainder mod s each), in which every tap reads at stride 1. The image
 // is copied once into that layout when it has padding or a stride, rather
@@ -177,14 +178,30 @@ func (d *cvInPlace) layoutSplit(src, dst []float32, lo, hi int) {
 	}
 }
 
-// compact copies the output's columns of rows lo…hi−1 of the wide output
-// (wide columns, rows d.wide apart) into y (rows oh·ow apart).
-func (d *cvInPlace) compact(y, wide []float32, lo, hi int) {
+// cvChunkFloats bounds a chunk of the wide output (cvInPlace.chunkRows):
+// 256 KiB, which stays in the L2 caches of the CPUs we run on until its
+// compaction reads it.
+const cvChunkFloats = 1 << 16
+
+// chunkRows is how many output rows the product computes at a time where
+// the wide output is not the output: as many as keep mg channels of them
+// within cvChunkFloats, at least one.
+func (d *cvInPlace) chunkRows(mg int) int {
+	return min(d.oh, max(1, cvChunkFloats/(mg*d.qw)))
+}
+
+// chunkWide is the wide columns of a chunk of n output rows.
+func (d *cvInPlace) chunkWide(n int) int { return (n-1)*d.qw + d.ow }
+
+// compact copies the output's columns of a chunk of the wide output, n
+// output rows from oy0 (its rows ld apart, one per output channel), into
+// y (rows oh·ow apart), for output channels lo…hi−1.
+func (d *cvInPlace) compact(y, wide []float32, ld, oy0, n, lo, hi int) {
 	osp := d.oh * d.ow
 	for m := lo; m < hi; m++ {
-		src, dst := wide[m*d.wide:(m+1)*d.wide], y[m*osp:(m+1)*osp]
-		for oy := range d.oh {
-			copy(dst[oy*d.ow:(oy+1)*d.ow], src[oy*d.qw:])
+		src, dst := wide[m*ld:(m+1)*ld], y[m*osp+oy0*d.ow:m*osp+(oy0+n)*d.ow]
+		for r := range n {
+			copy(dst[r*d.ow:(r+1)*d.ow], src[r*d.qw:])
 		}
 	}
 }
@@ -197,6 +214,7 @@ type cvInPlaceJob struct {
 	src, copied, wide, y []float32
 	tail                 nnTail
 	osp                  int
+	ld, oy0, n           int // the chunk being compacted: its row length, first output row, rows
 	layoutFn, compactFn  func(lo, hi int)
 }
 
@@ -208,11 +226,13 @@ func newCvInPlaceJob(d *cvInPlace, osp int) *cvInPlaceJob {
 
 func (j *cvInPlaceJob) layout(lo, hi int) { j.d.layout(j.src, j.copied, lo, hi) }
 
-// compact compacts rows lo…hi−1 and applies the tail to them.
+// compact compacts the chunk's rows of output channels lo…hi−1 and
+// applies the tail to them.
 func (j *cvInPlaceJob) compact(lo, hi int) {
-	j.d.compact(j.y, j.wide, lo, hi)
+	j.d.compact(j.y, j.wide, j.ld, j.oy0, j.n, lo, hi)
 	if j.tail != nil {
-		j.tail.finish(j.y[lo*j.osp:], j.osp, lo, 0, hi-lo, j.osp)
+		ow := j.d.ow
+		j.tail.finish(j.y[lo*j.osp+j.oy0*ow:], j.osp, lo, j.oy0*ow, hi-lo, j.n*ow)
 	}
 }
 

@@ -53,6 +53,8 @@ var cvInPlaceCases = []cvInPlaceCase{
 	{"3x3 rate 12 on 14x14 (DeepLab's ASPP): packs", []int{1, 8, 14, 14}, []int{8, 8, 3, 3}, [2]int64{1, 1}, [2]int64{12, 12}, [4]int64{12, 12, 12, 12}, 1, true, false, false},
 	{"1x1 map (a squeeze-and-excitation): packs", []int{1, 16, 1, 1}, []int{8, 16, 1, 1}, [2]int64{1, 1}, [2]int64{1, 1}, [4]int64{}, 1, true, false, false},
 	{"strides 2 and 1: packs", []int{1, 8, 28, 28}, []int{8, 8, 3, 3}, [2]int64{2, 1}, [2]int64{1, 1}, [4]int64{1, 1, 1, 1}, 1, true, false, false},
+	{"3x3 pad 1 on 56x56 to 64 channels: chunks of 17 rows", []int{1, 8, 56, 56}, []int{64, 8, 3, 3}, [2]int64{1, 1}, [2]int64{1, 1}, [4]int64{1, 1, 1, 1}, 1, true, true, false},
+	{"3x3 stride 2 stem on 112x112 to 64 channels: chunks", []int{1, 3, 112, 112}, []int{64, 3, 3, 3}, [2]int64{2, 2}, [2]int64{1, 1}, [4]int64{1, 1, 1, 1}, 1, true, true, false},
 }
 
 // TestConvInPlace checks the product that reads the im2col matrix in place
@@ -118,11 +120,12 @@ func TestConvInPlace(t *testing.T) {
 // TestConvInPlaceEpilogue runs a compiled Conv whose W is packed at
 // compile time, with a residual Add and a Relu fused into it, on the
 // in-place product: the epilogue applies to the output after the wide
-// rows are compacted, at 1 and 2 threads and batches of 1 and 3 (units
-// side by side, or one unit's columns split between threads).
+// rows are compacted, chunk by chunk (the 56×56 case: four chunks), at 1
+// and 2 threads and batches of 1 and 3 (units side by side, or one unit's
+// columns split between threads).
 func TestConvInPlaceEpilogue(t *testing.T) {
 	r := rand.New(rand.NewPCG(43, 44))
-	for _, tc := range []cvInPlaceCase{cvInPlaceCases[1], cvInPlaceCases[3], cvInPlaceCases[5]} {
+	for _, tc := range []cvInPlaceCase{cvInPlaceCases[1], cvInPlaceCases[3], cvInPlaceCases[5], cvInPlaceCases[len(cvInPlaceCases)-2]} {
 		for _, batch := range []int{1, 3} {
 			xs := append([]int{batch}, tc.xs[1:]...)
 			w, bias := nnRandom(r, opsem.Count(tc.ws)), nnRandom(r, tc.ws[0])

@@ -720,7 +720,7 @@ func (c *cvGemm) run(r *limit.Run, xd, wd []float32, packs nnPackedSet, bias, ou
 			return err
 		}
 	} else if d := c.inPlace; d != nil {
-		if err := cvClaimScratch(r, c.batch*c.group, 1, d.copyFloats+c.mg*d.wide); err != nil {
+		if err := cvClaimScratch(r, c.batch*c.group, 1, d.copyFloats+c.mg*d.chunkWide(d.chunkRows(c.mg))); err != nil {
 			return err
 		}
 	} else if !c.pointwise && !c.implicit {
@@ -806,17 +806,26 @@ func (c *cvGemm) inPlaceProduct(u *cvUnit, src, y, w []float32, pre nnPrepacked,
 		j.src, j.copied = src, b
 		j.run(threads, d.chans, d.used*d.qh*d.qw, j.layoutFn)
 	}
-	dst, ldc, tail := y, osp, u.tail.tail()
-	if !d.writesOut {
-		buf := cvScratchBuf(mg * d.wide)
-		defer cvScratchPool.put(buf)
-		dst, ldc, tail = (*buf)[:mg*d.wide], d.wide, nil
-	}
 	pre.rowsB = d.off
-	nnSgemmPre(threads, pre, nnBlocks{head: head, tail: tail}, false, false, mg, d.wide, rows, 1, w, rows, b, 0, 0, dst, ldc)
-	if !d.writesOut {
-		j.y, j.wide, j.tail = y, dst, u.tail.tail()
-		j.run(threads, mg, 2*osp, j.compactFn)
+	if d.writesOut {
+		nnSgemmPre(threads, pre, nnBlocks{head: head, tail: u.tail.tail()}, false, false, mg, d.wide, rows, 1, w, rows, b, 0, 0, y, osp)
+		j.src, j.copied = nil, nil
+		return
+	}
+	// A chunk of output rows at a time: the product of their wide
+	// columns (B read from the row's offset on), then their compaction
+	// and epilogue while the chunk is in cache.
+	per := d.chunkRows(mg)
+	buf := cvScratchBuf(mg * d.chunkWide(per))
+	defer cvScratchPool.put(buf)
+	j.y, j.tail = y, u.tail.tail()
+	for oy0 := 0; oy0 < d.oh; oy0 += per {
+		n := min(per, d.oh-oy0)
+		ld := d.chunkWide(n)
+		wide := (*buf)[:mg*ld]
+		nnSgemmPre(threads, pre, nnBlocks{head: head}, false, false, mg, ld, rows, 1, w, rows, b[oy0*d.qw:], 0, 0, wide, ld)
+		j.wide, j.ld, j.oy0, j.n = wide, ld, oy0, n
+		j.run(threads, mg, 2*n*d.ow, j.compactFn)
 	}
 	j.src, j.copied, j.y, j.wide, j.tail = nil, nil, nil, nil, nil
 }
