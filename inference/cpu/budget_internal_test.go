@@ -164,25 +164,15 @@ func TestBudgetCountsIndexTables(t *testing.T) {
 	})
 }
 
+// The window's offsets, gathered and built (1 MB of scratch), beside its
+// taps (200 kB), on the general path: a 1-D pool (2-D pools take the row
+// paths, maxPool2D and avgPool2D, whose padded row and taps a 50,000-wide
+// window keeps under the budget).
 func TestBudgetCountsPoolTables(t *testing.T) {
-	pool := func(op string, k int) *graph.Graph {
-		return oneNode(t, op, 12, map[string]graph.Attr{"kernel_shape": attrInts(1, int64(k))}, "a")
-	}
-	small := feeds(zeros(t, 1, 1, 2, 4))
-	// One output from a 50,000-wide window: the row taps (400 kB) were
-	// counted, maxPool2D's column taps (1.2 MB) were not.
-	t.Run("MaxPool column taps", func(t *testing.T) {
-		checkBudget(t, pool("MaxPool", 50_000), feeds(zeros(t, 1, 1, 1, 50_000)), pool("MaxPool", 3), small)
-	})
-	// The window's offsets, gathered and built (1 MB of scratch), beside
-	// its taps (200 kB), on the general path: a 1-D pool (2-D average
-	// pools sum rows and columns, avgPool2D).
 	pool1D := func(k int) *graph.Graph {
 		return oneNode(t, "AveragePool", 12, map[string]graph.Attr{"kernel_shape": attrInts(int64(k))}, "a")
 	}
-	t.Run("AveragePool window scratch", func(t *testing.T) {
-		checkBudget(t, pool1D(25_000), feeds(zeros(t, 1, 1, 25_000)), pool1D(3), feeds(zeros(t, 1, 1, 8)))
-	})
+	checkBudget(t, pool1D(25_000), feeds(zeros(t, 1, 1, 25_000)), pool1D(3), feeds(zeros(t, 1, 1, 8)))
 }
 
 func TestBudgetCountsNonMaxSuppressionTables(t *testing.T) {

@@ -990,15 +990,8 @@ func cvDepthwiseTaps(g opsem.Window, ld, rows int, split bool) dwTaps {
 	return t
 }
 
-// cvSplitColumns writes plane x (rows × width) to dst as two planes: its
-// even columns, (width+1)/2 wide, then its odd ones, width/2 wide.
-func cvSplitColumns(dst, x []float32, rows, width int) {
-	we, wo := (width+1)/2, width/2
-	dwSplitRows(dst[:rows*we], dst[rows*we:rows*(we+wo)], x, rows, width, we, wo)
-}
-
-// cvSplitPadded writes plane x (rows × width) into dst split as
-// cvSplitColumns splits the plane padded with ph rows above and pw
+// cvSplitPadded writes plane x (rows × width) into dst split into its
+// even and odd columns, the plane padded with ph rows above and pw
 // columns on the left, prows rows in all: prows rows of its even columns,
 // half wide, then prows rows of its odd ones, as wide. Padded column
 // pw + j is even column (pw+j)/2 or odd column (pw+j−1)/2. The padding in

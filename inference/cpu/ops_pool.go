@@ -108,10 +108,9 @@ type plPoolPlan struct {
 	planes, isp, osp                  int
 	rowStrides, idxStrides            []int
 	window, chunk                     int          // most taps of a window inside the input; output positions per chunk
-	fast                              bool         // maxPool2D runs it
+	fast                              bool         // a 2-D row path runs it: maxPool2D, maxPoolFlat, avgPool2D
 	taps                              []plPoolTaps // nil until the run that first needs them
 	tapSizes                          []int        // the tables' sizes, claimed by every run
-	colTaps                           []plColTap   // maxPool2D's column taps, made with taps
 	body                              func(lo, hi int)
 	scratch                           plScratches[plPoolScratch]
 	scratchSize                       []int // [workers, elements]: what scratch holds at most, claimed by every run
@@ -197,7 +196,7 @@ func newPlPoolPlan(n opsem.Node, x inference.Tensor, kind plPoolKind) (*plPoolPl
 		p.body = p.avgPool2D
 		// A row's sum over the window's rows, padded with zeros, then
 		// the divisors of an output row.
-		p.scratchSize = []int{workers, g.PadBegin[1] + max(g.In[1], maxColsLen(g.Out[1], g.Kernel[1], g.Stride[1])) + g.Out[1]}
+		p.scratchSize = []int{workers, plPaddedRow(g) + g.Out[1]}
 		return p, nil
 	}
 	if p.fast && g.Stride[0] == 1 && g.Stride[1] == 1 && g.Out[1] == g.In[1] {
@@ -209,7 +208,7 @@ func newPlPoolPlan(n opsem.Node, x inference.Tensor, kind plPoolKind) (*plPoolPl
 	if p.fast {
 		p.body = p.maxPool2D
 		// A row's maximum over the window's rows, padded with −Inf.
-		p.scratchSize = []int{workers, g.PadBegin[1] + max(g.In[1], maxColsLen(g.Out[1], g.Kernel[1], g.Stride[1]))}
+		p.scratchSize = []int{workers, plPaddedRow(g)}
 		return p, nil
 	}
 	p.window = 1
@@ -232,10 +231,9 @@ func newPlPoolPlan(n opsem.Node, x inference.Tensor, kind plPoolKind) (*plPoolPl
 	return p, nil
 }
 
-// claimTaps makes the taps of every spatial dimension (and maxPool2D's
-// column taps) on the plan's first run with output elements, and on later
-// runs claims their sizes again, as a run that made them would; and it
-// claims the loop's scratch.
+// claimTaps makes the taps of every spatial dimension on the plan's first
+// run with output elements, and on later runs claims their sizes again, as
+// a run that made them would; and it claims the loop's scratch.
 func (p *plPoolPlan) claimTaps(run *limit.Run) error {
 	if err := p.claimScratch(run); err != nil {
 		return err
@@ -249,12 +247,6 @@ func (p *plPoolPlan) claimTaps(run *limit.Run) error {
 				return err
 			}
 		}
-		if p.fast {
-			var err error
-			if p.colTaps, err = plColTaps(run, p.g); err != nil {
-				return err
-			}
-		}
 		p.taps, p.tapSizes = taps, sizes
 		return nil
 	}
@@ -263,8 +255,7 @@ func (p *plPoolPlan) claimTaps(run *limit.Run) error {
 			return err
 		}
 	}
-	_, err := limit.Claim[plColTap](run, cap(p.colTaps))
-	return err
+	return nil
 }
 
 // claimScratch claims the scratch the loop's workers hold: floats on
@@ -444,37 +435,6 @@ func (p *plPoolPlan) windows(lo, hi int) {
 	sc.starts, sc.padCounts, sc.pos = starts, padCounts, pos
 }
 
-// A plColTap is a kernel column of maxPool2D: for outputs oLo…oHi−1 it
-// reads the input columns from c on (every stride-th).
-type plColTap struct{ oLo, oHi, c int }
-
-// plColTaps returns maxPool2D's column taps of g, the same on every row,
-// claimed under r: those that read no input column are left out. Tap kx
-// reads columns from off = kx − pw on, stride sw apart, for outputs
-// ⌈−off/sw⌉… while the column is below iw: it reads some only for off in
-// (−ow·sw, iw), which bounds the taps when the kernel is far larger than
-// the input.
-func plColTaps(r *limit.Run, g opsem.Window) ([]plColTap, error) {
-	iw, ow := g.In[1], g.Out[1]
-	sw, pw, kw := g.Stride[1], g.PadBegin[1], g.Kernel[1]
-	from, to := max(0, pw-ow*sw+1), min(kw, pw+iw)
-	if _, err := limit.Claim[plColTap](r, max(0, to-from)); err != nil {
-		return nil, err
-	}
-	taps := make([]plColTap, 0, max(0, to-from))
-	for kx := from; kx < to; kx++ {
-		off := kx - pw // output ox reads column ox·sw + off
-		oLo, oHi := 0, min(ow, (iw-off+sw-1)/sw)
-		if off < 0 {
-			oLo = (-off + sw - 1) / sw
-		}
-		if oLo < oHi {
-			taps = append(taps, plColTap{oLo, oHi, oLo*sw + off})
-		}
-	}
-	return taps, nil
-}
-
 // maxPool2D is MaxPool over the 2-D planes lo…hi−1, without indices or
 // dilation and with a column stride of 1 or 2, an output row at a time.
 // The maximum is separable: first over the input rows the row's windows
@@ -491,7 +451,7 @@ func (p *plPoolPlan) maxPool2D(lo, hi int) {
 	isp, osp := ih*iw, oh*ow
 	sc := p.scratch.get()
 	defer p.scratch.put(sc)
-	n := pw + max(iw, maxColsLen(ow, kw, sw))
+	n := plPaddedRow(g)
 	if cap(sc.columns) < n {
 		sc.columns = make([]float32, n)
 		fill(sc.columns, float32(math.Inf(-1))) // the padding, never written
@@ -596,7 +556,7 @@ func (p *plPoolPlan) avgPool2D(lo, hi int) {
 	isp, osp := ih*iw, oh*ow
 	sc := p.scratch.get()
 	defer p.scratch.put(sc)
-	n := pw + max(iw, maxColsLen(ow, kw, sw))
+	n := plPaddedRow(g)
 	if cap(sc.columns) < n+ow {
 		sc.columns = make([]float32, n+ow) // zeros: the padding, never written
 	}
@@ -628,6 +588,13 @@ func (p *plPoolPlan) avgPool2D(lo, hi int) {
 			ewArithVV(ewDiv, y, y, div)
 		}
 	}
+}
+
+// plPaddedRow is the row maxPool2D and avgPool2D fill and read: the
+// padding before the input's row, the row, and as much after it as the
+// column loops read (maxColsLen from the row's start).
+func plPaddedRow(g opsem.Window) int {
+	return g.PadBegin[1] + max(g.In[1], maxColsLen(g.Out[1], g.Kernel[1], g.Stride[1]))
 }
 
 // maxColsLen is the floats maxCols reads for outputs outputs of kw
