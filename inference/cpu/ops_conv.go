@@ -1305,14 +1305,20 @@ func newCvTransposePlan(n opsem.Node, x, w inference.Tensor) (*cvTransposePlan, 
 // alone with threads (scCol, scY, scBias) through their column phases
 // (cvScatterPhases2), with scratch of its own.
 func (p *cvTransposePlan) scatterPhases(lo, hi int) {
+	p.scatterChannels(p.scCol, p.scY, p.scBias, lo, hi)
+}
+
+// scatterChannels scatters output channels lo…hi−1 of a unit's columns
+// col into its output y with its bias (nil: none) through their column
+// phases (cvScatterPhases2), with scratch of its own.
+func (p *cvTransposePlan) scatterChannels(col, y, bias []float32, lo, hi int) {
 	pb := cvScratchBuf(p.phases)
 	defer cvScratchPool.put(pb)
 	rows := p.rows / p.mg // a channel's rows of col: its taps
-	var bias []float32
-	if p.scBias != nil {
-		bias = p.scBias[lo:hi]
+	if bias != nil {
+		bias = bias[lo:hi]
 	}
-	cvScatterPhases2(p.scCol[lo*rows*p.isp:hi*rows*p.isp], hi-lo, p.taps, p.scY[lo*p.osp:hi*p.osp], bias, (*pb)[:p.phases])
+	cvScatterPhases2(col[lo*rows*p.isp:hi*rows*p.isp], hi-lo, p.taps, y[lo*p.osp:hi*p.osp], bias, (*pb)[:p.phases])
 }
 
 // products runs the products of units lo…hi−1 (image, group), each on
@@ -1341,9 +1347,7 @@ func (p *cvTransposePlan) products(lo, hi, threads int) {
 			p.scCol, p.scY, p.scBias = nil, nil, nil
 			continue
 		case p.phases > 0:
-			pb := cvScratchBuf(p.phases)
-			cvScatterPhases2(col, p.mg, p.taps, y, bias, (*pb)[:p.phases])
-			cvScratchPool.put(pb)
+			p.scatterChannels(col, y, bias, 0, p.mg)
 			continue
 		case len(p.taps.cols) == 2:
 			cvScatterColumns2D(col, p.mg, p.taps, y)

@@ -952,11 +952,7 @@ func scaleFloats(y, x []float32, a float32) {
 		copy(y, x)
 		return
 	}
-	if !arithVS(ewMul, y, x, a, false) {
-		for i, v := range x {
-			y[i] = v * a
-		}
-	}
+	ewArithVS(ewMul, y, x, a)
 }
 
 // axpyGo is axpy's loop.

@@ -50,16 +50,8 @@ func TestPermuteRandom(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := dataOf[int64](y)
-		out := y.Shape()
-		st, ost := opsem.Strides(shape), opsem.Strides(out)
 		for o := range got {
-			at, rem := 0, o
-			for j := range out {
-				i := rem / ost[j]
-				rem %= ost[j]
-				at += i * st[perm[j]]
-			}
-			if got[o] != int64(at) {
+			if at := permutedFrom(shape, y.Shape(), perm, o); got[o] != int64(at) {
 				t.Fatalf("shape %v perm %v: output %d holds input %d, want %d", shape, perm, o, got[o], at)
 			}
 		}
@@ -109,16 +101,8 @@ func TestPermuteTransposeBlocks(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := dataOf[float32](y)
-		out := y.Shape()
-		st, ost := opsem.Strides(shape), opsem.Strides(out)
 		for o := range got {
-			at, rem := 0, o
-			for j := range out {
-				i := rem / ost[j]
-				rem %= ost[j]
-				at += i * st[perm[j]]
-			}
-			if got[o] != float32(at) {
+			if at := permutedFrom(shape, y.Shape(), perm, o); got[o] != float32(at) {
 				t.Fatalf("shape %v perm %v: output %d holds input %v, want %d", shape, perm, o, got[o], at)
 			}
 		}
@@ -126,4 +110,17 @@ func TestPermuteTransposeBlocks(t *testing.T) {
 	if blocked < trials/4 {
 		t.Fatalf("%d of %d permutations took the block path, want at least a quarter", blocked, trials)
 	}
+}
+
+// permutedFrom is the input offset that output element o of x's shape
+// permuted by perm (out the permuted shape) holds, by the index
+// arithmetic.
+func permutedFrom(shape, out, perm []int, o int) int {
+	st, ost := opsem.Strides(shape), opsem.Strides(out)
+	at := 0
+	for j := range out {
+		at += o / ost[j] * st[perm[j]]
+		o %= ost[j]
+	}
+	return at
 }
