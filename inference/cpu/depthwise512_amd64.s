@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "prefetch_amd64.h"
 
 // The AVX-512 loops of depthwise convolution (AVX-512F and VL):
 // dwRowsAVX512, dwSplitRowsAVX512 and dwCopyRowsAVX512; see
@@ -931,6 +932,7 @@ TEXT ·maxRowsAVX512(SB), NOSPLIT, $0-80
 	MOVQ         rows_len+56(FP), R9
 	MOVQ         stride+72(FP), DX
 	SHLQ         $2, DX
+	PFDIST
 	MOVL         $0xff800000, AX
 	VPBROADCASTD AX, Z7
 	XORQ         BX, BX
@@ -948,6 +950,8 @@ mrtap:
 	ADDQ         SI, R11
 	VMOVUPS.Z    (R11)(BX*1), K1, Z1
 	VMAXPS       Z0, Z1, Z0
+	ADDQ         R13, R11
+	PREFETCHT0   (R11)(BX*1)
 	INCQ         R10
 	CMPQ         R10, R9
 	JLT          mrtap

@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "prefetch_amd64.h"
 
 // The AVX2 and FMA loops of depthwise convolution (dwRowsAVX2,
 // dwSplitRowsAVX2, dwCopyRowsAVX2) and MaxPool (maxIntoAVX2); see
@@ -507,7 +508,8 @@ copydone:
 	VMOVUPS (R12), Y6
 
 // func maxRowsAVX2(dst, src []float32, rows []int, stride int)
-// As maxRowsAVX512, a block of 8 a step, through VMASKMOVPS.
+// As maxRowsAVX512, a block of 8 a step; the last, short block through
+// VMASKMOVPS (slow on AMD cores, so only there).
 TEXT ·maxRowsAVX2(SB), NOSPLIT, $0-80
 	MOVQ         dst_base+0(FP), DI
 	MOVQ         dst_len+8(FP), CX
@@ -516,19 +518,42 @@ TEXT ·maxRowsAVX2(SB), NOSPLIT, $0-80
 	MOVQ         rows_len+56(FP), R9
 	MOVQ         stride+72(FP), DX
 	SHLQ         $2, DX
+	PFDIST
 	MOVL         $0xff800000, AX
 	MOVL         AX, X7
 	VBROADCASTSS X7, Y7
 	XORQ         BX, BX
 
 mr2block:
+	CMPQ    CX, $8
+	JLT     mr2tail
+	VMOVAPS Y7, Y0
+	XORQ    R10, R10
+
+mr2tap:
+	MOVQ       (R8)(R10*8), R11
+	IMULQ      DX, R11
+	ADDQ       SI, R11
+	VMOVUPS    (R11)(BX*1), Y1
+	VMAXPS     Y0, Y1, Y0
+	ADDQ       R13, R11
+	PREFETCHT0 (R11)(BX*1)
+	INCQ       R10
+	CMPQ       R10, R9
+	JLT        mr2tap
+	VMOVUPS    Y0, (DI)(BX*1)
+	ADDQ       $32, BX
+	SUBQ       $8, CX
+	JMP        mr2block
+
+mr2tail:
 	TESTQ   CX, CX
 	JLE     mr2done
 	MAXMASK2
 	VMOVAPS Y7, Y0
 	XORQ    R10, R10
 
-mr2tap:
+mr2tailtap:
 	MOVQ       (R8)(R10*8), R11
 	IMULQ      DX, R11
 	ADDQ       SI, R11
@@ -537,13 +562,9 @@ mr2tap:
 	VMAXPS     Y0, Y1, Y0
 	INCQ       R10
 	CMPQ       R10, R9
-	JLT        mr2tap
+	JLT        mr2tailtap
 	ADDQ       BX, DI
 	VMASKMOVPS Y0, Y6, (DI)
-	SUBQ       BX, DI
-	ADDQ       $32, BX
-	SUBQ       $8, CX
-	JMP        mr2block
 
 mr2done:
 	VZEROUPPER

@@ -10,6 +10,7 @@ import (
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/internal/limit"
 )
 
 func TestPools(t *testing.T) {
@@ -79,16 +80,31 @@ func TestMaxUnpool(t *testing.T) {
 	}
 }
 
-// BenchmarkMaxPool times a 3×3 stride-2 max pool over 64×112×112.
+// BenchmarkMaxPool times 3×3 stride-2 max pools: ResNet's over
+// 64×112×112 (padding 1; 3.2 MB, which the cache holds) and SqueezeNet's
+// at batch 8 over 8×64×111×111 (ceil_mode; 25 MB, read from memory,
+// where the row loops' prefetching counts).
 func BenchmarkMaxPool(b *testing.B) {
 	r := rand.New(rand.NewPCG(9, 10))
-	x, _ := inference.New([]int{1, 64, 112, 112}, nnRandom(r, 64*112*112))
-	n := testNode("MaxPool", 12, map[string]graph.Attr{"kernel_shape": attrInts(3, 3), "strides": attrInts(2, 2), "pads": attrInts(1, 1, 1, 1)}, 1)
-	in := []inference.Tensor{x}
-	for b.Loop() {
-		if _, err := plMaxPool(n, in); err != nil {
-			b.Fatal(err)
-		}
+	for _, c := range []struct {
+		name  string
+		shape []int
+		attrs map[string]graph.Attr
+	}{
+		{"resnet", []int{1, 64, 112, 112}, map[string]graph.Attr{"pads": attrInts(1, 1, 1, 1)}},
+		{"squeezenet_b8", []int{8, 64, 111, 111}, map[string]graph.Attr{"ceil_mode": attrInt(1)}},
+	} {
+		c.attrs["kernel_shape"], c.attrs["strides"] = attrInts(3, 3), attrInts(2, 2)
+		x, _ := inference.New(c.shape, nnRandom(r, limit.Count(c.shape...)))
+		n := testNode("MaxPool", 12, c.attrs, 1)
+		in := []inference.Tensor{x}
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := plMaxPool(n, in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
