@@ -83,13 +83,63 @@ type ewUnary struct {
 // parallelFor weighs against its threshold.
 const ewVecCost = 16
 
-// ewMap32 is the vec of f.
-func ewMap32(f func(float32) float32) func(y, x []float32) {
-	return func(y, x []float32) {
-		y = y[:len(x)]
-		for i, v := range x {
-			y[i] = f(v)
-		}
+// ewNeg32 and ewAbs32 are the vec of Neg and Abs: loops without a call
+// per element (a function value per element cost Neg 2 ns an element, a
+// chain of small Negs most of its time), on the sign bit as the spec has
+// them act (−0 and 0 change places; NaN keeps its payload).
+func ewNeg32(y, x []float32) {
+	y = y[:len(x)]
+	for i, v := range x {
+		y[i] = -v
+	}
+}
+
+func ewAbs32(y, x []float32) {
+	y = y[:len(x)]
+	for i, v := range x {
+		y[i] = float32(math.Abs(float64(v))) // exact: the conversions keep every float32
+	}
+}
+
+// The vec of Reciprocal, Sqrt, Floor, Ceil and Round: the float64
+// function's result rounded to float32, which is the float32 function's
+// (division and square root round once more without changing the result,
+// float64 holding more than twice float32's digits and two; the integers
+// Floor, Ceil and Round make are float32 values), one loop each rather
+// than a function value per element.
+
+func ewReciprocal32(y, x []float32) {
+	y = y[:len(x)]
+	for i, v := range x {
+		y[i] = 1 / v
+	}
+}
+
+func ewSqrt32(y, x []float32) {
+	y = y[:len(x)]
+	for i, v := range x {
+		y[i] = float32(math.Sqrt(float64(v)))
+	}
+}
+
+func ewFloor32(y, x []float32) {
+	y = y[:len(x)]
+	for i, v := range x {
+		y[i] = float32(math.Floor(float64(v)))
+	}
+}
+
+func ewCeil32(y, x []float32) {
+	y = y[:len(x)]
+	for i, v := range x {
+		y[i] = float32(math.Ceil(float64(v)))
+	}
+}
+
+func ewRound32(y, x []float32) {
+	y = y[:len(x)]
+	for i, v := range x {
+		y[i] = float32(math.RoundToEven(float64(v)))
 	}
 }
 
@@ -143,9 +193,9 @@ var ewUnaryOps = map[string]ewAttrs{
 			return -x
 		}
 		return x
-	}, func(x uint64) uint64 { return x }), ewMap32(func(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^ (1 << 31)) })),
+	}, func(x uint64) uint64 { return x }), ewAbs32),
 	"Neg": ewWithVec(ewFixedInt(func(x float64) float64 { return -x }, func(x int64) int64 { return -x }, nil),
-		ewMap32(func(v float32) float32 { return -v })),
+		ewNeg32),
 	"Sign": ewFixedInt(ewSignOf, func(x int64) int64 { return int64(cmp.Compare(x, 0)) }, func(x uint64) uint64 {
 		return uint64(cmp.Compare(x, 0))
 	}),
@@ -166,11 +216,11 @@ var ewUnaryOps = map[string]ewAttrs{
 			integer: func(x int64) int64 { return max(x, 0) },
 		}, nil
 	},
-	"Reciprocal": ewFixed(func(x float64) float64 { return 1 / x }),
-	"Floor":      ewFixed(math.Floor),
-	"Ceil":       ewFixed(math.Ceil),
-	"Round":      ewFixed(math.RoundToEven),
-	"Sqrt":       ewFixed(math.Sqrt),
+	"Reciprocal": ewVec(func(x float64) float64 { return 1 / x }, ewReciprocal32),
+	"Floor":      ewVec(math.Floor, ewFloor32),
+	"Ceil":       ewVec(math.Ceil, ewCeil32),
+	"Round":      ewVec(math.RoundToEven, ewRound32),
+	"Sqrt":       ewVec(math.Sqrt, ewSqrt32),
 	"Exp":        ewVec(math.Exp, func(y, x []float32) { expSum(y, x, 0) }),
 	"Log":        ewFixed(math.Log),
 	"Erf":        ewVec(math.Erf, erfs),

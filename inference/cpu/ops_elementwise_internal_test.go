@@ -3,6 +3,7 @@ package cpu
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/beamml/beamml/inference"
@@ -30,6 +31,37 @@ func TestElementwiseUnary(t *testing.T) {
 	_, err = kernels["Gelu"](testNode("Gelu", 20, map[string]graph.Attr{"approximate": attrString("erf")}, 1), []inference.Tensor{x})
 	if !errors.Is(err, inference.ErrUnsupportedOp) {
 		t.Errorf("Gelu approximate=erf: %v, want ErrUnsupportedOp", err)
+	}
+}
+
+// TestUnaryFloat32Loops checks the float32 loops of Neg, Abs,
+// Reciprocal, Sqrt, Floor, Ceil and Round against the same operators on
+// float64 elements (the float path, a function value per element) rounded
+// to float32, bit for bit: NaN, the infinities, both zeros, subnormals,
+// halves for Round, the largest floats and random values of every
+// magnitude. Both Neg and Abs act on the sign bit, so −0 and 0 change
+// places and NaN stays NaN.
+func TestUnaryFloat32Loops(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	xs := append([]float32{}, vecSpecials...)
+	xs = append(xs, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 0x1p23+1, -0x1p23-1, 0x1p-149, -0x1p-149, 0x1p-127)
+	for range 500 {
+		xs = append(xs, math.Float32frombits(r.Uint32()))
+	}
+	x32 := tensorOf(t, []int{len(xs)}, xs...)
+	wide := make([]float64, len(xs))
+	for i, v := range xs {
+		wide[i] = float64(v)
+	}
+	x64 := tensorOf(t, []int{len(xs)}, wide...)
+	for _, op := range []string{"Neg", "Abs", "Reciprocal", "Sqrt", "Floor", "Ceil", "Round"} {
+		got := floatsOf(t, runKernel(t, testNode(op, 13, nil, 1), x32)[0])
+		want := dataOf[float64](runKernel(t, testNode(op, 13, nil, 1), x64)[0])
+		for i := range xs {
+			if w := float32(want[i]); !same(got[i], w) {
+				t.Errorf("%s(%g): float32 loop %g (%#x), float64 path %g (%#x)", op, xs[i], got[i], math.Float32bits(got[i]), w, math.Float32bits(w))
+			}
+		}
 	}
 }
 
