@@ -804,7 +804,7 @@ func (c *cvGemm) inPlaceProduct(u *cvUnit, src, y, w []float32, pre nnPrepacked,
 		defer cvScratchPool.put(buf)
 		b = (*buf)[:d.copyFloats]
 		j.src, j.copied = src, b
-		j.run(threads, d.chans, d.used*d.qh*d.qw, j.layoutFn)
+		j.run(threads, d.chans, d.used*d.qh*d.qw*ewVecCost, j.layoutFn)
 	}
 	pre.rowsB = d.off
 	if d.writesOut {
@@ -825,7 +825,7 @@ func (c *cvGemm) inPlaceProduct(u *cvUnit, src, y, w []float32, pre nnPrepacked,
 		wide := (*buf)[:mg*ld]
 		nnSgemmPre(threads, pre, nnBlocks{head: head}, false, false, mg, ld, rows, 1, w, rows, b[oy0*d.qw:], 0, 0, wide, ld)
 		j.wide, j.ld, j.oy0, j.n = wide, ld, oy0, n
-		j.run(threads, mg, 2*n*d.ow, j.compactFn)
+		j.run(threads, mg, n*d.ow*ewVecCost, j.compactFn)
 	}
 	j.src, j.copied, j.y, j.wide, j.tail = nil, nil, nil, nil, nil
 }
