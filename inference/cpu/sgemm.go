@@ -55,11 +55,17 @@ const nnMaxTile = 8 * 32
 // packed B panel: c[j] += Σ_p a[p]·bp[p·nr+j] for j < nr, p < kc. Products
 // of fewer than nnRowMax rows use it instead of mr-row tiles that would be
 // mostly zeros (a batch of one through a Gemm, a recurrent step).
+//
+// half, where the kernel has one, is kernel's contract for an mr×nr/2
+// tile: the first nr/2 of each B row's values, nr/2 columns of C. A
+// panel of at most nr/2 columns (a product's last) takes it, rather than
+// a tile whose columns are half zeros.
 type nnKernel struct {
 	name   string
 	mr, nr int
 	kernel func(kc int, ap, b []float32, off []int32, c []float32, ldc int, start []float32)
 	row    func(kc int, a, bp []float32, c []float32)
+	half   func(kc int, ap, b []float32, off []int32, c []float32, ldc int, start []float32)
 }
 
 // nnPanelOffsets returns the offsets of a packed panel's kc rows, nr
@@ -95,7 +101,7 @@ const nnRowMax = 4
 
 // nnGoKernel is the plain-Go micro-kernel, available everywhere, and the
 // reference the assembly kernels are tested against.
-var nnGoKernel = nnKernel{"go2x4", nnMR, nnNR, nnMicroKernel, nil}
+var nnGoKernel = nnKernel{"go2x4", nnMR, nnNR, nnMicroKernel, nil, nil}
 
 // nnBestKernel is the micro-kernel nnSgemm uses: the first of nnKernels,
 // the fastest this CPU runs. It is set once, at package initialisation.
@@ -701,10 +707,15 @@ func nnCheckRows(rows []int32, n int, b []float32) {
 func nnPanelTiles(kern nnKernel, mc, cols, kc int, apack, b []float32, off []int32, c []float32, ldc int, scratch, start []float32) {
 	mr, nr := kern.mr, kern.nr
 	edge := scratch[:mr*nr]
+	// The tile's kernel and width: the half kernel for a panel it covers.
+	kernel, width := kern.kernel, nr
+	if kern.half != nil && cols <= nr/2 {
+		kernel, width = kern.half, nr/2
+	}
 	for r := 0; r < mc; r += mr {
 		rows := min(mr, mc-r)
 		ap := apack[r*kc : r*kc+mr*kc]
-		if rows == mr && cols == nr {
+		if rows == mr && cols == width {
 			// Sliced to exactly the elements the kernel touches, so
 			// the bounds check covers kernels that make none.
 			o := r * ldc
@@ -712,20 +723,21 @@ func nnPanelTiles(kern nnKernel, mc, cols, kc int, apack, b []float32, off []int
 			if start != nil {
 				st = start[r : r+mr]
 			}
-			kern.kernel(kc, ap, b, off, c[o:o+(mr-1)*ldc+nr], ldc, st)
+			kernel(kc, ap, b, off, c[o:o+(mr-1)*ldc+width], ldc, st)
 			continue
 		}
-		// The tile in edge, then its part inside C: set (the kernel adds
-		// start as it stores, the same sum as start + tile) or added.
+		// The tile in edge (rows nr apart), then its part inside C: set
+		// (the kernel adds start as it stores, the same sum as start +
+		// tile) or added.
 		if start != nil && rows == mr {
-			kern.kernel(kc, ap, b, off, edge, nr, start[r:r+mr])
+			kernel(kc, ap, b, off, edge, nr, start[r:r+mr])
 			for ii := range rows {
 				copy(c[(r+ii)*ldc:(r+ii)*ldc+cols], edge[ii*nr:])
 			}
 			continue
 		}
 		clear(edge)
-		kern.kernel(kc, ap, b, off, edge, nr, nil)
+		kernel(kc, ap, b, off, edge, nr, nil)
 		for ii := range rows {
 			row := c[(r+ii)*ldc : (r+ii)*ldc+cols]
 			if start != nil {

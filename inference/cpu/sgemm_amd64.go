@@ -12,6 +12,11 @@ import "golang.org/x/sys/cpu"
 //go:noescape
 func nnKernel8x32AVX512(kc int, ap, b []float32, off []int32, c []float32, ldc int, start []float32)
 
+// nnKernel8x16AVX512 is its half (nnKernel.half): an 8×16 tile in 8.
+//
+//go:noescape
+func nnKernel8x16AVX512(kc int, ap, b []float32, off []int32, c []float32, ldc int, start []float32)
+
 // nnKernel6x16AVX2 needs AVX2 and FMA: a 6×16 tile in 12 YMM accumulators.
 //
 //go:noescape
@@ -32,10 +37,10 @@ func nnRow16AVX2(kc int, a, bp, c []float32)
 func nnKernels() []nnKernel {
 	var ks []nnKernel
 	if cpu.X86.HasAVX512F {
-		ks = append(ks, nnKernel{"avx512_8x32", 8, 32, nnKernel8x32AVX512, nnRow32AVX512})
+		ks = append(ks, nnKernel{"avx512_8x32", 8, 32, nnKernel8x32AVX512, nnRow32AVX512, nnKernel8x16AVX512})
 	}
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
-		ks = append(ks, nnKernel{"avx2_6x16", 6, 16, nnKernel6x16AVX2, nnRow16AVX2})
+		ks = append(ks, nnKernel{"avx2_6x16", 6, 16, nnKernel6x16AVX2, nnRow16AVX2, nil})
 	}
 	return append(ks, nnGoKernel)
 }

@@ -233,6 +233,108 @@ set32:
 	VZEROUPPER
 	RET
 
+// AVX-512F, 8×16: the 8×32 kernel's half, for a product's last panel of
+// at most 16 columns (169 = 5·32 + 9 columns at 13×13, 196 = 6·32 + 4 at
+// 14×14), which the 8×32 tile computes at twice the multiplies. Row i sums
+// in Z(16+i); B takes Z0 and the broadcast A values Z2 and Z3. It reads
+// the first 16 of each B row's values, at the same offsets.
+
+// ROW16Z adds the A value at ao(SI), broadcast into bc, times B in Z0 to
+// acc.
+#define ROW16Z(ao, bc, acc) \
+	VBROADCASTSS ao(SI), bc; \
+	VFMADD231PS  Z0, bc, acc
+
+// STEP8x16 is one k step with A at ao(SI) and B at DI plus the offset at
+// oo(R11), in floats.
+#define STEP8x16(ao, oo) \
+	MOVL    oo(R11), R9;       \
+	VMOVUPS (DI)(R9*4), Z0;    \
+	ROW16Z(ao, Z2, Z16);       \
+	ROW16Z((ao+4), Z3, Z17);   \
+	ROW16Z((ao+8), Z2, Z18);   \
+	ROW16Z((ao+12), Z3, Z19);  \
+	ROW16Z((ao+16), Z2, Z20);  \
+	ROW16Z((ao+20), Z3, Z21);  \
+	ROW16Z((ao+24), Z2, Z22);  \
+	ROW16Z((ao+28), Z3, Z23)
+
+// ADDROW16Z adds acc to the 16 floats at DX and moves DX to the next row.
+#define ADDROW16Z(acc) \
+	VADDPS  (DX), acc, acc; \
+	VMOVUPS acc, (DX);      \
+	ADDQ    R8, DX
+
+// SETROW16Z stores acc plus the start value at so(AX), broadcast into Z0,
+// in the row at DX, and moves DX to the next row.
+#define SETROW16Z(so, acc) \
+	VBROADCASTSS so(AX), Z0; \
+	VADDPS       Z0, acc, acc; \
+	VMOVUPS      acc, (DX);    \
+	ADDQ         R8, DX
+
+// func nnKernel8x16AVX512(kc int, ap, b []float32, off []int32, c []float32, ldc int, start []float32)
+TEXT ·nnKernel8x16AVX512(SB), NOSPLIT, $0-136
+	KERNEL_ARGS
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	CMPQ   CX, $4
+	JLT    tail16z
+
+loop16z:
+	STEP8x16(0, 0)
+	STEP8x16(32, 4)
+	STEP8x16(64, 8)
+	STEP8x16(96, 12)
+	ADDQ $128, SI
+	ADDQ $16, R11
+	SUBQ $4, CX
+	CMPQ CX, $4
+	JGE  loop16z
+
+tail16z:
+	TESTQ CX, CX
+	JEQ   store16z
+
+step16z:
+	STEP8x16(0, 0)
+	ADDQ $32, SI
+	ADDQ $4, R11
+	DECQ CX
+	JNZ  step16z
+
+store16z:
+	TESTQ AX, AX
+	JNE   set16z
+	ADDROW16Z(Z16)
+	ADDROW16Z(Z17)
+	ADDROW16Z(Z18)
+	ADDROW16Z(Z19)
+	ADDROW16Z(Z20)
+	ADDROW16Z(Z21)
+	ADDROW16Z(Z22)
+	ADDROW16Z(Z23)
+	VZEROUPPER
+	RET
+
+set16z:
+	SETROW16Z(0, Z16)
+	SETROW16Z(4, Z17)
+	SETROW16Z(8, Z18)
+	SETROW16Z(12, Z19)
+	SETROW16Z(16, Z20)
+	SETROW16Z(20, Z21)
+	SETROW16Z(24, Z22)
+	SETROW16Z(28, Z23)
+	VZEROUPPER
+	RET
+
 // Row kernels: one row of A, unpacked, times a packed B panel, for
 // products of one to three rows, where a tile of 8 or 6 rows would be
 // mostly zeros. Contract (nnKernel.row): c[j] += Σ_p a[p]·bp[p·nr+j] for

@@ -267,57 +267,70 @@ func TestSgemmMicroKernels(t *testing.T) {
 		if mr%nnMR != 0 || nr%nnNR != 0 || nnNC%nr != 0 || mr > nnMC || mr*nr > nnMaxTile {
 			t.Fatalf("%s: tile %d×%d breaks the nnKernel rules", kern.name, mr, nr)
 		}
-		for _, mode := range []string{"add", "set", "scattered"} {
-			set := mode == "set"
-			for _, kc := range []int{0, 1, 2, 3, 4, 5, 7, 8, 9, 17, 64, 255, 256} {
-				ap, bp := nnRandom(r, mr*kc), nnRandom(r, nr*kc)
-				b, off := bp, nnPanelOffsets(nr, kc)
-				if mode == "scattered" {
-					// Row p at a random place in a buffer three times
-					// as large, rows in any order and overlapping.
-					b = nnRandom(r, 3*nr*kc+nr)
-					off = make([]int32, kc)
-					for p := range off {
-						off[p] = int32(r.IntN(3*nr*kc + 1))
-						copy(b[off[p]:off[p]+int32(nr)], bp[p*nr:])
-					}
-					// Overlapping rows: write them again in order, last wins,
-					// and read back what each row holds now.
-					for p := range off {
-						copy(bp[p*nr:(p+1)*nr], b[off[p]:])
-					}
-				}
-				ldc := nr + 5
-				buf := nnRandom(r, 3+mr*ldc+3)
-				var start []float32
-				if set {
-					start = nnRandom(r, mr)
-					for i := range mr {
-						for j := range nr {
-							buf[3+i*ldc+j] = float32(math.NaN())
+		// The kernel, and its half (nr/2 columns of the same B rows)
+		// where it has one.
+		type tile struct {
+			name   string
+			kernel func(kc int, ap, b []float32, off []int32, c []float32, ldc int, start []float32)
+			width  int
+		}
+		tiles := []tile{{kern.name, kern.kernel, nr}}
+		if kern.half != nil {
+			tiles = append(tiles, tile{kern.name + " half", kern.half, nr / 2})
+		}
+		for _, tl := range tiles {
+			for _, mode := range []string{"add", "set", "scattered"} {
+				set := mode == "set"
+				for _, kc := range []int{0, 1, 2, 3, 4, 5, 7, 8, 9, 17, 64, 255, 256} {
+					ap, bp := nnRandom(r, mr*kc), nnRandom(r, nr*kc)
+					b, off := bp, nnPanelOffsets(nr, kc)
+					if mode == "scattered" {
+						// Row p at a random place in a buffer three times
+						// as large, rows in any order and overlapping.
+						b = nnRandom(r, 3*nr*kc+nr)
+						off = make([]int32, kc)
+						for p := range off {
+							off[p] = int32(r.IntN(3*nr*kc + 1))
+							copy(b[off[p]:off[p]+int32(nr)], bp[p*nr:])
+						}
+						// Overlapping rows: write them again in order, last wins,
+						// and read back what each row holds now.
+						for p := range off {
+							copy(bp[p*nr:(p+1)*nr], b[off[p]:])
 						}
 					}
-				}
-				want := append([]float32(nil), buf...)
-				kern.kernel(kc, ap, b, off, buf[3:3+(mr-1)*ldc+nr], ldc, start)
+					ldc := nr + 5
+					buf := nnRandom(r, 3+mr*ldc+3)
+					var start []float32
+					if set {
+						start = nnRandom(r, mr)
+						for i := range mr {
+							for j := range tl.width {
+								buf[3+i*ldc+j] = float32(math.NaN())
+							}
+						}
+					}
+					want := append([]float32(nil), buf...)
+					tl.kernel(kc, ap, b, off, buf[3:3+(mr-1)*ldc+tl.width], ldc, start)
 
-				ap2, bp4 := make([]float32, nnMR*kc), make([]float32, nnNR*kc)
-				for i := 0; i < mr; i += nnMR {
-					for j := 0; j < nr; j += nnNR {
-						for p := range kc {
-							copy(ap2[p*nnMR:(p+1)*nnMR], ap[p*mr+i:])
-							copy(bp4[p*nnNR:(p+1)*nnNR], bp[p*nr+j:])
+					ap2, bp4 := make([]float32, nnMR*kc), make([]float32, nnNR*kc)
+					for i := 0; i < mr; i += nnMR {
+						for j := 0; j < tl.width; j += nnNR {
+							for p := range kc {
+								copy(ap2[p*nnMR:(p+1)*nnMR], ap[p*mr+i:])
+								copy(bp4[p*nnNR:(p+1)*nnNR], bp[p*nr+j:])
+							}
+							var st []float32
+							if set {
+								st = start[i : i+nnMR]
+							}
+							nnMicroKernel(kc, ap2, bp4, nnPanelOffsets(nnNR, kc), want[3+i*ldc+j:], ldc, st)
 						}
-						var st []float32
-						if set {
-							st = start[i : i+nnMR]
-						}
-						nnMicroKernel(kc, ap2, bp4, nnPanelOffsets(nnNR, kc), want[3+i*ldc+j:], ldc, st)
 					}
-				}
-				for e := range buf {
-					if d := math.Abs(float64(buf[e] - want[e])); !(d <= 1e-6*float64(1+kc)) {
-						t.Fatalf("%s kc=%d, %s: buffer element %d (tile row %d, col %d) = %g, want %g", kern.name, kc, mode, e, (e-3)/ldc, (e-3)%ldc, buf[e], want[e])
+					for e := range buf {
+						if d := math.Abs(float64(buf[e] - want[e])); !(d <= 1e-6*float64(1+kc)) {
+							t.Fatalf("%s kc=%d, %s: buffer element %d (tile row %d, col %d) = %g, want %g", tl.name, kc, mode, e, (e-3)/ldc, (e-3)%ldc, buf[e], want[e])
+						}
 					}
 				}
 			}
