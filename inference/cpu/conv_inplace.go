@@ -55,6 +55,22 @@ type cvInPlace struct {
 // (row c·len(taps)+t), or nil where it would not pay, or its offsets would
 // not fit an int32.
 func newCvInPlace(g opsem.Window, chans int, taps []cvTap, nr int) *cvInPlace {
+	d := newCvLayout(g, chans, taps)
+	if d == nil {
+		return nil
+	}
+	panels := func(n int) int { return (n + nr - 1) / nr }
+	// Nor where no panel of columns is whole (a squeeze-and-excitation's
+	// 1×1 map), which packs all the same.
+	if d.wide < nr || float64(panels(d.wide)) > (1+cvWideShare)*float64(panels(d.oh*d.ow)) {
+		return nil
+	}
+	return d
+}
+
+// newCvLayout returns the geometry of newCvInPlace's product, whether it
+// pays or not (cvTall reads the same layout), or nil where it has none.
+func newCvLayout(g opsem.Window, chans int, taps []cvTap) *cvInPlace {
 	if len(g.Kernel) != 2 || g.Stride[0] != g.Stride[1] || len(taps) == 0 {
 		return nil
 	}
@@ -67,12 +83,6 @@ func newCvInPlace(g opsem.Window, chans int, taps []cvTap, nr int) *cvInPlace {
 	d.pw = max(g.In[1]+g.PadBegin[1]+g.PadEnd[1], (d.ow-1)*s+(g.Kernel[1]-1)*g.Dilation[1]+1)
 	d.qh, d.qw = (d.ph+s-1)/s, (d.pw+s-1)/s
 	d.wide = (d.oh-1)*d.qw + d.ow
-	panels := func(n int) int { return (n + nr - 1) / nr }
-	// Nor where no panel of columns is whole (a squeeze-and-excitation's
-	// 1×1 map), which packs all the same.
-	if d.wide < nr || float64(panels(d.wide)) > (1+cvWideShare)*float64(panels(d.oh*d.ow)) {
-		return nil
-	}
 	d.slots = make([]int, s*s)
 	for i := range d.slots {
 		d.slots[i] = -1

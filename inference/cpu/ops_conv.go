@@ -470,6 +470,9 @@ func newCvPlan(n opsem.Node, in []inference.Tensor, prep *cvPrepared, x, w infer
 		if p.gemm.byTap == nil {
 			p.gemm.dropDeadTaps(dataOf[float32](w), prep.packed())
 			p.gemm.readInPlace()
+			if prep.packed() != nil {
+				p.gemm.readTall(dataOf[float32](w))
+			}
 		}
 	}
 	return p, nil
@@ -591,6 +594,9 @@ type cvGemm struct {
 	// one product per tap instead (cvByTap).
 	inPlace *cvInPlace
 	byTap   *cvByTap
+	// tall, when not nil, computes the products on their side (cvTall),
+	// in place of inPlace or packing.
+	tall *cvTall
 
 	xd, wd, bias, out []float32 // the run's
 	packs             nnPackedSet
@@ -604,6 +610,7 @@ type cvUnit struct {
 	head       cvRowBias // the group's bias, this run
 	tail       epTail
 	inPlaceJob *cvInPlaceJob // with c.inPlace
+	tallJob    *cvTallJob    // with c.tall
 }
 
 // cvRowBias is the head that starts each row i of a block (an output
@@ -712,11 +719,33 @@ func (c *cvGemm) readInPlace() {
 	}
 }
 
+// readTall makes c's products run on their side (cvTall) where that pays;
+// wd is W, a constant (without its dead taps in c.dw when they were
+// dropped).
+func (c *cvGemm) readTall(wd []float32) {
+	if c.dw != nil {
+		wd = c.dw
+	}
+	if c.tall = newCvTall(c, nnBestKernel, wd); c.tall != nil {
+		for u := range c.units {
+			c.units[u].tallJob = newCvTallJob(c.tall, c.osp)
+		}
+	}
+}
+
 // run computes the convolution of xd by wd (packed in packs where
 // prepare packed it) plus bias into out.
 func (c *cvGemm) run(r *limit.Run, xd, wd []float32, packs nnPackedSet, bias, out []float32) error {
 	if b := c.byTap; b != nil {
 		if err := cvClaimScratch(r, c.batch*c.group, 1, b.scratch()); err != nil {
+			return err
+		}
+	} else if t := c.tall; t != nil {
+		copied := 0
+		if t.layout != nil {
+			copied = t.layout.copyFloats
+		}
+		if err := cvClaimScratch(r, c.batch*c.group, 1, copied+t.scratch()); err != nil {
 			return err
 		}
 	} else if d := c.inPlace; d != nil {
@@ -758,6 +787,10 @@ func (c *cvGemm) products(lo, hi, threads int) {
 		}
 		if c.byTap != nil {
 			c.byTap.run(grp, src, bias, y, u.tail.tail(), threads)
+			continue
+		}
+		if u.tallJob != nil {
+			u.tallJob.run(src, y, bias, u.tail.tail(), grp, threads)
 			continue
 		}
 		// Each block of y starts as the bias (or zeros, beta 0) and

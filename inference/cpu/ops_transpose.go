@@ -209,7 +209,7 @@ func (w *tpWalk[T]) permute(n opsem.Node, x inference.Tensor, out []int) ([]infe
 		dst := unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(y))), len(y))
 		size := w.rows * w.cols
 		for o, at := range w.outer {
-			transpose2D(dst[o*size:(o+1)*size], src[at:], w.rows, w.cols, w.lds)
+			transpose2D(dst[o*size:(o+1)*size], w.cols, src[at:], w.rows, w.cols, w.lds)
 		}
 	} else {
 		w.walker.walk(len(y), w.body)
@@ -274,11 +274,11 @@ func tpReverseSequence(n opsem.Node, in []inference.Tensor) ([]inference.Tensor,
 	return []inference.Tensor{y}, err
 }
 
-// transposeGo sets dst[i·cols + j] = src[j·lds + i] for i in [i0, i1),
+// transposeGo sets dst[i·ldd + j] = src[j·lds + i] for i in [i0, i1),
 // j in [j0, j1).
-func transposeGo(dst, src []float32, i0, i1, j0, j1, cols, lds int) {
+func transposeGo(dst, src []float32, i0, i1, j0, j1, ldd, lds int) {
 	for i := i0; i < i1; i++ {
-		row := dst[i*cols : (i+1)*cols]
+		row := dst[i*ldd : i*ldd+j1]
 		for j := j0; j < j1; j++ {
 			row[j] = src[j*lds+i]
 		}

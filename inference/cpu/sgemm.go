@@ -60,12 +60,17 @@ const nnMaxTile = 8 * 32
 // tile: the first nr/2 of each B row's values, nr/2 columns of C. A
 // panel of at most nr/2 columns (a product's last) takes it, rather than
 // a tile whose columns are half zeros.
+//
+// tall, where the kernel has one, is a convolution's product turned on
+// its side (cvTall): an mr×nr tile of output positions by output
+// channels (nnTallFunc).
 type nnKernel struct {
 	name   string
 	mr, nr int
 	kernel func(kc int, ap, b []float32, off []int32, c []float32, ldc int, start []float32)
 	row    func(kc int, a, bp []float32, c []float32)
 	half   func(kc int, ap, b []float32, off []int32, c []float32, ldc int, start []float32)
+	tall   nnTallFunc
 }
 
 // nnPanelOffsets returns the offsets of a packed panel's kc rows, nr
@@ -101,7 +106,7 @@ const nnRowMax = 4
 
 // nnGoKernel is the plain-Go micro-kernel, available everywhere, and the
 // reference the assembly kernels are tested against.
-var nnGoKernel = nnKernel{"go2x4", nnMR, nnNR, nnMicroKernel, nil, nil}
+var nnGoKernel = nnKernel{"go2x4", nnMR, nnNR, nnMicroKernel, nil, nil, nil}
 
 // nnBestKernel is the micro-kernel nnSgemm uses: the first of nnKernels,
 // the fastest this CPU runs. It is set once, at package initialisation.

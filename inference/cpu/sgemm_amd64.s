@@ -335,6 +335,134 @@ set16z:
 	VZEROUPPER
 	RET
 
+// AVX-512F, tall 8×32: the tile's eight rows are output positions of a
+// convolution, its 32 columns output channels (cvTall). Row i broadcasts
+// b[pos[i] + off[p]] at step p, read where it lies in the image (no
+// packing: eight base registers, one per position, and the step's
+// offset), times the step's 32 values of the packed Wᵀ panel at wp; it
+// sets (set) or adds the 8×32 tile at c, rows ldc apart. Row i sums in
+// Z(16+2i):Z(17+2i); B takes Z0:Z1 and the broadcasts Z2 and Z3.
+
+// TROW32 adds the value at (base)(R9*4), broadcast into bc, times Z0:Z1
+// to lo:hi.
+#define TROW32(base, bc, lo, hi) \
+	VBROADCASTSS (base)(R9*4), bc; \
+	VFMADD231PS  Z0, bc, lo;       \
+	VFMADD231PS  Z1, bc, hi
+
+// TSTEP is one k step with its offset at oo(R11) and the panel's row at
+// wo(DI).
+#define TSTEP(oo, wo) \
+	MOVL    oo(R11), R9;            \
+	VMOVUPS wo(DI), Z0;             \
+	VMOVUPS (wo+64)(DI), Z1;        \
+	TROW32(AX, Z2, Z16, Z17);       \
+	TROW32(BX, Z3, Z18, Z19);       \
+	TROW32(DX, Z2, Z20, Z21);       \
+	TROW32(R8, Z3, Z22, Z23);       \
+	TROW32(R10, Z2, Z24, Z25);      \
+	TROW32(R12, Z3, Z26, Z27);      \
+	TROW32(R13, Z2, Z28, Z29);      \
+	TROW32(SI, Z3, Z30, Z31)
+
+// TBASE sets reg to the address of b[pos[i]], pos[i] at po(R9), b at SI.
+#define TBASE(po, reg) \
+	MOVLQSX po(R9), reg; \
+	LEAQ    (SI)(reg*4), reg
+
+// STROW32 stores lo:hi in the row at DX and moves DX to the next row.
+#define STROW32(lo, hi) \
+	VMOVUPS lo, (DX);   \
+	VMOVUPS hi, 64(DX); \
+	ADDQ    R8, DX
+
+// func nnKernelTall8x32AVX512(kc int, b []float32, pos, off []int32, wp, c []float32, ldc int, set bool)
+TEXT ·nnKernelTall8x32AVX512(SB), NOSPLIT, $0-137
+	MOVQ   kc+0(FP), CX
+	MOVQ   b_base+8(FP), SI
+	MOVQ   pos_base+32(FP), R9
+	MOVQ   off_base+56(FP), R11
+	MOVQ   wp_base+80(FP), DI
+	TBASE(0, AX)
+	TBASE(4, BX)
+	TBASE(8, DX)
+	TBASE(12, R8)
+	TBASE(16, R10)
+	TBASE(20, R12)
+	TBASE(24, R13)
+	TBASE(28, R9)
+	MOVQ   R9, SI
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+	VPXORD Z28, Z28, Z28
+	VPXORD Z29, Z29, Z29
+	VPXORD Z30, Z30, Z30
+	VPXORD Z31, Z31, Z31
+	CMPQ   CX, $4
+	JLT    ttail
+
+tloop:
+	TSTEP(0, 0)
+	TSTEP(4, 128)
+	TSTEP(8, 256)
+	TSTEP(12, 384)
+	ADDQ $16, R11
+	ADDQ $512, DI
+	SUBQ $4, CX
+	CMPQ CX, $4
+	JGE  tloop
+
+ttail:
+	TESTQ CX, CX
+	JEQ   tstore
+
+tstep:
+	TSTEP(0, 0)
+	ADDQ $4, R11
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  tstep
+
+tstore:
+	MOVQ    c_base+104(FP), DX
+	MOVQ    ldc+128(FP), R8
+	SHLQ    $2, R8
+	MOVBQZX set+136(FP), AX
+	TESTQ   AX, AX
+	JNE     tset
+	ADDROW32(Z16, Z17)
+	ADDROW32(Z18, Z19)
+	ADDROW32(Z20, Z21)
+	ADDROW32(Z22, Z23)
+	ADDROW32(Z24, Z25)
+	ADDROW32(Z26, Z27)
+	ADDROW32(Z28, Z29)
+	ADDROW32(Z30, Z31)
+	VZEROUPPER
+	RET
+
+tset:
+	STROW32(Z16, Z17)
+	STROW32(Z18, Z19)
+	STROW32(Z20, Z21)
+	STROW32(Z22, Z23)
+	STROW32(Z24, Z25)
+	STROW32(Z26, Z27)
+	STROW32(Z28, Z29)
+	STROW32(Z30, Z31)
+	VZEROUPPER
+	RET
+
 // Row kernels: one row of A, unpacked, times a packed B panel, for
 // products of one to three rows, where a tile of 8 or 6 rows would be
 // mostly zeros. Contract (nnKernel.row): c[j] += Σ_p a[p]·bp[p·nr+j] for

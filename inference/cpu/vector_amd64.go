@@ -195,23 +195,23 @@ func nnPack8(dst, src []float32, lds, kc int) bool {
 	return true
 }
 
-// transpose2D sets dst[i·cols + j] = src[j·lds + i] for i < rows,
+// transpose2D sets dst[i·ldd + j] = src[j·lds + i] for i < rows,
 // j < cols: 8×8 blocks in registers where the CPU has the vector loop,
 // the edges in Go.
-func transpose2D(dst, src []float32, rows, cols, lds int) {
+func transpose2D(dst []float32, ldd int, src []float32, rows, cols, lds int) {
 	if rows == 0 || cols == 0 {
 		return
 	}
-	_, _ = dst[rows*cols-1], src[(cols-1)*lds+rows-1] // the loops do not check
+	_, _ = dst[(rows-1)*ldd+cols-1], src[(cols-1)*lds+rows-1] // the loops do not check
 	j0 := 0
 	if hasVectorMath && rows >= 8 {
 		blocks := rows / 8
 		for ; j0+8 <= cols; j0 += 8 {
-			transpose8AVX2(dst[j0:], cols, src[j0*lds:], lds, blocks)
+			transpose8AVX2(dst[j0:], ldd, src[j0*lds:], lds, blocks)
 		}
-		transposeGo(dst, src, blocks*8, rows, 0, j0, cols, lds)
+		transposeGo(dst, src, blocks*8, rows, 0, j0, ldd, lds)
 	}
-	transposeGo(dst, src, 0, rows, j0, cols, cols, lds)
+	transposeGo(dst, src, 0, rows, j0, cols, ldd, lds)
 }
 
 // interleave2AVX2 is interleave2's vector loop over the first

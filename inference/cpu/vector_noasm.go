@@ -50,10 +50,10 @@ func normAffine(y, x, scale, bias []float32, m, d, inv float32) {
 // nnPackTranspose's Go loop runs.
 func nnPack8(dst, src []float32, lds, kc int) bool { return false }
 
-// transpose2D sets dst[i·cols + j] = src[j·lds + i] for i < rows,
+// transpose2D sets dst[i·ldd + j] = src[j·lds + i] for i < rows,
 // j < cols.
-func transpose2D(dst, src []float32, rows, cols, lds int) {
-	transposeGo(dst, src, 0, rows, 0, cols, cols, lds)
+func transpose2D(dst []float32, ldd int, src []float32, rows, cols, lds int) {
+	transposeGo(dst, src, 0, rows, 0, cols, ldd, lds)
 }
 
 // interleave2 sets out[2i] = even[i] + b and out[2i+1] = odd[i] + b:
