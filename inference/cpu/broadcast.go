@@ -21,6 +21,7 @@ const (
 	broadcastSame    broadcastMode = iota // same shape as the output: element i
 	broadcastScalar                       // one element: element 0
 	broadcastTile                         // the output's trailing dimensions: element i mod size
+	broadcastRows                         // the output's leading dimensions, then ones: element i / (n / size)
 	broadcastGeneral                      // anything else: opsem.BroadcastOffsets
 )
 
@@ -80,10 +81,37 @@ func newBroadcastPlan(r *limit.Run, out []int, shapes ...[]int) *broadcastPlan {
 			o.mode = broadcastScalar
 		case o.size > 0 && slices.Equal(trimmed, out[len(out)-len(trimmed):]):
 			o.mode = broadcastTile
+		case o.size > 0 && leadingRows(s, out):
+			o.mode = broadcastRows
 		}
 		p.ops[i] = o
 	}
 	return p
+}
+
+// leadingRows reports whether an operand of shape s, aligned to out's last
+// dimensions, is out's leading dimensions followed by ones: one value for
+// each row of out's trailing dimensions (a squeeze-and-excitation's
+// [N, C, 1, 1] gate over [N, C, H, W]).
+func leadingRows(s, out []int) bool {
+	if len(s) > len(out) {
+		return false
+	}
+	pad := len(out) - len(s)
+	k := len(out) // out's dimensions from k on are ones in s
+	for k > pad && s[k-1-pad] == 1 {
+		k--
+	}
+	for d := range k {
+		sd := 1 // s aligned to out's last dimensions: ones before it
+		if d >= pad {
+			sd = s[d-pad]
+		}
+		if sd != out[d] {
+			return false
+		}
+	}
+	return k < len(out)
 }
 
 // offsets returns, for each output element, the offset of operand k's

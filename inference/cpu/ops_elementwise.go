@@ -467,12 +467,29 @@ type ewArithPlan[T number] struct {
 	*broadcastPlan
 	op         ewArithOp
 	out, a, b  []T // this run's, set around the loops
+	inner      int // the elements of a row, with an operand broadcastRows
 	vv, vs, sv func(lo, hi int)
+	rowsVS     func(lo, hi int) // a whole, b one value per row
+	rowsSV     func(lo, hi int) // a one value per row, b whole
 }
 
 func (p *ewArithPlan[T]) chunkVV(lo, hi int) { ewArithVV(p.op, p.out[lo:hi], p.a[lo:hi], p.b[lo:hi]) }
 func (p *ewArithPlan[T]) chunkVS(lo, hi int) { ewArithVS(p.op, p.out[lo:hi], p.a[lo:hi], p.b[0]) }
 func (p *ewArithPlan[T]) chunkSV(lo, hi int) { ewArithSV(p.op, p.out[lo:hi], p.a[0], p.b[lo:hi]) }
+
+// chunkRowsVS and chunkRowsSV run rows lo…hi−1 of inner elements, the
+// broadcast operand's value r for row r.
+func (p *ewArithPlan[T]) chunkRowsVS(lo, hi int) {
+	for r := lo; r < hi; r++ {
+		ewArithVS(p.op, p.out[r*p.inner:(r+1)*p.inner], p.a[r*p.inner:], p.b[r])
+	}
+}
+
+func (p *ewArithPlan[T]) chunkRowsSV(lo, hi int) {
+	for r := lo; r < hi; r++ {
+		ewArithSV(p.op, p.out[r*p.inner:(r+1)*p.inner], p.a[r], p.b[r*p.inner:])
+	}
+}
 
 // ewArithOf runs op on the node's inputs, of element type T, through the
 // plan it keeps.
@@ -484,6 +501,7 @@ func ewArithOf[T number](n opsem.Node, in []inference.Tensor, op ewArithOp) ([]i
 		}
 		p := &ewArithPlan[T]{broadcastPlan: bp, op: op}
 		p.vv, p.vs, p.sv = p.chunkVV, p.chunkVS, p.chunkSV
+		p.rowsVS, p.rowsSV = p.chunkRowsVS, p.chunkRowsSV
 		return p, nil
 	})
 	if err != nil {
@@ -515,6 +533,14 @@ func ewArith[T number](n opsem.Node, p *ewArithPlan[T], a, b []T) ([]inference.T
 	case ma == broadcastScalar && mb == broadcastSame:
 		p.out, p.a, p.b = out, a, b
 		parallelFor(len(out), ewVecCost, p.sv)
+	case ma == broadcastSame && mb == broadcastRows:
+		// One value of b per row (a squeeze-and-excitation's gate, a
+		// per-channel scale): rows in parallel.
+		p.out, p.a, p.b, p.inner = out, a, b, len(out)/len(b)
+		parallelFor(len(b), p.inner*ewVecCost, p.rowsVS)
+	case ma == broadcastRows && mb == broadcastSame:
+		p.out, p.a, p.b, p.inner = out, a, b, len(out)/len(a)
+		parallelFor(len(a), p.inner*ewVecCost, p.rowsSV)
 	case ma == broadcastSame && mb == broadcastTile:
 		for s := 0; s < len(out); s += len(b) {
 			ewArithVV(op, out[s:s+len(b)], a[s:s+len(b)], b)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 func TestElementwiseUnary(t *testing.T) {
@@ -102,6 +103,101 @@ func TestElementwiseBroadcast(t *testing.T) {
 }
 
 // Before opset 7, Add broadcasts only with broadcast=1, aligning B at axis.
+// TestElementwiseRows checks binary arithmetic where one operand holds one
+// value per row of the output's trailing dimensions (broadcastRows: a
+// squeeze-and-excitation's [N, C, 1, 1] gate, a per-channel [C, 1, 1]
+// scale at batch 1), on either side, float32 and int64, against each
+// output element computed from its indices, exactly; with rows enough to
+// run in parallel at 2 threads. Shapes that only look alike ([C, 1, 1]
+// over a batch of 8, a row operand with a trailing dimension that is not
+// one) take the general walk, and are checked the same way.
+func TestElementwiseRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(43, 44))
+	cases := []struct {
+		out, rows []int
+		isRows    bool
+	}{
+		{[]int{8, 96, 28, 28}, []int{8, 96, 1, 1}, true},
+		{[]int{1, 64, 14, 14}, []int{64, 1, 1}, true},
+		{[]int{1, 3, 4, 5}, []int{1, 3, 1, 1}, true},
+		{[]int{4, 5, 6}, []int{4, 1, 1}, true},
+		{[]int{2, 3, 0}, []int{2, 3, 1}, true},
+		{[]int{8, 16, 5, 5}, []int{16, 1, 1}, false},
+		{[]int{2, 3, 4}, []int{2, 1, 4}, false},
+	}
+	for _, c := range cases {
+		if got := newBroadcastPlan(nil, c.out, c.out, c.rows).ops[1].mode == broadcastRows; got != c.isRows {
+			t.Errorf("%v over %v: one value per row %v, want %v", c.rows, c.out, got, c.isRows)
+		}
+		n, size := opsem.Count(c.out), opsem.Count(c.rows)
+		// The rows operand's element for output element i: its index
+		// along each dimension it has, 0 where it has 1.
+		at := func(i int) int {
+			strides := opsem.Strides(c.out)
+			pad := len(c.out) - len(c.rows)
+			j, st := 0, 1
+			for d := len(c.rows) - 1; d >= 0; d-- {
+				if c.rows[d] != 1 {
+					j += (i / strides[d+pad] % c.out[d+pad]) * st
+				}
+				st *= c.rows[d]
+			}
+			return j
+		}
+		withProcs(t, func(t *testing.T) {
+			whole, rows := make([]float32, n), make([]float32, size)
+			for i := range whole {
+				whole[i] = r.Float32()*4 - 2
+			}
+			for i := range rows {
+				rows[i] = r.Float32() + 0.5
+			}
+			wt, rt := tensorOf(t, c.out, whole...), tensorOf(t, c.rows, rows...)
+			for _, op := range []string{"Mul", "Sub", "Div"} {
+				for _, rowsFirst := range []bool{false, true} {
+					in := []inference.Tensor{wt, rt}
+					if rowsFirst {
+						in = []inference.Tensor{rt, wt}
+					}
+					got := floatsOf(t, runKernel(t, testNode(op, 14, nil, 1), in...)[0])
+					for i := range n {
+						a, b := whole[i], rows[at(i)]
+						if rowsFirst {
+							a, b = b, a
+						}
+						var want float32
+						switch op {
+						case "Mul":
+							want = a * b
+						case "Sub":
+							want = a - b
+						case "Div":
+							want = a / b
+						}
+						if got[i] != want {
+							t.Fatalf("%s %v and %v (rows first %v): element %d = %g, want %g", op, c.out, c.rows, rowsFirst, i, got[i], want)
+						}
+					}
+				}
+			}
+			ints := make([]int64, size)
+			for i := range ints {
+				ints[i] = int64(i%7) - 3
+			}
+			wi := make([]int64, n)
+			for i := range wi {
+				wi[i] = int64(i % 11)
+			}
+			got := dataOf[int64](runKernel(t, testNode("Mul", 14, nil, 1), tensorOf(t, c.rows, ints...), tensorOf(t, c.out, wi...))[0])
+			for i := range n {
+				if want := ints[at(i)] * wi[i]; got[i] != want {
+					t.Fatalf("int64 Mul %v and %v: element %d = %d, want %d", c.rows, c.out, i, got[i], want)
+				}
+			}
+		})
+	}
+}
+
 func TestElementwiseLegacyBroadcast(t *testing.T) {
 	a := tensorOf(t, []int{2, 2, 2}, float32(1), 2, 3, 4, 5, 6, 7, 8)
 	b := tensorOf(t, []int{2}, float32(10), 20)
