@@ -1048,3 +1048,98 @@ mcs2next:
 mcdone:
 	VZEROUPPER
 	RET
+
+// func maxPoolNarrowAVX512(out []float32, osp int, src []float32, isp, planes int, rows []int, iw int, perm []int32, kw, ow int)
+// One output row of a 2-D max pool over planes whose rows are at most 31
+// wide and whose output rows at most 16: for each of planes planes (src
+// isp floats apart, out osp apart), V = the largest of the input rows
+// rows names (iw wide, in two registers filled with −Inf past iw, so that
+// lane 31 is always −Inf), then out[j] = the largest over the kw column
+// taps of V[perm[kx·16 + j]] (VPERMI2PS; a tap in the padding indexes lane
+// 31), stored in the first ow lanes. NaN is skipped (the maximum as
+// VMAXPS's first Go operand); a window all padding gives −Inf.
+TEXT ·maxPoolNarrowAVX512(SB), NOSPLIT, $0-144
+	MOVQ         out_base+0(FP), DI
+	MOVQ         osp+24(FP), R8
+	SHLQ         $2, R8
+	MOVQ         src_base+32(FP), SI
+	MOVQ         isp+56(FP), R9
+	SHLQ         $2, R9
+	MOVQ         rows_base+72(FP), R10
+	MOVQ         rows_len+80(FP), R11
+	MOVQ         iw+96(FP), R12
+	MOVQ         perm_base+104(FP), R13
+	MOVQ         kw+128(FP), BX
+
+	// K1: the lanes of V's first register the rows fill, K2 its second's,
+	// K3 the output's.
+	MOVQ  R12, CX
+	CMPQ  CX, $16
+	JLE   2(PC)
+	MOVQ  $16, CX
+	MOVQ  $1, AX
+	SHLQ  CX, AX
+	DECQ  AX
+	KMOVW AX, K1
+	XORQ  AX, AX
+	MOVQ  R12, CX
+	SUBQ  $16, CX
+	JLE   4(PC)
+	MOVQ  $1, AX
+	SHLQ  CX, AX
+	DECQ  AX
+	KMOVW AX, K2
+	MOVQ  ow+136(FP), CX
+	MOVQ  $1, AX
+	SHLQ  CX, AX
+	DECQ  AX
+	KMOVW AX, K3
+	MOVQ  planes+64(FP), CX
+
+	MOVL         $0xff800000, AX
+	VPBROADCASTD AX, Z7
+	TESTQ        CX, CX
+	JLE          mndone
+
+mnplane:
+	VMOVAPS Z7, Z0
+	VMOVAPS Z7, Z1
+	XORQ    AX, AX
+	TESTQ   R11, R11
+	JEQ     mncols
+
+mnrow:
+	MOVQ    (R10)(AX*8), DX
+	IMULQ   R12, DX
+	LEAQ    (SI)(DX*4), DX
+	VMOVAPS Z7, Z2
+	VMOVUPS (DX), K1, Z2
+	VMAXPS  Z0, Z2, Z0
+	VMOVAPS Z7, Z3
+	VMOVUPS 64(DX), K2, Z3
+	VMAXPS  Z1, Z3, Z1
+	INCQ    AX
+	CMPQ    AX, R11
+	JLT     mnrow
+
+mncols:
+	VMOVAPS Z7, Z4
+	MOVQ    R13, DX
+	MOVQ    BX, AX
+
+mntap:
+	VMOVUPS   (DX), Z5
+	VPERMI2PS Z1, Z0, Z5
+	VMAXPS    Z4, Z5, Z4
+	ADDQ      $64, DX
+	DECQ      AX
+	JNZ       mntap
+	VMOVUPS   Z4, K3, (DI)
+	ADDQ      R9, SI
+	ADDQ      R8, DI
+	DECQ      CX
+	JNZ       mnplane
+
+mndone:
+	VZEROUPPER
+	RET

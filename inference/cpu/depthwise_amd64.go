@@ -94,6 +94,32 @@ func maxRowsAVX2(dst, src []float32, rows []int, stride int)
 //go:noescape
 func colsAVX2(out, v []float32, kw, sw int, sum bool)
 
+// maxPoolNarrowAVX512 is maxPoolNarrow's loop (see depthwise512_amd64.s),
+// without bounds checks.
+//
+//go:noescape
+func maxPoolNarrowAVX512(out []float32, osp int, src []float32, isp, planes int, rows []int, iw int, perm []int32, kw, ow int)
+
+// maxPoolNarrowRuns reports whether the CPU runs maxPoolNarrow's loop.
+func maxPoolNarrowRuns() bool { return vecBest == vecAVX512 }
+
+// maxPoolNarrow sets output row oy of each of planes planes (out's rows of
+// ow floats from its start, planes osp apart) to the maxima over the input
+// rows rows of src's planes (isp apart, rows iw wide) and the column taps
+// perm holds (kw vectors of 16 lane indices, 31 for the padding). Only
+// where maxPoolNarrowRuns.
+func maxPoolNarrow(out []float32, osp int, src []float32, isp, planes int, rows []int, iw int, perm []int32, kw, ow int) {
+	if planes <= 0 {
+		return
+	}
+	_, _ = out[(planes-1)*osp+ow-1], src[(planes-1)*isp+isp-1] // the loop does not check
+	_ = perm[kw*16-1]
+	for _, r := range rows {
+		_ = src[r*iw+iw-1]
+	}
+	maxPoolNarrowAVX512(out, osp, src, isp, planes, rows, iw, perm, kw, ow)
+}
+
 // maxRows sets dst[i] to the largest of src[r·stride + i] over r in rows,
 // NaN skipped, −Inf when rows is empty; src holds every row rows names.
 func maxRows(dst, src []float32, rows []int, stride int) {

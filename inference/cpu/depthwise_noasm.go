@@ -43,3 +43,11 @@ func sumCols(out, v []float32, kw, sw int) {
 		colsGo(out, v[:maxColsLen(len(out), kw, sw)], kw, sw, true)
 	}
 }
+
+// maxPoolNarrowRuns reports false: the narrow-map loop is AVX-512 assembly.
+func maxPoolNarrowRuns() bool { return false }
+
+// maxPoolNarrow is never called where maxPoolNarrowRuns is false.
+func maxPoolNarrow(out []float32, osp int, src []float32, isp, planes int, rows []int, iw int, perm []int32, kw, ow int) {
+	panic("maxPoolNarrow without its vector loop")
+}

@@ -111,6 +111,7 @@ type plPoolPlan struct {
 	fast                              bool         // a 2-D row path runs it: maxPool2D, maxPoolFlat, avgPool2D
 	taps                              []plPoolTaps // nil until the run that first needs them
 	tapSizes                          []int        // the tables' sizes, claimed by every run
+	perm                              []int32      // maxPoolNarrow's column taps, when it runs the plan
 	body                              func(lo, hi int)
 	scratch                           plScratches[plPoolScratch]
 	scratchSize                       []int // [workers, elements]: what scratch holds at most, claimed by every run
@@ -197,6 +198,10 @@ func newPlPoolPlan(n opsem.Node, x inference.Tensor, kind plPoolKind) (*plPoolPl
 		// A row's sum over the window's rows, padded with zeros, then
 		// the divisors of an output row.
 		p.scratchSize = []int{workers, plPaddedRow(g) + g.Out[1]}
+		return p, nil
+	}
+	if kind == plMaxKind && !p.wantIndices && r == 2 && p.osp > 0 && g.In[1] <= plNarrowIn && g.Out[1] <= plNarrowOut && maxPoolNarrowRuns() {
+		p.fast, p.body, p.perm = true, p.maxPoolNarrowPlanes, plNarrowPerm(g)
 		return p, nil
 	}
 	if p.fast && g.Stride[0] == 1 && g.Stride[1] == 1 && g.Out[1] == g.In[1] {
@@ -587,6 +592,46 @@ func (p *plPoolPlan) avgPool2D(lo, hi int) {
 			sumCols(y, row, kw, sw)
 			ewArithVV(ewDiv, y, y, div)
 		}
+	}
+}
+
+// Narrow maps: MaxPool over planes whose rows fit two vectors and whose
+// output rows one (GoogLeNet's and Inception's pools over 192 to 832
+// channels of 28×28 to 7×7, SqueezeNet's last) runs one output row of
+// every plane per call (maxPoolNarrow): the row loops' two calls per
+// plane and row, a vector or two long each, cost 3–9 times ONNX Runtime's
+// channel-blocked pools. Any kernel, stride, dilation and padding: the
+// column taps are lane indices (VPERMI2PS), the row taps the plan's.
+const (
+	plNarrowIn  = 31 // input columns: lane 31 stays −Inf, the padding's lane
+	plNarrowOut = 16 // output columns: one vector
+)
+
+// plNarrowPerm returns maxPoolNarrow's column taps for g: for each kernel
+// column kx, 16 lanes, lane j the input column output column j reads at
+// kx, or 31 where that lies in the padding (or j is past the output).
+func plNarrowPerm(g opsem.Window) []int32 {
+	kw := g.Kernel[1]
+	perm := make([]int32, kw*16)
+	for kx := range kw {
+		for j := range 16 {
+			c := j*g.Stride[1] + kx*g.Dilation[1] - g.PadBegin[1]
+			perm[kx*16+j] = plNarrowIn
+			if j < g.Out[1] && c >= 0 && c < g.In[1] {
+				perm[kx*16+j] = int32(c)
+			}
+		}
+	}
+	return perm
+}
+
+// maxPoolNarrowPlanes is MaxPool over the planes lo…hi−1 of narrow maps,
+// an output row of every plane at a time.
+func (p *plPoolPlan) maxPoolNarrowPlanes(lo, hi int) {
+	g, rows := p.g, p.taps[0]
+	ow := g.Out[1]
+	for oy := range g.Out[0] {
+		maxPoolNarrow(p.out[lo*p.osp+oy*ow:], p.osp, p.xd[lo*p.isp:], p.isp, hi-lo, rows.idx[rows.start[oy]:rows.start[oy+1]], g.In[1], p.perm, g.Kernel[1], ow)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
 	"github.com/beamml/beamml/inference/internal/limit"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 func TestPools(t *testing.T) {
@@ -148,6 +149,77 @@ func TestMaxPool2DRows(t *testing.T) {
 		if !inference.Equal(rows, general) {
 			t.Fatalf("trial %d: %dx%d planes, attributes %v: row path %v, general %v", trial, h, w, attrs, rows, general)
 		}
+	}
+}
+
+// TestMaxPoolNarrow checks MaxPool on narrow maps (rows of at most 31,
+// output rows of at most 16: maxPoolNarrow where the CPU runs it) against
+// the maximum over each window taken element by element, skipping NaN
+// (−Inf for a window all padding): kernels to 5, strides 1 to 3,
+// dilations 1 and 2, any pads, ceil_mode, up to 40 planes, and values
+// with NaN, ±Inf and signed zeros (compared as the float32 bits, NaN as
+// NaN).
+func TestMaxPoolNarrow(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 20))
+	specials := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.Copysign(0, -1))}
+	checked := 0
+	for trial := range 400 {
+		h, w := 1+r.IntN(20), 1+r.IntN(31)
+		kh, kw := 1+r.IntN(5), 1+r.IntN(5)
+		sh, sw := 1+r.IntN(3), 1+r.IntN(3)
+		dh, dw := 1+r.IntN(2), 1+r.IntN(2)
+		if (kh-1)*dh+1 > h+4 || (kw-1)*dw+1 > w+4 {
+			continue
+		}
+		ph0, pw0 := r.IntN(min(3, kh)), r.IntN(min(3, kw))
+		ph1, pw1 := r.IntN(min(3, kh)), r.IntN(min(3, kw))
+		attrs := map[string]graph.Attr{
+			"kernel_shape": attrInts(int64(kh), int64(kw)),
+			"strides":      attrInts(int64(sh), int64(sw)),
+			"dilations":    attrInts(int64(dh), int64(dw)),
+			"pads":         attrInts(int64(ph0), int64(pw0), int64(ph1), int64(pw1)),
+			"ceil_mode":    attrInt(int64(r.IntN(2))),
+		}
+		n := testNode("MaxPool", 12, attrs, 1)
+		batch, chans := 1+r.IntN(2), 1+r.IntN(20)
+		g, err := opsem.PoolWindow(n, []int{batch, chans, h, w})
+		if err != nil || g.Out[0] < 1 || g.Out[1] < 1 || g.Out[1] > 16 {
+			continue
+		}
+		checked++
+		xd := nnRandom(r, batch*chans*h*w)
+		for i := range xd {
+			if r.IntN(10) == 0 {
+				xd[i] = specials[r.IntN(len(specials))]
+			}
+		}
+		got := floatsOf(t, runKernel(t, n, tensorOf(t, []int{batch, chans, h, w}, xd...))[0])
+		oh, ow := g.Out[0], g.Out[1]
+		for pl := range batch * chans {
+			for oy := range oh {
+				for ox := range ow {
+					want := float32(math.Inf(-1))
+					for ky := range kh {
+						iy := oy*sh + ky*dh - ph0
+						for kx := range kw {
+							ix := ox*sw + kx*dw - pw0
+							if iy < 0 || iy >= h || ix < 0 || ix >= w {
+								continue
+							}
+							if v := xd[pl*h*w+iy*w+ix]; v > want || (v == 0 && want == 0 && !math.Signbit(float64(v))) {
+								want = v
+							}
+						}
+					}
+					if e := got[(pl*oh+oy)*ow+ox]; !same(e, want) && !(e == 0 && want == 0) {
+						t.Fatalf("trial %d: %dx%d planes, attributes %v: plane %d output (%d, %d) = %v, want %v", trial, h, w, attrs, pl, oy, ox, e, want)
+					}
+				}
+			}
+		}
+	}
+	if checked < 200 {
+		t.Fatalf("%d geometries checked of 400 drawn, want at least 200", checked)
 	}
 }
 
