@@ -391,7 +391,12 @@ func cvScratchBuf(n int) *[]float32 {
 // columns more, and packs its blocks from the image otherwise; a 1×1
 // kernel with unit strides and no padding reads the input directly. A
 // stride-1 product whose taps read mostly padding runs one product per
-// tap (cvByTap). A 2-D depthwise convolution (one input channel per
+// tap (cvByTap). With a constant W, output channels in whole panels of
+// the micro-kernel's columns and enough rows, the product runs on its side
+// (cvTall: output positions as the tiles' rows, read where they lie),
+// 2-D convolutions whenever their padded copy stays small, 1×1 ones where
+// SGEMM's panels of positions would be mostly empty (7×7 maps). A 2-D
+// depthwise convolution (one input channel per
 // group, see cvDepthwise) runs cvConvDepthwise instead: its groups are
 // products too small for SGEMM to pay.
 func cvConv(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error) {
