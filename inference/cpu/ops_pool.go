@@ -200,7 +200,8 @@ func newPlPoolPlan(n opsem.Node, x inference.Tensor, kind plPoolKind) (*plPoolPl
 		p.scratchSize = []int{workers, plPaddedRow(g) + g.Out[1]}
 		return p, nil
 	}
-	if kind == plMaxKind && !p.wantIndices && r == 2 && p.osp > 0 && g.In[1] <= plNarrowIn && g.Out[1] <= plNarrowOut && maxPoolNarrowRuns() {
+	if kind == plMaxKind && !p.wantIndices && r == 2 && p.osp > 0 && p.isp > 0 && g.In[1] <= plNarrowIn && g.Out[1] <= plNarrowOut &&
+		g.Kernel[1] >= 1 && g.Kernel[1] <= plNarrowKernel && maxPoolNarrowRuns() {
 		p.fast, p.body, p.perm = true, p.maxPoolNarrowPlanes, plNarrowPerm(g)
 		return p, nil
 	}
@@ -603,8 +604,9 @@ func (p *plPoolPlan) avgPool2D(lo, hi int) {
 // channel-blocked pools. Any kernel, stride, dilation and padding: the
 // column taps are lane indices (VPERMI2PS), the row taps the plan's.
 const (
-	plNarrowIn  = 31 // input columns: lane 31 stays −Inf, the padding's lane
-	plNarrowOut = 16 // output columns: one vector
+	plNarrowIn     = 31 // input columns: lane 31 stays −Inf, the padding's lane
+	plNarrowOut    = 16 // output columns: one vector
+	plNarrowKernel = 64 // kernel columns: its table (16 lanes each) is the plan's, not claimed
 )
 
 // plNarrowPerm returns maxPoolNarrow's column taps for g: for each kernel
