@@ -68,6 +68,7 @@ var cvTallCases = []cvInPlaceCase{
 	{"3x3 valid on 9x9: reads the image", []int{1, 8, 9, 9}, []int{32, 8, 3, 3}, [2]int64{1, 1}, [2]int64{1, 1}, [4]int64{}, 1, false, true, false},
 	{"5x5 dilation 2 pad 4 on 12x12", []int{1, 8, 12, 12}, []int{32, 8, 5, 5}, [2]int64{1, 1}, [2]int64{2, 2}, [4]int64{4, 4, 4, 4}, 1, true, true, false},
 	{"grouped 3x3, two groups of 32, batch 2", []int{2, 16, 10, 10}, []int{64, 8, 3, 3}, [2]int64{1, 1}, [2]int64{1, 1}, [4]int64{1, 1, 1, 1}, 2, true, true, false},
+	{"1x1 stride 2 (a downsample): one phase of four", []int{1, 64, 14, 14}, []int{32, 64, 1, 1}, [2]int64{2, 2}, [2]int64{1, 1}, [4]int64{}, 1, true, true, false},
 	{"3x3 stride 3, asymmetric pads", []int{1, 8, 20, 20}, []int{32, 8, 3, 3}, [2]int64{3, 3}, [2]int64{1, 1}, [4]int64{1, 0, 2, 1}, 1, true, true, false},
 	{"3x3 pad 1 on 40x40: seven chunks of positions", []int{1, 8, 40, 40}, []int{32, 8, 3, 3}, [2]int64{1, 1}, [2]int64{1, 1}, [4]int64{1, 1, 1, 1}, 1, true, true, false},
 	{"1x1 on 7x7, 1024 rows: 49 positions in 56, not 64", []int{1, 1024, 7, 7}, []int{64, 1024, 1, 1}, [2]int64{1, 1}, [2]int64{1, 1}, [4]int64{}, 1, true, true, false},
