@@ -68,10 +68,14 @@ func newCvInPlace(g opsem.Window, chans int, taps []cvTap, nr int) *cvInPlace {
 	return d
 }
 
+// cvLayoutMaxStride bounds the strides the layout takes: it keeps a slot
+// for each of stride² phases (a stride of 10⁹ in a hostile model packs).
+const cvLayoutMaxStride = 64
+
 // newCvLayout returns the geometry of newCvInPlace's product, whether it
 // pays or not (cvTall reads the same layout), or nil where it has none.
 func newCvLayout(g opsem.Window, chans int, taps []cvTap) *cvInPlace {
-	if len(g.Kernel) != 2 || g.Stride[0] != g.Stride[1] || len(taps) == 0 {
+	if len(g.Kernel) != 2 || g.Stride[0] != g.Stride[1] || len(taps) == 0 || g.Stride[0] > cvLayoutMaxStride {
 		return nil
 	}
 	d := &cvInPlace{s: g.Stride[0], oh: g.Out[0], ow: g.Out[1], chans: chans}

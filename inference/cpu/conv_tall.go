@@ -94,7 +94,9 @@ type cvTall struct {
 // columns saved (cvTallTransposeFlops). wd is W (c.dw when dead taps were
 // dropped), a constant.
 func newCvTall(c *cvGemm, kern nnKernel, wd []float32) *cvTall {
-	if kern.tall == nil || c.mg%kern.nr != 0 || c.osp == 0 || c.rows < cvTallMinRows {
+	// A batch of images: X's shape then counts elements that exist, which
+	// bounds the position tables (a batch of 0 may claim any map).
+	if kern.tall == nil || c.batch == 0 || c.mg%kern.nr != 0 || c.osp == 0 || c.rows < cvTallMinRows {
 		return nil
 	}
 	t := &cvTall{kernel: kern.tall, mr: kern.mr, nr: kern.nr, rows: c.rows, panels: c.mg / kern.nr, osp: c.osp}
@@ -122,12 +124,14 @@ func newCvTall(c *cvGemm, kern nnKernel, wd []float32) *cvTall {
 				return nil
 			}
 		}
-		t.off = d.off
-		for oy := range d.oh {
-			for ox := range d.ow {
-				t.pos = append(t.pos, int32(oy*d.qw+ox))
-			}
+		// The phases' planes within cvTallMaxCopy images, counted apart
+		// from the layout's int products (which a hostile model's pads
+		// could overflow): this bounds the position table too.
+		lim := int64(cvTallMaxCopy) * int64(c.isp)
+		if d.qh < 1 || d.qw < 1 || int64(d.qh) > lim/int64(d.qw) || int64(max(1, d.used)) > lim/(int64(d.qh)*int64(d.qw)) {
+			return nil
 		}
+		t.off = d.off
 		srcLen = d.copyFloats
 		if d.readsImage {
 			srcLen = c.cg * c.isp
@@ -137,9 +141,15 @@ func newCvTall(c *cvGemm, kern nnKernel, wd []float32) *cvTall {
 		// Nor where the padded copy is many times the image: DeepLab's
 		// atrous rates of 24 and 36 pad a 14×14 map to 62×62 and 86×86,
 		// whose copy costs more than the product of the taps that read
-		// the image (often the middle one alone).
+		// the image (often the middle one alone). (It also bounds the
+		// positions, at most the copy's.)
 		if srcLen > cvTallMaxCopy*c.cg*c.isp {
 			return nil
+		}
+		for oy := range d.oh {
+			for ox := range d.ow {
+				t.pos = append(t.pos, int32(oy*d.qw+ox))
+			}
 		}
 	default:
 		return nil

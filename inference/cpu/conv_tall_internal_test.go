@@ -196,3 +196,39 @@ func TestConvTallGo(t *testing.T) {
 		})
 	}
 }
+
+// TestConvTallHostileShapes plans convolutions whose shapes claim far more
+// than exists (a batch of 0 over 2³⁰×2³⁰ maps; pads of 2⁴⁰ around a 2×2
+// image) with a constant W: the plan must not build position tables for
+// the claimed maps (cvTall leaves them to the other paths), and the run
+// ends with an empty output or an error, not a hang or an exhausted heap.
+func TestConvTallHostileShapes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		xs   []int
+		pads [4]int64
+	}{
+		{"a batch of 0 over 2^30 x 2^30", []int{0, 32, 1 << 30, 1 << 30}, [4]int64{1, 1, 1, 1}},
+		{"pads of 2^40 around 2x2", []int{1, 32, 2, 2}, [4]int64{1 << 40, 1 << 40, 1 << 40, 1 << 40}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := []int{32, 32, 3, 3}
+			w := make([]float32, opsem.Count(ws))
+			n := testNode("Conv", 13, map[string]graph.Attr{"pads": attrInts(tc.pads[:]...)}, 1)
+			g := &graph.Graph{Name: "c", Opsets: map[string]int64{"": 13}, Initializers: map[string]inference.Tensor{"w": tensorOf(t, ws, w...)},
+				Nodes: []*graph.Node{{Name: "conv", OpType: "Conv", Inputs: []string{"x", "w"}, Outputs: []string{"y"}, Attrs: n.Attrs}}}
+			xt, err := inference.New(tc.xs, make([]float32, opsem.Count(tc.xs)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			prep := &cvPrepared{packs: convPacks(g, g.Nodes[0], nnBestKernel)}
+			plan, err := newCvPlan(n, []inference.Tensor{xt, tensorOf(t, ws, w...)}, prep, xt, tensorOf(t, ws, w...))
+			if err != nil {
+				return // refused at planning: fine
+			}
+			if plan.gemm != nil && plan.gemm.tall != nil {
+				t.Fatalf("on its side, with %d positions", len(plan.gemm.tall.pos))
+			}
+		})
+	}
+}

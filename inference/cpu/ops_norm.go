@@ -101,6 +101,14 @@ func nmBatchNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 		if p.params, p.repeat, p.training, err = opsem.BatchNorm(n, p.shape); err != nil {
 			return nil, err
 		}
+		// The parameters hold a value per channel (which also bounds the
+		// plan's table by their size, whatever X's shape claims: a batch
+		// of 0 with 2⁶² channels).
+		for i, name := range []string{"scale", "B", "mean", "var"} {
+			if err := nmWantLen(in, i+1, name, p.params); err != nil {
+				return nil, err
+			}
+		}
 		if p.ep, err = fusedEpilogue(n, in, p.shape); err != nil {
 			return nil, err
 		}
@@ -118,11 +126,6 @@ func nmBatchNorm(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 	batch := p.shape[0]
 	if len(x) == 0 {
 		batch = 0 // the loops would count the dimensions that are not 0
-	}
-	for i, name := range []string{"scale", "B", "mean", "var"} {
-		if err := nmWantLen(in, i+1, name, params); err != nil {
-			return nil, err
-		}
 	}
 	eps := opsem.Epsilon(n)
 	var outs []inference.Tensor
