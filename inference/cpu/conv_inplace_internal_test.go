@@ -210,66 +210,79 @@ func TestConvByTap(t *testing.T) {
 		{"rate 12 at stride 2", []int{1, 8, 14, 14}, []int{8, 8, 3, 3}, [2]int64{2, 2}, [2]int64{12, 12}, [4]int64{12, 12, 12, 12}, 1, true, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := nnRandom(r, opsem.Count(tc.ws))
-			var bias []float32
-			inputs := []string{"x", "w"}
-			inits := map[string]inference.Tensor{"w": tensorOf(t, tc.ws, w...)}
-			if tc.bias {
-				bias = nnRandom(r, tc.ws[0])
-				inputs = append(inputs, "b")
-				inits["b"] = tensorOf(t, []int{tc.ws[0]}, bias...)
-			}
-			n := testNode("Conv", 13, tc.attrs(), 1)
-			geo, err := opsem.SlidingWindow(n, tc.xs[2:], tc.ws[2:], false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ys := append([]int{tc.xs[0], tc.ws[0]}, geo.Out...)
-			g := &graph.Graph{
-				Name:         "conv",
-				Opsets:       map[string]int64{"": 13},
-				Inputs:       []graph.Value{{Name: "x", DType: inference.Float32, Shape: tc.xs}, {Name: "res", DType: inference.Float32, Shape: ys}},
-				Outputs:      []graph.Value{{Name: "y"}},
-				Initializers: inits,
-				Nodes: []*graph.Node{
-					{Name: "conv", OpType: "Conv", Inputs: inputs, Outputs: []string{"c"}, Attrs: tc.attrs()},
-					{Name: "add", OpType: "Add", Inputs: []string{"c", "res"}, Outputs: []string{"s"}},
-					{Name: "relu", OpType: "Relu", Inputs: []string{"s"}, Outputs: []string{"y"}},
-				},
-			}
-			if err := g.Sort(nil); err != nil {
-				t.Fatal(err)
-			}
-			x, res := nnRandom(r, opsem.Count(tc.xs)), nnRandom(r, opsem.Count(ys))
-			xt, wt := tensorOf(t, tc.xs, x...), tensorOf(t, tc.ws, w...)
-			prep := &cvPrepared{packs: convPacks(g, g.Nodes[0], nnBestKernel)}
-			n.Prepared = prep
-			plan, err := newCvPlan(n, []inference.Tensor{xt, wt}, prep, xt, wt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// wantInPlace says here whether the plan makes one product per tap.
-			if got := plan.gemm.byTap != nil; got != tc.wantInPlace {
-				t.Fatalf("one product per tap: %v, want %v", got, tc.wantInPlace)
-			}
-			m, err := Backend{}.Compile(g)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := cvDirectConv(tc.xs, tc.ws, x, w, bias, geo, tc.group)
-			for i := range want {
-				want[i] = max(want[i]+res[i], 0)
-			}
-			withProcs(t, func(t *testing.T) {
-				out, err := m.Run(context.Background(), map[string]inference.Tensor{"x": xt, "res": tensorOf(t, ys, res...)})
-				if err != nil {
-					t.Fatal(err)
+			cvCheckCompiled(t, r, tc, func(t *testing.T, plan *cvPlan) {
+				// wantInPlace says here whether the plan makes one product per tap.
+				if got := plan.gemm.byTap != nil; got != tc.wantInPlace {
+					t.Fatalf("one product per tap: %v, want %v", got, tc.wantInPlace)
 				}
-				got, _ := floats(out["y"])
-				cvCheckNearTol(t, "y", got, want, 1e-4, 1e-4)
 			})
 		})
 	}
+}
+
+// cvCheckCompiled compiles tc's Conv, W a constant (packed as prepare
+// packs it) and its bias where tc has one, with a residual Add and a Relu
+// after it, hands check the plan the node makes, and runs the model at 1
+// and 2 threads against the float64 loop plus the residual, clamped
+// (rtol 1e-4, atol 1e-4: sums of up to 1024 products of values in
+// [-1, 1)).
+func cvCheckCompiled(t *testing.T, r *rand.Rand, tc cvInPlaceCase, check func(t *testing.T, plan *cvPlan)) {
+	t.Helper()
+	w := nnRandom(r, opsem.Count(tc.ws))
+	var bias []float32
+	inputs := []string{"x", "w"}
+	inits := map[string]inference.Tensor{"w": tensorOf(t, tc.ws, w...)}
+	if tc.bias {
+		bias = nnRandom(r, tc.ws[0])
+		inputs = append(inputs, "b")
+		inits["b"] = tensorOf(t, []int{tc.ws[0]}, bias...)
+	}
+	n := testNode("Conv", 13, tc.attrs(), 1)
+	geo, err := opsem.SlidingWindow(n, tc.xs[2:], tc.ws[2:], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ys := append([]int{tc.xs[0], tc.ws[0]}, geo.Out...)
+	g := &graph.Graph{
+		Name:         "conv",
+		Opsets:       map[string]int64{"": 13},
+		Inputs:       []graph.Value{{Name: "x", DType: inference.Float32, Shape: tc.xs}, {Name: "res", DType: inference.Float32, Shape: ys}},
+		Outputs:      []graph.Value{{Name: "y"}},
+		Initializers: inits,
+		Nodes: []*graph.Node{
+			{Name: "conv", OpType: "Conv", Inputs: inputs, Outputs: []string{"c"}, Attrs: tc.attrs()},
+			{Name: "add", OpType: "Add", Inputs: []string{"c", "res"}, Outputs: []string{"s"}},
+			{Name: "relu", OpType: "Relu", Inputs: []string{"s"}, Outputs: []string{"y"}},
+		},
+	}
+	if err := g.Sort(nil); err != nil {
+		t.Fatal(err)
+	}
+	x, res := nnRandom(r, opsem.Count(tc.xs)), nnRandom(r, opsem.Count(ys))
+	xt, wt := tensorOf(t, tc.xs, x...), tensorOf(t, tc.ws, w...)
+	prep := &cvPrepared{packs: convPacks(g, g.Nodes[0], nnBestKernel)}
+	n.Prepared = prep
+	plan, err := newCvPlan(n, []inference.Tensor{xt, wt}, prep, xt, wt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, plan)
+	m, err := Backend{}.Compile(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := cvDirectConv(tc.xs, tc.ws, x, w, bias, geo, tc.group)
+	for i := range want {
+		want[i] = max(want[i]+res[i], 0)
+	}
+	withProcs(t, func(t *testing.T) {
+		out, err := m.Run(context.Background(), map[string]inference.Tensor{"x": xt, "res": tensorOf(t, ys, res...)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := floats(out["y"])
+		cvCheckNearTol(t, "y", got, want, 1e-4, 1e-4)
+	})
 }
 
 // TestConvInPlaceThreads checks one image's in-place product split among

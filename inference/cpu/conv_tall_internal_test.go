@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -91,65 +90,14 @@ func TestConvTall(t *testing.T) {
 	r := rand.New(rand.NewPCG(53, 54))
 	for _, tc := range cvTallCases {
 		t.Run(tc.name, func(t *testing.T) {
-			w := nnRandom(r, opsem.Count(tc.ws))
-			var bias []float32
-			inputs := []string{"x", "w"}
-			inits := map[string]inference.Tensor{"w": tensorOf(t, tc.ws, w...)}
-			if tc.bias {
-				bias = nnRandom(r, tc.ws[0])
-				inputs = append(inputs, "b")
-				inits["b"] = tensorOf(t, []int{tc.ws[0]}, bias...)
-			}
-			n := testNode("Conv", 13, tc.attrs(), 1)
-			geo, err := opsem.SlidingWindow(n, tc.xs[2:], tc.ws[2:], false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ys := append([]int{tc.xs[0], tc.ws[0]}, geo.Out...)
-			g := &graph.Graph{
-				Name:         "conv",
-				Opsets:       map[string]int64{"": 13},
-				Inputs:       []graph.Value{{Name: "x", DType: inference.Float32, Shape: tc.xs}, {Name: "res", DType: inference.Float32, Shape: ys}},
-				Outputs:      []graph.Value{{Name: "y"}},
-				Initializers: inits,
-				Nodes: []*graph.Node{
-					{Name: "conv", OpType: "Conv", Inputs: inputs, Outputs: []string{"c"}, Attrs: tc.attrs()},
-					{Name: "add", OpType: "Add", Inputs: []string{"c", "res"}, Outputs: []string{"s"}},
-					{Name: "relu", OpType: "Relu", Inputs: []string{"s"}, Outputs: []string{"y"}},
-				},
-			}
-			if err := g.Sort(nil); err != nil {
-				t.Fatal(err)
-			}
-			x, res := nnRandom(r, opsem.Count(tc.xs)), nnRandom(r, opsem.Count(ys))
-			xt, wt := tensorOf(t, tc.xs, x...), tensorOf(t, tc.ws, w...)
-			prep := &cvPrepared{packs: convPacks(g, g.Nodes[0], nnBestKernel)}
-			plan, err := newCvPlan(n, []inference.Tensor{xt, wt}, prep, xt, wt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if nnBestKernel.tall != nil {
-				if got := plan.gemm.tall != nil; got != tc.wantInPlace {
-					t.Fatalf("on its side: %v, want %v", got, tc.wantInPlace)
+			cvCheckCompiled(t, r, tc, func(t *testing.T, plan *cvPlan) {
+				if nnBestKernel.tall != nil {
+					if got := plan.gemm.tall != nil; got != tc.wantInPlace {
+						t.Fatalf("on its side: %v, want %v", got, tc.wantInPlace)
+					}
+				} else if plan.gemm.tall != nil {
+					t.Fatalf("on its side without a tall kernel (%s)", nnBestKernel.name)
 				}
-			} else if plan.gemm.tall != nil {
-				t.Fatalf("on its side without a tall kernel (%s)", nnBestKernel.name)
-			}
-			m, err := Backend{}.Compile(g)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := cvDirectConv(tc.xs, tc.ws, x, w, bias, geo, tc.group)
-			for i := range want {
-				want[i] = max(want[i]+res[i], 0)
-			}
-			withProcs(t, func(t *testing.T) {
-				out, err := m.Run(context.Background(), map[string]inference.Tensor{"x": xt, "res": tensorOf(t, ys, res...)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, _ := floats(out["y"])
-				cvCheckNearTol(t, "y", got, want, 1e-4, 1e-4)
 			})
 		})
 	}
