@@ -343,17 +343,7 @@ func TestScatterColumns2D(t *testing.T) {
 		var m cvTaps
 		channels := 1 + r.IntN(3)
 		for range 2 {
-			in, k, s, d, pad := 1+r.IntN(6), 1+r.IntN(4), 1+r.IntN(3), 1+r.IntN(2), r.IntN(4)-1
-			out := (in-1)*s + (k-1)*d + 1 - 2*pad + r.IntN(2)
-			if out < 1 {
-				out = 1
-			}
-			m.cols = append(m.cols, in)
-			m.img = append(m.img, out)
-			m.kernel = append(m.kernel, k)
-			m.stride = append(m.stride, s)
-			m.dilation = append(m.dilation, d)
-			m.pad = append(m.pad, pad)
+			cvAddTransposedDim(r, &m, 1+r.IntN(6), 1+r.IntN(4), 1+r.IntN(3), 1+r.IntN(2), r.IntN(4)-1)
 		}
 		col := nnRandom(r, channels*opsem.Count(m.kernel)*opsem.Count(m.cols))
 		want := nnRandom(r, channels*opsem.Count(m.img))
@@ -364,6 +354,19 @@ func TestScatterColumns2D(t *testing.T) {
 			t.Fatalf("trial %d, %+v: 2-D scatter differs from the general one", trial, m)
 		}
 	}
+}
+
+// cvAddTransposedDim adds to m a dimension of a ConvTranspose's scatter:
+// in input columns, kernel k at stride s and dilation dil, pads pad, and
+// the output as long as that makes (at least 1), one longer at random
+// (output padding).
+func cvAddTransposedDim(r *rand.Rand, m *cvTaps, in, k, s, dil, pad int) {
+	m.cols = append(m.cols, in)
+	m.img = append(m.img, max(1, (in-1)*s+(k-1)*dil+1-2*pad+r.IntN(2)))
+	m.kernel = append(m.kernel, k)
+	m.stride = append(m.stride, s)
+	m.dilation = append(m.dilation, dil)
+	m.pad = append(m.pad, pad)
 }
 
 // TestScatterPhases2 checks the ConvTranspose scatter at column stride 2
@@ -384,13 +387,7 @@ func TestScatterPhases2(t *testing.T) {
 			if d == 1 {
 				s = 2
 			}
-			out := max(1, (in-1)*s+(k-1)*dil+1-2*pad+r.IntN(2))
-			m.cols = append(m.cols, in)
-			m.img = append(m.img, out)
-			m.kernel = append(m.kernel, k)
-			m.stride = append(m.stride, s)
-			m.dilation = append(m.dilation, dil)
-			m.pad = append(m.pad, pad)
+			cvAddTransposedDim(r, &m, in, k, s, dil, pad)
 		}
 		col := nnRandom(r, channels*opsem.Count(m.kernel)*opsem.Count(m.cols))
 		bias := nnRandom(r, channels)
