@@ -24,6 +24,18 @@ import (
 //
 // Only element types without pointers are pooled (numbers and bools), and
 // only buffers of at least MinPooled bytes.
+//
+// A run that repeats the one before it, buffer for buffer (the same sizes
+// taken and freed in the same order), is planned: its buffers are laid out
+// in one arena, each at an offset that no buffer live at the same time
+// overlaps (the largest placed first, each at the lowest offset free for
+// its lifetime), and the runs that follow take them from there. The arena
+// is about as large as the most bytes live at once, where the free lists
+// keep a buffer of every size the run asked for: the buffers a kernel
+// writes were, most of them, written a few nodes before, and are still in
+// the cache. A run that leaves the plan (another size, or a buffer whose
+// place is still held by a live one) takes the rest of its buffers from
+// the free lists; plans are kept for the few signatures seen last.
 type Pool struct {
 	mu      sync.Mutex
 	classes map[int64]*class // by size in bytes
@@ -33,6 +45,15 @@ type Pool struct {
 	// ntaken is len(taken), read without the lock by Mark and by Sweep,
 	// which has nothing to do after a node that took no buffer (a view).
 	ntaken atomic.Int64
+
+	// The run's lifetimes, one per buffer taken (in order), and the last
+	// run's: a run whose lifetimes repeat the last run's is planned.
+	clock     int32
+	rec, last []lifetime
+	plans     []*plan
+	cur       *plan // the plan this run follows, nil when none fits
+	lost      bool  // the run left its plan, and no other fits
+	misses    int   // takes in this run the plans did not serve
 }
 
 // MinPooled is the least size in bytes a Pool hands out: every buffer that
@@ -50,8 +71,36 @@ type buffer struct {
 	addr  uintptr
 	size  int64
 	refs  int
-	class *class // its size's
+	class *class // its size's; nil for a buffer in a plan's arena
+	take  int    // its index among the run's takes (Pool.rec)
 }
+
+// A lifetime is one buffer a run took: its size and the clock (takes and
+// frees counted in the run's order) when it was taken and freed; to is
+// escaped when it left the pool with a value at the end of the run.
+type lifetime struct {
+	size     int64
+	from, to int32
+}
+
+const escaped = -1
+
+// A plan is a run's buffers laid out in one arena: bufs[k] is the k-th
+// buffer the run takes, or has size 0 where that buffer is not planned
+// (it escaped). rec is the run it was made from.
+type plan struct {
+	rec   []lifetime
+	arena []uint64
+	bufs  []buffer
+	used  int // the last run that followed it
+}
+
+// maxPlans is how many plans a pool keeps: a model fed a few batch sizes
+// in turn keeps one for each.
+const maxPlans = 4
+
+// planAlign is the alignment of a planned buffer in bytes: a cache line.
+const planAlign = 64
 
 // A class is the buffers of one size: those free, and the last run that
 // asked for the size. A buffer points to its class, so that a steady run
@@ -82,16 +131,30 @@ func (r *Run) Pool() *Pool {
 // one always is).
 func (p *Pool) take(size int64, zeroed bool) *buffer {
 	p.mu.Lock()
+	k := len(p.rec)
+	p.rec = append(p.rec, lifetime{size: size, from: p.clock, to: escaped})
+	p.clock++
+	if b := p.planned(k, size); b != nil {
+		b.take, b.refs = k, 0
+		p.hold(b)
+		p.mu.Unlock()
+		if zeroed {
+			clear(b.mem)
+		}
+		return b
+	}
+	p.misses++
 	c := p.classes[size]
 	if c == nil {
 		c = new(class)
 		p.classes[size] = c
 	}
 	c.used = p.runs
-	if k := len(c.free); k > 0 {
-		b := c.free[k-1]
-		c.free[k-1] = nil
-		c.free = c.free[:k-1]
+	if n := len(c.free); n > 0 {
+		b := c.free[n-1]
+		c.free[n-1] = nil
+		c.free = c.free[:n-1]
+		b.take = len(p.rec) - 1
 		p.hold(b)
 		p.mu.Unlock()
 		if zeroed {
@@ -101,7 +164,7 @@ func (p *Pool) take(size int64, zeroed bool) *buffer {
 	}
 	p.mu.Unlock()
 	mem := make([]uint64, (size+7)/8) // outside the lock, as it may be large
-	b := &buffer{mem: mem, addr: uintptr(unsafe.Pointer(unsafe.SliceData(mem))), size: size, class: c}
+	b := &buffer{mem: mem, addr: uintptr(unsafe.Pointer(unsafe.SliceData(mem))), size: size, class: c, take: k}
 	p.mu.Lock()
 	p.hold(b)
 	p.mu.Unlock()
@@ -114,6 +177,47 @@ func (p *Pool) hold(b *buffer) {
 	p.live = slices.Insert(p.live, i, b)
 	p.taken = append(p.taken, b)
 	p.ntaken.Store(int64(len(p.taken)))
+}
+
+// planned returns the k-th buffer of the run, size bytes, from the plan
+// the run follows, or nil: when no plan has taken the run's sizes so far,
+// or the plan's place for it is still held. p.mu is held.
+func (p *Pool) planned(k int, size int64) *buffer {
+	if p.cur == nil || k >= len(p.cur.rec) || p.cur.rec[k].size != size {
+		if p.lost {
+			return nil
+		}
+		p.cur, p.lost = nil, true // one search a run: a run that leaves its plan stays off
+		for _, pl := range p.plans {
+			if k < len(pl.rec) && sameSizes(pl.rec[:k+1], p.rec) {
+				p.cur = pl
+				break
+			}
+		}
+		if p.cur == nil {
+			return nil
+		}
+		p.lost = false
+	}
+	b := &p.cur.bufs[k]
+	if b.size == 0 {
+		return nil
+	}
+	// The plan holds when the run follows it; a run that leaves it may
+	// still hold the place.
+	i, _ := p.find(b.addr)
+	if i < len(p.live) && p.live[i].addr < b.addr+uintptr(b.size) {
+		return nil
+	}
+	if i > 0 && p.live[i-1].addr+uintptr(p.live[i-1].size) > b.addr {
+		return nil
+	}
+	return b
+}
+
+// sameSizes reports whether two runs' takes have the same sizes.
+func sameSizes(a, b []lifetime) bool {
+	return slices.EqualFunc(a, b, func(x, y lifetime) bool { return x.size == y.size })
 }
 
 // find returns where a buffer starting at addr is, or would be, in the
@@ -165,7 +269,11 @@ func (p *Pool) Unref(addr uintptr) {
 func (p *Pool) release(b *buffer) {
 	i, _ := p.find(b.addr)
 	p.live = slices.Delete(p.live, i, i+1)
-	b.class.free = append(b.class.free, b)
+	p.rec[b.take].to = p.clock
+	p.clock++
+	if b.class != nil {
+		b.class.free = append(b.class.free, b)
+	}
 }
 
 // Mark returns the number of buffers handed out so far in this run, for
@@ -194,11 +302,21 @@ func (p *Pool) End() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, b := range p.live {
-		if b.refs == 0 { // a failed run's values
-			b.class.free = append(b.class.free, b)
+		switch {
+		case b.refs == 0: // a failed run's values
+			p.rec[b.take].to = p.clock
+			if b.class != nil {
+				b.class.free = append(b.class.free, b)
+			}
+		case b.class == nil:
+			// A planned buffer leaves with a value: its arena is the
+			// value's now.
+			p.plans = slices.DeleteFunc(p.plans, func(pl *plan) bool { return ownsBuffer(pl, b) })
 		}
 	}
+	p.clock++
 	p.live = p.live[:0]
+	p.replan()
 	clear(p.taken)
 	p.taken = p.taken[:0]
 	p.ntaken.Store(0)
@@ -210,13 +328,111 @@ func (p *Pool) End() {
 	p.runs++
 }
 
-// Bytes is the size of the buffers in the free lists.
+// replan ends the run's record: the plan it followed throughout is kept,
+// a run that repeats the last one without a plan gets one, and plans no
+// run followed in keepRuns runs are dropped. p.mu is held.
+func (p *Pool) replan() {
+	// A run its plan served throughout followed it, though its lifetimes
+	// may differ where kernels take buffers from several goroutines.
+	followed := p.cur
+	if p.misses > 0 || followed == nil || len(followed.rec) != len(p.rec) {
+		followed = nil
+		for _, pl := range p.plans {
+			if slices.Equal(pl.rec, p.rec) {
+				followed = pl
+				break
+			}
+		}
+	}
+	switch {
+	case followed != nil:
+		followed.used = p.runs
+	case len(p.rec) > 0 && slices.Equal(p.rec, p.last):
+		if len(p.plans) == maxPlans {
+			p.plans = slices.Delete(p.plans, 0, 1) // the oldest
+		}
+		pl := newPlan(p.rec)
+		pl.used = p.runs
+		p.plans = append(p.plans, pl)
+		// The plan holds every buffer of the run that comes back; what
+		// the free lists hold would serve only the outputs, which leave
+		// each run, a few runs more.
+		for _, c := range p.classes {
+			clear(c.free)
+			c.free = c.free[:0]
+		}
+	}
+	p.plans = slices.DeleteFunc(p.plans, func(pl *plan) bool { return p.runs-pl.used >= keepRuns })
+	p.last, p.rec = p.rec, p.last[:0]
+	p.clock, p.cur, p.lost, p.misses = 0, nil, false, 0
+}
+
+// ownsBuffer reports whether b lies in pl's arena.
+func ownsBuffer(pl *plan, b *buffer) bool {
+	k := b.take
+	return k < len(pl.bufs) && &pl.bufs[k] == b
+}
+
+// newPlan lays out the buffers of the run rec in one arena: largest first,
+// each at the lowest offset (in whole cache lines) that no buffer placed
+// before it and live at the same time overlaps. Buffers that escaped are
+// not planned.
+func newPlan(rec []lifetime) *plan {
+	order := make([]int, 0, len(rec))
+	for k, l := range rec {
+		if l.to != escaped {
+			order = append(order, k)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(rec[b].size, rec[a].size) })
+	off := make([]int64, len(rec))
+	var placed []int // by offset
+	var end int64
+	for _, k := range order {
+		l := rec[k]
+		size := (l.size + planAlign - 1) / planAlign * planAlign
+		at := int64(0)
+		for _, j := range placed {
+			o := rec[j]
+			if o.to <= l.from || l.to <= o.from {
+				continue // not live at the same time
+			}
+			if off[j] >= at+size {
+				break // the gap before j is large enough
+			}
+			at = max(at, off[j]+(o.size+planAlign-1)/planAlign*planAlign)
+		}
+		off[k] = at
+		i, _ := slices.BinarySearchFunc(placed, at, func(j int, a int64) int { return cmp.Compare(off[j], a) })
+		placed = slices.Insert(placed, i, k)
+		end = max(end, at+size)
+	}
+	pl := &plan{rec: slices.Clone(rec), bufs: make([]buffer, len(rec))}
+	arena := make([]uint64, (end+planAlign)/8)
+	base := 0 // the first word at a cache line
+	for uintptr(unsafe.Pointer(&arena[base]))%planAlign != 0 {
+		base++
+	}
+	pl.arena = arena
+	for _, k := range order {
+		w := base + int(off[k]/8)
+		mem := arena[w : w+int((rec[k].size+7)/8)]
+		pl.bufs[k] = buffer{mem: mem, addr: uintptr(unsafe.Pointer(&mem[0])), size: rec[k].size}
+	}
+	return pl
+}
+
+// Bytes is the size of the buffers in the free lists and the plans'
+// arenas.
 func (p *Pool) Bytes() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var n int64
 	for size, c := range p.classes {
 		n += size * int64(len(c.free))
+	}
+	for _, pl := range p.plans {
+		n += int64(len(pl.arena)) * 8
 	}
 	return n
 }
