@@ -74,15 +74,25 @@ GLOBL splitidx<>(SB), RODATA|NOPTR, $128
 	VFMADD231PS (AX)(DX*4), W, K1, A6; \
 	VFMADD231PS (BX)(DX*4), W, K1, A7
 
-// STORE stores accumulator A to the next output row (DI advanced by DX)
-// if the group has more than ROW rows, else jumps to DONE.
-#define STORE(ROW, A, DONE) \
+// CLAMP clamps accumulator A to [LO, HI] (Z29 and Z30, or Y29 and Y30:
+// the loops' lo and hi), NaN kept: VMAXPS and VMINPS return their second
+// Intel operand, A, when either is NaN, as clamps does. At lo = −Inf and
+// hi = +Inf it leaves A as it is.
+#define CLAMP(A, LO, HI) \
+	VMAXPS A, LO, A; \
+	VMINPS A, HI, A
+
+// STORE clamps accumulator A and stores it to the next output row (DI
+// advanced by DX) if the group has more than ROW rows, else jumps to
+// DONE.
+#define STORE(ROW, A, LO, HI, DONE) \
 	CMPQ    GROUP, $ROW; \
 	JLE     DONE; \
 	ADDQ    DX, DI; \
+	CLAMP(A, LO, HI); \
 	VMOVUPS A, K1, (DI)
 
-// func dwRowsAVX512(y []float32, rows, n int, x []float32, xs int, taps []dwTap, w []float32, b float32)
+// func dwRowsAVX512(y []float32, rows, n int, x []float32, xs int, taps []dwTap, w []float32, b, lo, hi float32)
 // Rows in groups of eight (of four when four or fewer are left), each
 // group in blocks of 16 columns, one ZMM accumulator a row, with every
 // tap added before the block is stored; a last block of 8 or fewer
@@ -92,7 +102,7 @@ GLOBL splitidx<>(SB), RODATA|NOPTR, $128
 // row's input and not stored. Each tap loads its input: on Zen 4 a ZMM
 // load at a shifted column splits a cache line, and this loop runs at
 // about half the FMA rate that dwRowsSharedAVX512 reaches.
-TEXT ·dwRowsAVX512(SB), NOSPLIT, $48-124
+TEXT ·dwRowsAVX512(SB), NOSPLIT, $48-132
 	MOVQ         rows+24(FP), CX
 	MOVQ         CX, LEFT
 	MOVQ         n+32(FP), DX
@@ -111,6 +121,8 @@ TEXT ·dwRowsAVX512(SB), NOSPLIT, $48-124
 	ADDQ         DX, R8
 	MOVQ         w_base+96(FP), R9
 	VBROADCASTSS b+120(FP), Z31
+	VBROADCASTSS lo+124(FP), Z29
+	VBROADCASTSS hi+128(FP), Z30
 
 group:
 	MOVQ    LEFT, CX
@@ -177,14 +189,15 @@ g8tap:
 	JNZ          g8tap
 	MOVQ         SI, DI
 	MOVQ         N4, DX
+	CLAMP(Z0, Z29, Z30)
 	VMOVUPS      Z0, K1, (DI)
-	STORE(1, Z1, g8stored)
-	STORE(2, Z2, g8stored)
-	STORE(3, Z3, g8stored)
-	STORE(4, Z4, g8stored)
-	STORE(5, Z5, g8stored)
-	STORE(6, Z6, g8stored)
-	STORE(7, Z7, g8stored)
+	STORE(1, Z1, Z29, Z30, g8stored)
+	STORE(2, Z2, Z29, Z30, g8stored)
+	STORE(3, Z3, Z29, Z30, g8stored)
+	STORE(4, Z4, Z29, Z30, g8stored)
+	STORE(5, Z5, Z29, Z30, g8stored)
+	STORE(6, Z6, Z29, Z30, g8stored)
+	STORE(7, Z7, Z29, Z30, g8stored)
 
 g8stored:
 	ADDQ $64, SI
@@ -226,14 +239,15 @@ g8ytap:
 	JNZ          g8ytap
 	MOVQ         SI, DI
 	MOVQ         N4, DX
+	CLAMP(Y0, Y29, Y30)
 	VMOVUPS      Y0, K1, (DI)
-	STORE(1, Y1, next8)
-	STORE(2, Y2, next8)
-	STORE(3, Y3, next8)
-	STORE(4, Y4, next8)
-	STORE(5, Y5, next8)
-	STORE(6, Y6, next8)
-	STORE(7, Y7, next8)
+	STORE(1, Y1, Y29, Y30, next8)
+	STORE(2, Y2, Y29, Y30, next8)
+	STORE(3, Y3, Y29, Y30, next8)
+	STORE(4, Y4, Y29, Y30, next8)
+	STORE(5, Y5, Y29, Y30, next8)
+	STORE(6, Y6, Y29, Y30, next8)
+	STORE(7, Y7, Y29, Y30, next8)
 
 next8:
 	MOVQ N4, DX
@@ -292,10 +306,11 @@ g4tap:
 	JNZ          g4tap
 	MOVQ         SI, DI
 	MOVQ         N4, DX
+	CLAMP(Z0, Z29, Z30)
 	VMOVUPS      Z0, K1, (DI)
-	STORE(1, Z1, g4stored)
-	STORE(2, Z2, g4stored)
-	STORE(3, Z3, g4stored)
+	STORE(1, Z1, Z29, Z30, g4stored)
+	STORE(2, Z2, Z29, Z30, g4stored)
+	STORE(3, Z3, Z29, Z30, g4stored)
 
 g4stored:
 	ADDQ $64, SI
@@ -329,10 +344,11 @@ g4ytap:
 	JNZ          g4ytap
 	MOVQ         SI, DI
 	MOVQ         N4, DX
+	CLAMP(Y0, Y29, Y30)
 	VMOVUPS      Y0, K1, (DI)
-	STORE(1, Y1, done)
-	STORE(2, Y2, done)
-	STORE(3, Y3, done)
+	STORE(1, Y1, Y29, Y30, done)
+	STORE(2, Y2, Y29, Y30, done)
+	STORE(3, Y3, Y29, Y30, done)
 
 done:
 	VZEROUPPER
@@ -464,7 +480,7 @@ done:
 	DWLD(ROW17, V); DWFMA(V, W3, A7); \
 	DWLD(ROW18, V); DWFMA(V, W4, A7)
 
-// func dwRowsSharedAVX512(y []float32, rows, n int, x []float32, rs, s, kh int, taps []dwTap, w []float32, b float32)
+// func dwRowsSharedAVX512(y []float32, rows, n int, x []float32, rs, s, kh int, taps []dwTap, w []float32, b, lo, hi float32)
 // Output rows in groups of eight, each group in blocks of 16 columns (8
 // or fewer in YMM registers, as in dwRowsAVX512), one accumulator a row.
 // For each column tap the block loads each input row of the group once,
@@ -492,7 +508,7 @@ done:
 #define YCOL ycol-72(SP)
 #define TEND tend-80(SP)
 
-TEXT ·dwRowsSharedAVX512(SB), NOSPLIT, $80-140
+TEXT ·dwRowsSharedAVX512(SB), NOSPLIT, $80-148
 	MOVQ         rows+24(FP), CX
 	MOVQ         CX, LEFT
 	MOVQ         n+32(FP), DX
@@ -524,6 +540,8 @@ TEXT ·dwRowsSharedAVX512(SB), NOSPLIT, $80-140
 	MOVQ         R8, TEND
 	MOVQ         w_base+112(FP), R9
 	VBROADCASTSS b+136(FP), Z31
+	VBROADCASTSS lo+140(FP), Z29
+	VBROADCASTSS hi+144(FP), Z30
 
 sharedgroup:
 	MOVQ    LEFT, CX
@@ -732,14 +750,15 @@ ys2k5:
 sharedstore:
 	MOVQ    YCOL, DI
 	MOVQ    N4, DX
+	CLAMP(Z0, Z29, Z30)
 	VMOVUPS Z0, K1, (DI)
-	STORE(1, Z1, sharedstored)
-	STORE(2, Z2, sharedstored)
-	STORE(3, Z3, sharedstored)
-	STORE(4, Z4, sharedstored)
-	STORE(5, Z5, sharedstored)
-	STORE(6, Z6, sharedstored)
-	STORE(7, Z7, sharedstored)
+	STORE(1, Z1, Z29, Z30, sharedstored)
+	STORE(2, Z2, Z29, Z30, sharedstored)
+	STORE(3, Z3, Z29, Z30, sharedstored)
+	STORE(4, Z4, Z29, Z30, sharedstored)
+	STORE(5, Z5, Z29, Z30, sharedstored)
+	STORE(6, Z6, Z29, Z30, sharedstored)
+	STORE(7, Z7, Z29, Z30, sharedstored)
 
 sharedstored:
 	ADDQ $64, YCOL

@@ -38,10 +38,10 @@ var (
 )
 
 //go:noescape
-func dwRowsAVX512(y []float32, rows, n int, x []float32, xs int, taps []dwTap, w []float32, b float32)
+func dwRowsAVX512(y []float32, rows, n int, x []float32, xs int, taps []dwTap, w []float32, b, lo, hi float32)
 
 //go:noescape
-func dwRowsSharedAVX512(y []float32, rows, n int, x []float32, rs, s, kh int, taps []dwTap, w []float32, b float32)
+func dwRowsSharedAVX512(y []float32, rows, n int, x []float32, rs, s, kh int, taps []dwTap, w []float32, b, lo, hi float32)
 
 //go:noescape
 func dwSplitRowsAVX512(even, odd, x []float32, rows, width, lde, ldo int)
@@ -50,7 +50,7 @@ func dwSplitRowsAVX512(even, odd, x []float32, rows, width, lde, ldo int)
 func dwCopyRowsAVX512(dst, x []float32, rows, width, ld int)
 
 //go:noescape
-func dwRowsAVX2(y []float32, rows, n int, x []float32, xs int, taps []dwTap, w []float32, b float32)
+func dwRowsAVX2(y []float32, rows, n int, x []float32, xs int, taps []dwTap, w []float32, b, lo, hi float32)
 
 //go:noescape
 func dwSplitRowsAVX2(even, odd, x []float32, rows, width, lde, ldo int)

@@ -113,28 +113,38 @@ maxdone:
 	MFMA(AX, Y6); \
 	MFMA(BX, Y7)
 
-// STORE stores accumulator A to the next output row (DI advanced by N4)
-// if the group has more than ROW rows, else jumps to DONE; MSTORE under
-// the mask Y10.
+// CLAMP clamps accumulator A to [Y12, Y13] (the loop's lo and hi), NaN
+// kept: VMAXPS and VMINPS return their second Intel operand, A, when
+// either is NaN, as clamps does. At lo = −Inf and hi = +Inf it leaves A
+// as it is.
+#define CLAMP(A) \
+	VMAXPS A, Y12, A; \
+	VMINPS A, Y13, A
+
+// STORE clamps accumulator A and stores it to the next output row (DI
+// advanced by N4) if the group has more than ROW rows, else jumps to
+// DONE; MSTORE under the mask Y10.
 #define STORE(ROW, A, DONE) \
 	CMPQ    GROUP, $ROW; \
 	JLE     DONE; \
 	ADDQ    N4, DI; \
+	CLAMP(A); \
 	VMOVUPS A, (DI)
 
 #define MSTORE(ROW, A, DONE) \
 	CMPQ       GROUP, $ROW; \
 	JLE        DONE; \
 	ADDQ       N4, DI; \
+	CLAMP(A); \
 	VMASKMOVPS A, Y10, (DI)
 
-// func dwRowsAVX2(y []float32, rows, n int, x []float32, xs int, taps []dwTap, w []float32, b float32)
+// func dwRowsAVX2(y []float32, rows, n int, x []float32, xs int, taps []dwTap, w []float32, b, lo, hi float32)
 // Rows in groups of eight (of four when four or fewer are left), each
 // group in blocks of 8 columns, one YMM accumulator a row, with every tap
 // added before the block is stored; the last 1 to 7 columns through
 // masked loads and stores. The rows of a short group past its last are
 // computed again from the last row's input and not stored.
-TEXT ·dwRowsAVX2(SB), NOSPLIT, $48-124
+TEXT ·dwRowsAVX2(SB), NOSPLIT, $48-132
 	MOVQ         rows+24(FP), CX
 	MOVQ         CX, LEFT
 	MOVQ         n+32(FP), DX
@@ -153,6 +163,8 @@ TEXT ·dwRowsAVX2(SB), NOSPLIT, $48-124
 	ADDQ         DX, R8
 	MOVQ         w_base+96(FP), R9
 	VBROADCASTSS b+120(FP), Y11
+	VBROADCASTSS lo+124(FP), Y12
+	VBROADCASTSS hi+128(FP), Y13
 
 group:
 	MOVQ    LEFT, CX
@@ -209,6 +221,7 @@ g8tap:
 	ADDQ         $2, DI
 	JNZ          g8tap
 	MOVQ         SI, DI
+	CLAMP(Y0)
 	VMOVUPS      Y0, (DI)
 	STORE(1, Y1, g8stored)
 	STORE(2, Y2, g8stored)
@@ -258,6 +271,7 @@ g8mtap:
 	ADDQ         $2, DI
 	JNZ          g8mtap
 	MOVQ         SI, DI
+	CLAMP(Y0)
 	VMASKMOVPS   Y0, Y10, (DI)
 	MSTORE(1, Y1, next8)
 	MSTORE(2, Y2, next8)
@@ -314,6 +328,7 @@ g4tap:
 	ADDQ         $2, DI
 	JNZ          g4tap
 	MOVQ         SI, DI
+	CLAMP(Y0)
 	VMOVUPS      Y0, (DI)
 	STORE(1, Y1, g4stored)
 	STORE(2, Y2, g4stored)
@@ -351,6 +366,7 @@ g4mtap:
 	ADDQ         $2, DI
 	JNZ          g4mtap
 	MOVQ         SI, DI
+	CLAMP(Y0)
 	VMASKMOVPS   Y0, Y10, (DI)
 	MSTORE(1, Y1, done)
 	MSTORE(2, Y2, done)

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
@@ -75,8 +77,8 @@ func TestFma32(t *testing.T) {
 }
 
 // dwRowsFused is dwRowsGo with each product added in one rounding (fma32):
-// what the vector loops compute, in the same order.
-func dwRowsFused(y []float32, rows, n int, x []float32, xs int, taps []dwTap, w []float32, b float32) {
+// what the vector loops compute, in the same order, then clamped.
+func dwRowsFused(y []float32, rows, n int, x []float32, xs int, taps []dwTap, w []float32, b float32, c dwClamp) {
 	for j := range rows {
 		yr := y[j*n : (j+1)*n]
 		for i := range yr {
@@ -87,6 +89,7 @@ func dwRowsFused(y []float32, rows, n int, x []float32, xs int, taps []dwTap, w 
 				yr[i] = fma32(w[t.w], v, yr[i])
 			}
 		}
+		clampsGo(yr, c.lo, c.hi)
 	}
 }
 
@@ -97,6 +100,7 @@ type dwRowsCase struct {
 	t       dwTaps
 	x, w    []float32
 	b       float32
+	c       dwClamp // the clamp the loop applies as it stores
 }
 
 // dwGuard is the number of elements past y that the tests check the row
@@ -115,9 +119,9 @@ func (c dwRowsCase) run(l dwLoop, shared int) (y, guard []float32) {
 	}
 	y = all[:c.rows*c.n]
 	if shared > 0 {
-		l.shared(y, c.rows, c.n, c.x, c.t.rs, shared, c.t.kh, c.t.taps, c.w, c.b)
+		l.shared(y, c.rows, c.n, c.x, c.t.rs, shared, c.t.kh, c.t.taps, c.w, c.b, c.c.lo, c.c.hi)
 	} else {
-		l.rows(y, c.rows, c.n, c.x, c.t.xs, c.t.taps, c.w, c.b)
+		l.rows(y, c.rows, c.n, c.x, c.t.xs, c.t.taps, c.w, c.b, c.c.lo, c.c.hi)
 	}
 	return y, all[c.rows*c.n:]
 }
@@ -149,7 +153,8 @@ var dwWidths = func() []int {
 // random in [−1, 1) and exactly as long as the loops may read (ending at
 // a guard page, dwEndAtGuard): with overrun, 7 output rows' inputs more,
 // NaN, which no stored output may read. With special, some inputs and
-// weights are NaN or ±Inf.
+// weights are NaN or ±Inf. A third of the cases clamp nothing, a third
+// as Relu does, a third to [−0.5, 0.25] (Clip).
 func dwRowsCases(t *testing.T, r *rand.Rand, overrun, special bool) []dwRowsCase {
 	var cases []dwRowsCase
 	kernels := [][2]int{{1, 1}, {1, 3}, {3, 1}, {2, 3}, {3, 3}, {3, 5}, {5, 5}, {7, 1}, {1, 7}, {7, 7}}
@@ -192,7 +197,8 @@ func dwRowsCases(t *testing.T, r *rand.Rand, overrun, special bool) []dwRowsCase
 							w[r.IntN(len(w))] = float32([]float64{math.NaN(), math.Inf(1), math.Inf(-1)}[r.IntN(3)])
 						}
 					}
-					cases = append(cases, dwRowsCase{rows, n, taps, x, w, r.Float32()*2 - 1})
+					clamps := []dwClamp{dwNoClamp, {0, float32(math.Inf(1))}, {-0.5, 0.25}}
+					cases = append(cases, dwRowsCase{rows, n, taps, x, w, r.Float32()*2 - 1, clamps[len(cases)%3]})
 				}
 			}
 		}
@@ -247,10 +253,10 @@ func TestDwRowsShared(t *testing.T) {
 // and checks it as TestDwRows says.
 func dwCheckRows(t *testing.T, lv vecLevel, l dwLoop, c dwRowsCase, s int) {
 	t.Helper()
-	name := fmt.Sprintf("%v: %d×%d kernel, %d rows of %d, xs %d, rs %d, shared %d", lv, c.t.kh, c.t.weights/c.t.kh, c.rows, c.n, c.t.xs, c.t.rs, s)
+	name := fmt.Sprintf("%v: %d×%d kernel, %d rows of %d, xs %d, rs %d, shared %d, clamp %v", lv, c.t.kh, c.t.weights/c.t.kh, c.rows, c.n, c.t.xs, c.t.rs, s, c.c)
 	got, guard := c.run(l, s)
 	want := make([]float32, len(got))
-	dwRowsFused(want, c.rows, c.n, c.x, c.t.xs, c.t.taps, c.w, c.b)
+	dwRowsFused(want, c.rows, c.n, c.x, c.t.xs, c.t.taps, c.w, c.b, c.c)
 	for _, v := range guard {
 		if math.Float32bits(v) != math.Float32bits(dwGuardValue) {
 			t.Fatalf("%s: wrote past y", name)
@@ -276,9 +282,9 @@ func dwCheckRows(t *testing.T, lv vecLevel, l dwLoop, c dwRowsCase, s int) {
 func TestDwRowsEmpty(t *testing.T) {
 	dwEachLevel(t, func(t *testing.T, lv vecLevel, l dwLoop) {
 		y := []float32{1, 2, 3}
-		dwRows(y[:0], 0, 3, nil, dwTaps{}, nil, 5)
-		dwRows(y[:0], 2, 0, nil, dwTaps{}, nil, 5)
-		dwRows(y, 1, 3, nil, dwTaps{}, nil, 5)
+		dwRows(y[:0], 0, 3, nil, dwTaps{}, nil, 5, dwNoClamp)
+		dwRows(y[:0], 2, 0, nil, dwTaps{}, nil, 5, dwNoClamp)
+		dwRows(y, 1, 3, nil, dwTaps{}, nil, 5, dwNoClamp)
 		if !slices.Equal(y, []float32{5, 5, 5}) {
 			t.Errorf("y = %v, want [5 5 5]", y)
 		}
@@ -442,13 +448,121 @@ func BenchmarkDepthwise(b *testing.B) {
 		}
 		x, w, bias := nnRandom(r, c.chans*c.in*c.in), nnRandom(r, c.chans*c.k*c.k), nnRandom(r, c.chans)
 		y := make([]float32, c.chans*out*out)
-		b.Run(fmt.Sprintf("k%ds%d/%dx%dx%d", c.k, c.s, c.in, c.in, c.chans), func(b *testing.B) {
-			for b.Loop() {
-				if err := cvConvDepthwise(nil, x, w, bias, 1, c.chans, 1, g, y, nil); err != nil {
-					b.Fatal(err)
-				}
+		for _, ep := range []*epilogue{nil, {clamp: clamp{on: true, lo: 0, hi: 6}, biasIn: -1, residualIn: -1}} {
+			name := fmt.Sprintf("k%ds%d/%dx%dx%d", c.k, c.s, c.in, c.in, c.chans)
+			if ep != nil {
+				name += "/relu6"
 			}
-			b.ReportMetric(2*float64(c.k*c.k*len(y))*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-		})
+			b.Run(name, func(b *testing.B) {
+				for b.Loop() {
+					if err := cvConvDepthwise(nil, x, w, bias, 1, c.chans, 1, g, y, ep); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(2*float64(c.k*c.k*len(y))*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
+
+// TestConvDepthwiseEpilogues compiles depthwise convolutions followed by
+// the activations an exporter writes after them (Relu, Clip to 6 as
+// MobileNet's ReLU6, HardSwish, a Clip then a Sigmoid, a residual Add then
+// a Relu) and runs them at 1 and 2 threads against the float64 loop with
+// the same activations: the row loops clamp as they store where the
+// epilogue has no residual to add first, the rest of the epilogue runs
+// after them (rtol 1e-4, atol 1e-5: sums of up to 25 products of values
+// in [−1, 1), times 8 to reach the clamps).
+func TestConvDepthwiseEpilogues(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	type geo struct {
+		k, s, d, pad int
+	}
+	geos := []geo{{3, 1, 1, 1}, {3, 2, 1, 1}, {5, 1, 1, 2}, {3, 1, 2, 2}, {3, 3, 1, 1}}
+	relu6 := func(v float64) float64 { return min(max(v, 0), 6) }
+	acts := []struct {
+		name  string
+		nodes func(in string) []*graph.Node
+		inits map[string]inference.Tensor
+		f     func(v, res float64) float64
+	}{
+		{"relu", func(in string) []*graph.Node {
+			return []*graph.Node{{Name: "act", OpType: "Relu", Inputs: []string{in}, Outputs: []string{"y"}}}
+		}, nil, func(v, _ float64) float64 { return max(v, 0) }},
+		{"relu6", func(in string) []*graph.Node {
+			return []*graph.Node{{Name: "act", OpType: "Clip", Inputs: []string{in, "lo", "hi"}, Outputs: []string{"y"}}}
+		}, map[string]inference.Tensor{"lo": tensorOf(t, nil, float32(0)), "hi": tensorOf(t, nil, float32(6))}, func(v, _ float64) float64 { return relu6(v) }},
+		{"hardswish", func(in string) []*graph.Node {
+			return []*graph.Node{{Name: "act", OpType: "HardSwish", Inputs: []string{in}, Outputs: []string{"y"}}}
+		}, nil, func(v, _ float64) float64 { return v * min(max(v/6+0.5, 0), 1) }},
+		{"clip-sigmoid", func(in string) []*graph.Node {
+			return []*graph.Node{
+				{Name: "clip", OpType: "Clip", Inputs: []string{in, "lo", "hi"}, Outputs: []string{"c"}},
+				{Name: "act", OpType: "Sigmoid", Inputs: []string{"c"}, Outputs: []string{"y"}},
+			}
+		}, map[string]inference.Tensor{"lo": tensorOf(t, nil, float32(-1)), "hi": tensorOf(t, nil, float32(2))}, func(v, _ float64) float64 {
+			return 1 / (1 + math.Exp(-min(max(v, -1), 2)))
+		}},
+		{"add-relu", func(in string) []*graph.Node {
+			return []*graph.Node{
+				{Name: "add", OpType: "Add", Inputs: []string{in, "res"}, Outputs: []string{"s"}},
+				{Name: "act", OpType: "Relu", Inputs: []string{"s"}, Outputs: []string{"y"}},
+			}
+		}, nil, func(v, res float64) float64 { return max(v+res, 0) }},
+	}
+	const chans, batch = 5, 2
+	for _, gm := range geos {
+		for _, a := range acts {
+			t.Run(fmt.Sprintf("k%ds%dd%d/%s", gm.k, gm.s, gm.d, a.name), func(t *testing.T) {
+				xs, ws := []int{batch, chans, 13, 11}, []int{chans, 1, gm.k, gm.k}
+				p := int64(gm.pad)
+				attrs := map[string]graph.Attr{
+					"group": attrInt(chans), "pads": attrInts(p, p, p, p),
+					"strides": attrInts(int64(gm.s), int64(gm.s)), "dilations": attrInts(int64(gm.d), int64(gm.d)),
+				}
+				win, err := opsem.SlidingWindow(testNode("Conv", 13, attrs, 1), xs[2:], ws[2:], false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ys := append([]int{batch, chans}, win.Out...)
+				x, w, bias, res := nnRandom(r, opsem.Count(xs)), nnRandom(r, opsem.Count(ws)), nnRandom(r, chans), nnRandom(r, opsem.Count(ys))
+				for i := range w {
+					w[i] *= 8 // outputs past 6 and below −1, for the clamps
+				}
+				inits := map[string]inference.Tensor{"w": tensorOf(t, ws, w...), "b": tensorOf(t, []int{chans}, bias...)}
+				for k, v := range a.inits {
+					inits[k] = v
+				}
+				g := &graph.Graph{
+					Name:         "dw",
+					Opsets:       map[string]int64{"": 14},
+					Inputs:       []graph.Value{{Name: "x", DType: inference.Float32, Shape: xs}, {Name: "res", DType: inference.Float32, Shape: ys}},
+					Outputs:      []graph.Value{{Name: "y"}},
+					Initializers: inits,
+					Nodes: append([]*graph.Node{
+						{Name: "conv", OpType: "Conv", Inputs: []string{"x", "w", "b"}, Outputs: []string{"conv"}, Attrs: attrs},
+					}, a.nodes("conv")...),
+				}
+				if err := g.Sort(nil); err != nil {
+					t.Fatal(err)
+				}
+				m, err := Backend{}.Compile(g)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := cvDirectConv(xs, ws, x, w, bias, win, chans)
+				for i := range want {
+					want[i] = float32(a.f(float64(want[i]), float64(res[i])))
+				}
+				withProcs(t, func(t *testing.T) {
+					out, err := m.Run(context.Background(), map[string]inference.Tensor{"x": tensorOf(t, xs, x...), "res": tensorOf(t, ys, res...)})
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, _ := floats(out["y"])
+					cvCheckNearTol(t, "y", got, want, 1e-4, 1e-5)
+				})
+			})
+		}
 	}
 }

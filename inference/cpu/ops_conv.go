@@ -896,8 +896,13 @@ type cvDW struct {
 	scratch, outChans  int
 	taps               dwTaps
 	ep                 *epilogue
-	body               func(p0, p1 int)
-	xd, wd, bias, out  []float32 // the run's
+	// clamp is the epilogue's clamp where the row loops apply it as they
+	// store (no residual to add first), and epRest the rest of it, or
+	// dwNoClamp and nil.
+	clamp             dwClamp
+	epRest            *epilogue
+	body              func(p0, p1 int)
+	xd, wd, bias, out []float32 // the run's
 }
 
 func newCvDW(batch, chans, mult int, g opsem.Window, ep *epilogue) *cvDW {
@@ -931,8 +936,13 @@ func newCvDW(batch, chans, mult int, g opsem.Window, ep *epilogue) *cvDW {
 	case d.padded || overrun > 0:
 		d.scratch = d.pih*d.piw + overrun
 	}
+	d.clamp = dwNoClamp
 	if d.rowTaps {
 		d.taps = cvDepthwiseTaps(g, d.ld, d.pih, d.split)
+		if ep != nil && ep.clamp.on && ep.residual == nil && ep.residualIn < 0 && ep.bias == nil && ep.biasIn < 0 {
+			d.clamp = dwClamp{ep.clamp.lo, ep.clamp.hi}
+			d.epRest = &epilogue{act: ep.act, biasIn: -1, residualIn: -1}
+		}
 	}
 	d.body = d.planes
 	return d
@@ -956,8 +966,12 @@ func (d *cvDW) planes(p0, p1 int) {
 	ih, iw, oh, ow, kh, kw := d.ih, d.iw, d.oh, d.ow, d.kh, d.kw
 	ph, pw, pih, piw, ld := d.ph, d.pw, d.pih, d.piw, d.ld
 	mult, outChans, scratch := d.mult, d.outChans, d.scratch
-	xd, wd, bias, out, ep := d.xd, d.wd, d.bias, d.out, d.ep
+	xd, wd, bias, out := d.xd, d.wd, d.bias, d.out
 	split, rowTaps, taps, g := d.split, d.rowTaps, d.taps, d.g
+	rest := d.ep // what the row loops leave of the epilogue
+	if rowTaps && d.epRest != nil {
+		rest = d.epRest
+	}
 	var plane []float32
 	if scratch > 0 {
 		buf := cvScratchBuf(scratch)
@@ -989,11 +1003,11 @@ func (d *cvDW) planes(p0, p1 int) {
 		}
 		y, w := out[p*oh*ow:(p+1)*oh*ow], wd[oc*kh*kw:(oc+1)*kh*kw]
 		if rowTaps {
-			dwRows(y, oh, ow, x, taps, w, b)
+			dwRows(y, oh, ow, x, taps, w, b, d.clamp)
 		} else {
 			cvDepthwisePlane(y, x, piw, w, b, g)
 		}
-		ep.apply(y, p*oh*ow)
+		rest.apply(y, p*oh*ow)
 		if j++; j == mult {
 			src, j = src+1, 0
 		}
@@ -1120,12 +1134,12 @@ type dwTaps struct {
 // its Go twin's contract for rows, n and taps of at least one, and
 // checking no bounds: dwRows, dwSplitRows and dwCopyRows do.
 type dwLoop struct {
-	rows func(y []float32, rows, n int, x []float32, xs int, taps []dwTap, w []float32, b float32)
+	rows func(y []float32, rows, n int, x []float32, xs int, taps []dwTap, w []float32, b, lo, hi float32)
 	// shared, where the level has it, is rows for kernels kh high (3, 5
 	// or 7 at s = 1; 3 or 5 at s = 2) whose output rows are s input rows
 	// apart: xs = s·rs, and taps as dwTaps lists them. It reads up to 7·xs
 	// elements of x past the last input (dwOverrun).
-	shared func(y []float32, rows, n int, x []float32, rs, s, kh int, taps []dwTap, w []float32, b float32)
+	shared func(y []float32, rows, n int, x []float32, rs, s, kh int, taps []dwTap, w []float32, b, lo, hi float32)
 	split  func(even, odd, x []float32, rows, width, lde, ldo int)
 	copy   func(dst, x []float32, rows, width, ld int)
 }
@@ -1166,19 +1180,25 @@ func dwOverrun(kh, rs, xs int) int {
 
 // dwRows is dwRowsGo with the taps t, in dw's loops. Where dw's shared
 // loop runs t (dwShared), x runs dwOverrun elements past the last input.
-func dwRows(y []float32, rows, n int, x []float32, t dwTaps, w []float32, b float32) {
+func dwRows(y []float32, rows, n int, x []float32, t dwTaps, w []float32, b float32, c dwClamp) {
 	if rows <= 0 || n <= 0 || len(t.taps) == 0 {
-		dwRowsGo(y, rows, n, x, t.xs, t.taps, w, b)
+		dwRowsGo(y, rows, n, x, t.xs, t.taps, w, b, c.lo, c.hi)
 		return
 	}
 	y, w = y[:rows*n], w[:t.weights]
 	if s := dwShared(t.kh, t.rs, t.xs); s > 0 {
 		last := (rows-1)/8*8 + 7 // the last output row of the last group of eight
-		dw.shared(y, rows, n, x[:last*t.xs+t.hi+n], t.rs, s, t.kh, t.taps, w, b)
+		dw.shared(y, rows, n, x[:last*t.xs+t.hi+n], t.rs, s, t.kh, t.taps, w, b, c.lo, c.hi)
 		return
 	}
-	dw.rows(y, rows, n, x[:(rows-1)*t.xs+t.hi+n], t.xs, t.taps, w, b)
+	dw.rows(y, rows, n, x[:(rows-1)*t.xs+t.hi+n], t.xs, t.taps, w, b, c.lo, c.hi)
 }
+
+// dwClamp is the bounds the depthwise loops clamp their outputs to as they
+// store them (clamps' semantics: NaN kept); dwNoClamp leaves them alone.
+type dwClamp struct{ lo, hi float32 }
+
+var dwNoClamp = dwClamp{float32(math.Inf(-1)), float32(math.Inf(1))}
 
 // dwSplitRows is dwSplitRowsGo in dw's loops.
 func dwSplitRows(even, odd, x []float32, rows, width, lde, ldo int) {
@@ -1203,8 +1223,9 @@ func dwCopyRows(dst, x []float32, rows, width, ld int) {
 // output rows n wide whose inputs start xs apart. The vector loops add
 // each product with one rounding (a fused multiply-add); Go rounds the
 // product first, except where the compiler fuses the two (arm64; amd64
-// with GOAMD64=v3).
-func dwRowsGo(y []float32, rows, n int, x []float32, xs int, taps []dwTap, w []float32, b float32) {
+// with GOAMD64=v3). Each output is then clamped to [lo, hi] (as clamps
+// does: NaN kept).
+func dwRowsGo(y []float32, rows, n int, x []float32, xs int, taps []dwTap, w []float32, b, lo, hi float32) {
 	for j := range rows {
 		yr := y[j*n : (j+1)*n]
 		for i := range yr {
@@ -1216,6 +1237,7 @@ func dwRowsGo(y []float32, rows, n int, x []float32, xs int, taps []dwTap, w []f
 				yr[i] += wv * v
 			}
 		}
+		clampsGo(yr, lo, hi)
 	}
 }
 
