@@ -645,3 +645,41 @@ func BenchmarkStem(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPointwiseWide times MobileNetV2's first inverted residual at
+// batch 8 as its 1×1 convolutions run it: 16 → 96 channels (ReLU6) and
+// 96 → 16 on 112×112 maps, then a global average pool (so that the
+// output, which each run allocates, stays small): products of K = 16 and
+// 96 whose outputs (38 and 6 MB) pass through memory, not the cache.
+func BenchmarkPointwiseWide(b *testing.B) {
+	r := rand.New(rand.NewPCG(7, 9))
+	const batch, hw = 8, 112
+	w1, _ := inference.New([]int{96, 16, 1, 1}, nnRandom(r, 96*16))
+	w2, _ := inference.New([]int{16, 96, 1, 1}, nnRandom(r, 16*96))
+	lo, _ := inference.New(nil, []float32{0})
+	hi, _ := inference.New(nil, []float32{6})
+	g := &graph.Graph{Name: "t", Opsets: map[string]int64{"": 13}, Initializers: map[string]inference.Tensor{"w1": w1, "w2": w2, "lo": lo, "hi": hi},
+		Inputs:  []graph.Value{{Name: "x", DType: inference.Float32, Shape: []int{batch, 16, hw, hw}}},
+		Outputs: []graph.Value{{Name: "y"}},
+		Nodes: []*graph.Node{
+			{Name: "expand", OpType: "Conv", Inputs: []string{"x", "w1"}, Outputs: []string{"e"}},
+			{Name: "relu6", OpType: "Clip", Inputs: []string{"e", "lo", "hi"}, Outputs: []string{"a"}},
+			{Name: "project", OpType: "Conv", Inputs: []string{"a", "w2"}, Outputs: []string{"p"}},
+			{Name: "pool", OpType: "GlobalAveragePool", Inputs: []string{"p"}, Outputs: []string{"y"}},
+		}}
+	if err := g.Sort(nil); err != nil {
+		b.Fatal(err)
+	}
+	m, err := Backend{}.Compile(g)
+	if err != nil {
+		b.Fatal(err)
+	}
+	x, _ := inference.New([]int{batch, 16, hw, hw}, nnRandom(r, batch*16*hw*hw))
+	feeds := map[string]inference.Tensor{"x": x}
+	for b.Loop() {
+		if _, err := m.Run(context.Background(), feeds); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(2*2*16*96*batch*hw*hw*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}

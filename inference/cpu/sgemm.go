@@ -32,6 +32,10 @@ const (
 	nnKC = 256
 	nnMC = 128
 	nnNC = 1024
+	// nnShortK is the longest k of a product whose blocks run a row of
+	// tiles at a time (nnSgemmAdd): where C's traffic outweighs A's and
+	// B's.
+	nnShortK = 64
 )
 
 // nnMaxTile bounds mr·nr over all micro-kernels: the size of the scratch
@@ -428,13 +432,30 @@ func nnSgemmAdd(kern nnKernel, pre nnPrepacked, blk nnBlocks, transA, transB boo
 						blk.head.finish(c[i0*ldc+j0:], ldc, pre.i0+i0, pre.j0+j0, mc, nc)
 					}
 				}
-				if bp == nil {
-					nnMacroKernelRows(kern, mc, nc, kc, ap, b[j0:], pre.rowsB[p0:p0+kc], c[i0*ldc+j0:], ldc, edge, start, bpack[:kern.nr*kc])
-				} else {
-					nnMacroKernel(kern, mc, nc, kc, ap, bp, c[i0*ldc+j0:], ldc, edge, start)
+				// A product of one short k-block writes C at the rate it
+				// computes it: a row of tiles at a time, across the
+				// block's columns, writes mr rows as a few long runs the
+				// prefetchers follow (all of the block's rows, panel by
+				// panel, are as many runs as rows), and finishes them
+				// while they are in L1.
+				step := mc
+				if kc == k && kc <= nnShortK {
+					step = kern.mr
 				}
-				if last {
-					blk.tail.finish(c[i0*ldc+j0:], ldc, pre.i0+i0, pre.j0+j0, mc, nc)
+				for r := 0; r < mc; r += step {
+					rows, at := min(step, mc-r), (i0+r)*ldc+j0
+					st := start
+					if st != nil {
+						st = st[r:]
+					}
+					if bp == nil {
+						nnMacroKernelRows(kern, rows, nc, kc, ap[r*kc:], b[j0:], pre.rowsB[p0:p0+kc], c[at:], ldc, edge, st, bpack[:kern.nr*kc])
+					} else {
+						nnMacroKernel(kern, rows, nc, kc, ap[r*kc:], bp, c[at:], ldc, edge, st)
+					}
+					if last {
+						blk.tail.finish(c[at:], ldc, pre.i0+i0+r, pre.j0+j0, rows, nc)
+					}
 				}
 			}
 		}
