@@ -630,7 +630,10 @@ func BenchmarkStem(b *testing.B) {
 				Inputs:  []graph.Value{{Name: "x", DType: inference.Float32, Shape: []int{1, 3, 224, 224}}},
 				Outputs: []graph.Value{{Name: "y"}},
 				Nodes: []*graph.Node{{Name: "conv", OpType: "Conv", Inputs: []string{"x", "w", "b"}, Outputs: []string{"c"}, Attrs: map[string]graph.Attr{"pads": attrInts(p, p, p, p), "strides": attrInts(int64(c.s), int64(c.s))}},
-					{Name: "relu", OpType: "Relu", Inputs: []string{"c"}, Outputs: []string{"y"}}}}
+					{Name: "relu", OpType: "Relu", Inputs: []string{"c"}, Outputs: []string{"r"}},
+					// A small output: the convolution's is the pool's,
+					// as in a model, not a new one each run.
+					{Name: "pool", OpType: "GlobalAveragePool", Inputs: []string{"r"}, Outputs: []string{"y"}}}}
 			m, err := Backend{}.Compile(g)
 			if err != nil {
 				b.Fatal(err)
