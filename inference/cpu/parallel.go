@@ -222,21 +222,32 @@ func (w *worker) loop() {
 	}
 }
 
-// await polls for a task for workerSpin, yielding the processor between
-// polls, and reports whether one came.
+// await polls for a task for workerSpin, yielding the processor now and
+// then (spin), and reports whether one came.
 func (w *worker) await() bool {
 	return spin(w.has.Load)
 }
 
-// spin polls done for workerSpin, yielding the processor between polls
-// (reading the clock every 16th), and reports whether done came true.
+// spin polls done for workerSpin, and reports whether done came true. It
+// yields the processor (and reads the clock) every spinPolls polls, not
+// after each: a yield goes through the scheduler's global queue, under its
+// lock, which the caller and the workers would otherwise take in turn
+// while they wait for each other, and the chunk that ends the wait would
+// be seen a yield late.
 func spin(done func() bool) bool {
 	start := time.Now()
 	for i := 1; !done(); i++ {
-		if i%16 == 0 && time.Since(start) >= workerSpin {
+		if i%spinPolls != 0 {
+			continue
+		}
+		if time.Since(start) >= workerSpin {
 			return done()
 		}
 		runtime.Gosched()
 	}
 	return true
 }
+
+// spinPolls is how many polls spin makes between yields: a few hundred
+// nanoseconds.
+const spinPolls = 64
