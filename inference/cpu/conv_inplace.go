@@ -157,37 +157,34 @@ func (d *cvInPlace) layout(src, dst []float32, lo, hi int) {
 }
 
 // layoutSplit is layout at stride 2 where the taps read all four phases
-// (a 3×3 or larger kernel): each image row is split into its even and odd
-// columns at once, into the two phases of its row's parity (dwSplitRows,
-// vector loops), and the padding around them cleared.
+// (a 3×3 or larger kernel): the image rows of each parity are split into
+// their even and odd columns at once, into the two phases of that parity
+// (one call of dwSplitRows, a vector loop, reading every other row), each
+// phase cleared first for its padding.
 func (d *cvInPlace) layoutSplit(src, dst []float32, lo, hi int) {
 	ih, iw, qw := d.in[0], d.in[1], d.qw
 	plane := d.qh * qw
 	pb0, pb1 := d.padBegin[0], d.padBegin[1]
 	// Image column 0 lands in phase column b0 at j0, column 1 in b1 at
-	// j1; the even columns fill ne of their phase's row, the odd ones no.
+	// j1.
 	b0, j0 := pb1%2, pb1/2
 	b1, j1 := (pb1+1)%2, (pb1+1)/2
-	ne, no := (iw+1)/2, iw/2
 	for c := lo; c < hi; c++ {
 		img := src[c*ih*iw : (c+1)*ih*iw]
 		for a := range 2 {
 			pe := dst[(d.slots[a*2+b0]*d.chans+c)*plane : (d.slots[a*2+b0]*d.chans+c+1)*plane]
 			po := dst[(d.slots[a*2+b1]*d.chans+c)*plane : (d.slots[a*2+b1]*d.chans+c+1)*plane]
-			for i := range d.qh {
-				re, ro := pe[i*qw:(i+1)*qw], po[i*qw:(i+1)*qw]
-				iy := 2*i + a - pb0
-				if iy < 0 || iy >= ih {
-					clear(re)
-					clear(ro)
-					continue
-				}
-				clear(re[:j0])
-				clear(re[j0+ne:])
-				clear(ro[:j1])
-				clear(ro[j1+no:])
-				dwSplitRows(re[j0:], ro[j1:], img[iy*iw:(iy+1)*iw], 1, iw, qw, qw)
+			clear(pe)
+			clear(po)
+			// Phase row i holds image row 2i + a − pb0: rows i0… of
+			// the phase hold image rows iy0, iy0 + 2, … below ih.
+			i0 := max(0, (pb0-a+1)/2)
+			iy0 := 2*i0 + a - pb0
+			if iy0 >= ih || i0 >= d.qh {
+				continue
 			}
+			rows := min(d.qh-i0, (ih-iy0+1)/2)
+			dwSplitRows(pe[i0*qw+j0:], po[i0*qw+j1:], img[iy0*iw:], rows, iw, qw, qw, 2*iw)
 		}
 	}
 }

@@ -777,14 +777,14 @@ shareddone:
 	VZEROUPPER
 	RET
 
-// func dwSplitRowsAVX512(even, odd, x []float32, rows, width, lde, ldo int)
+// func dwSplitRowsAVX512(even, odd, x []float32, rows, width, lde, ldo, ldx int)
 // Each row of x, 32 elements at a time: two loads, then VPERMT2PS picks
 // the even elements and the odd ones. The last 1 to 31 under masks K1,
 // K2 (loads), K3 (even stores) and K4 (odd ones), the same for every
-// row. Registers: R8 x, DI and SI the rows of even and odd, R11 and R12
-// their place in them, CX the columns left, R9 rows left, R10 and R13
-// lde and ldo in bytes, Z30 and Z31 the indices.
-TEXT ·dwSplitRowsAVX512(SB), NOSPLIT, $0-104
+// row. Registers: R8 x, R14 its row, DI and SI the rows of even and odd,
+// R11 and R12 their place in them, CX the columns left, R9 rows left,
+// R10, R13 and R15 lde, ldo and ldx in bytes, Z30 and Z31 the indices.
+TEXT ·dwSplitRowsAVX512(SB), NOSPLIT, $0-112
 	MOVQ    even_base+0(FP), DI
 	MOVQ    odd_base+24(FP), SI
 	MOVQ    x_base+48(FP), R8
@@ -793,6 +793,8 @@ TEXT ·dwSplitRowsAVX512(SB), NOSPLIT, $0-104
 	SHLQ    $2, R10
 	MOVQ    ldo+96(FP), R13
 	SHLQ    $2, R13
+	MOVQ    ldx+104(FP), R15
+	SHLQ    $2, R15
 	VMOVUPS splitidx<>+0(SB), Z30
 	VMOVUPS splitidx<>+64(SB), Z31
 
@@ -838,6 +840,7 @@ splithi:
 splitrow:
 	MOVQ DI, R11
 	MOVQ SI, R12
+	MOVQ R8, R14
 	MOVQ width+80(FP), CX
 
 split32:
@@ -871,6 +874,7 @@ splittail:
 splitnext:
 	ADDQ R10, DI
 	ADDQ R13, SI
+	LEAQ (R14)(R15*1), R8
 	DECQ R9
 	JNZ  splitrow
 

@@ -44,7 +44,7 @@ func dwRowsAVX512(y []float32, rows, n int, x []float32, xs int, taps []dwTap, w
 func dwRowsSharedAVX512(y []float32, rows, n int, x []float32, rs, s, kh int, taps []dwTap, w []float32, b, lo, hi float32)
 
 //go:noescape
-func dwSplitRowsAVX512(even, odd, x []float32, rows, width, lde, ldo int)
+func dwSplitRowsAVX512(even, odd, x []float32, rows, width, lde, ldo, ldx int)
 
 //go:noescape
 func dwCopyRowsAVX512(dst, x []float32, rows, width, ld int)
@@ -53,7 +53,7 @@ func dwCopyRowsAVX512(dst, x []float32, rows, width, ld int)
 func dwRowsAVX2(y []float32, rows, n int, x []float32, xs int, taps []dwTap, w []float32, b, lo, hi float32)
 
 //go:noescape
-func dwSplitRowsAVX2(even, odd, x []float32, rows, width, lde, ldo int)
+func dwSplitRowsAVX2(even, odd, x []float32, rows, width, lde, ldo, ldx int)
 
 //go:noescape
 func dwCopyRowsAVX2(dst, x []float32, rows, width, ld int)

@@ -376,14 +376,14 @@ done:
 	VZEROUPPER
 	RET
 
-// func dwSplitRowsAVX2(even, odd, x []float32, rows, width, lde, ldo int)
+// func dwSplitRowsAVX2(even, odd, x []float32, rows, width, lde, ldo, ldx int)
 // Each row of x, 16 elements at a time: two loads, VSHUFPS picks the
 // even (odd) elements of each 128-bit half, VPERMPD puts the halves in
 // order; then 8 in the same way in 128 bits, and the last 1 to 7 one
-// or two at a time. Registers: R8 x, DI and
-// SI the rows of even and odd, R11 and R12 their place in them, CX the
-// columns left, R9 rows left, R10 and R13 lde and ldo in bytes.
-TEXT ·dwSplitRowsAVX2(SB), NOSPLIT, $0-104
+// or two at a time. Registers: R8 x, R14 its row, DI and SI the rows of
+// even and odd, R11 and R12 their place in them, CX the columns left, R9
+// rows left, R10, R13 and R15 lde, ldo and ldx in bytes.
+TEXT ·dwSplitRowsAVX2(SB), NOSPLIT, $0-112
 	MOVQ  even_base+0(FP), DI
 	MOVQ  odd_base+24(FP), SI
 	MOVQ  x_base+48(FP), R8
@@ -392,12 +392,15 @@ TEXT ·dwSplitRowsAVX2(SB), NOSPLIT, $0-104
 	SHLQ  $2, R10
 	MOVQ  ldo+96(FP), R13
 	SHLQ  $2, R13
+	MOVQ  ldx+104(FP), R15
+	SHLQ  $2, R15
 	TESTQ R9, R9
 	JEQ   splitdone
 
 splitrow:
 	MOVQ DI, R11
 	MOVQ SI, R12
+	MOVQ R8, R14
 	MOVQ width+80(FP), CX
 
 split16:
@@ -454,6 +457,7 @@ split1:
 splitnext:
 	ADDQ R10, DI
 	ADDQ R13, SI
+	LEAQ (R14)(R15*1), R8
 	DECQ R9
 	JNZ  splitrow
 

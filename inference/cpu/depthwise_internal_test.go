@@ -293,8 +293,8 @@ func TestDwRowsEmpty(t *testing.T) {
 
 // TestDwSplitCopyRows checks each level's split and copy loops against
 // their Go twins, bit for bit (NaN payloads included), on widths 1 to 70
-// (every tail of 32, 16 and 8), 1 to 3 rows and destination rows wider
-// than needed, and that they write nothing else and read nothing past x
+// (every tail of 32, 16 and 8), 1 to 3 rows, source rows further apart
+// than their width (the split) and destination rows wider than needed, and that they write nothing else and read nothing past x
 // (dwEndAtGuard).
 func TestDwSplitCopyRows(t *testing.T) {
 	dwEachLevel(t, func(t *testing.T, lv vecLevel, l dwLoop) {
@@ -308,18 +308,23 @@ func TestDwSplitCopyRows(t *testing.T) {
 		}
 		for width := 1; width <= 70; width++ {
 			for rows := 1; rows <= 3; rows++ {
-				x := dwEndAtGuard(t, rows*width)
-				copy(x, nnRandom(r, rows*width))
-				x[r.IntN(len(x))] = math.Float32frombits(0x7fa00001) // a signalling NaN, kept as it is
+				// Source rows width apart, or further (every other row
+				// of an image, as the stride-2 layout reads them).
+				ldx := width + []int{0, 2, width + 1}[r.IntN(3)]
+				xs := dwEndAtGuard(t, (rows-1)*ldx+width)
+				copy(xs, nnRandom(r, len(xs)))
+				xs[r.IntN(len(xs))] = math.Float32frombits(0x7fa00001) // a signalling NaN, kept as it is
 				lde, ldo := (width+1)/2+r.IntN(3), width/2+r.IntN(3)
 				even, odd := fill(rows*lde+dwGuard), fill(rows*ldo+dwGuard)
 				wantEven, wantOdd := fill(len(even)), fill(len(odd))
-				dwSplitRowsGo(wantEven, wantOdd, x, rows, width, lde, ldo)
-				l.split(even, odd, x, rows, width, lde, ldo)
-				name := fmt.Sprintf("%v split: %d rows of %d, lde %d, ldo %d", lv, rows, width, lde, ldo)
+				dwSplitRowsGo(wantEven, wantOdd, xs, rows, width, lde, ldo, ldx)
+				l.split(even, odd, xs, rows, width, lde, ldo, ldx)
+				name := fmt.Sprintf("%v split: %d rows of %d, ldx %d, lde %d, ldo %d", lv, rows, width, ldx, lde, ldo)
 				dwCheckBits(t, name+", even", even, wantEven)
 				dwCheckBits(t, name+", odd", odd, wantOdd)
 
+				x := dwEndAtGuard(t, rows*width)
+				copy(x, nnRandom(r, rows*width))
 				ld := width + r.IntN(3)
 				dst, want := fill(rows*ld+dwGuard), fill(rows*ld+dwGuard)
 				dwCopyRowsGo(want, x, rows, width, ld)

@@ -1052,10 +1052,10 @@ func cvSplitPadded(dst, x []float32, rows, width, prows, half, ph, pw int) {
 	even, odd := dst[:prows*half], dst[prows*half:2*prows*half]
 	at := ph*half + pw/2
 	if pw%2 == 0 {
-		dwSplitRows(even[at:], odd[at:], x, rows, width, half, half)
+		dwSplitRows(even[at:], odd[at:], x, rows, width, half, half, width)
 	} else {
 		// x's even columns are odd ones of the padded plane.
-		dwSplitRows(odd[at:], even[at+1:], x, rows, width, half, half)
+		dwSplitRows(odd[at:], even[at+1:], x, rows, width, half, half, width)
 	}
 }
 
@@ -1140,7 +1140,7 @@ type dwLoop struct {
 	// apart: xs = s·rs, and taps as dwTaps lists them. It reads up to 7·xs
 	// elements of x past the last input (dwOverrun).
 	shared func(y []float32, rows, n int, x []float32, rs, s, kh int, taps []dwTap, w []float32, b, lo, hi float32)
-	split  func(even, odd, x []float32, rows, width, lde, ldo int)
+	split  func(even, odd, x []float32, rows, width, lde, ldo, ldx int)
 	copy   func(dst, x []float32, rows, width, ld int)
 }
 
@@ -1201,13 +1201,13 @@ type dwClamp struct{ lo, hi float32 }
 var dwNoClamp = dwClamp{float32(math.Inf(-1)), float32(math.Inf(1))}
 
 // dwSplitRows is dwSplitRowsGo in dw's loops.
-func dwSplitRows(even, odd, x []float32, rows, width, lde, ldo int) {
+func dwSplitRows(even, odd, x []float32, rows, width, lde, ldo, ldx int) {
 	if rows <= 0 || width <= 0 {
 		return
 	}
 	even = even[:(rows-1)*lde+(width+1)/2]
 	odd = odd[:(rows-1)*ldo+width/2]
-	dw.split(even, odd, x[:rows*width], rows, width, lde, ldo)
+	dw.split(even, odd, x[:(rows-1)*ldx+width], rows, width, lde, ldo, ldx)
 }
 
 // dwCopyRows is dwCopyRowsGo in dw's loops.
@@ -1241,13 +1241,14 @@ func dwRowsGo(y []float32, rows, n int, x []float32, xs int, taps []dwTap, w []f
 	}
 }
 
-// dwSplitRowsGo writes the even and odd columns of x, rows × width, to
-// rows lde and ldo apart: even[r·lde + j] = x[r·width + 2j] for
-// j < ⌈width/2⌉, odd[r·ldo + j] = x[r·width + 2j + 1] for j < ⌊width/2⌋.
-func dwSplitRowsGo(even, odd, x []float32, rows, width, lde, ldo int) {
+// dwSplitRowsGo writes the even and odd columns of x's rows (rows of
+// width, ldx apart) to rows lde and ldo apart: even[r·lde + j] =
+// x[r·ldx + 2j] for j < ⌈width/2⌉, odd[r·ldo + j] = x[r·ldx + 2j + 1]
+// for j < ⌊width/2⌋.
+func dwSplitRowsGo(even, odd, x []float32, rows, width, lde, ldo, ldx int) {
 	we, wo := (width+1)/2, width/2
 	for r := range rows {
-		row := x[r*width : (r+1)*width]
+		row := x[r*ldx : r*ldx+width]
 		ev, od := even[r*lde:r*lde+we], odd[r*ldo:r*ldo+wo]
 		for j := range od {
 			ev[j], od[j] = row[2*j], row[2*j+1]
