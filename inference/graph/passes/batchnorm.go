@@ -9,11 +9,14 @@ import (
 )
 
 // FoldBatchNorm folds each BatchNormalization that normalises with
-// constant statistics into the Conv or Gemm that produces its input:
-// with a = scale/√(var + epsilon) and b = B − mean·a per channel,
+// constant statistics into the Conv, ConvTranspose or Gemm that produces
+// its input: with a = scale/√(var + epsilon) and b = B − mean·a per
+// channel,
 //
-//	Conv:  W'[m, …] = a[m]·W[m, …]      bias'[m] = a[m]·bias[m] + b[m]
-//	Gemm:  B'[·, n] = a[n]·B[·, n]      C'[n] = a[n]·beta·C[n] + b[n], beta' = 1
+//	Conv:           W'[m, …] = a[m]·W[m, …]      bias'[m] = a[m]·bias[m] + b[m]
+//	ConvTranspose:  W'[c, j, …] = a[m]·W[c, j, …], m = g·M/group + j for input channel c of group g
+//	                                            bias'[m] = a[m]·bias[m] + b[m]
+//	Gemm:           B'[·, n] = a[n]·B[·, n]      C'[n] = a[n]·beta·C[n] + b[n], beta' = 1
 //
 // (B' along its rows when transB), computed in float64 and stored as new
 // float32 initializers. It folds only when the Conv's or Gemm's output has
@@ -51,6 +54,8 @@ func foldBatchNorm(g *graph.Graph) bool {
 		switch {
 		case is(p, "Conv"):
 			folded = foldIntoConv(x, p, a, b)
+		case is(p, "ConvTranspose"):
+			folded = foldIntoConvTranspose(x, p, a, b)
 		case is(p, "Gemm") && opset >= 7:
 			folded = foldIntoGemm(x, p, a, b)
 		}
@@ -122,6 +127,46 @@ func foldIntoConv(x *index, conv *graph.Node, a, b []float64) bool {
 	conv.Inputs = []string{conv.Inputs[0],
 		x.addInitializer(conv.Inputs[1]+"_bn", mustTensor(wt.Shape(), nw)),
 		x.addInitializer(conv.Name+"_bias_bn", mustTensor([]int{len(a)}, nb))}
+	return true
+}
+
+// foldIntoConvTranspose scales the ConvTranspose's output channels by a
+// and adds b. Its W is [C, M/group, …]: input channel c (of group
+// c/(C/group)) reaches output channel g·(M/group) + j through W[c, j, …].
+func foldIntoConvTranspose(x *index, ct *graph.Node, a, b []float64) bool {
+	w, ok := x.floats(ct.Input(1))
+	wt, _ := x.constant(ct.Input(1))
+	group := int(ct.Int("group", 1))
+	if !ok || wt.Rank() < 3 || group < 1 || len(w) == 0 {
+		return false
+	}
+	chans, per := wt.Shape()[0], wt.Shape()[1]
+	if chans%group != 0 || per*group != len(a) {
+		return false
+	}
+	bias := make([]float64, len(a))
+	if name := ct.Input(2); name != "" {
+		v, ok := x.floats(name)
+		if !ok || len(v) != len(a) {
+			return false
+		}
+		for m, f := range v {
+			bias[m] = float64(f)
+		}
+	}
+	taps := len(w) / (chans * per)
+	nw := make([]float32, len(w))
+	for i, v := range w {
+		c, j := i/(per*taps), i/taps%per
+		nw[i] = float32(float64(v) * a[c/(chans/group)*per+j])
+	}
+	nb := make([]float32, len(a))
+	for m := range a {
+		nb[m] = float32(a[m]*bias[m] + b[m])
+	}
+	ct.Inputs = []string{ct.Inputs[0],
+		x.addInitializer(ct.Inputs[1]+"_bn", mustTensor(wt.Shape(), nw)),
+		x.addInitializer(ct.Name+"_bias_bn", mustTensor([]int{len(a)}, nb))}
 	return true
 }
 

@@ -58,6 +58,47 @@ func TestFoldBatchNormConv(t *testing.T) {
 	}
 }
 
+// ConvTranspose folds along its W's second axis, per group: output
+// channel g·(M/group) + j is W[c, j, …] for the input channels c of group
+// g.
+func TestFoldBatchNormConvTranspose(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		group int
+		bias  bool
+	}{
+		{"bias", 1, true},
+		{"no bias", 1, false},
+		{"groups", 2, true},
+		{"depthwise", 4, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			build := func() *model {
+				m := newModel(17)
+				const chans, out = 4, 6
+				per := out / tc.group
+				if tc.group == 4 {
+					per = 1
+				}
+				in := []string{m.input("x", 2, chans, 5, 5), m.constant("w", []int{chans, per, 3, 3})}
+				if tc.bias {
+					in = append(in, m.constant("b", []int{per * tc.group}))
+				}
+				c := m.op("ConvTranspose", attrs("strides", aInts(2, 2), "pads", aInts(1, 1, 1, 1), "output_padding", aInts(1, 1), "group", aInt(int64(tc.group))), in...)
+				y, _ := batchNorm(m, c, per*tc.group, nil)
+				m.output(m.op("Relu", nil, y))
+				return m
+			}
+			g := rewrite(t, build, passes.FoldBatchNorm(), "ConvTranspose Relu", rtol, atol)
+			for _, name := range []string{"w", "b", "bn_scale", "bn_var"} {
+				if _, ok := g.Initializers[name]; ok {
+					t.Errorf("initializer %q still there after the fold", name)
+				}
+			}
+		})
+	}
+}
+
 // Gemm folds along its output columns: B's columns, or its rows when
 // transB, and C of one value per column or one value, scaled by beta.
 func TestFoldBatchNormGemm(t *testing.T) {
