@@ -82,9 +82,10 @@ func TestMaxUnpool(t *testing.T) {
 }
 
 // BenchmarkMaxPool times 3×3 stride-2 max pools: ResNet's over
-// 64×112×112 (padding 1; 3.2 MB, which the cache holds) and SqueezeNet's
-// at batch 8 over 8×64×111×111 (ceil_mode; 25 MB, read from memory,
-// where the row loops' prefetching counts).
+// 64×112×112 (padding 1; 3.2 MB, which the cache holds), SqueezeNet's
+// first over 64×111×111 (ceil_mode) at batch 1 and at batch 8 (25 MB,
+// read from memory, where the row loops' prefetching counts), and its
+// second over 128×55×55.
 func BenchmarkMaxPool(b *testing.B) {
 	r := rand.New(rand.NewPCG(9, 10))
 	for _, c := range []struct {
@@ -93,7 +94,9 @@ func BenchmarkMaxPool(b *testing.B) {
 		attrs map[string]graph.Attr
 	}{
 		{"resnet", []int{1, 64, 112, 112}, map[string]graph.Attr{"pads": attrInts(1, 1, 1, 1)}},
+		{"squeezenet", []int{1, 64, 111, 111}, map[string]graph.Attr{"ceil_mode": attrInt(1)}},
 		{"squeezenet_b8", []int{8, 64, 111, 111}, map[string]graph.Attr{"ceil_mode": attrInt(1)}},
+		{"squeezenet_55", []int{1, 128, 55, 55}, map[string]graph.Attr{"ceil_mode": attrInt(1)}},
 	} {
 		c.attrs["kernel_shape"], c.attrs["strides"] = attrInts(3, 3), attrInts(2, 2)
 		x, _ := inference.New(c.shape, nnRandom(r, limit.Count(c.shape...)))
