@@ -1166,3 +1166,58 @@ mntap:
 mndone:
 	VZEROUPPER
 	RET
+
+// func addRowsAVX512(y []float32, ldy int, x []float32, ldx, rows, n int)
+// y[r·ldy + i] += x[r·ldx + i] for r < rows, i < n: 16 a step, the last
+// 1 to 15 of each row under the mask K1. Registers: DI y's row, SI x's,
+// BX the place in them, CX the columns left, R8 and R9 ldy and ldx in
+// bytes, R10 the rows left, R11 n.
+TEXT ·addRowsAVX512(SB), NOSPLIT, $0-80
+	MOVQ  y_base+0(FP), DI
+	MOVQ  ldy+24(FP), R8
+	SHLQ  $2, R8
+	MOVQ  x_base+32(FP), SI
+	MOVQ  ldx+56(FP), R9
+	SHLQ  $2, R9
+	MOVQ  rows+64(FP), R10
+	MOVQ  n+72(FP), R11
+	MOVQ  R11, CX
+	ANDQ  $15, CX
+	MOVL  $1, AX
+	SHLL  CX, AX
+	DECL  AX
+	KMOVW AX, K1
+	TESTQ R10, R10
+	JEQ   addrowsdone
+
+addrowsrow:
+	XORQ BX, BX
+	MOVQ R11, CX
+
+addrows16:
+	CMPQ    CX, $16
+	JLT     addrowstail
+	VMOVUPS (SI)(BX*1), Z0
+	VADDPS  (DI)(BX*1), Z0, Z0
+	VMOVUPS Z0, (DI)(BX*1)
+	ADDQ    $64, BX
+	SUBQ    $16, CX
+	JMP     addrows16
+
+addrowstail:
+	TESTQ     CX, CX
+	JEQ       addrowsnext
+	VMOVUPS.Z (SI)(BX*1), K1, Z0
+	VMOVUPS.Z (DI)(BX*1), K1, Z1
+	VADDPS    Z1, Z0, Z0
+	VMOVUPS   Z0, K1, (DI)(BX*1)
+
+addrowsnext:
+	ADDQ R8, DI
+	ADDQ R9, SI
+	DECQ R10
+	JNZ  addrowsrow
+
+addrowsdone:
+	VZEROUPPER
+	RET

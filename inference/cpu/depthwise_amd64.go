@@ -163,3 +163,30 @@ func cols(out, v []float32, kw, sw int, sum bool) {
 		colsGo(out, v, kw, sw, sum)
 	}
 }
+
+// addRowsAVX512 and addRowsAVX2 are addRows' loops (depthwise512_amd64.s,
+// depthwise_amd64.s), without bounds checks.
+//
+//go:noescape
+func addRowsAVX512(y []float32, ldy int, x []float32, ldx, rows, n int)
+
+//go:noescape
+func addRowsAVX2(y []float32, ldy int, x []float32, ldx, rows, n int)
+
+// addRows sets y[r·ldy + i] += x[r·ldx + i] for r < rows and i < n: the
+// rows of a transposed convolution's tap added into its output, one call
+// for all of them.
+func addRows(y []float32, ldy int, x []float32, ldx, rows, n int) {
+	if rows <= 0 || n <= 0 {
+		return
+	}
+	y, x = y[:(rows-1)*ldy+n], x[:(rows-1)*ldx+n] // the loops do not check
+	switch vecBest {
+	case vecAVX512:
+		addRowsAVX512(y, ldy, x, ldx, rows, n)
+	case vecAVX2:
+		addRowsAVX2(y, ldy, x, ldx, rows, n)
+	default:
+		addRowsGo(y, ldy, x, ldx, rows, n)
+	}
+}

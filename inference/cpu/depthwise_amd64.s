@@ -671,3 +671,56 @@ mc2s2next:
 mc2done:
 	VZEROUPPER
 	RET
+
+// func addRowsAVX2(y []float32, ldy int, x []float32, ldx, rows, n int)
+// y[r·ldy + i] += x[r·ldx + i] for r < rows, i < n: 8 a step, the last 1
+// to 7 of each row under the mask Y10. Registers as in addRowsAVX512.
+TEXT ·addRowsAVX2(SB), NOSPLIT, $0-80
+	MOVQ    y_base+0(FP), DI
+	MOVQ    ldy+24(FP), R8
+	SHLQ    $2, R8
+	MOVQ    x_base+32(FP), SI
+	MOVQ    ldx+56(FP), R9
+	SHLQ    $2, R9
+	MOVQ    rows+64(FP), R10
+	MOVQ    n+72(FP), R11
+	MOVQ    R11, CX
+	ANDQ    $7, CX
+	SHLQ    $2, CX
+	LEAQ    tailmask<>+32(SB), DX
+	SUBQ    CX, DX
+	VMOVUPS (DX), Y10
+	TESTQ   R10, R10
+	JEQ     addrowsdone
+
+addrowsrow:
+	XORQ BX, BX
+	MOVQ R11, CX
+
+addrows8:
+	CMPQ    CX, $8
+	JLT     addrowstail
+	VMOVUPS (SI)(BX*1), Y0
+	VADDPS  (DI)(BX*1), Y0, Y0
+	VMOVUPS Y0, (DI)(BX*1)
+	ADDQ    $32, BX
+	SUBQ    $8, CX
+	JMP     addrows8
+
+addrowstail:
+	TESTQ      CX, CX
+	JEQ        addrowsnext
+	VMASKMOVPS (SI)(BX*1), Y10, Y0
+	VMASKMOVPS (DI)(BX*1), Y10, Y1
+	VADDPS     Y1, Y0, Y0
+	VMASKMOVPS Y0, Y10, (DI)(BX*1)
+
+addrowsnext:
+	ADDQ R8, DI
+	ADDQ R9, SI
+	DECQ R10
+	JNZ  addrowsrow
+
+addrowsdone:
+	VZEROUPPER
+	RET

@@ -51,3 +51,10 @@ func maxPoolNarrowRuns() bool { return false }
 func maxPoolNarrow(out []float32, osp int, src []float32, isp, planes int, rows []int, iw int, perm []int32, kw, ow int) {
 	panic("maxPoolNarrow without its vector loop")
 }
+
+// addRows sets y[r·ldy + i] += x[r·ldx + i] for r < rows and i < n.
+func addRows(y []float32, ldy int, x []float32, ldx, rows, n int) {
+	if rows > 0 && n > 0 {
+		addRowsGo(y[:(rows-1)*ldy+n], ldy, x[:(rows-1)*ldx+n], ldx, rows, n)
+	}
+}

@@ -231,13 +231,15 @@ func cvScatterColumns2D(col []float32, channels int, m cvTaps, y []float32) {
 				}
 				r := (c*kh+ky)*kw + kx
 				rows := col[r*ncol : (r+1)*ncol]
+				if sx == 1 {
+					if ylo < yhi {
+						addRows(plane[(ylo*sy+offY)*ow+xlo+offX:], sy*ow, rows[ylo*iw+xlo:], iw, yhi-ylo, xhi-xlo)
+					}
+					continue
+				}
 				for iy := ylo; iy < yhi; iy++ {
 					out := plane[(iy*sy+offY)*ow:]
 					run := rows[iy*iw+xlo : iy*iw+xhi]
-					if sx == 1 {
-						addInto(out[xlo+offX:xhi+offX], run)
-						continue
-					}
 					at := xlo*sx + offX
 					for _, v := range run {
 						out[at] += v
@@ -277,11 +279,12 @@ func cvScatterPhases2(col []float32, channels int, m cvTaps, y, bias, scratch []
 				}
 				// Output column 2·ix + offX is phase b's column ix + dx.
 				b, dx := offX&1, offX>>1
-				rows := col[((c*kh+ky)*kw+kx)*ncol:]
-				for iy := ylo; iy < yhi; iy++ {
-					at := (iy*sy+offY)*2*qw + b*qw + dx
-					axpy(ph[at+xlo:at+xhi], rows[iy*iw+xlo:iy*iw+xhi], 1) // an add: 1·x is exact
+				if ylo >= yhi {
+					continue
 				}
+				rows := col[((c*kh+ky)*kw+kx)*ncol:]
+				at := (ylo*sy+offY)*2*qw + b*qw + dx
+				addRows(ph[at+xlo:], sy*2*qw, rows[ylo*iw+xlo:], iw, yhi-ylo, xhi-xlo)
 			}
 		}
 		var bc float32
@@ -292,6 +295,16 @@ func cvScatterPhases2(col []float32, channels int, m cvTaps, y, bias, scratch []
 		for oy := range oh {
 			row := ph[oy*2*qw : (oy+1)*2*qw]
 			interleave2(plane[oy*ow:(oy+1)*ow], row[:qw], row[qw:], bc)
+		}
+	}
+}
+
+// addRowsGo is addRows' loop in Go.
+func addRowsGo(y []float32, ldy int, x []float32, ldx, rows, n int) {
+	for r := range rows {
+		yr, xr := y[r*ldy:r*ldy+n], x[r*ldx:r*ldx+n]
+		for i, v := range xr {
+			yr[i] += v
 		}
 	}
 }
