@@ -105,24 +105,14 @@ func foldIntoConv(x *index, conv *graph.Node, a, b []float64) bool {
 	if !ok || wt.Rank() < 3 || wt.Shape()[0] != len(a) || len(w) == 0 {
 		return false
 	}
-	bias := make([]float64, len(a))
-	if name := conv.Input(2); name != "" {
-		v, ok := x.floats(name)
-		if !ok || len(v) != len(a) {
-			return false
-		}
-		for c, f := range v {
-			bias[c] = float64(f)
-		}
+	nb, ok := foldedBias(x, conv.Input(2), a, b)
+	if !ok {
+		return false
 	}
 	per := len(w) / len(a)
 	nw := make([]float32, len(w))
 	for i, v := range w {
 		nw[i] = float32(float64(v) * a[i/per])
-	}
-	nb := make([]float32, len(a))
-	for c := range a {
-		nb[c] = float32(a[c]*bias[c] + b[c])
 	}
 	conv.Inputs = []string{conv.Inputs[0],
 		x.addInitializer(conv.Inputs[1]+"_bn", mustTensor(wt.Shape(), nw)),
@@ -144,15 +134,9 @@ func foldIntoConvTranspose(x *index, ct *graph.Node, a, b []float64) bool {
 	if chans%group != 0 || per*group != len(a) {
 		return false
 	}
-	bias := make([]float64, len(a))
-	if name := ct.Input(2); name != "" {
-		v, ok := x.floats(name)
-		if !ok || len(v) != len(a) {
-			return false
-		}
-		for m, f := range v {
-			bias[m] = float64(f)
-		}
+	nb, ok := foldedBias(x, ct.Input(2), a, b)
+	if !ok {
+		return false
 	}
 	taps := len(w) / (chans * per)
 	nw := make([]float32, len(w))
@@ -160,14 +144,31 @@ func foldIntoConvTranspose(x *index, ct *graph.Node, a, b []float64) bool {
 		c, j := i/(per*taps), i/taps%per
 		nw[i] = float32(float64(v) * a[c/(chans/group)*per+j])
 	}
-	nb := make([]float32, len(a))
-	for m := range a {
-		nb[m] = float32(a[m]*bias[m] + b[m])
-	}
 	ct.Inputs = []string{ct.Inputs[0],
 		x.addInitializer(ct.Inputs[1]+"_bn", mustTensor(wt.Shape(), nw)),
 		x.addInitializer(ct.Name+"_bias_bn", mustTensor([]int{len(a)}, nb))}
 	return true
+}
+
+// foldedBias returns a·bias + b per output channel for a Conv's or
+// ConvTranspose's optional bias input name (none: 0), or false when it is
+// not a constant of one value per channel.
+func foldedBias(x *index, name string, a, b []float64) ([]float32, bool) {
+	bias := make([]float64, len(a))
+	if name != "" {
+		v, ok := x.floats(name)
+		if !ok || len(v) != len(a) {
+			return nil, false
+		}
+		for c, f := range v {
+			bias[c] = float64(f)
+		}
+	}
+	nb := make([]float32, len(a))
+	for c := range a {
+		nb[c] = float32(a[c]*bias[c] + b[c])
+	}
+	return nb, true
 }
 
 // foldIntoGemm scales the Gemm's output columns by a and adds b.

@@ -314,7 +314,6 @@ func (p *Pool) End() {
 			p.plans = slices.DeleteFunc(p.plans, func(pl *plan) bool { return ownsBuffer(pl, b) })
 		}
 	}
-	p.clock++
 	p.live = p.live[:0]
 	p.replan()
 	clear(p.taken)
