@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -257,6 +258,9 @@ func TestPoolPlanRandom(t *testing.T) {
 						continue
 					}
 					script = append(script, op{take: 1 + r.IntN(3000)})
+					if r.IntN(2) == 0 { // sizes that recur, as in a model
+						script[len(script)-1].take = 100 * (1 + r.IntN(4))
+					}
 					live++
 				}
 			}
@@ -266,9 +270,18 @@ func TestPoolPlanRandom(t *testing.T) {
 				if r.IntN(4) == 0 {
 					newScript()
 				}
+				// Some runs swap two neighbouring takes, as workers
+				// taking their scratch in another order do.
+				ops := script
+				if r.IntN(3) == 0 {
+					ops = slices.Clone(script)
+					if i := r.IntN(len(ops) - 1); ops[i].take > 0 && ops[i+1].take > 0 {
+						ops[i], ops[i+1] = ops[i+1], ops[i]
+					}
+				}
 				pr := startRun(t, p)
 				var order []int
-				for _, o := range script {
+				for _, o := range ops {
 					if o.take > 0 {
 						order = append(order, pr.take(o.take))
 						continue
@@ -293,5 +306,102 @@ func TestPoolPlanRandom(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A run whose workers take their scratch in another order than the
+// planned run did (two goroutines of one node, in whichever order they
+// get there) is still served from the plan: its scratch lies in the
+// plan's arena, the plan is kept, no take overlaps a live buffer, nothing
+// but the output comes from the heap, and a buffer served at another
+// take's place that leaves with a value takes the plan's arena with it.
+func TestPoolPlanReordered(t *testing.T) {
+	p := NewPool()
+	var pl *plan // once built
+	inArena := func(b []uint32) bool {
+		base := addr(pl.arena)
+		return addr(b) >= base && addr(b) < base+uintptr(8*len(pl.arena))
+	}
+	// Three nodes, each taking its input's successor and two workers'
+	// scratch (sizes 700+i and 900+i, swapped where bit i of swap is
+	// set), the scratch dying with the node. keep keeps the first
+	// node's first scratch buffer to the end, as an output.
+	run := func(swap int, keep bool) {
+		pr := startRun(t, p)
+		x := pr.take(5000)
+		var kept []int
+		for i := range 3 {
+			sizes := []int{700 + i, 900 + i}
+			if swap>>i&1 != 0 {
+				sizes[0], sizes[1] = sizes[1], sizes[0]
+			}
+			var ks []int
+			for _, n := range sizes {
+				k := pr.take(n)
+				if pl != nil && !keep && !inArena(pr.live[k]) {
+					t.Errorf("swap %03b: node %d's scratch of %d uint32s is not in the plan's arena", swap, i, n)
+				}
+				ks = append(ks, k)
+			}
+			y := pr.take(5000)
+			for j, k := range ks {
+				if keep && i == 0 && j == 0 {
+					kept = append(kept, k)
+					continue
+				}
+				pr.free(k)
+			}
+			pr.free(x)
+			x = y
+		}
+		pr.end(append(kept, x)...)
+	}
+	run(0, false)
+	run(0, false)
+	if len(p.plans) != 1 {
+		t.Fatalf("%d plans after two runs alike, want 1", len(p.plans))
+	}
+	pl = p.plans[0]
+	// Every order but the planned one, no two runs alike in a row: no
+	// other run is planned, so the plan must serve them.
+	masks := []int{1, 2, 4, 3, 5, 6, 7}
+	for _, m := range append(masks, masks...) {
+		run(m, false)
+		if len(p.plans) != 1 || p.plans[0] != pl {
+			t.Fatalf("swap %03b: the plan was dropped or replaced (%d plans)", m, len(p.plans))
+		}
+	}
+	r := New(context.Background(), 0)
+	r.SetPool(p)
+	next := 0
+	lean := func() { // run without the checks, in the orders in turn
+		mk := func(n int) []uint32 {
+			b, _ := Make[uint32](r, n)
+			p.Ref(addr(b))
+			return b
+		}
+		swap := masks[next%len(masks)]
+		next++
+		x := mk(5000)
+		for i := range 3 {
+			a, b := 700+i, 900+i
+			if swap>>i&1 != 0 {
+				a, b = b, a
+			}
+			s1, s2 := mk(a), mk(b)
+			y := mk(5000)
+			p.Unref(addr(s1))
+			p.Unref(addr(s2))
+			p.Unref(addr(x))
+			x = y
+		}
+		p.End()
+	}
+	if allocs := testing.AllocsPerRun(20, lean); allocs != 2 {
+		t.Errorf("%v allocations a run with its scratch reordered, want the output's 2", allocs)
+	}
+	run(1, true) // the first node's 900 taken first, at the plan's place for its 700
+	if len(p.plans) != 0 {
+		t.Fatalf("%d plans after a buffer from the arena left the pool, want 0", len(p.plans))
 	}
 }

@@ -33,9 +33,12 @@ import (
 // is about as large as the most bytes live at once, where the free lists
 // keep a buffer of every size the run asked for: the buffers a kernel
 // writes were, most of them, written a few nodes before, and are still in
-// the cache. A run that leaves the plan (another size, or a buffer whose
-// place is still held by a live one) takes the rest of its buffers from
-// the free lists; plans are kept for the few signatures seen last.
+// the cache. A run whose workers take a node's scratch in another order
+// than the planned run did takes each from the plan's place for a take
+// nearby of the same size. A run that leaves the plan (another size, or a
+// buffer whose place is still held by a live one) takes the rest of its
+// buffers from the free lists; plans are kept for the few signatures seen
+// last.
 type Pool struct {
 	mu      sync.Mutex
 	classes map[int64]*class // by size in bytes
@@ -143,7 +146,9 @@ func (p *Pool) take(size int64, zeroed bool) *buffer {
 		}
 		return b
 	}
-	p.misses++
+	if !p.unplanned(k, size) {
+		p.misses++
+	}
 	c := p.classes[size]
 	if c == nil {
 		c = new(class)
@@ -183,6 +188,13 @@ func (p *Pool) hold(b *buffer) {
 // the run follows, or nil: when no plan has taken the run's sizes so far,
 // or the plan's place for it is still held. p.mu is held.
 func (p *Pool) planned(k int, size int64) *buffer {
+	if p.cur != nil && k < len(p.cur.rec) && p.cur.rec[k].size != size {
+		// Workers that take their scratch in another order than the
+		// planned run did: the plan has the size a few takes away.
+		if b := p.nearby(k, size); b != nil {
+			return b
+		}
+	}
 	if p.cur == nil || k >= len(p.cur.rec) || p.cur.rec[k].size != size {
 		if p.lost {
 			return nil
@@ -199,20 +211,51 @@ func (p *Pool) planned(k int, size int64) *buffer {
 		}
 		p.lost = false
 	}
-	b := &p.cur.bufs[k]
-	if b.size == 0 {
-		return nil
+	if b := &p.cur.bufs[k]; b.size != 0 && p.vacant(b) {
+		return b
 	}
-	// The plan holds when the run follows it; a run that leaves it may
-	// still hold the place.
+	return nil
+}
+
+// unplanned reports whether the run's k-th take, of size bytes, is one
+// the plan it follows leaves to the free lists (a buffer that escaped the
+// planned run: an output). p.mu is held.
+func (p *Pool) unplanned(k int, size int64) bool {
+	return p.cur != nil && k < len(p.cur.rec) && p.cur.rec[k].size == size && p.cur.bufs[k].size == 0
+}
+
+// reorderWindow is how many takes before and after its own nearby looks
+// for a buffer of the plan: as many as the scratch buffers of the
+// workers of one node.
+const reorderWindow = 16
+
+// nearby returns a buffer of size bytes that the plan the run follows
+// has for a take at most reorderWindow from the k-th, nearest first,
+// whose place no live buffer holds, or nil. p.mu is held.
+func (p *Pool) nearby(k int, size int64) *buffer {
+	bufs := p.cur.bufs
+	for d := 1; d <= reorderWindow; d++ {
+		for _, j := range [2]int{k + d, k - d} {
+			if j < 0 || j >= len(bufs) {
+				continue
+			}
+			if b := &bufs[j]; b.size == size && p.vacant(b) {
+				return b
+			}
+		}
+	}
+	return nil
+}
+
+// vacant reports whether no live buffer overlaps planned buffer b: always
+// so when the run follows its plan; a run that leaves it, or takes its
+// buffers in another order, may still hold the place. p.mu is held.
+func (p *Pool) vacant(b *buffer) bool {
 	i, _ := p.find(b.addr)
 	if i < len(p.live) && p.live[i].addr < b.addr+uintptr(b.size) {
-		return nil
+		return false
 	}
-	if i > 0 && p.live[i-1].addr+uintptr(p.live[i-1].size) > b.addr {
-		return nil
-	}
-	return b
+	return i == 0 || p.live[i-1].addr+uintptr(p.live[i-1].size) <= b.addr
 }
 
 // sameSizes reports whether two runs' takes have the same sizes.
@@ -366,10 +409,12 @@ func (p *Pool) replan() {
 	p.clock, p.cur, p.lost, p.misses = 0, nil, false, 0
 }
 
-// ownsBuffer reports whether b lies in pl's arena.
+// ownsBuffer reports whether b lies in pl's arena (at any take's place:
+// a run whose workers take buffers in another order than the planned run
+// gets some at other takes' places).
 func ownsBuffer(pl *plan, b *buffer) bool {
-	k := b.take
-	return k < len(pl.bufs) && &pl.bufs[k] == b
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(pl.arena)))
+	return b.addr >= base && b.addr < base+uintptr(len(pl.arena))*8
 }
 
 // newPlan lays out the buffers of the run rec in one arena: largest first,
