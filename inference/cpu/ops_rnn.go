@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 
 	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/internal/limit"
@@ -135,8 +136,9 @@ type rnPlan struct {
 	linearBeforeReset, inputForget, fast bool
 	yShape, stateShape                   []int // the outputs'
 	xDims, lensDims, stateDims, yDims    []int
-	xwDims, gatesDims, stepDims, sumDims []int
+	xwDims, stepDims, sumDims            []int
 	sides                                func(lo, hi int)
+	splits                               [2]rnStepSplit // by direction
 
 	// The operands of the run in progress.
 	run                                   *limit.Run
@@ -148,9 +150,9 @@ type rnPlan struct {
 	errs                                  [2]error
 }
 
-// rnDirBuffers are one direction's buffers: X·Wᵀ for all steps, a step's
-// gates, and its new states and scratch.
-type rnDirBuffers struct{ xw, gates, newH, newC, tmp []float32 }
+// rnDirBuffers are one direction's buffers: X·Wᵀ for all steps (each
+// step's rows its gates), and a step's new states and scratch.
+type rnDirBuffers struct{ xw, newH, newC, tmp []float32 }
 
 // newRnPlan checks a recurrent node's inputs (in, with X, R and the data
 // of the optional ones given) and attributes, and plans its runs.
@@ -219,7 +221,7 @@ func newRnPlan(n opsem.Node, in []inference.Tensor, cell rnCell, x, w, r inferen
 	}
 	p.xDims, p.lensDims = []int{x.Len()}, []int{batch}
 	p.stateDims, p.yDims = []int{dirs, batch, hidden}, []int{seq, dirs, batch, hidden}
-	p.xwDims, p.gatesDims = []int{seq, batch, p.gh}, []int{batch, p.gh}
+	p.xwDims = []int{seq, batch, p.gh}
 	// A step's new H and C, then scratch: a GRU's H·Rᵀ for all three
 	// gates, else one state's worth.
 	p.stepDims, p.sumDims = []int{3, batch, hidden}, []int{p.gh}
@@ -227,6 +229,9 @@ func newRnPlan(n opsem.Node, in []inference.Tensor, cell rnCell, x, w, r inferen
 		p.stepDims[0] = 2 + g
 	}
 	p.sides = p.runSides
+	for d := range p.splits {
+		p.splits[d].run = p.splits[d].units
+	}
 	return p, nil
 }
 
@@ -379,15 +384,11 @@ func rnRunRecurrent(n opsem.Node, in []inference.Tensor, cell rnCell) ([]inferen
 		if err != nil {
 			return nil, err
 		}
-		gates, err := limit.Make[float32](n.Run, p.gatesDims...)
-		if err != nil {
-			return nil, err
-		}
 		step, err := limit.Make[float32](n.Run, p.stepDims...)
 		if err != nil {
 			return nil, err
 		}
-		p.bufs[i] = rnDirBuffers{xw, gates, step[:bh:bh], step[bh : 2*bh : 2*bh], step[2*bh:]}
+		p.bufs[i] = rnDirBuffers{xw, step[:bh:bh], step[bh : 2*bh : 2*bh], step[2*bh:]}
 	}
 	packed, _ := n.Prepared.(rnPacked)
 	p.run, p.xd, p.wd, p.rd, p.bd, p.pd = n.Run, xd, wd, rd, bd, pd
@@ -468,7 +469,7 @@ func (p *rnPlan) direction(d int) error {
 	xd, wd, rd, bd, pd, y, lens := p.xd, p.wd, p.rd, p.bd, p.pd, p.y, p.lens
 	clip, linearBeforeReset, inputForget, fast, threads := p.clip, p.linearBeforeReset, p.inputForget, p.fast, p.threads
 	buf := p.bufs[min(d, p.sets-1)]
-	xw, gatesBuf, newH, newC, tmp := buf.xw, buf.gates, buf.newH, buf.newC, buf.tmp
+	xw, newH, newC, tmp := buf.xw, buf.newH, buf.newC, buf.tmp
 	wdir := wd[d*gh*inSize : (d+1)*gh*inSize]
 	rdir := rd[d*gh*hidden : (d+1)*gh*hidden]
 	h, c := p.hState[d*batch*hidden:(d+1)*batch*hidden], p.cState[d*batch*hidden:(d+1)*batch*hidden]
@@ -478,6 +479,9 @@ func (p *rnPlan) direction(d int) error {
 	preW := nnPrepacked{b: p.packed.w.of(d, wdir)} // W and R, packed at compile time
 	nnSgemmPre(threads, preW, nnBlocks{}, false, true, seq*batch, gh, inSize, 1, xd, inSize, wdir, inSize, 0, xw, gh)
 	pre := nnPrepacked{b: p.packed.r.of(d, rdir)}
+	split := &p.splits[d]
+	split.plan(nnBestKernel, threads, pre, rdir, batch, hidden, inputForget)
+	defer split.drop()
 	var rbh []float32
 	if bd != nil {
 		bdir := bd[d*2*gh : (d+1)*2*gh]
@@ -511,24 +515,43 @@ func (p *rnPlan) direction(d int) error {
 		}
 		return float32(fn(v))
 	}
+	// With every sequence whole, a float32 LSTM writes each step's H into
+	// its block of Y, which the next step reads as its H, and keeps C in
+	// two buffers in turn: nothing is copied between steps.
+	whole := cell == rnLSTM && fast && !slices.ContainsFunc(lens, func(l int) bool { return l < seq })
+	hCur, cCur, cSpare := h, c, newC
 	for step := range seq {
 		t := step
 		if p.reverse || d == 1 {
 			t = seq - 1 - step
 		}
-		gates := gatesBuf
-		copy(gates, xw[t*batch*gh:(t+1)*batch*gh])
-		switch cell {
-		case rnRNN:
+		// The step's gates: its rows of X·Wᵀ (and biases), which the
+		// step's product adds H·Rᵀ to; no other step reads them.
+		gates := xw[t*batch*gh : (t+1)*batch*gh]
+		if whole {
+			hNext, cNext := y[(t*dirs+d)*batch*hidden:(t*dirs+d+1)*batch*hidden], cSpare
+			if split.parts > 1 {
+				// The step's product and cells split among the workers.
+				split.gates, split.h, split.c, split.newH, split.newC = gates, hCur, cCur, hNext, cNext
+				parallelSplit(hidden/split.kern.nr, split.parts, split.run)
+			} else {
+				nnSgemmPre(threads, pre, nnBlocks{}, false, true, batch, gh, hidden, 1, hCur, hidden, rdir, hidden, 1, gates, gh)
+				rnLSTMStep(gates, cCur, cNext, hNext, batch, hidden, inputForget)
+			}
+			hCur, cCur, cSpare = hNext, cNext, cCur
+			continue
+		}
+		switch {
+		case cell == rnRNN:
 			nnSgemmPre(threads, pre, nnBlocks{}, false, true, batch, hidden, hidden, 1, h, hidden, rdir, hidden, 1, gates, gh)
 			for b := range batch {
 				for j := range hidden {
 					newH[b*hidden+j] = act(f[0], gates[b*gh+j])
 				}
 			}
-		case rnGRU:
+		case cell == rnGRU:
 			p.gruStep(d, gates, tmp, rdir, rbh, threads)
-		case rnLSTM:
+		case cell == rnLSTM:
 			nnSgemmPre(threads, pre, nnBlocks{}, false, true, batch, gh, hidden, 1, h, hidden, rdir, hidden, 1, gates, gh)
 			if fast {
 				rnLSTMStep(gates, c, newC, newH, batch, hidden, inputForget)
@@ -572,6 +595,10 @@ func (p *rnPlan) direction(d int) error {
 			off := ((t*dirs+d)*batch + b) * hidden
 			copy(y[off:off+hidden], newH[b*hidden:(b+1)*hidden])
 		}
+	}
+	if whole {
+		copy(h, hCur) // the last step's, in Y
+		copy(c, cCur)
 	}
 	return nil
 }
@@ -665,25 +692,101 @@ func (p *rnPlan) activate(fn rnActivation, xs []float32) {
 // pre-activations [i, o, f, c]; c the cell state, into newC and newH.
 // Sigmoid runs over the i, o and f blocks at once (sigmoids), tanh over c.
 func rnLSTMStep(gates, c, newC, newH []float32, batch, hidden int, inputForget bool) {
+	rnLSTMCells(gates, c, newC, newH, batch, hidden, 0, hidden, inputForget)
+}
+
+// rnLSTMCells is rnLSTMStep for hidden units lo…hi−1 alone.
+func rnLSTMCells(gates, c, newC, newH []float32, batch, hidden, lo, hi int, inputForget bool) {
 	gh := 4 * hidden
 	for b := range batch {
 		gr := gates[b*gh : (b+1)*gh]
-		sigmoids(gr[:3*hidden], gr[:3*hidden])
-		ig, og, fg, cg := gr[:hidden], gr[hidden:2*hidden], gr[2*hidden:3*hidden], gr[3*hidden:]
-		cb, nc, nh := c[b*hidden:(b+1)*hidden], newC[b*hidden:(b+1)*hidden], newH[b*hidden:(b+1)*hidden]
+		ig, og, fg, cg := gr[lo:hi], gr[hidden+lo:hidden+hi], gr[2*hidden+lo:2*hidden+hi], gr[3*hidden+lo:3*hidden+hi]
+		if lo == 0 && hi == hidden {
+			sigmoids(gr[:3*hidden], gr[:3*hidden]) // i, o and f at once
+		} else {
+			sigmoids(ig, ig)
+			sigmoids(og, og)
+			sigmoids(fg, fg)
+		}
 		tanhs(cg, cg)
-		for j := range hidden {
-			f := fg[j]
-			if inputForget {
-				f = 1 - ig[j]
+		cb, nc, nh := c[b*hidden+lo:b*hidden+hi], newC[b*hidden+lo:b*hidden+hi], newH[b*hidden+lo:b*hidden+hi]
+		if inputForget {
+			for j, i := range ig {
+				fg[j] = 1 - i
 			}
-			nc[j] = f*cb[j] + ig[j]*cg[j]
 		}
+		// C' = f⊙C + i⊙g, H' = o⊙tanh(C'), in vector passes.
+		rnVV(ewMul, nc, fg, cb)
+		rnVV(ewMul, ig, ig, cg)
+		rnVV(ewAdd, nc, nc, ig)
 		tanhs(nh, nc)
-		for j, o := range og {
-			nh[j] *= o
-		}
+		rnVV(ewMul, nh, nh, og)
 	}
+}
+
+// rnVV sets out[i] = a[i] op b[i], with the vector loop where the CPU has
+// it.
+func rnVV(op ewArithOp, out, a, b []float32) {
+	if !arithVV(op, out, a, b) {
+		ewArithVVGo(op, out, a[:len(out)], b[:len(out)])
+	}
+}
+
+// rnStepSplit is an LSTM step split among workers by hidden units: each
+// computes the columns of H·Rᵀ of its units in every gate, on top of X·Wᵀ,
+// and runs the cells of those units, so that the step's product and its
+// activations, the part a step cannot hand to one product, take one fork
+// and join. The step's operands are set before each split, and dropped
+// after the run.
+type rnStepSplit struct {
+	kern                        nnKernel
+	pre                         nnPrepacked
+	parts, batch, hidden        int
+	inputForget                 bool
+	rdir                        []float32
+	xw, gates, h, c, newH, newC []float32
+	run                         func(lo, hi int) // units, bound once
+}
+
+// plan sets s to split the steps of an LSTM direction whose recurrence
+// weights are rdir (packed in pre, when constant) among up to threads
+// workers, in whole micro-tile columns of each gate; s.parts is 0 when the
+// step is too small to pay for a split, its cells too few, or its gates
+// not whole tiles.
+func (s *rnStepSplit) plan(kern nnKernel, threads int, pre nnPrepacked, rdir []float32, batch, hidden int, inputForget bool) {
+	s.parts = 0
+	gh := 4 * hidden
+	flops := 2 * batch * gh * hidden
+	if threads <= 1 || hidden%kern.nr != 0 || flops < nnSgemmSerialFlops || batch*hidden < rnSplitCells {
+		return
+	}
+	s.parts = min(threads, hidden/kern.nr, max(1, flops/nnSgemmTaskFlops))
+	s.kern, s.pre = kern, pre.usable(kern, 1, batch, gh, hidden)
+	s.rdir, s.batch, s.hidden, s.inputForget = rdir, batch, hidden, inputForget
+}
+
+// rnSplitCells is the fewest cells (batch × hidden) a step splits by
+// units: with fewer, the cells cost less than the split's four products a
+// worker (in place of one) add, and the product alone is split.
+const rnSplitCells = 1024
+
+// drop lets go of the run's operands.
+func (s *rnStepSplit) drop() {
+	s.pre, s.rdir = nnPrepacked{}, nil
+	s.gates, s.h, s.c, s.newH, s.newC = nil, nil, nil, nil, nil
+}
+
+// units runs the step for hidden units lo·nr…hi·nr−1.
+func (s *rnStepSplit) units(lo, hi int) {
+	hidden, gh := s.hidden, 4*s.hidden
+	u0, u1 := lo*s.kern.nr, hi*s.kern.nr
+	for g := range 4 {
+		col := g*hidden + u0
+		pre := s.pre
+		pre.j0 += col
+		nnSgemmAdd(s.kern, pre, nnBlocks{}, false, true, s.batch, u1-u0, hidden, 1, s.h, hidden, s.rdir[col*hidden:], hidden, s.gates[col:], gh)
+	}
+	rnLSTMCells(s.gates, s.c, s.newC, s.newH, s.batch, hidden, u0, u1, s.inputForget)
 }
 
 // rnSwap01 returns x [a, b, inner] transposed to [b, a, inner].

@@ -255,14 +255,18 @@ func lstmGraph(t *testing.T, attrs map[string]graph.Attr) *graph.Graph {
 	return recurrentGraph(t, "LSTM", 6, 3, attrs)
 }
 
-// recurrentGraph is a bidirectional op (LSTM or GRU) node over x [5,
-// batch, 4] with hidden units, random constant W, R and B, and outputs y,
-// h (and c).
+// recurrentGraph is an op (LSTM or GRU) node over x [5, batch, 4] with
+// hidden units, random constant W, R and B, and outputs y, h (and c);
+// bidirectional unless attrs say otherwise.
 func recurrentGraph(t *testing.T, op string, hidden, batch int, attrs map[string]graph.Attr) *graph.Graph {
 	t.Helper()
 	r := rand.New(rand.NewPCG(13, 14))
 	attrs["hidden_size"] = attrInt(int64(hidden))
-	attrs["direction"] = attrString("bidirectional")
+	dirs := 1
+	if _, ok := attrs["direction"]; !ok {
+		attrs["direction"] = attrString("bidirectional")
+		dirs = 2
+	}
 	gh := map[string]int{"GRU": 3, "LSTM": 4}[op] * hidden
 	outs := []string{"y", "h", "c"}
 	if op == "GRU" {
@@ -273,9 +277,9 @@ func recurrentGraph(t *testing.T, op string, hidden, batch int, attrs map[string
 		Opsets: map[string]int64{"": 14},
 		Inputs: []graph.Value{{Name: "x", DType: inference.Float32, Shape: []int{5, batch, 4}}},
 		Initializers: map[string]inference.Tensor{
-			"w": tensorOf(t, []int{2, gh, 4}, nnRandom(r, 2*gh*4)...),
-			"r": tensorOf(t, []int{2, gh, hidden}, nnRandom(r, 2*gh*hidden)...),
-			"b": tensorOf(t, []int{2, 2 * gh}, nnRandom(r, 2*2*gh)...),
+			"w": tensorOf(t, []int{dirs, gh, 4}, nnRandom(r, dirs*gh*4)...),
+			"r": tensorOf(t, []int{dirs, gh, hidden}, nnRandom(r, dirs*gh*hidden)...),
+			"b": tensorOf(t, []int{dirs, 2 * gh}, nnRandom(r, dirs*2*gh)...),
 		},
 		Nodes: []*graph.Node{{Name: "rnn", OpType: op, Inputs: []string{"x", "w", "r", "b"}, Outputs: outs, Attrs: attrs}},
 	}
@@ -310,6 +314,46 @@ func TestLSTMFastPath(t *testing.T) {
 	r := rand.New(rand.NewPCG(15, 16))
 	feeds := map[string]inference.Tensor{"x": tensorOf(t, []int{5, 3, 4}, nnRandom(r, 60)...)}
 	checkFastPath(t, "", fast, ref, feeds, "y", "h", "c")
+}
+
+// A one-direction LSTM on two cores splits each step among the workers by
+// hidden units (rnStepSplit) once it has rnSplitCells cells: each computes
+// its units' columns of every gate and their cells. It computes what the float64 path computes on one
+// core, for hidden sizes of 2, 3 and 4 micro-tile columns (parts of
+// unequal size) and one that is not whole tiles (not split), forward and
+// reverse, with and without input_forget. Tolerance as TestLSTMFastPath's.
+func TestLSTMStepSplit(t *testing.T) {
+	nr := nnBestKernel.nr
+	for _, hidden := range []int{2 * nr, 3 * nr, 4 * nr, 2*nr + 5} {
+		for _, dir := range []string{"forward", "reverse"} {
+			for _, forget := range []int64{0, 1} {
+				name := fmt.Sprintf("hidden%d_%s_forget%d", hidden, dir, forget)
+				batch := (rnSplitCells + hidden - 1) / hidden // the fewest rows split
+				var s rnStepSplit
+				s.plan(nnBestKernel, 2, nnPrepacked{}, nil, batch, hidden, false)
+				if split := hidden%nr == 0; (s.parts == 2) != split {
+					t.Fatalf("%s: step split in %d parts on 2 cores, want split %v", name, s.parts, split)
+				}
+				if s.plan(nnBestKernel, 2, nnPrepacked{}, nil, batch-1, hidden, false); s.parts > 1 {
+					t.Fatalf("%s: a step of %d cells split in %d parts, below rnSplitCells", name, (batch-1)*hidden, s.parts)
+				}
+				compile := func(attrs map[string]graph.Attr) *Model {
+					attrs["direction"] = attrString(dir)
+					attrs["input_forget"] = attrInt(forget)
+					m, err := Backend{}.Compile(recurrentGraph(t, "LSTM", hidden, batch, attrs))
+					if err != nil {
+						t.Fatal(err)
+					}
+					return m.(*Model)
+				}
+				fast := compile(map[string]graph.Attr{})
+				ref := compile(map[string]graph.Attr{"clip": attrFloat(1e30)})
+				r := rand.New(rand.NewPCG(19, uint64(hidden)))
+				feeds := map[string]inference.Tensor{"x": tensorOf(t, []int{5, batch, 4}, nnRandom(r, 5*batch*4)...)}
+				checkFastPath(t, name+", ", fast, ref, feeds, "y", "h", "c")
+			}
+		}
+	}
 }
 
 // The GRU's float32 path (default activations, one product H·Rᵀ for all
