@@ -135,13 +135,38 @@ type tpWalk[T inference.Element] struct {
 	src, y      []T
 	body        func(o int, at []int)
 
+	// A walk large enough splits among goroutines (parallelParts) into
+	// parts of whole runs, each part with an odometer of its own: odo[c]
+	// is part c's offset, then its odometer. chunks runs parts, bound
+	// once.
+	runs, parts int
+	odo         [][]int
+	chunks      func(lo, hi int)
+
 	// A float32 permutation whose last two merged axes swap (NCHW to
 	// NHWC and back, [B, S, D] to [B, D, S]) is a batch of 2-D transposes
 	// of rows × cols, the input's row stride lds: outer lists each one's
-	// input offset, and transpose2D moves 8×8 blocks. nil otherwise.
+	// input offset, and transpose2D moves 8×8 blocks. nil otherwise. They
+	// split among goroutines by blocks of tpRowBlock rows (rowBlocks a
+	// transpose), run by blocks, bound once, from src32 into y32.
 	outer           []int
 	rows, cols, lds int
+	rowBlocks       int
+	src32, y32      []float32
+	blocks          func(lo, hi int)
 }
+
+// tpCopyCost is the work per element parallelFor weighs for a permute:
+// one, so that permutes split from 256K elements. At ewVecCost (from 16K)
+// the small permutes of attention and of ShuffleNet's channel shuffle at
+// batch 1 took 7–10% longer on two cores than on one: the split's hand-off
+// and the next node reading half its input from the other core's cache
+// cost more than half the copy saves.
+const tpCopyCost = 1
+
+// tpRowBlock is the rows of a 2-D transpose a goroutine takes at a time:
+// whole 8×8 blocks.
+const tpRowBlock = 64
 
 // tpTransposeOuter bounds the 2-D transposes a tpWalk lists.
 const tpTransposeOuter = 1 << 16
@@ -158,7 +183,7 @@ func newTpWalk[T inference.Element](shape, perm []int) *tpWalk[T] {
 	}
 	w := &tpWalk[T]{out: out, walker: newStridedWalker(out, [][]int{steps})}
 	w.inner, w.step = innerRun(w.walker.dims, w.walker.strides, 0)
-	w.body = w.run
+	w.body, w.chunks, w.blocks = w.run, w.chunk, w.rowsBlocks
 	w.planTranspose()
 	return w
 }
@@ -183,6 +208,7 @@ func (w *tpWalk[T]) planTranspose() {
 		}
 	}
 	w.rows, w.cols, w.lds = dims[k-1], dims[k], st[k]
+	w.rowBlocks = (w.rows + tpRowBlock - 1) / tpRowBlock
 	w.outer = make([]int, n)
 	for o := range w.outer {
 		at, rest := 0, o
@@ -202,20 +228,54 @@ func (w *tpWalk[T]) permute(n opsem.Node, x inference.Tensor, out []int) ([]infe
 		return nil, err
 	}
 	w.src, w.y = dataOf[T](x), y
-	if w.outer != nil {
+	switch {
+	case w.outer != nil:
 		// T is float32 (planTranspose): the same memory, without an
 		// interface conversion, which would allocate.
-		src := unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(w.src))), len(w.src))
-		dst := unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(y))), len(y))
-		size := w.rows * w.cols
-		for o, at := range w.outer {
-			transpose2D(dst[o*size:(o+1)*size], w.cols, src[at:], w.rows, w.cols, w.lds)
+		w.src32 = unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(w.src))), len(w.src))
+		w.y32 = unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(y))), len(y))
+		parallelFor(len(w.outer)*w.rowBlocks, min(w.rows, tpRowBlock)*w.cols*tpCopyCost, w.blocks)
+		w.src32, w.y32 = nil, nil
+	case len(w.walker.dims) > 0:
+		w.runs = len(y) / w.inner
+		w.parts = parallelParts(w.runs, w.inner*tpCopyCost)
+		if w.parts == 1 {
+			w.walker.walk(len(y), w.body)
+			break
 		}
-	} else {
+		for len(w.odo) < w.parts {
+			w.odo = append(w.odo, make([]int, len(w.walker.dims))) // the offset, then len(dims)−1 digits
+		}
+		parallelSplit(w.parts, w.parts, w.chunks)
+	default:
 		w.walker.walk(len(y), w.body)
 	}
 	w.src, w.y = nil, nil // not to hold the buffers until the next run
 	return opsem.Single(n, out, y)
+}
+
+// chunk copies the runs of parts lo…hi−1 of the walk.
+func (w *tpWalk[T]) chunk(lo, hi int) {
+	for c := lo; c < hi; c++ {
+		at, idx := w.odo[c][:1], w.odo[c][1:]
+		r0, r1 := w.runs*c/w.parts, w.runs*(c+1)/w.parts
+		w.walker.start(r0, at, idx)
+		for r := r0; r < r1; r++ {
+			w.run(r*w.inner, at)
+			w.walker.next(at, idx)
+		}
+	}
+}
+
+// rowsBlocks runs blocks lo…hi−1 of the 2-D transposes: block u is rows
+// of transpose u / rowBlocks.
+func (w *tpWalk[T]) rowsBlocks(lo, hi int) {
+	size := w.rows * w.cols
+	for u := lo; u < hi; u++ {
+		o, i0 := u/w.rowBlocks, u%w.rowBlocks*tpRowBlock
+		i1 := min(w.rows, i0+tpRowBlock)
+		transpose2D(w.y32[o*size+i0*w.cols:(o+1)*size], w.cols, w.src32[w.outer[o]+i0:], i1-i0, w.cols, w.lds)
+	}
 }
 
 // run copies the run of output elements at o from src at at[0].

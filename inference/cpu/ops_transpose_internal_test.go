@@ -2,8 +2,10 @@ package cpu
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
+	"github.com/beamml/beamml/inference"
 	"github.com/beamml/beamml/inference/graph"
 	"github.com/beamml/beamml/inference/internal/opsem"
 )
@@ -123,4 +125,64 @@ func permutedFrom(shape, out, perm []int, o int) int {
 		o %= ost[j]
 	}
 	return at
+}
+
+// TestPermuteParallel checks permutations large enough to split among
+// goroutines, on 2 and 3 cores (parts of unequal size), against the index
+// arithmetic: float32 through the 2-D transposes (whose rows split in
+// blocks of tpRowBlock, with edges) and through the walk, int64 through
+// the walk (parts of whole runs, each with an odometer of its own), and
+// that each of the three split.
+func TestPermuteParallel(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	cases := []struct {
+		shape, perm []int
+	}{
+		{[]int{2, 96, 37, 41}, []int{0, 2, 3, 1}},      // NCHW to NHWC
+		{[]int{1, 700, 390}, []int{0, 2, 1}},           // [B, S, D] to [B, D, S], rows not whole blocks
+		{[]int{3, 70, 40, 33}, []int{0, 2, 1, 3}},      // attention's heads: runs of 33 copied whole
+		{[]int{5, 6, 70, 8, 20}, []int{4, 1, 3, 0, 2}}, // runs of one element at a stride
+	}
+	for _, procs := range []int{2, 3} {
+		runtime.GOMAXPROCS(procs)
+		for _, tc := range cases {
+			n := opsem.Count(tc.shape)
+			f32, i64 := make([]float32, n), make([]int64, n)
+			for i := range n {
+				f32[i], i64[i] = float32(i), int64(i)
+			}
+			for _, x := range []inference.Tensor{tensorOf(t, tc.shape, f32...), tensorOf(t, tc.shape, i64...)} {
+				w, err := newTpPermuter(x, tc.shape, tc.perm)
+				if err != nil {
+					t.Fatal(err)
+				}
+				y, err := w.permute(opsem.Node{}, x, w.shape())
+				if err != nil {
+					t.Fatal(err)
+				}
+				switch w := w.(type) {
+				case *tpWalk[float32]:
+					if w.outer == nil && w.parts < 2 || w.outer != nil && parallelParts(len(w.outer)*w.rowBlocks, min(w.rows, tpRowBlock)*w.cols*tpCopyCost) < 2 {
+						t.Errorf("%d cores, shape %v perm %v, float32: not split", procs, tc.shape, tc.perm)
+					}
+				case *tpWalk[int64]:
+					if w.parts < 2 {
+						t.Errorf("%d cores, shape %v perm %v, int64: not split", procs, tc.shape, tc.perm)
+					}
+				}
+				for o := range n {
+					at := permutedFrom(tc.shape, y[0].Shape(), tc.perm, o)
+					var got int
+					if x.DType() == inference.Float32 {
+						got = int(dataOf[float32](y[0])[o])
+					} else {
+						got = int(dataOf[int64](y[0])[o])
+					}
+					if got != at {
+						t.Fatalf("%d cores, shape %v perm %v, %v: output %d holds input %d, want %d", procs, tc.shape, tc.perm, x.DType(), o, got, at)
+					}
+				}
+			}
+		}
+	}
 }

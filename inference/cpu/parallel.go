@@ -31,11 +31,16 @@ const workerSpin = 100 * time.Microsecond
 // element visits), reaches nnSgemmSerialFlops, and on the calling goroutine
 // otherwise.
 func parallelFor(n, cost int, fn func(lo, hi int)) {
-	parts := 1
+	parallelSplit(n, parallelParts(n, cost), fn)
+}
+
+// parallelParts is how many chunks parallelFor splits n items of cost
+// work each into.
+func parallelParts(n, cost int) int {
 	if n > 1 && n*cost >= nnSgemmSerialFlops {
-		parts = min(n, runtime.GOMAXPROCS(0), max(1, n*cost/nnSgemmTaskFlops))
+		return min(n, runtime.GOMAXPROCS(0), max(1, n*cost/nnSgemmTaskFlops))
 	}
-	parallelSplit(n, parts, fn)
+	return 1
 }
 
 // parallelSplit calls fn on parts contiguous chunks of [0, n), chunk i

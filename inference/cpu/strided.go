@@ -67,32 +67,52 @@ func newStridedWalker(shape []int, strides [][]int) *stridedWalker {
 
 // walk is stridedWalk(n, w.dims, w.strides, f).
 func (w *stridedWalker) walk(n int, f func(o int, at []int)) {
-	dims, strides, at, idx := w.dims, w.strides, w.at, w.idx
-	clear(at) // a walk cut short by a panic leaves them where it stopped
-	clear(idx)
-	if len(dims) == 0 {
+	if len(w.dims) == 0 {
+		clear(w.at)
 		if n > 0 {
-			f(0, at)
+			f(0, w.at)
 		}
 		return
 	}
-	k := len(dims) - 1
-	inner := dims[k]
+	w.start(0, w.at, w.idx)
+	inner := w.dims[len(w.dims)-1]
 	for o := 0; o < n; o += inner {
-		f(o, at)
-		for d := k - 1; d >= 0; d-- {
-			idx[d]++
-			for j := range at {
-				at[j] += strides[j][d]
-			}
-			if idx[d] < dims[d] {
-				break
-			}
-			for j := range at {
-				at[j] -= strides[j][d] * dims[d]
-			}
-			idx[d] = 0
+		f(o, w.at)
+		w.next(w.at, w.idx)
+	}
+}
+
+// start sets the odometer idx (len(dims)−1 entries) and the offsets at
+// (one per operand) to run r of the walk, which has at least one
+// dimension: a walk split among goroutines starts each part at its first
+// run, with an odometer of its own.
+func (w *stridedWalker) start(r int, at, idx []int) {
+	dims, strides := w.dims, w.strides
+	clear(at)
+	for d := len(dims) - 2; d >= 0; d-- {
+		idx[d] = r % dims[d]
+		r /= dims[d]
+		for j := range at {
+			at[j] += idx[d] * strides[j][d]
 		}
+	}
+}
+
+// next moves the odometer idx and the offsets at to the next run.
+func (w *stridedWalker) next(at, idx []int) {
+	dims, strides := w.dims, w.strides
+	for d := len(dims) - 2; d >= 0; d-- {
+		idx[d]++
+		for j := range at {
+			at[j] += strides[j][d]
+		}
+		if idx[d] < dims[d] {
+			return
+		}
+		for j := range at {
+			at[j] -= strides[j][d] * dims[d]
+		}
+		idx[d] = 0
 	}
 }
 
