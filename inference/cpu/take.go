@@ -136,10 +136,21 @@ func takeRunsOf[T inference.Element](r *limit.Run, src inference.Tensor, tabs []
 // takeRuns copies into out the runs of s that tables tableRuns accepts
 // take, with idx (an entry per table but the last) as its odometer.
 func takeRuns[T inference.Element](out, s []T, tabs [][]int, idx []int) {
-	clear(idx)
+	takeRunsRange(out, s, tabs, idx, 0, len(out)/len(tabs[len(tabs)-1]))
+}
+
+// takeRunsRange is takeRuns for runs r0…r1−1 alone.
+func takeRunsRange[T inference.Element](out, s []T, tabs [][]int, idx []int, r0, r1 int) {
+	if r0 >= r1 {
+		return // an outer table may be empty
+	}
 	rank := len(tabs)
 	first, width := tabs[rank-1][0], len(tabs[rank-1])
-	for pos := 0; pos < len(out); pos += width {
+	for j, r := rank-2, r0; j >= 0; j-- {
+		idx[j] = r % len(tabs[j])
+		r /= len(tabs[j])
+	}
+	for pos := r0 * width; pos < r1*width; pos += width {
 		base := first
 		for j, i := range idx {
 			base += tabs[j][i]
@@ -151,6 +162,24 @@ func takeRuns[T inference.Element](out, s []T, tabs [][]int, idx []int) {
 			}
 			idx[j] = 0
 		}
+	}
+}
+
+// A runsSplit is a takeRuns split among goroutines into parts of whole
+// runs, each with an odometer of its own (odo[c]): the operands of the
+// take under way, and body, bound once.
+type runsSplit[T inference.Element] struct {
+	out, s      []T
+	tabs        [][]int
+	runs, parts int
+	odo         [][]int
+	body        func(lo, hi int)
+}
+
+// chunk takes the runs of parts lo…hi−1.
+func (rs *runsSplit[T]) chunk(lo, hi int) {
+	for c := lo; c < hi; c++ {
+		takeRunsRange(rs.out, rs.s, rs.tabs, rs.odo[c], rs.runs*c/rs.parts, rs.runs*(c+1)/rs.parts)
 	}
 }
 
@@ -211,6 +240,7 @@ type tableTake struct {
 	tabs  [][]int
 	shape []int
 	idx   []int
+	split any // a *runsSplit of the element type, made on first use
 }
 
 // newTableTake returns the take of tabs, which span shape.
@@ -258,7 +288,25 @@ func tableTakeOf[T inference.Element](n opsem.Node, j int, t *tableTake, src inf
 		if err != nil {
 			return inference.Tensor{}, err
 		}
-		takeRuns(out, s, t.tabs, t.idx)
+		width := len(t.tabs[len(t.tabs)-1])
+		runs := len(out) / width
+		parts := parallelParts(runs, width*tpCopyCost)
+		if parts == 1 {
+			takeRuns(out, s, t.tabs, t.idx)
+			return opsem.Output(n, j, shape, out)
+		}
+		rs, _ := t.split.(*runsSplit[T])
+		if rs == nil {
+			rs = &runsSplit[T]{}
+			rs.body = rs.chunk
+			t.split = rs
+		}
+		for len(rs.odo) < parts {
+			rs.odo = append(rs.odo, make([]int, len(t.tabs)-1))
+		}
+		rs.out, rs.s, rs.tabs, rs.runs, rs.parts = out, s, t.tabs, runs, parts
+		parallelSplit(parts, parts, rs.body)
+		rs.out, rs.s, rs.tabs = nil, nil, nil // not to hold the buffers until the next run
 		return opsem.Output(n, j, shape, out)
 	}
 	offs, err := limit.Make[int](n.Run, t.shape...)

@@ -3,10 +3,12 @@ package cpu
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 
 	"github.com/beamml/beamml/inference"
+	"github.com/beamml/beamml/inference/internal/opsem"
 )
 
 // TestTakeRuns checks takeTables on tables of runs (the copy per run)
@@ -75,4 +77,55 @@ func anyData(x inference.Tensor) any {
 	}
 	d, _ := inference.Data[float32](x)
 	return d
+}
+
+// TestTableTakeParallel checks a tableTake of runs large enough to split
+// among goroutines (parts of whole runs, each with an odometer of its
+// own), on 2 and 3 cores, against take over tableOffsets, for float32 and
+// int64, and that it split.
+func TestTableTakeParallel(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	r := rand.New(rand.NewPCG(9, 10))
+	src := make([]int64, 1<<16)
+	for i := range src {
+		src[i] = int64(i)*3 + 1
+	}
+	for _, procs := range []int{2, 3} {
+		runtime.GOMAXPROCS(procs)
+		for _, outer := range [][]int{{7, 29}, {1, 3, 97}, {203}} {
+			tabs := make([][]int, len(outer)+1)
+			for j, n := range outer {
+				for range n {
+					tabs[j] = append(tabs[j], r.IntN(1<<14))
+				}
+			}
+			width := 1 + r.IntN(300) + (1<<18)/opsem.Count(outer)
+			for i := range width {
+				tabs[len(outer)] = append(tabs[len(outer)], 100+i)
+			}
+			shape := tableShape(tabs)
+			offs, err := tableOffsets(nil, tabs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, x := range []inference.Tensor{tensorOf(t, []int{len(src)}, src...), tensorOf(t, []int{len(src)}, toFloats(src)...)} {
+				name := fmt.Sprintf("%d cores, %v, runs of %d over %v", procs, x.DType(), width, outer)
+				tt := newTableTake(tabs, shape)
+				got, err := tt.output(opsem.Node{}, x, shape)
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if tt.split == nil {
+					t.Errorf("%s: not split", name)
+				}
+				want, err := take(nil, x, shape, offs, inference.Tensor{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fmt.Sprint(anyData(got[0])) != fmt.Sprint(anyData(want)) {
+					t.Fatalf("%s: the take differs from the offsets'", name)
+				}
+			}
+		}
+	}
 }
