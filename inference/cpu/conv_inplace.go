@@ -221,29 +221,59 @@ func (d *cvInPlace) compact(y, wide []float32, ld, oy0, n, lo, hi int) {
 // output, split among threads when the unit has them; kept in its cvGemm
 // with its two loops bound once, so that a run allocates nothing.
 type cvInPlaceJob struct {
-	d                    *cvInPlace
-	src, copied, wide, y []float32
-	tail                 nnTail
-	osp                  int
-	ld, oy0, n           int // the chunk being compacted: its row length, first output row, rows
-	layoutFn, compactFn  func(lo, hi int)
+	d                             *cvInPlace
+	src, copied, wide, y          []float32
+	tail                          nnTail
+	osp                           int
+	ld, oy0, n                    int // the chunk being compacted: its row length, first output row, rows
+	layoutFn, compactFn, chunksFn func(lo, hi int)
+
+	// The product's operands when goroutines take whole chunks (chunks):
+	// W's block (packed in pre), B read in place, the head, and the
+	// product's rows, columns of W and output rows a chunk.
+	pre           nnPrepacked
+	head          nnTail
+	w, b          []float32
+	mg, rows, per int
 }
 
 func newCvInPlaceJob(d *cvInPlace, osp int) *cvInPlaceJob {
 	j := &cvInPlaceJob{d: d, osp: osp}
-	j.layoutFn, j.compactFn = j.layout, j.compact
+	j.layoutFn, j.compactFn, j.chunksFn = j.layout, j.compact, j.chunks
 	return j
+}
+
+// chunks runs chunks lo…hi−1 of the output rows, per rows each: each
+// chunk's product on this goroutine, into a wide block of its own, then
+// its compaction and epilogue.
+func (j *cvInPlaceJob) chunks(lo, hi int) {
+	d := j.d
+	buf := cvScratchBuf(j.mg * d.chunkWide(j.per))
+	defer cvScratchPool.put(buf)
+	for c := lo; c < hi; c++ {
+		oy0 := c * j.per
+		n := min(j.per, d.oh-oy0)
+		ld := d.chunkWide(n)
+		wide := (*buf)[:j.mg*ld]
+		nnSgemmPre(1, j.pre, nnBlocks{head: j.head}, false, false, j.mg, ld, j.rows, 1, j.w, j.rows, j.b[oy0*d.qw:], 0, 0, wide, ld)
+		j.finish(wide, ld, oy0, n, 0, j.mg)
+	}
 }
 
 func (j *cvInPlaceJob) layout(lo, hi int) { j.d.layout(j.src, j.copied, lo, hi) }
 
 // compact compacts the chunk's rows of output channels lo…hi−1 and
 // applies the tail to them.
-func (j *cvInPlaceJob) compact(lo, hi int) {
-	j.d.compact(j.y, j.wide, j.ld, j.oy0, j.n, lo, hi)
+func (j *cvInPlaceJob) compact(lo, hi int) { j.finish(j.wide, j.ld, j.oy0, j.n, lo, hi) }
+
+// finish compacts a chunk of the wide output, n output rows from oy0 (its
+// rows ld apart), for output channels lo…hi−1, and applies the tail to
+// them.
+func (j *cvInPlaceJob) finish(wide []float32, ld, oy0, n, lo, hi int) {
+	j.d.compact(j.y, wide, ld, oy0, n, lo, hi)
 	if j.tail != nil {
 		ow := j.d.ow
-		j.tail.finish(j.y[lo*j.osp+j.oy0*ow:], j.osp, lo, j.oy0*ow, hi-lo, j.n*ow)
+		j.tail.finish(j.y[lo*j.osp+oy0*ow:], j.osp, lo, oy0*ow, hi-lo, n*ow)
 	}
 }
 

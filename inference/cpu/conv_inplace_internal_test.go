@@ -285,48 +285,62 @@ func cvCheckCompiled(t *testing.T, r *rand.Rand, tc cvInPlaceCase, check func(t 
 	})
 }
 
-// TestConvInPlaceThreads checks one image's in-place product split among
-// threads, its image copied and its output compacted in parallel (both
-// large enough to split), with a residual and a Relu as its epilogue:
-// equal to the packed product on one thread.
+// TestConvInPlaceThreads checks one image's in-place product on two
+// threads, with a residual and a Relu as its epilogue, equal to the packed
+// product on one thread: its image copied in parallel, and each thread
+// taking whole chunks of output rows, their products and compaction (a
+// padded 3×3 convolution, a stem, a downsampling convolution).
 func TestConvInPlaceThreads(t *testing.T) {
 	r := rand.New(rand.NewPCG(47, 48))
-	xs, ws := []int{1, 96, 56, 56}, []int{64, 96, 3, 3}
-	attrs := map[string]graph.Attr{"pads": attrInts(1, 1, 1, 1)}
-	n := testNode("Conv", 11, attrs, 1)
-	x, w, bias := nnRandom(r, opsem.Count(xs)), nnRandom(r, opsem.Count(ws)), nnRandom(r, ws[0])
-	g, err := opsem.SlidingWindow(n, xs[2:], ws[2:], false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	osp := opsem.Count(g.Out)
-	res := nnRandom(r, ws[0]*osp)
-	ep := &epilogue{residual: res, clamp: clamp{on: true, lo: 0, hi: float32(math.Inf(1))}, biasIn: -1, residualIn: -1}
-	c, err := newCvGemm(nil, 1, xs[1], ws[0], 1, g, ep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.taps2 = cvAllTaps(g)
-	c.readInPlace()
-	if c.inPlace == nil || c.inPlace.readsImage {
-		t.Fatal("the product does not copy its image to read it in place")
-	}
-	run := func(procs int) []float32 {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-		out := make([]float32, ws[0]*osp)
-		if err := c.run(nil, x, w, nil, bias, out); err != nil {
+	for _, tc := range []struct {
+		xs, ws  []int
+		attrs   map[string]graph.Attr
+		chunked bool
+	}{
+		{[]int{1, 96, 56, 56}, []int{64, 96, 3, 3}, map[string]graph.Attr{"pads": attrInts(1, 1, 1, 1)}, true},
+		{[]int{1, 3, 113, 109}, []int{64, 3, 3, 3}, map[string]graph.Attr{"strides": attrInts(2, 2)}, true},
+		{[]int{1, 32, 161, 167}, []int{48, 32, 3, 3}, map[string]graph.Attr{"strides": attrInts(2, 2), "pads": attrInts(1, 1, 1, 1)}, true},
+	} {
+		name := fmt.Sprintf("x %v w %v %v", tc.xs, tc.ws, tc.attrs)
+		xs, ws := tc.xs, tc.ws
+		n := testNode("Conv", 11, tc.attrs, 1)
+		x, w, bias := nnRandom(r, opsem.Count(xs)), nnRandom(r, opsem.Count(ws)), nnRandom(r, ws[0])
+		g, err := opsem.SlidingWindow(n, xs[2:], ws[2:], false)
+		if err != nil {
 			t.Fatal(err)
 		}
-		return out
-	}
-	got := run(2)
-	d := c.inPlace
-	c.inPlace = nil
-	want := run(1)
-	c.inPlace = d
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("element %d: %g in place on 2 threads, %g packed on 1", i, got[i], want[i])
+		osp := opsem.Count(g.Out)
+		res := nnRandom(r, ws[0]*osp)
+		ep := &epilogue{residual: res, clamp: clamp{on: true, lo: 0, hi: float32(math.Inf(1))}, biasIn: -1, residualIn: -1}
+		c, err := newCvGemm(nil, 1, xs[1], ws[0], 1, g, ep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.taps2 = cvAllTaps(g)
+		c.readInPlace()
+		if c.inPlace == nil || c.inPlace.readsImage {
+			t.Fatalf("%s: the product does not copy its image to read it in place", name)
+		}
+		d := c.inPlace
+		if chunked := !d.writesOut && d.chunkRows(ws[0]) < d.oh; chunked != tc.chunked {
+			t.Fatalf("%s: in chunks of output rows %v, want %v", name, chunked, tc.chunked)
+		}
+		run := func(procs int) []float32 {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			out := make([]float32, ws[0]*osp)
+			if err := c.run(nil, x, w, nil, bias, out); err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		got := run(2)
+		c.inPlace = nil
+		want := run(1)
+		c.inPlace = d
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("%s: element %d: %g in place on 2 threads, %g packed on 1", name, i, got[i], want[i])
+			}
 		}
 	}
 }

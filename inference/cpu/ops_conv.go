@@ -865,11 +865,23 @@ func (c *cvGemm) inPlaceProduct(u *cvUnit, src, y, w []float32, pre nnPrepacked,
 	}
 	// A chunk of output rows at a time: the product of their wide
 	// columns (B read from the row's offset on), then their compaction
-	// and epilogue while the chunk is in cache.
+	// and epilogue while the chunk is in cache. With threads, each
+	// goroutine takes whole chunks, their products on one thread: a
+	// product and a compaction split among the threads chunk by chunk
+	// took two hand-offs a chunk, more than the chunk's work at 2 threads
+	// (SqueezeNet's 3→64 stem, 28 chunks: 0.44 ms on one thread, 0.29 on
+	// two).
 	per := d.chunkRows(mg)
+	j.y, j.tail = y, u.tail.tail()
+	if chunks := (d.oh + per - 1) / per; threads > 1 && chunks > 1 {
+		j.pre, j.head, j.w, j.b, j.mg, j.rows, j.per = pre, head, w, b, mg, rows, per
+		parallelFor(chunks, 2*mg*d.chunkWide(per)*rows, j.chunksFn)
+		j.pre, j.head, j.w, j.b = nnPrepacked{}, nil, nil, nil
+		j.src, j.copied, j.y, j.tail = nil, nil, nil, nil
+		return
+	}
 	buf := cvScratchBuf(mg * d.chunkWide(per))
 	defer cvScratchPool.put(buf)
-	j.y, j.tail = y, u.tail.tail()
 	for oy0 := 0; oy0 < d.oh; oy0 += per {
 		n := min(per, d.oh-oy0)
 		ld := d.chunkWide(n)
