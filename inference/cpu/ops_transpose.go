@@ -236,7 +236,7 @@ func (w *tpWalk[T]) permute(n opsem.Node, x inference.Tensor, out []int) ([]infe
 		w.y32 = unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(y))), len(y))
 		parallelFor(len(w.outer)*w.rowBlocks, min(w.rows, tpRowBlock)*w.cols*tpCopyCost, w.blocks)
 		w.src32, w.y32 = nil, nil
-	case len(w.walker.dims) > 0:
+	case len(w.walker.dims) > 0 && len(y) > 0:
 		w.runs = len(y) / w.inner
 		w.parts = parallelParts(w.runs, w.inner*tpCopyCost)
 		if w.parts == 1 {

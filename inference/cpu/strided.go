@@ -67,11 +67,12 @@ func newStridedWalker(shape []int, strides [][]int) *stridedWalker {
 
 // walk is stridedWalk(n, w.dims, w.strides, f).
 func (w *stridedWalker) walk(n int, f func(o int, at []int)) {
+	if n == 0 {
+		return // a dimension may be 0
+	}
 	if len(w.dims) == 0 {
 		clear(w.at)
-		if n > 0 {
-			f(0, w.at)
-		}
+		f(0, w.at)
 		return
 	}
 	w.start(0, w.at, w.idx)
@@ -84,8 +85,8 @@ func (w *stridedWalker) walk(n int, f func(o int, at []int)) {
 
 // start sets the odometer idx (len(dims)−1 entries) and the offsets at
 // (one per operand) to run r of the walk, which has at least one
-// dimension: a walk split among goroutines starts each part at its first
-// run, with an odometer of its own.
+// dimension and one run (no dimension 0): a walk split among goroutines
+// starts each part at its first run, with an odometer of its own.
 func (w *stridedWalker) start(r int, at, idx []int) {
 	dims, strides := w.dims, w.strides
 	clear(at)
