@@ -71,11 +71,15 @@ func atAttention(n opsem.Node, in []inference.Tensor) ([]inference.Tensor, error
 	headSize, vHeadSize := p.headSize, p.vHeadSize
 
 	// present_key and present_value, [batch, kv_heads, total, size]: the
-	// past rows, then K and V. Without past rows, 4-D K and V are them
-	// already; unless the node returns them, they are read in place.
+	// past rows, then K and V. Without past rows, and unless the node
+	// returns them, K and V are read in place, each head's rows through
+	// its view (4-D [batch, heads, seq, size], or 3-D [batch, seq,
+	// heads·size], its rows heads·size apart): no copy on one thread
+	// ahead of the heads' loop.
 	kView, vView := p.kView, p.vView
 	presentK, presentV := kd, vd
-	if p.past > 0 || p.rank != 4 || wantsOutput(n, 1) || wantsOutput(n, 2) {
+	p.inPlace = p.past == 0 && !wantsOutput(n, 1) && !wantsOutput(n, 2)
+	if !p.inPlace {
 		var err error
 		presentK, err = limit.Make[float32](n.Run, p.kShape...)
 		if err != nil {
@@ -208,6 +212,7 @@ type atPlan struct {
 	// Each unit's goroutine takes a score block from spare. qd…biasNow
 	// are the run's operands.
 	spare                         chan []float32
+	inPlace                       bool // K and V read through kView and vView, not present_key and present_value
 	qd, presentK, presentV, qk, y []float32
 	biasNow                       *atBias
 	body                          func(lo, hi, threads int)
@@ -281,10 +286,14 @@ func (p *atPlan) heads(lo, hi, threads int) {
 	for u := lo; u < hi; u++ {
 		b, h := u/qHeads, u%qHeads
 		kvh := b*kvHeads + h/group
-		kh := presentK[kvh*total*headSize : (kvh+1)*total*headSize]
-		vh := presentV[kvh*total*vHeadSize : (kvh+1)*total*vHeadSize]
+		kh, kld := presentK[kvh*total*headSize:(kvh+1)*total*headSize], headSize
+		vh, vld := presentV[kvh*total*vHeadSize:(kvh+1)*total*vHeadSize], vHeadSize
+		if p.inPlace { // total = kv_seq
+			kh, kld = presentK[p.kView.Base(b, h/group):], p.kView.LD()
+			vh, vld = presentV[p.vView.Base(b, h/group):], p.vView.LD()
+		}
 		qb := qView.Base(b, h)
-		nnSgemmThreads(threads, false, true, qSeq, total, headSize, scale, qd[qb:], qView.LD(), kh, headSize, 0, scores, total)
+		nnSgemmThreads(threads, false, true, qSeq, total, headSize, scale, qd[qb:], qView.LD(), kh, kld, 0, scores, total)
 		for i := range qSeq {
 			row := scores[i*total : (i+1)*total]
 			var out []float32
@@ -321,7 +330,7 @@ func (p *atPlan) heads(lo, hi, threads int) {
 			}
 		}
 		yb := yView.Base(b, h)
-		nnSgemmThreads(threads, false, false, qSeq, vHeadSize, total, 1, scores, total, vh, vHeadSize, 0, y[yb:], yView.LD())
+		nnSgemmThreads(threads, false, false, qSeq, vHeadSize, total, 1, scores, total, vh, vld, 0, y[yb:], yView.LD())
 	}
 }
 
