@@ -192,6 +192,14 @@ func newPlPoolPlan(n opsem.Node, x inference.Tensor, kind plPoolKind) (*plPoolPl
 	p.fast = kind == plMaxKind && !p.wantIndices && r == 2 && g.Dilation[0] == 1 && g.Dilation[1] == 1 && g.Stride[1] <= 2 && p.osp > 0
 	// Each worker of the loop over the planes holds its scratch.
 	workers := min(p.planes, runtime.GOMAXPROCS(0))
+	if kind == plAvgKind && plHalves(g) && p.osp > 0 {
+		p.fast = true
+		p.body = p.avgPoolHalves
+		// Each output row's sum over its two input rows, then their
+		// even and odd columns.
+		p.scratchSize = []int{workers, g.Out[0]*g.In[1] + 2*g.Out[0]*g.Out[1]}
+		return p, nil
+	}
 	if kind == plAvgKind && r == 2 && g.Dilation[0] == 1 && g.Dilation[1] == 1 && g.Stride[1] <= 2 && p.osp > 0 {
 		p.fast = true
 		p.body = p.avgPool2D
@@ -592,6 +600,51 @@ func (p *plPoolPlan) avgPool2D(lo, hi int) {
 			}
 			sumCols(y, row, kw, sw)
 			ewArithVV(ewDiv, y, y, div)
+		}
+	}
+}
+
+// plHalves reports whether g is a 2-D 2×2 window at stride 2 without
+// padding or dilation whose windows lie inside the input (DenseNet's
+// transitions, the AvgPool2d(2) of many networks): each output is the mean
+// of four inputs.
+func plHalves(g opsem.Window) bool {
+	if len(g.In) != 2 {
+		return false
+	}
+	for d := range 2 {
+		if g.Kernel[d] != 2 || g.Stride[d] != 2 || g.Dilation[d] != 1 || g.PadBegin[d] != 0 || g.PadEnd[d] != 0 || 2*g.Out[d] > g.In[d] {
+			return false
+		}
+	}
+	return true
+}
+
+// avgPoolHalves is AveragePool over the planes lo…hi−1 for a window
+// plHalves accepts, in a few vector passes a plane where avgPool2D makes
+// four calls an output row: the sum of each output row's two input rows
+// (V), V's even and odd columns (dwSplitRows, one call), their sum, a
+// quarter of it. It adds as avgPool2D does (rows, then columns) and
+// divides by four exactly: the results are avgPool2D's.
+func (p *plPoolPlan) avgPoolHalves(lo, hi int) {
+	g, xd, out := p.g, p.xd, p.out
+	iw, oh, ow := g.In[1], g.Out[0], g.Out[1]
+	sc := p.scratch.get()
+	defer p.scratch.put(sc)
+	n := oh*iw + 2*oh*ow
+	if cap(sc.columns) < n {
+		sc.columns = make([]float32, n)
+	}
+	v, even, odd := sc.columns[:oh*iw], sc.columns[oh*iw:oh*iw+oh*ow], sc.columns[oh*iw+oh*ow:n]
+	for pl := lo; pl < hi; pl++ {
+		plane, y := xd[pl*p.isp:(pl+1)*p.isp], out[pl*p.osp:(pl+1)*p.osp]
+		for oy := range oh {
+			vecArith(ewAdd, v[oy*iw:(oy+1)*iw], plane[2*oy*iw:], plane[(2*oy+1)*iw:])
+		}
+		dwSplitRows(even, odd, v, oh, 2*ow, ow, ow, iw)
+		vecArith(ewAdd, y, even, odd)
+		if !arithVS(ewMul, y, y, 0.25, false) {
+			ewArithVSGo(ewMul, y, y, 0.25)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -348,5 +349,57 @@ func TestAvgPool2DRows(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestAvgPoolHalves checks AveragePool's 2×2 stride-2 path (avgPoolHalves,
+// which plHalves selects) on planes of even and odd sizes (an odd last row
+// or column left out), with ceil_mode where it adds no window, on one and
+// two cores, against ((x₀₀ + x₁₀) + (x₀₁ + x₁₁)) / 4 in float32, the order
+// the general row path adds in: equal, bit for bit. A ceil_mode that adds
+// a window past an odd edge, and a pad, are left to the general path.
+func TestAvgPoolHalves(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	r := rand.New(rand.NewPCG(63, 64))
+	for trial := range 60 {
+		runtime.GOMAXPROCS(1 + trial%2)
+		n, c, h, w := 1+r.IntN(2), 1+r.IntN(96), 2+r.IntN(40), 2+r.IntN(40)
+		ceil := r.IntN(2)
+		attrs := map[string]graph.Attr{
+			"kernel_shape": attrInts(2, 2),
+			"strides":      attrInts(2, 2),
+			"ceil_mode":    attrInt(int64(ceil)),
+		}
+		node := testNode("AveragePool", 19, attrs, 1)
+		g, err := opsem.PoolWindow(node, []int{n, c, h, w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := ceil == 0 || h%2 == 0 && w%2 == 0; plHalves(g) != want {
+			t.Fatalf("trial %d: %dx%d, ceil_mode %d: plHalves %v, want %v", trial, h, w, ceil, plHalves(g), want)
+		}
+		x := tensorOf(t, []int{n, c, h, w}, nnRandom(r, n*c*h*w)...)
+		y := runKernel(t, node, x)[0]
+		ys, yd, xd := y.Shape(), floatsOf(t, y), floatsOf(t, x)
+		oh, ow := ys[2], ys[3]
+		if !plHalves(g) {
+			continue // TestAvgPool2DRows checks the general path
+		}
+		for pl := range n * c {
+			a := xd[pl*h*w : (pl+1)*h*w]
+			for oy := range oh {
+				for ox := range ow {
+					i := 2*oy*w + 2*ox
+					want := ((a[i] + a[i+w]) + (a[i+1] + a[i+w+1])) / 4
+					if got := yd[(pl*oh+oy)*ow+ox]; got != want {
+						t.Fatalf("trial %d: %dx%d: plane %d (%d, %d) = %v, want %v", trial, h, w, pl, oy, ox, got, want)
+					}
+				}
+			}
+		}
+	}
+	pad := testNode("AveragePool", 19, map[string]graph.Attr{"kernel_shape": attrInts(2, 2), "strides": attrInts(2, 2), "pads": attrInts(1, 1, 1, 1)}, 1)
+	if g, err := opsem.PoolWindow(pad, []int{1, 1, 8, 8}); err != nil || plHalves(g) {
+		t.Fatalf("a padded 2×2 window taken as halves (%v)", err)
 	}
 }

@@ -541,17 +541,17 @@ func (p *rnPlan) direction(d int) error {
 			hCur, cCur, cSpare = hNext, cNext, cCur
 			continue
 		}
-		switch {
-		case cell == rnRNN:
+		switch cell {
+		case rnRNN:
 			nnSgemmPre(threads, pre, nnBlocks{}, false, true, batch, hidden, hidden, 1, h, hidden, rdir, hidden, 1, gates, gh)
 			for b := range batch {
 				for j := range hidden {
 					newH[b*hidden+j] = act(f[0], gates[b*gh+j])
 				}
 			}
-		case cell == rnGRU:
+		case rnGRU:
 			p.gruStep(d, gates, tmp, rdir, rbh, threads)
-		case cell == rnLSTM:
+		case rnLSTM:
 			nnSgemmPre(threads, pre, nnBlocks{}, false, true, batch, gh, hidden, 1, h, hidden, rdir, hidden, 1, gates, gh)
 			if fast {
 				rnLSTMStep(gates, c, newC, newH, batch, hidden, inputForget)
@@ -716,19 +716,11 @@ func rnLSTMCells(gates, c, newC, newH []float32, batch, hidden, lo, hi int, inpu
 			}
 		}
 		// C' = f⊙C + i⊙g, H' = o⊙tanh(C'), in vector passes.
-		rnVV(ewMul, nc, fg, cb)
-		rnVV(ewMul, ig, ig, cg)
-		rnVV(ewAdd, nc, nc, ig)
+		vecArith(ewMul, nc, fg, cb)
+		vecArith(ewMul, ig, ig, cg)
+		vecArith(ewAdd, nc, nc, ig)
 		tanhs(nh, nc)
-		rnVV(ewMul, nh, nh, og)
-	}
-}
-
-// rnVV sets out[i] = a[i] op b[i], with the vector loop where the CPU has
-// it.
-func rnVV(op ewArithOp, out, a, b []float32) {
-	if !arithVV(op, out, a, b) {
-		ewArithVVGo(op, out, a[:len(out)], b[:len(out)])
+		vecArith(ewMul, nh, nh, og)
 	}
 }
 
