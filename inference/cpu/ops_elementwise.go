@@ -578,14 +578,6 @@ func ewArithVV[T number](op ewArithOp, out, a, b []T) {
 	ewArithVVGo(op, out, a, b)
 }
 
-// vecArith sets out[i] = a[i] op b[i] for float32, with the vector loop
-// where the CPU has it.
-func vecArith(op ewArithOp, out, a, b []float32) {
-	if !arithVV(op, out, a, b) {
-		ewArithVVGo(op, out, a[:len(out)], b[:len(out)])
-	}
-}
-
 func ewArithVVGo[T number](op ewArithOp, out, a, b []T) {
 	a, b = a[:len(out)], b[:len(out)]
 	switch op {

@@ -639,13 +639,11 @@ func (p *plPoolPlan) avgPoolHalves(lo, hi int) {
 	for pl := lo; pl < hi; pl++ {
 		plane, y := xd[pl*p.isp:(pl+1)*p.isp], out[pl*p.osp:(pl+1)*p.osp]
 		for oy := range oh {
-			vecArith(ewAdd, v[oy*iw:(oy+1)*iw], plane[2*oy*iw:], plane[(2*oy+1)*iw:])
+			ewArithVV(ewAdd, v[oy*iw:(oy+1)*iw], plane[2*oy*iw:], plane[(2*oy+1)*iw:])
 		}
 		dwSplitRows(even, odd, v, oh, 2*ow, ow, ow, iw)
-		vecArith(ewAdd, y, even, odd)
-		if !arithVS(ewMul, y, y, 0.25, false) {
-			ewArithVSGo(ewMul, y, y, 0.25)
-		}
+		ewArithVV(ewAdd, y, even, odd)
+		ewArithVS(ewMul, y, y, 0.25)
 	}
 }
 

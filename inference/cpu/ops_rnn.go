@@ -480,7 +480,9 @@ func (p *rnPlan) direction(d int) error {
 	nnSgemmPre(threads, preW, nnBlocks{}, false, true, seq*batch, gh, inSize, 1, xd, inSize, wdir, inSize, 0, xw, gh)
 	pre := nnPrepacked{b: p.packed.r.of(d, rdir)}
 	split := &p.splits[d]
-	split.plan(nnBestKernel, threads, pre, rdir, batch, hidden, inputForget)
+	if cell == rnLSTM && fast {
+		split.plan(nnBestKernel, threads, pre, rdir, batch, hidden, inputForget)
+	}
 	defer split.drop()
 	var rbh []float32
 	if bd != nil {
@@ -716,11 +718,11 @@ func rnLSTMCells(gates, c, newC, newH []float32, batch, hidden, lo, hi int, inpu
 			}
 		}
 		// C' = f⊙C + i⊙g, H' = o⊙tanh(C'), in vector passes.
-		vecArith(ewMul, nc, fg, cb)
-		vecArith(ewMul, ig, ig, cg)
-		vecArith(ewAdd, nc, nc, ig)
+		ewArithVV(ewMul, nc, fg, cb)
+		ewArithVV(ewMul, ig, ig, cg)
+		ewArithVV(ewAdd, nc, nc, ig)
 		tanhs(nh, nc)
-		vecArith(ewMul, nh, nh, og)
+		ewArithVV(ewMul, nh, nh, og)
 	}
 }
 
